@@ -1,0 +1,108 @@
+package payload
+
+import (
+	"bytes"
+	"unsafe"
+)
+
+// DirectBelow is the body size (in bytes, estimated as Object.Size) under which Body always
+// builds directly: for small bodies a full build is cheaper than building and comparing a key.
+const DirectBelow = 64 << 10
+
+// maxEntries bounds how many built bodies one Cache keeps. A request normally needs one (every
+// account gets the same variant); a few more cover alternating variants without letting a long
+// rotation over many models hold dozens of copies of a 64 MiB body.
+const maxEntries = 4
+
+// Cache is the per-request serialization cache: when an account fails and the request is sent
+// to the next account, the upstream body already built for the previous attempt is reused
+// instead of copying the whole input window again.
+//
+// The large immutable member (the Responses "input" array) is identified by its raw value's
+// identity, the address and length of the slice, never by content; everything else (other
+// members and all overrides) is serialized into a variant key. Any change of model, tools,
+// instructions, reasoning or of a value added by routing therefore misses automatically.
+//
+// Create one Cache per incoming client request and never share it between requests, so a
+// window can never be reused for another conversation. A Cache is not safe for concurrent use.
+type Cache struct {
+	disabled  bool
+	stats     Stats
+	entries   []cacheEntry
+	scratch   []byte // reused buffer for variant keys that did not need to be stored
+	keyBuilds int    // variant keys built; lets tests check that the direct path builds none
+}
+
+// cacheEntry is one built body. input holds a real pointer (not a uintptr) so that the input's
+// memory stays alive, and its address cannot be reused by another allocation, while the entry
+// exists.
+type cacheEntry struct {
+	input    *byte // unsafe.SliceData of the input value
+	inputLen int
+	variant  []byte // appendObject with the input value left as a hole
+	body     []byte
+}
+
+// Stats counts how Body produced its results. Misses are full serializations of cacheable
+// bodies; Direct are serializations that bypassed the cache entirely.
+type Stats struct{ Hits, Misses, Direct int }
+
+// NewCache returns an empty cache for one request.
+func NewCache() *Cache { return &Cache{} }
+
+// NewUncached returns a disabled cache, the baseline of the benchmark: Body takes the same
+// decisions, but every cacheable call builds the whole body and counts as a miss, without
+// building a variant key.
+func NewUncached() *Cache { return &Cache{disabled: true} }
+
+// Stats returns the counters accumulated so far.
+func (c *Cache) Stats() Stats { return c.stats }
+
+// Body returns the upstream body for o with ov applied; it is byte for byte Build(nil, o, ov).
+// The returned slice may be shared with earlier and later calls: callers must not modify it.
+//
+// inputKey names the large immutable member ("input" for Responses; "" disables caching, e.g.
+// for Chat Completions). The body is built directly, without building any key, when inputKey is
+// "", when o.Size < DirectBelow, or when the member (after overrides) is absent or not an array.
+// Otherwise the body is looked up by input identity and variant key; on a miss it is built in
+// full and stored.
+func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
+	if inputKey == "" || o.Size < DirectBelow {
+		return c.direct(o, ov)
+	}
+	input, ok := effectiveValue(o, inputKey, ov)
+	if !ok || KindOf(input) != KindArray {
+		return c.direct(o, ov)
+	}
+	if c.disabled {
+		c.stats.Misses++
+		return Build(nil, o, ov)
+	}
+	c.keyBuilds++
+	variant := appendObject(c.scratch[:0], o, ov, inputKey, true)
+	ptr, n := unsafe.SliceData(input), len(input)
+	for i := range c.entries {
+		e := &c.entries[i]
+		if e.input == ptr && e.inputLen == n && bytes.Equal(e.variant, variant) {
+			c.stats.Hits++
+			c.scratch = variant
+			return e.body
+		}
+	}
+	c.stats.Misses++
+	body := Build(nil, o, ov)
+	if len(c.entries) == maxEntries { // drop the oldest
+		copy(c.entries, c.entries[1:])
+		c.entries[maxEntries-1] = cacheEntry{}
+		c.entries = c.entries[:maxEntries-1]
+	}
+	c.entries = append(c.entries, cacheEntry{input: ptr, inputLen: n, variant: variant, body: body})
+	c.scratch = nil // now owned by the entry
+	return body
+}
+
+// direct builds the body without touching the cache.
+func (c *Cache) direct(o *Object, ov []Override) []byte {
+	c.stats.Direct++
+	return Build(nil, o, ov)
+}

@@ -1,0 +1,635 @@
+// Package payload parses request bodies once, keeping every top-level member as raw bytes,
+// rebuilds upstream bodies from those bytes plus a few overrides, and caches the rebuilt
+// body for the account rotations of a single request.
+//
+// The large "input" array of a Responses request (often over a megabyte) is validated once and
+// then only ever copied: it is never decoded into Go values nor re-encoded.
+package payload
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays Parse accepts. The top-level object
+// counts as depth 1, so a body may contain MaxDepth nested containers in total.
+const MaxDepth = 512
+
+// Object is a parsed top-level JSON object; member values are raw subslices of the body.
+// The body must not be modified while the Object (or anything built from it) is in use.
+type Object struct {
+	Members []Member // in arrival order
+	Size    int      // len of the body parsed
+}
+
+// Member is one top-level member of an Object.
+type Member struct {
+	Key    string // decoded key
+	RawKey []byte // the key exactly as received, with quotes (subslice of body)
+	Value  []byte // the value exactly as received, no surrounding whitespace (subslice of body)
+}
+
+// Get returns the raw value of the member named key.
+func (o *Object) Get(key string) (value []byte, ok bool) {
+	for i := range o.Members {
+		if o.Members[i].Key == key {
+			return o.Members[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Error describes why a body was rejected. Its message is short and never quotes more than a
+// few bytes of the body, because it is returned to clients and written to logs.
+type Error struct {
+	Offset int    // byte offset in the body where the problem was detected
+	Msg    string // short human sentence
+}
+
+func (e *Error) Error() string {
+	return "invalid JSON at byte " + strconv.Itoa(e.Offset) + ": " + e.Msg
+}
+
+// Parse validates body strictly as one JSON object and splits its top-level members.
+//
+// Validation follows RFC 8259 and accepts exactly what json.Valid accepts, with three
+// additional restrictions: the text must be valid UTF-8 (json.Valid lets invalid bytes through
+// inside strings), the top level must be an object without duplicate keys (compared after
+// decoding, as encoding/json would map them), and nesting may not exceed MaxDepth.
+// Escaped lone surrogates such as "\ud800" are accepted, like encoding/json does; decoding
+// turns them into U+FFFD.
+//
+// Parse allocates only the Object, its Members slice and the decoded keys: values stay subslices
+// of body, and validating a value never allocates, whatever its size or depth.
+func Parse(body []byte) (*Object, error) {
+	n := len(body)
+	i := skipSpace(body, 0)
+	if i >= n {
+		return nil, errEOF(n)
+	}
+	if body[i] != '{' {
+		if k := KindOf(body[i:]); k != KindInvalid {
+			return nil, &Error{i, "top-level value must be an object, not " + k.article()}
+		}
+		return nil, errChar(body, i, "looking for beginning of value")
+	}
+	o := &Object{Size: n, Members: make([]Member, 0, 16)}
+	var seen map[string]struct{} // built only for objects with many members
+	i = skipSpace(body, i+1)
+	if i < n && body[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= n {
+				return nil, errEOF(n)
+			}
+			if body[i] != '"' {
+				return nil, errChar(body, i, "looking for beginning of object key string")
+			}
+			ks := i
+			ke, escaped, err := scanString(body, i)
+			if err != nil {
+				return nil, err
+			}
+			var key string
+			if escaped {
+				key = string(appendUnescaped(make([]byte, 0, ke-ks), body[ks+1:ke-1]))
+			} else {
+				key = string(body[ks+1 : ke-1])
+			}
+			if dup := o.isDup(key, &seen); dup {
+				return nil, &Error{ks, "duplicate key " + shortQuote(key)}
+			}
+			i = skipSpace(body, ke)
+			if i >= n {
+				return nil, errEOF(n)
+			}
+			if body[i] != ':' {
+				return nil, errChar(body, i, "after object key")
+			}
+			vs := skipSpace(body, i+1)
+			ve, err := scanValue(body, vs)
+			if err != nil {
+				return nil, err
+			}
+			o.Members = append(o.Members, Member{Key: key, RawKey: body[ks:ke:ke], Value: body[vs:ve:ve]})
+			i = skipSpace(body, ve)
+			if i >= n {
+				return nil, errEOF(n)
+			}
+			if body[i] == ',' {
+				i = skipSpace(body, i+1)
+				continue
+			}
+			if body[i] == '}' {
+				i++
+				break
+			}
+			return nil, errChar(body, i, "after object key:value pair")
+		}
+	}
+	if i = skipSpace(body, i); i < n {
+		return nil, errChar(body, i, "after top-level value")
+	}
+	return o, nil
+}
+
+// dupMapAbove is the member count from which duplicate detection switches from a linear scan
+// to a map, so that a body with a huge number of top-level keys cannot cost quadratic time.
+const dupMapAbove = 16
+
+// isDup reports whether key is already a member of o. Members are compared by decoded key.
+func (o *Object) isDup(key string, seen *map[string]struct{}) bool {
+	if *seen == nil {
+		if len(o.Members) < dupMapAbove {
+			for i := range o.Members {
+				if o.Members[i].Key == key {
+					return true
+				}
+			}
+			return false
+		}
+		*seen = make(map[string]struct{}, 2*len(o.Members))
+		for i := range o.Members {
+			(*seen)[o.Members[i].Key] = struct{}{}
+		}
+	}
+	if _, ok := (*seen)[key]; ok {
+		return true
+	}
+	(*seen)[key] = struct{}{}
+	return false
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		if c := b[i]; c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			return i
+		}
+	}
+	return i
+}
+
+// scanValue validates the JSON value starting at b[i] (a non-space byte) and returns the index
+// just past it. It is an iterative state machine: nesting is tracked with a fixed-size stack on
+// the Go stack, so no value, however deep or large, allocates or recurses. The value is a member
+// of the top-level object, so it starts at depth 1.
+func scanValue(b []byte, i int) (int, error) {
+	n := len(b)
+	var isObject [MaxDepth + 1]bool // isObject[d]: the open container at depth d is an object
+	depth := 1
+	var err error
+value: // expecting a value at b[i]; whitespace before it is already skipped
+	for {
+		if i >= n {
+			return 0, errEOF(n)
+		}
+		switch c := b[i]; c {
+		case '"':
+			if i, _, err = scanString(b, i); err != nil {
+				return 0, err
+			}
+		case '{', '[':
+			if depth == MaxDepth {
+				return 0, &Error{i, "exceeded maximum nesting depth " + strconv.Itoa(MaxDepth)}
+			}
+			depth++
+			isObject[depth] = c == '{'
+			if i = skipSpace(b, i+1); i >= n {
+				return 0, errEOF(n)
+			}
+			if c == '[' {
+				if b[i] != ']' {
+					continue value
+				}
+				i++
+				depth--
+			} else {
+				if b[i] != '}' {
+					if i, err = scanKey(b, i); err != nil {
+						return 0, err
+					}
+					continue value
+				}
+				i++
+				depth--
+			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			if i, err = scanNumber(b, i); err != nil {
+				return 0, err
+			}
+		case 't':
+			if i, err = scanLiteral(b, i, "true"); err != nil {
+				return 0, err
+			}
+		case 'f':
+			if i, err = scanLiteral(b, i, "false"); err != nil {
+				return 0, err
+			}
+		case 'n':
+			if i, err = scanLiteral(b, i, "null"); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, errChar(b, i, "looking for beginning of value")
+		}
+		// A value ended at i: close finished containers until the next value starts.
+		for depth > 1 {
+			if i = skipSpace(b, i); i >= n {
+				return 0, errEOF(n)
+			}
+			c := b[i]
+			if isObject[depth] {
+				if c == ',' {
+					if i, err = scanKey(b, skipSpace(b, i+1)); err != nil {
+						return 0, err
+					}
+					continue value
+				}
+				if c != '}' {
+					return 0, errChar(b, i, "after object key:value pair")
+				}
+			} else {
+				if c == ',' {
+					i = skipSpace(b, i+1)
+					continue value
+				}
+				if c != ']' {
+					return 0, errChar(b, i, "after array element")
+				}
+			}
+			i++
+			depth--
+		}
+		return i, nil
+	}
+}
+
+// scanKey validates `"key" :` starting at b[i] inside a nested object and returns the index of
+// the member's value (whitespace skipped).
+func scanKey(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errEOF(len(b))
+	}
+	if b[i] != '"' {
+		return 0, errChar(b, i, "looking for beginning of object key string")
+	}
+	i, _, err := scanString(b, i)
+	if err != nil {
+		return 0, err
+	}
+	if i = skipSpace(b, i); i >= len(b) {
+		return 0, errEOF(len(b))
+	}
+	if b[i] != ':' {
+		return 0, errChar(b, i, "after object key")
+	}
+	return skipSpace(b, i+1), nil
+}
+
+// SWAR constants: one bit or value repeated in every byte of a uint64.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain[c] is true for bytes that need no attention inside a string: printable ASCII other than
+// '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString validates the string starting at b[i] == '"' and returns the index just past the
+// closing quote and whether the string contains escapes.
+//
+// Plain ASCII is skipped eight bytes at a time: for each byte x of a word, the high bit of
+// (x-0x20) | ((x^'"')-1) | ((x^'\\')-1) | x is set when x < 0x20, x == '"', x == '\\' or
+// x >= 0x80. Borrows only start at such a byte and only propagate to later bytes, so the lowest
+// flagged byte is exactly the first byte that needs attention.
+func scanString(b []byte, i int) (end int, escaped bool, err error) {
+	n := len(b)
+	i++ // opening quote
+	for {
+		if i+8 <= n {
+			x := binary.LittleEndian.Uint64(b[i:])
+			t := ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb) | x) & msb
+			if t == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(t) >> 3
+		} else { // the last few bytes of the body
+			for i < n && plain[b[i]] {
+				i++
+			}
+			if i >= n {
+				return 0, false, errEOF(n)
+			}
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= n {
+				return 0, false, errEOF(n)
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				i += 2
+				for end := i + 4; i < end; i++ {
+					if i >= n {
+						return 0, false, errEOF(n)
+					}
+					if hexVal(b[i]) < 0 {
+						return 0, false, errChar(b, i, `in \u hexadecimal character escape`)
+					}
+				}
+			default:
+				return 0, false, errChar(b, i+1, "in string escape")
+			}
+		case c < 0x20:
+			return 0, false, errChar(b, i, "in string literal")
+		default: // c >= 0x80: validate one UTF-8 sequence
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				if !utf8.FullRune(b[i:]) {
+					return 0, false, errEOF(n)
+				}
+				return 0, false, &Error{i, "invalid UTF-8 byte 0x" + strconv.FormatUint(uint64(c), 16) + " in string"}
+			}
+			i += size
+		}
+	}
+}
+
+// hexVal returns the value of a hexadecimal digit, or -1.
+func hexVal(c byte) rune {
+	switch {
+	case '0' <= c && c <= '9':
+		return rune(c - '0')
+	case 'a' <= c && c <= 'f':
+		return rune(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// scanNumber validates the number starting at b[i] ('-' or a digit) and returns the index just
+// past it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, error) {
+	n := len(b)
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= n:
+		return 0, errEOF(n)
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = skipDigits(b, i+1)
+	default:
+		return 0, errChar(b, i, "in numeric literal")
+	}
+	if i < n && b[i] == '.' {
+		if i++; i >= n {
+			return 0, errEOF(n)
+		}
+		if !isDigit(b[i]) {
+			return 0, errChar(b, i, "after decimal point in numeric literal")
+		}
+		i = skipDigits(b, i+1)
+	}
+	if i < n && (b[i] == 'e' || b[i] == 'E') {
+		if i++; i < n && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= n {
+			return 0, errEOF(n)
+		}
+		if !isDigit(b[i]) {
+			return 0, errChar(b, i, "in exponent of numeric literal")
+		}
+		i = skipDigits(b, i+1)
+	}
+	return i, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scanLiteral validates the literal lit (true, false or null) at b[i] and returns the index just
+// past it.
+func scanLiteral(b []byte, i int, lit string) (int, error) {
+	for k := 1; k < len(lit); k++ {
+		if i+k >= len(b) {
+			return 0, errEOF(len(b))
+		}
+		if b[i+k] != lit[k] {
+			return 0, errChar(b, i+k, "in literal "+lit+" (expecting "+quoteChar(lit[k])+")")
+		}
+	}
+	return i + len(lit), nil
+}
+
+// DecodeString unquotes a raw JSON string value. It validates raw like Parse does and decodes
+// escapes like encoding/json (an escaped lone surrogate becomes U+FFFD). Without a backslash the
+// result is a plain copy of the bytes between the quotes.
+func DecodeString(raw []byte) (string, error) {
+	if len(raw) == 0 {
+		return "", errEOF(0)
+	}
+	if raw[0] != '"' {
+		return "", errChar(raw, 0, "looking for beginning of string")
+	}
+	end, escaped, err := scanString(raw, 0)
+	if err != nil {
+		return "", err
+	}
+	if end != len(raw) {
+		return "", errChar(raw, end, "after string")
+	}
+	if !escaped {
+		return string(raw[1 : end-1]), nil
+	}
+	return string(appendUnescaped(make([]byte, 0, len(raw)), raw[1:end-1])), nil
+}
+
+// appendUnescaped appends the decoded form of s, the already validated contents of a JSON
+// string (without quotes). Surrogate escapes are combined into one rune when they form a valid
+// pair; otherwise each becomes U+FFFD, exactly like encoding/json.
+func appendUnescaped(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			j := i + 1
+			for j < len(s) && s[j] != '\\' {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
+		switch e := s[i+1]; e {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(s[i+2:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					r2 = hex4(s[i+2:])
+				}
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					dst = utf8.AppendRune(dst, d)
+					i += 6
+					continue
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, e)
+		}
+		i += 2
+	}
+	return dst
+}
+
+// hex4 decodes four validated hexadecimal digits.
+func hex4(s []byte) rune {
+	return hexVal(s[0])<<12 | hexVal(s[1])<<8 | hexVal(s[2])<<4 | hexVal(s[3])
+}
+
+// Kind is the JSON type of a raw value, known from its first byte.
+type Kind uint8
+
+// Kinds of raw values. KindInvalid is returned for an empty slice or a byte that cannot start a
+// JSON value.
+const (
+	KindInvalid Kind = iota
+	KindString
+	KindNumber
+	KindObject
+	KindArray
+	KindTrue
+	KindFalse
+	KindNull
+)
+
+// KindOf returns the kind of a raw value from its first byte; it does not validate the rest.
+func KindOf(raw []byte) Kind {
+	if len(raw) == 0 {
+		return KindInvalid
+	}
+	switch raw[0] {
+	case '"':
+		return KindString
+	case '{':
+		return KindObject
+	case '[':
+		return KindArray
+	case 't':
+		return KindTrue
+	case 'f':
+		return KindFalse
+	case 'n':
+		return KindNull
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return KindNumber
+	}
+	return KindInvalid
+}
+
+// String returns the JSON type name as used in API error messages; true and false are both
+// "boolean".
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindNumber:
+		return "number"
+	case KindObject:
+		return "object"
+	case KindArray:
+		return "array"
+	case KindTrue, KindFalse:
+		return "boolean"
+	case KindNull:
+		return "null"
+	}
+	return "invalid"
+}
+
+// article returns the kind name with an indefinite article, for error messages.
+func (k Kind) article() string {
+	switch k {
+	case KindArray, KindObject:
+		return "an " + k.String()
+	case KindNull:
+		return "null"
+	}
+	return "a " + k.String()
+}
+
+// errEOF reports a body that ends in the middle of a value.
+func errEOF(n int) *Error { return &Error{n, "unexpected end of input"} }
+
+// errChar reports the unexpected byte b[i]; context says what the parser was doing.
+func errChar(b []byte, i int, context string) *Error {
+	return &Error{i, "invalid character " + quoteChar(b[i]) + " " + context}
+}
+
+// quoteChar formats one byte for an error message: 'x', '\n', '\x00' or '\xff'.
+func quoteChar(c byte) string {
+	switch {
+	case c == '\'':
+		return `'\''`
+	case c == '"':
+		return `'"'`
+	case c >= utf8.RuneSelf:
+		return `'\x` + strconv.FormatUint(uint64(c)>>4, 16) + strconv.FormatUint(uint64(c)&15, 16) + `'`
+	}
+	q := strconv.Quote(string(rune(c)))
+	return "'" + q[1:len(q)-1] + "'"
+}
+
+// shortQuote quotes s for an error message, keeping at most 20 bytes of it.
+func shortQuote(s string) string {
+	const max = 20
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
