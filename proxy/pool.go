@@ -1,0 +1,313 @@
+package proxy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Account states as reported in stats.
+const (
+	StateReady      = "ready"
+	StateCooldown   = "cooldown"
+	StateNeedsLogin = "needs_login"
+	StateDisabled   = "disabled"
+)
+
+// Routing strategies.
+const (
+	StrategyPriority   = "priority"    // fill first: the first healthy account takes everything
+	StrategyRoundRobin = "round-robin" // accounts of equal priority take turns
+)
+
+const (
+	defaultCooldown   = 60 * time.Second
+	modelBlockFor     = time.Hour
+	affinityIdle      = time.Hour
+	affinityMaxKeys   = 10000
+	maxCooldownLength = 8 * 24 * time.Hour
+)
+
+// member is an account plus the runtime state the proxy keeps for it. The state survives
+// SetAccounts as long as the account keeps its name.
+type member struct {
+	Account
+	requests atomic.Int64
+	failures atomic.Int64
+
+	mu            sync.Mutex
+	cooldownUntil time.Time
+	needsLogin    string // reason; "" when the credential works
+	lastError     string
+	modelBlocked  map[string]time.Time
+}
+
+func (m *member) state(now time.Time) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stateLocked(now)
+}
+
+func (m *member) stateLocked(now time.Time) string {
+	switch {
+	case m.Disabled:
+		return StateDisabled
+	case m.needsLogin != "":
+		return StateNeedsLogin
+	case now.Before(m.cooldownUntil):
+		return StateCooldown
+	}
+	return StateReady
+}
+
+// usable reports whether m may take a request for model now.
+func (m *member) usable(model string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stateLocked(now) != StateReady {
+		return false
+	}
+	if until, ok := m.modelBlocked[model]; ok {
+		if now.Before(until) {
+			return false
+		}
+		delete(m.modelBlocked, model)
+	}
+	return true
+}
+
+func (m *member) coolDown(until time.Time, reason string) {
+	m.mu.Lock()
+	if until.After(m.cooldownUntil) {
+		m.cooldownUntil = until
+	}
+	m.lastError = reason
+	m.mu.Unlock()
+}
+
+func (m *member) markNeedsLogin(reason string) {
+	m.mu.Lock()
+	m.needsLogin = reason
+	m.lastError = reason
+	m.mu.Unlock()
+}
+
+func (m *member) blockModel(model string, until time.Time, reason string) {
+	m.mu.Lock()
+	if m.modelBlocked == nil {
+		m.modelBlocked = make(map[string]time.Time)
+	}
+	m.modelBlocked[model] = until
+	m.lastError = reason
+	m.mu.Unlock()
+}
+
+func (m *member) setLastError(reason string) {
+	m.mu.Lock()
+	m.lastError = reason
+	m.mu.Unlock()
+}
+
+// reset forgets cooldowns, model blocks and a needs-login mark (after a new sign-in).
+func (m *member) reset() {
+	m.mu.Lock()
+	m.cooldownUntil = time.Time{}
+	m.needsLogin = ""
+	m.lastError = ""
+	m.modelBlocked = nil
+	m.mu.Unlock()
+}
+
+// succeeded clears a stale needs-login mark (a refreshed credential worked).
+func (m *member) succeeded() {
+	m.mu.Lock()
+	m.needsLogin = ""
+	m.mu.Unlock()
+}
+
+// pool holds the accounts in priority order, their runtime state and session affinity.
+type pool struct {
+	mu       sync.RWMutex
+	members  []*member
+	strategy string
+	rr       atomic.Uint64
+
+	affMu    sync.Mutex
+	affinity map[string]affinityEntry
+}
+
+type affinityEntry struct {
+	account string
+	used    time.Time
+}
+
+// set replaces the account list, keeping the runtime state of accounts that keep their name.
+func (p *pool) set(accounts []Account) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := make(map[string]*member, len(p.members))
+	for _, m := range p.members {
+		old[m.Name] = m
+	}
+	next := make([]*member, 0, len(accounts))
+	for _, a := range accounts {
+		if a.API == "" {
+			a.API = APIResponses
+		}
+		a.BaseURL = strings.TrimRight(a.BaseURL, "/")
+		m := old[a.Name]
+		if m == nil || m.Kind != a.Kind || m.BaseURL != a.BaseURL {
+			m = &member{}
+		}
+		m.Account = a
+		next = append(next, m)
+	}
+	// Stable: equal priorities keep list order.
+	slices.SortStableFunc(next, func(a, b *member) int { return cmp.Compare(a.Priority, b.Priority) })
+	p.members = next
+}
+
+func (p *pool) setStrategy(s string) {
+	p.mu.Lock()
+	p.strategy = s
+	p.mu.Unlock()
+}
+
+func (p *pool) list() []*member {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.members
+}
+
+// candidates returns the accounts that may take a request for model, in the order to try
+// them: the session's affine account first (while it stays usable), then by priority, with
+// equal priorities in list order or in turn depending on the strategy.
+func (p *pool) candidates(model, session string, now time.Time) []*member {
+	p.mu.RLock()
+	all, strategy := p.members, p.strategy
+	p.mu.RUnlock()
+	out := make([]*member, 0, len(all))
+	for _, m := range all {
+		if m.usable(model, now) {
+			out = append(out, m)
+		}
+	}
+	if strategy == StrategyRoundRobin && len(out) > 1 {
+		turn := p.rr.Add(1) - 1
+		for i := 0; i < len(out); {
+			j := i
+			for j < len(out) && out[j].Priority == out[i].Priority {
+				j++
+			}
+			group := out[i:j]
+			rotate(group, int(turn%uint64(len(group))))
+			i = j
+		}
+	}
+	if session != "" {
+		if name := p.affine(session, now); name != "" {
+			for i, m := range out {
+				if m.Name == name {
+					copy(out[1:i+1], out[:i])
+					out[0] = m
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func rotate(s []*member, k int) {
+	if k == 0 {
+		return
+	}
+	slices.Reverse(s[:k])
+	slices.Reverse(s[k:])
+	slices.Reverse(s)
+}
+
+func (p *pool) affine(session string, now time.Time) string {
+	p.affMu.Lock()
+	defer p.affMu.Unlock()
+	e, ok := p.affinity[session]
+	if !ok || now.Sub(e.used) > affinityIdle {
+		return ""
+	}
+	return e.account
+}
+
+// remember binds session to the account that served it.
+func (p *pool) remember(session, account string, now time.Time) {
+	if session == "" {
+		return
+	}
+	p.affMu.Lock()
+	defer p.affMu.Unlock()
+	if p.affinity == nil {
+		p.affinity = make(map[string]affinityEntry)
+	}
+	if _, ok := p.affinity[session]; !ok && len(p.affinity) >= affinityMaxKeys {
+		// Full: drop idle entries; if none is idle, drop the least recently used.
+		var oldestKey string
+		var oldest time.Time
+		for k, e := range p.affinity {
+			if now.Sub(e.used) > affinityIdle {
+				delete(p.affinity, k)
+			} else if oldestKey == "" || e.used.Before(oldest) {
+				oldestKey, oldest = k, e.used
+			}
+		}
+		if len(p.affinity) >= affinityMaxKeys {
+			delete(p.affinity, oldestKey)
+		}
+	}
+	p.affinity[session] = affinityEntry{account: account, used: now}
+}
+
+// unavailable explains why no account can take a request for model: an error for the client
+// that lists each account's state. When every usable-in-principle account is cooling down it
+// is a 429 usage_limit_reached with the earliest reset, as the Codex CLI expects.
+func (p *pool) unavailable(model string, now time.Time) *apiError {
+	all := p.list()
+	if len(all) == 0 {
+		return &apiError{Status: 503, Type: "server_error", Code: "no_accounts",
+			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin), `codexrelay accounts add --name NAME --kind chatgpt`, or `codexrelay accounts import-codex`."}
+	}
+	var parts []string
+	var earliest time.Time
+	cooling := false
+	for _, m := range all {
+		m.mu.Lock()
+		st := m.stateLocked(now)
+		desc := m.Name + ": " + st
+		switch st {
+		case StateCooldown:
+			cooling = true
+			if earliest.IsZero() || m.cooldownUntil.Before(earliest) {
+				earliest = m.cooldownUntil
+			}
+			desc += " until " + m.cooldownUntil.UTC().Format(time.RFC3339)
+		case StateNeedsLogin:
+			desc += " (" + m.needsLogin + ")"
+		case StateReady:
+			if until, ok := m.modelBlocked[model]; ok && now.Before(until) {
+				desc += fmt.Sprintf(" (model %q not served until %s)", model, until.UTC().Format(time.RFC3339))
+			}
+		}
+		m.mu.Unlock()
+		parts = append(parts, desc)
+	}
+	msg := "no upstream account can take this request now; " + strings.Join(parts, "; ")
+	if cooling {
+		wait := int(earliest.Sub(now).Seconds() + 0.999)
+		return &apiError{Status: 429, Type: "usage_limit_reached", Code: "usage_limit_reached", Message: msg,
+			ResetsAt: earliest.Unix(), RetryAfter: max(wait, 1)}
+	}
+	return &apiError{Status: 503, Type: "server_error", Code: "no_usable_account",
+		Message: msg + ". Enable an account or sign in again (`codexrelay accounts list`)."}
+}

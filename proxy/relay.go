@@ -1,0 +1,520 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/sse"
+)
+
+// maxEventBytes bounds one upstream SSE event (a response.completed event carries the whole output).
+const maxEventBytes = 64 << 20
+
+var errHeaderTimeout = errors.New("no response headers from upstream within the timeout")
+
+// exchange is one client request on its way through the relay.
+type exchange struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	req   *clientRequest
+	t     Trace
+	start time.Time
+	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
+	firstSend time.Time
+	cache     *payload.Cache
+	// rotated is set once the request moved past its first account.
+	rotated bool
+}
+
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
+	s.c.total.Add(1)
+	s.c.inFlight.Add(1)
+	x := &exchange{s: s, w: w, r: r, start: s.now()}
+	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}}
+	return x
+}
+
+// end records the trace and the counters.
+func (x *exchange) end() {
+	s := x.s
+	s.c.inFlight.Add(-1)
+	if x.cache != nil {
+		st := x.cache.Stats()
+		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct)}
+		s.c.hits.Add(x.t.Serialization.Hits)
+		s.c.misses.Add(x.t.Serialization.Misses)
+		s.c.direct.Add(x.t.Serialization.Direct)
+	}
+	x.t.LatencyBreakdown.TotalMs = ms(s.now().Sub(x.start))
+	if x.t.Status >= 400 || x.t.Outcome == outcomeInterrupted || x.t.Outcome == outcomeFailed {
+		s.c.errors.Add(1)
+	}
+	s.traces.add(x.t)
+	lvl := slogLevelFor(x.t)
+	s.log.Log(context.Background(), lvl, "request", "id", x.t.ID, "route", x.t.Route, "model", x.t.Model,
+		"stream", x.t.Stream, "status", x.t.Status, "outcome", x.t.Outcome, "attempts", len(x.t.Attempts),
+		"total_ms", x.t.LatencyBreakdown.TotalMs, "error", x.t.Error)
+}
+
+// Trace outcomes.
+const (
+	outcomeCompleted   = "completed"   // the answer reached the client whole
+	outcomeFailed      = "failed"      // the upstream answered with a failure, relayed to the client
+	outcomeInterrupted = "interrupted" // the upstream stream broke after bytes reached the client
+	outcomeCanceled    = "canceled"    // the client went away
+	outcomeRejected    = "rejected"    // refused before any upstream attempt (bad input, no account)
+	outcomeError       = "error"       // every account failed
+)
+
+// reject answers e without having forwarded anything.
+func (x *exchange) reject(e *apiError, outcome string) {
+	x.t.Status, x.t.Outcome, x.t.Error = e.Status, outcome, e.Message
+	writeError(x.w, e)
+}
+
+// prepared marks the end of the preparation phase.
+func (x *exchange) prepared() {
+	x.t.LatencyBreakdown.PreparationMs = ms(x.s.now().Sub(x.start))
+}
+
+// handleResponses serves POST /v1/responses.
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	x := s.begin(w, r, routeResponses)
+	defer x.end()
+	body, e := readBody(r, s.opt.MaxBodyBytes)
+	if e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	req, e := parseClientRequest(routeResponses, body, r.Header)
+	if e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	x.req = req
+	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, req.stream
+	if e := s.resolveModel(r.Context(), x); e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	x.prepared()
+	x.dispatch()
+}
+
+// dispatch tries the candidate accounts in order until one answers or all failed.
+func (x *exchange) dispatch() {
+	s := x.s
+	now := s.now()
+	cands := s.pool.candidates(x.t.ResolvedModel, x.req.session, now)
+	if len(cands) == 0 {
+		x.reject(s.pool.unavailable(x.t.ResolvedModel, now), outcomeRejected)
+		return
+	}
+	x.cache = payload.NewCache()
+	var failures []string
+	for i, m := range cands {
+		if i > 0 {
+			s.c.rotations.Add(1)
+			x.rotated = true
+			s.log.Info("rotating to the next account", "id", x.t.ID, "from", cands[i-1].Name, "to", m.Name, "reason", failures[len(failures)-1])
+		}
+		done, reason := x.tryAccount(m)
+		if done {
+			return
+		}
+		if x.r.Context().Err() != nil {
+			x.t.Status, x.t.Outcome = 499, outcomeCanceled
+			return
+		}
+		failures = append(failures, m.Name+": "+reason)
+	}
+	// Every candidate failed before any byte reached the client.
+	if e := s.pool.unavailable(x.t.ResolvedModel, s.now()); e.Status == http.StatusTooManyRequests {
+		e.Message = "every account is rate limited or out of quota: " + strings.Join(failures, "; ") + ". " + e.Message
+		x.reject(e, outcomeError)
+		return
+	}
+	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
+		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, outcomeError)
+}
+
+// verdicts of one upstream attempt.
+type verdict int
+
+const (
+	served      verdict = iota // the answer went to the client
+	nextAccount                // this account cannot serve now: try the next one
+	transient                  // retry once on the same account, then nextAccount
+)
+
+// tryAccount runs the attempts on one account. It reports whether the request is finished
+// (answered, or the client went away) and otherwise why the account failed.
+func (x *exchange) tryAccount(m *member) (done bool, reason string) {
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			t := time.NewTimer(x.s.opt.RetryBackoff)
+			select {
+			case <-x.r.Context().Done():
+				t.Stop()
+				return false, "client went away"
+			case <-t.C:
+			}
+		}
+		v, why := x.attempt(m)
+		switch v {
+		case served:
+			x.s.pool.remember(x.req.session, m.Name, x.s.now())
+			return true, ""
+		case nextAccount:
+			m.failures.Add(1)
+			return false, why
+		}
+		m.failures.Add(1)
+		m.setLastError(why)
+		reason = why
+		if x.r.Context().Err() != nil {
+			return false, "client went away"
+		}
+	}
+	return false, reason
+}
+
+// attempt sends the request to m once and either relays the answer or says why not.
+func (x *exchange) attempt(m *member) (verdict, string) {
+	s := x.s
+	ctx := x.r.Context()
+	start := s.now()
+	if x.firstSend.IsZero() {
+		x.firstSend = start
+	}
+	rec := Attempt{Account: m.Name}
+	finish := func(status int, err string) {
+		rec.Status, rec.Error, rec.Ms = status, err, ms(s.now().Sub(start))
+		x.t.Attempts = append(x.t.Attempts, rec)
+	}
+	cred, err := m.Credentials.Credential(ctx)
+	if err != nil {
+		reason := "credential unavailable: " + err.Error()
+		if errors.Is(err, ErrNeedsLogin) {
+			m.markNeedsLogin(reason)
+		} else {
+			m.setLastError(reason)
+		}
+		finish(0, reason)
+		return nextAccount, reason
+	}
+	m.requests.Add(1)
+	upStream := x.req.stream || m.Kind == KindChatGPT
+	body := x.cache.Body(x.req.obj, "input", x.overrides(m))
+	resp, cancel, err := s.send(ctx, m, cred, "/responses", body, upStream, x.req.sessionHeader)
+	if err != nil {
+		reason := describeTransportError(err)
+		finish(0, reason)
+		return transient, reason
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	status := resp.StatusCode
+	if status/100 != 2 {
+		v, reason := x.classifyStatus(m, resp)
+		finish(status, reason)
+		return v, reason
+	}
+	if !isEventStream(resp.Header) {
+		finish(status, "")
+		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
+		x.relayPlain(resp)
+		return served, ""
+	}
+	// A 200 stream may still fail in its first event (quota, rate limit, overload) before any
+	// output: hold the leading bookkeeping events back until the first real one.
+	rd := sse.NewReader(resp.Body, maxEventBytes)
+	held, first, ferr := peekStream(rd)
+	if ferr == nil && isFailureEvent(first.Name) {
+		code, msg, resetsAt := eventError(first.Data)
+		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
+			finish(status, reason)
+			return v, reason
+		}
+	}
+	if ferr != nil && len(held) == 0 && !errors.Is(ferr, io.EOF) {
+		reason := "upstream stream broke before its first event: " + describeTransportError(ferr)
+		finish(status, reason)
+		return transient, reason
+	}
+	finish(status, "")
+	x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
+	if x.req.stream {
+		x.relayStream(resp.Header, rd, held, first, ferr)
+	} else {
+		x.assemble(rd, held, first, ferr)
+	}
+	return served, ""
+}
+
+// overrides are the values routing adds to the client's body for account m. They are part of
+// the serialization cache's variant key, so two accounts of the same kind share one body.
+func (x *exchange) overrides(m *member) []payload.Override {
+	var ov []payload.Override
+	if x.t.ResolvedModel != x.req.model {
+		ov = append(ov, payload.Override{Key: "model", Value: payload.AppendString(nil, x.t.ResolvedModel)})
+	}
+	if m.Kind == KindChatGPT {
+		// The Codex backend only takes streamed, unstored requests.
+		ov = append(ov, payload.Override{Key: "store", Value: []byte("false")},
+			payload.Override{Key: "stream", Value: []byte("true")})
+	}
+	return ov
+}
+
+// send posts body to the account. The returned cancel releases the request; the context
+// also cancels it when no headers arrive within the header timeout.
+func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, body []byte, stream bool, session string) (*http.Response, context.CancelFunc, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	timeout := s.opt.HeaderTimeout
+	if !stream {
+		// A non-streamed answer only has headers once the whole answer is generated.
+		timeout = 10 * time.Minute
+	}
+	timer := time.AfterFunc(timeout, func() { cancel(errHeaderTimeout) })
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, m.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		return nil, nil, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Authorization", "Bearer "+cred.Token)
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if session != "" {
+		h.Set("session_id", session)
+	}
+	if m.Kind == KindChatGPT {
+		if cred.AccountID != "" {
+			h.Set("chatgpt-account-id", cred.AccountID)
+		}
+		h.Set("originator", "codex_cli_rs")
+		h.Set("OpenAI-Beta", "responses=experimental")
+	}
+	resp, err := s.client.Do(req)
+	timer.Stop()
+	if err != nil {
+		if c := context.Cause(actx); errors.Is(c, errHeaderTimeout) {
+			err = errHeaderTimeout
+		}
+		cancel(nil)
+		return nil, nil, err
+	}
+	return resp, func() { cancel(nil) }, nil
+}
+
+func describeTransportError(err error) string {
+	switch {
+	case errors.Is(err, errHeaderTimeout):
+		return err.Error()
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	msg := err.Error()
+	// url.Error repeats the method and URL; the URL never holds a secret, but keep it short.
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Post ") {
+		msg = msg[i+2:]
+	}
+	return "upstream unreachable: " + msg
+}
+
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
+}
+
+// classifyStatus decides what a non-2xx upstream answer means for the account and the request.
+// Answers that are the client's own mistake are relayed as they are.
+func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	code, msg, resetsAt := parseUpstreamError(body)
+	status := resp.StatusCode
+	reason := fmt.Sprintf("HTTP %d", status)
+	if code != "" {
+		reason += " " + code
+	}
+	if msg != "" {
+		reason += ": " + truncate(msg, 200)
+	}
+	now := x.s.now()
+	switch {
+	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
+		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
+		return nextAccount, reason
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		m.markNeedsLogin(reason)
+		return nextAccount, reason
+	case status == http.StatusNotFound:
+		m.blockModel(x.t.ResolvedModel, now.Add(modelBlockFor), reason)
+		return nextAccount, reason
+	case status == http.StatusRequestTimeout || status >= 500:
+		return transient, reason
+	}
+	// The client's own mistake: relay it as is.
+	x.t.Status, x.t.Outcome, x.t.Error = status, outcomeFailed, reason
+	copyRelayHeaders(x.w.Header(), resp.Header)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		x.w.Header().Set("Content-Type", ct)
+	}
+	x.w.WriteHeader(status)
+	n, _ := x.w.Write(body)
+	x.t.Bytes = int64(n)
+	return served, reason
+}
+
+// classifyCode decides what a failure event at the start of a 200 stream means. Quota and
+// rate limits cool the account down, overloads are transient, anything else (a prompt too
+// long, say) is the client's and is relayed.
+func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (verdict, string) {
+	reason := "stream failed at once: " + code
+	if msg != "" {
+		reason += ": " + truncate(msg, 200)
+	}
+	switch code {
+	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+		m.coolDown(cooldownEnd(x.s.now(), "", resetsAt), reason)
+		return nextAccount, reason
+	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":
+		return transient, reason
+	}
+	return served, reason
+}
+
+// cooldownEnd picks when a rate-limited account may be tried again: Retry-After (seconds or
+// HTTP date), else the reset time the upstream named, else the default.
+func cooldownEnd(now time.Time, retryAfter string, resetsAt int64) time.Time {
+	if retryAfter != "" {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && n >= 0 {
+			return now.Add(min(time.Duration(n*float64(time.Second)), maxCooldownLength))
+		}
+		if t, err := http.ParseTime(retryAfter); err == nil && t.After(now) {
+			return minTime(t, now.Add(maxCooldownLength))
+		}
+	}
+	if resetsAt > 0 {
+		if t := time.Unix(resetsAt, 0); t.After(now) {
+			return minTime(t, now.Add(maxCooldownLength))
+		}
+	}
+	return now.Add(defaultCooldown)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// upstreamError is the error object of an upstream answer or event, in its several shapes:
+// {"error":{...}}, {"response":{"error":{...}}} and a bare {"code","message"}.
+type upstreamError struct {
+	Code            any    `json:"code"`
+	Type            string `json:"type"`
+	Message         string `json:"message"`
+	ResetsAt        int64  `json:"resets_at"`
+	ResetsInSeconds int64  `json:"resets_in_seconds"`
+}
+
+func (e *upstreamError) code() string {
+	switch c := e.Code.(type) {
+	case string:
+		if c != "" {
+			return c
+		}
+	case float64:
+		return strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	if e.Type == "usage_limit_reached" || e.Type == "insufficient_quota" {
+		return e.Type
+	}
+	return ""
+}
+
+func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
+	var v struct {
+		Error    json.RawMessage `json:"error"`
+		Response struct {
+			Error *upstreamError `json:"error"`
+		} `json:"response"`
+		upstreamError
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return "", strings.TrimSpace(string(body[:min(len(body), 200)])), 0
+	}
+	e := &v.upstreamError
+	if len(v.Error) > 0 {
+		var inner upstreamError
+		if json.Unmarshal(v.Error, &inner) == nil {
+			e = &inner
+		} else {
+			var s string
+			json.Unmarshal(v.Error, &s)
+			e.Message = s
+		}
+	} else if v.Response.Error != nil {
+		e = v.Response.Error
+	}
+	resetsAt = e.ResetsAt
+	if resetsAt == 0 && e.ResetsInSeconds > 0 {
+		resetsAt = time.Now().Unix() + e.ResetsInSeconds
+	}
+	return e.code(), e.Message, resetsAt
+}
+
+func eventError(data []byte) (code, msg string, resetsAt int64) { return parseUpstreamError(data) }
+
+// relayHeaders are upstream headers worth passing on: request ids and the rate-limit headers
+// the Codex CLI reads to show the remaining quota.
+func copyRelayHeaders(dst, src http.Header) {
+	for k, v := range src {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "x-codex-") || strings.HasPrefix(lk, "openai-") ||
+			strings.HasPrefix(lk, "x-ratelimit-") || lk == "x-request-id" {
+			dst[k] = v
+		}
+	}
+}
+
+// relayPlain copies a non-streamed upstream answer to the client as it comes.
+func (x *exchange) relayPlain(resp *http.Response) {
+	h := x.w.Header()
+	copyRelayHeaders(h, resp.Header)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	if resp.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	x.w.WriteHeader(resp.StatusCode)
+	n, err := io.Copy(x.w, resp.Body)
+	x.t.Bytes = n
+	x.t.Status = resp.StatusCode
+	switch {
+	case err == nil:
+		x.t.Outcome = outcomeCompleted
+	case x.r.Context().Err() != nil:
+		x.t.Outcome = outcomeCanceled
+	default:
+		x.t.Outcome, x.t.Error = outcomeInterrupted, "upstream body broke: "+err.Error()
+	}
+}

@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// clientRequest is a parsed client body: the top-level members as raw bytes plus the few
+// fields the relay routes on. The large input or messages array is never decoded.
+type clientRequest struct {
+	route   string // "responses" or "chat"
+	obj     *payload.Object
+	model   string
+	stream  bool
+	session string // affinity key: prompt_cache_key, else the session-id header
+	// sessionHeader is the client's session-id/session_id header, sent upstream as session_id.
+	sessionHeader string
+}
+
+// parseClientRequest validates the fields the relay relies on. Anything else in the body is
+// the upstream's business and goes through untouched.
+func parseClientRequest(route string, body []byte, h http.Header) (*clientRequest, *apiError) {
+	obj, err := payload.Parse(body)
+	if err != nil {
+		return nil, errInvalid("invalid_json", "", "the request body is not a valid JSON object: "+err.Error())
+	}
+	req := &clientRequest{route: route, obj: obj}
+	raw, ok := obj.Get("model")
+	if !ok {
+		return nil, errInvalid("missing_required_parameter", "model", "'model' is required")
+	}
+	if payload.KindOf(raw) != payload.KindString {
+		return nil, errInvalid("invalid_type", "model", "'model' must be a string, got "+payload.KindOf(raw).String())
+	}
+	if req.model, err = payload.DecodeString(raw); err != nil || req.model == "" {
+		return nil, errInvalid("invalid_value", "model", "'model' must be a non-empty string")
+	}
+	if raw, ok := obj.Get("stream"); ok {
+		switch payload.KindOf(raw) {
+		case payload.KindTrue:
+			req.stream = true
+		case payload.KindFalse, payload.KindNull:
+		default:
+			return nil, errInvalid("invalid_type", "stream", "'stream' must be a boolean, got "+payload.KindOf(raw).String())
+		}
+	}
+	bigKey := "input"
+	if route == routeChat {
+		bigKey = "messages"
+	}
+	if raw, ok := obj.Get(bigKey); ok {
+		k := payload.KindOf(raw)
+		if route == routeChat && k != payload.KindArray {
+			return nil, errInvalid("invalid_type", bigKey, "'messages' must be an array, got "+k.String())
+		}
+		if k != payload.KindArray && k != payload.KindString {
+			return nil, errInvalid("invalid_type", bigKey, "'input' must be a string or an array, got "+k.String())
+		}
+	} else if route == routeChat {
+		return nil, errInvalid("missing_required_parameter", "messages", "'messages' is required")
+	}
+	req.sessionHeader = h.Get("Session-Id")
+	if req.sessionHeader == "" {
+		req.sessionHeader = h.Get("Session_id")
+	}
+	if raw, ok := obj.Get("prompt_cache_key"); ok && payload.KindOf(raw) == payload.KindString {
+		req.session, _ = payload.DecodeString(raw)
+	}
+	if req.session == "" {
+		req.session = req.sessionHeader
+	}
+	return req, nil
+}
+
+const (
+	routeResponses = "responses"
+	routeChat      = "chat"
+)
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,332 @@
+// Package proxy is Codex Relay's OpenAI-compatible routing proxy: it takes Responses and
+// Chat Completions requests on a loopback port and sends each to a healthy upstream account,
+// moving to the next account when one fails before any byte reached the client.
+//
+// The package imports neither the app nor the UI; it can be embedded and tested alone.
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Server. The zero value is usable: no local key, loopback only.
+type Options struct {
+	// LocalAPIKey, when set, must be presented by clients as a bearer token or x-api-key.
+	LocalAPIKey string
+	// AllowRemote lets requests with a non-loopback Host through (serve --allow-remote);
+	// it is only honoured together with LocalAPIKey.
+	AllowRemote bool
+	// MaxBodyBytes limits request bodies after decompression (default 64 MiB).
+	MaxBodyBytes int64
+	// HeaderTimeout bounds the wait for an upstream's response headers on streamed requests
+	// (default 60 s); a non-streamed upstream request may take up to 10 minutes.
+	HeaderTimeout time.Duration
+	// RetryBackoff is the pause before retrying a transient failure on the same account (default 250 ms).
+	RetryBackoff time.Duration
+	// Strategy is StrategyPriority (default) or StrategyRoundRobin.
+	Strategy string
+	// Transport sends upstream requests (default: a tuned http.Transport).
+	Transport http.RoundTripper
+	// Logger receives structured logs; never secrets (default: discard).
+	Logger *slog.Logger
+	// Now is the clock (tests control it).
+	Now func() time.Time
+	// Catalog configures the model catalog.
+	Catalog CatalogOptions
+	// TraceBufferSize is how many recent traces /relay/traces keeps (default 500).
+	TraceBufferSize int
+}
+
+// Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
+// graceful drain.
+type Server struct {
+	opt     Options
+	log     *slog.Logger
+	client  *http.Client
+	pool    pool
+	traces  *traceRing
+	c       counters
+	catalog *catalog
+	started time.Time
+	keyHash atomic.Pointer[[32]byte]
+	listen  atomic.Value // string
+	mux     *http.ServeMux
+	seq     atomic.Uint64
+	changed chan struct{}
+}
+
+// New returns a Server with no accounts.
+func New(opt Options) *Server {
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBody
+	}
+	if opt.HeaderTimeout <= 0 {
+		opt.HeaderTimeout = 60 * time.Second
+	}
+	if opt.RetryBackoff <= 0 {
+		opt.RetryBackoff = 250 * time.Millisecond
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.TraceBufferSize <= 0 {
+		opt.TraceBufferSize = 500
+	}
+	if opt.Transport == nil {
+		opt.Transport = newTransport()
+	}
+	s := &Server{
+		opt:    opt,
+		log:    opt.Logger,
+		client: &http.Client{Transport: opt.Transport, CheckRedirect: noRedirects},
+		traces: newTraceRing(opt.TraceBufferSize),
+	}
+	s.started = s.now()
+	s.pool.setStrategy(opt.Strategy)
+	s.SetLocalAPIKey(opt.LocalAPIKey)
+	s.catalog = newCatalog(s, opt.Catalog)
+	s.routes()
+	return s
+}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	// Bodies go through as they are: a compressed stream would hold events back in the
+	// decompressor, and the relay must flush each event at once.
+	t.DisableCompression = true
+	t.ForceAttemptHTTP2 = true
+	return t
+}
+
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func (s *Server) now() time.Time { return s.opt.Now() }
+
+// SetAccounts replaces the upstream accounts, in priority order. Runtime state (cooldowns,
+// counters) is kept for accounts that keep their name, kind and base URL.
+func (s *Server) SetAccounts(accounts []Account) {
+	s.pool.set(accounts)
+	s.catalog.invalidate()
+}
+
+// ResetAccount forgets the cooldown, model blocks and needs-login mark of an account, after
+// the user signed in again.
+func (s *Server) ResetAccount(name string) {
+	for _, m := range s.pool.list() {
+		if m.Name == name {
+			m.reset()
+		}
+	}
+}
+
+// SetStrategy switches the routing strategy at runtime.
+func (s *Server) SetStrategy(strategy string) { s.pool.setStrategy(strategy) }
+
+// SetLocalAPIKey sets (or with "" removes) the key clients must present.
+func (s *Server) SetLocalAPIKey(key string) {
+	if key == "" {
+		s.keyHash.Store(nil)
+		return
+	}
+	h := sha256.Sum256([]byte(key))
+	s.keyHash.Store(&h)
+}
+
+// SetListenAddr records the address the proxy listens on, for stats.
+func (s *Server) SetListenAddr(addr string) { s.listen.Store(addr) }
+
+// Stats returns a snapshot of the live state.
+func (s *Server) Stats() Snapshot {
+	snap := s.snapshot()
+	snap.Listen, _ = s.listen.Load().(string)
+	return snap
+}
+
+// Traces returns up to limit recent traces, newest first.
+func (s *Server) Traces(limit int) []Trace { return s.traces.recent(limit) }
+
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
+		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
+		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
+	}
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /relay/stats", s.handleStats)
+	mux.HandleFunc("GET /relay/traces", s.handleTraces)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
+			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
+	})
+	s.mux = mux
+}
+
+// ServeHTTP applies the loopback guards and the local key, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e := s.guard(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "/" && r.URL.Path != "/" {
+		// A known path with the wrong method is a 405, not a 404.
+		if _, p := s.mux.Handler(withMethod(r, http.MethodGet)); p != "/" {
+			wrongMethod(w, r, http.MethodGet)
+			return
+		}
+		if _, p := s.mux.Handler(withMethod(r, http.MethodPost)); p != "/" {
+			wrongMethod(w, r, http.MethodPost)
+			return
+		}
+	}
+	h.ServeHTTP(w, r)
+}
+
+func withMethod(r *http.Request, method string) *http.Request {
+	r2 := *r
+	r2.Method = method
+	return &r2
+}
+
+func wrongMethod(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+		Message: "method " + r.Method + " is not allowed on " + truncate(r.URL.Path, 200) + "; use " + allow})
+}
+
+// guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
+// rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
+// allowance is ever sent. Then the local API key, when one is set, is checked in constant time.
+func (s *Server) guard(r *http.Request) *apiError {
+	key := s.keyHash.Load()
+	if !(s.opt.AllowRemote && key != nil) && !loopbackHost(r.Host) {
+		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_host",
+			Message: "Codex Relay only answers requests addressed to a loopback host (127.0.0.1, localhost, [::1])"}
+	}
+	if r.Header.Get("Origin") != "" {
+		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
+			Message: "Codex Relay does not answer requests from web pages (Origin header present)"}
+	}
+	if key != nil && r.URL.Path != "/health" {
+		got := r.Header.Get("X-Api-Key")
+		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			got = strings.TrimSpace(a[7:])
+		}
+		h := sha256.Sum256([]byte(got))
+		if got == "" || subtle.ConstantTimeCompare(h[:], key[:]) != 1 {
+			return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+				Message: "missing or wrong local API key: send the relay's local key as a bearer token (see Settings or `codexrelay codex-config`)"}
+		}
+	}
+	return nil
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback interface.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	snap := s.snapshot()
+	ready := 0
+	for _, a := range snap.Accounts {
+		if a.State == StateReady {
+			ready++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "accounts": len(snap.Accounts), "ready_accounts": ready, "uptime_ms": snap.UptimeMs,
+	})
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Stats())
+}
+
+func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, errInvalid("invalid_limit", "limit", "limit must be a positive integer"))
+			return
+		}
+		limit = n
+	}
+	writeJSON(w, http.StatusOK, s.Traces(limit))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, &apiError{Status: 500, Type: "server_error", Message: "could not encode the answer"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// Serve answers on ln until ctx is cancelled, then stops accepting, lets in-flight requests
+// finish for up to drain, and cuts what is still running.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hardCtx, hardStop := context.WithCancel(context.Background())
+	defer hardStop()
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return hardCtx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.SetListenAddr(ln.Addr().String())
+	stopRefresh := s.catalog.startSchedule()
+	defer stopRefresh()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("stopping: draining in-flight requests", "in_flight", s.c.inFlight.Load(), "drain", drain)
+	dctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := hs.Shutdown(dctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("drain time over: cutting remaining requests", "in_flight", s.c.inFlight.Load())
+		hardStop()
+		hs.Close()
+		err = nil
+	}
+	<-errc
+	return err
+}

@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Snapshot is the live state served at /relay/stats and read by the dashboard.
+type Snapshot struct {
+	Listen        string         `json:"listen,omitempty"`
+	UptimeMs      int64          `json:"uptime_ms"`
+	Catalog       CatalogStats   `json:"catalog"`
+	Serialization Serialization  `json:"serialization"`
+	Requests      RequestStats   `json:"requests"`
+	Accounts      []AccountStats `json:"accounts"`
+}
+
+// CatalogStats describes the model catalog (seed 001).
+type CatalogStats struct {
+	AgeMs         int64         `json:"age_ms"` // -1 before the first catalog
+	Models        int           `json:"models"`
+	SWREnabled    bool          `json:"swr_enabled"`
+	StaleMaxAgeMs int64         `json:"stale_max_age_ms"`
+	TTLMs         int64         `json:"ttl_ms"`
+	LastError     string        `json:"last_error"`
+	Refresh       RefreshCounts `json:"refresh"`
+}
+
+// RequestStats counts client requests.
+type RequestStats struct {
+	Total     int64 `json:"total"`
+	Errors    int64 `json:"errors"`
+	Rotations int64 `json:"rotations"`
+	InFlight  int64 `json:"in_flight"`
+}
+
+// AccountStats is one account's state; never a secret.
+type AccountStats struct {
+	Name          string     `json:"name"`
+	Kind          Kind       `json:"kind"`
+	API           API        `json:"api"`
+	State         string     `json:"state"`
+	CooldownUntil *time.Time `json:"cooldown_until"`
+	Requests      int64      `json:"requests"`
+	Failures      int64      `json:"failures"`
+	LastError     string     `json:"last_error"`
+}
+
+// counters are the proxy's running totals.
+type counters struct {
+	total, errors, rotations, inFlight atomic.Int64
+	hits, misses, direct               atomic.Int64
+}
+
+func (s *Server) snapshot() Snapshot {
+	now := s.now()
+	snap := Snapshot{
+		UptimeMs: now.Sub(s.started).Milliseconds(),
+		Catalog:  s.catalogStats(now),
+		Serialization: Serialization{
+			Hits: s.c.hits.Load(), Misses: s.c.misses.Load(), Direct: s.c.direct.Load(),
+		},
+		Requests: RequestStats{
+			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
+			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(),
+		},
+	}
+	for _, m := range s.pool.list() {
+		m.mu.Lock()
+		st := AccountStats{
+			Name: m.Name, Kind: m.Kind, API: m.API, State: m.stateLocked(now),
+			Requests: m.requests.Load(), Failures: m.failures.Load(), LastError: m.lastError,
+		}
+		if st.State == StateCooldown {
+			t := m.cooldownUntil
+			st.CooldownUntil = &t
+		}
+		m.mu.Unlock()
+		snap.Accounts = append(snap.Accounts, st)
+	}
+	if snap.Accounts == nil {
+		snap.Accounts = []AccountStats{}
+	}
+	return snap
+}

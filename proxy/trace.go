@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Trace records one client request: what was asked, which accounts were tried and how long
+// each phase took. It never holds a secret or a body.
+type Trace struct {
+	ID                  string        `json:"id"`
+	Time                time.Time     `json:"time"`
+	Route               string        `json:"route"`
+	Model               string        `json:"model"`
+	ResolvedModel       string        `json:"resolvedModel"`
+	Stream              bool          `json:"stream"`
+	Status              int           `json:"status"`
+	Outcome             string        `json:"outcome"` // completed, failed, interrupted, canceled, rejected, error
+	Error               string        `json:"error,omitempty"`
+	Attempts            []Attempt     `json:"attempts"`
+	LatencyBreakdown    Latency       `json:"latencyBreakdown"`
+	ModelCatalogRefresh RefreshCounts `json:"modelCatalogRefresh"`
+	Serialization       Serialization `json:"serialization"`
+	DroppedTools        []string      `json:"droppedTools,omitempty"`
+	Bytes               int64         `json:"bytes"` // bytes relayed to the client
+}
+
+// Attempt is one upstream try of a request.
+type Attempt struct {
+	Account string  `json:"account"`
+	Status  int     `json:"status"` // HTTP status, 0 when no response arrived
+	Ms      float64 `json:"ms"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// Latency is the seed's latencyBreakdown: preparation (body read, parse, model resolution),
+// upstream headers (from the first attempt's start to the chosen attempt's headers) and total.
+type Latency struct {
+	PreparationMs     float64 `json:"preparationMs"`
+	UpstreamHeadersMs float64 `json:"upstreamHeadersMs"`
+	TotalMs           float64 `json:"totalMs"`
+}
+
+// RefreshCounts counts model catalog refreshes by mode (seed 001): background (stale catalog
+// served while refreshing), blocking (waited for a refresh), shared (joined a refresh under way).
+type RefreshCounts struct {
+	Background int64 `json:"background"`
+	Blocking   int64 `json:"blocking"`
+	Shared     int64 `json:"shared"`
+}
+
+// Serialization counts upstream body builds (seed 000): hits reuse a built body, misses are
+// full serializations of cacheable bodies, direct are bodies built without the cache.
+type Serialization struct {
+	Hits   int64 `json:"hits"`
+	Misses int64 `json:"misses"`
+	Direct int64 `json:"direct"`
+}
+
+// traceRing keeps the most recent traces.
+type traceRing struct {
+	mu   sync.Mutex
+	buf  []Trace
+	next int
+	full bool
+}
+
+func newTraceRing(n int) *traceRing { return &traceRing{buf: make([]Trace, n)} }
+
+func (r *traceRing) add(t Trace) {
+	r.mu.Lock()
+	r.buf[r.next] = t
+	r.next++
+	if r.next == len(r.buf) {
+		r.next, r.full = 0, true
+	}
+	r.mu.Unlock()
+}
+
+// recent returns up to limit traces, newest first.
+func (r *traceRing) recent(limit int) []Trace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.next
+	if r.full {
+		n = len(r.buf)
+	}
+	if limit <= 0 || limit > n {
+		limit = n
+	}
+	out := make([]Trace, 0, limit)
+	for i := 0; i < limit; i++ {
+		idx := (r.next - 1 - i + len(r.buf)) % len(r.buf)
+		out = append(out, r.buf[idx])
+	}
+	return out
+}
+
+// slogLevelFor logs ordinary requests at debug level and failures at warn.
+func slogLevelFor(t Trace) slog.Level {
+	switch {
+	case t.Outcome == outcomeRejected && t.Status < 500 && t.Status != 429:
+		return slog.LevelInfo
+	case t.Status >= 400 || t.Outcome == outcomeInterrupted || t.Outcome == outcomeFailed || t.Outcome == outcomeError:
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
