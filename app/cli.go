@@ -1,0 +1,406 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Version is set at build time (-ldflags "-X github.com/codexrelay/codexrelay/app.Version=...").
+var Version = "dev"
+
+// CLI runs the sub-commands of codexrelay; the tray app is started by main without arguments.
+type CLI struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Options        Options // passed to Open
+	// Signals, when set, replaces SIGINT/SIGTERM for `serve` (tests).
+	Signals <-chan os.Signal
+}
+
+const usage = `Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.
+
+Usage:
+  codexrelay                          start the tray app (proxy on the configured address)
+  codexrelay serve [--listen ADDR] [--allow-remote]
+                                      run the proxy headless in the foreground
+  codexrelay accounts list [--json]   accounts and their state (never a secret)
+  codexrelay accounts add --name N --kind openai --base-url URL [--api responses|chat]
+                                      add an API-key account; the key is read from stdin
+  codexrelay accounts remove N        remove an account and its keychain entry
+  codexrelay accounts enable|disable N
+  codexrelay accounts move N --to K   put account N at position K of the priority order
+  codexrelay local-key on|off|show    require a local API key from clients
+  codexrelay bench serialization [--samples 500 --items 10000 --attempts 3] [--json]
+  codexrelay version
+
+Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
+MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).
+`
+
+// Run executes args (without the program name) and returns the exit code.
+func (c *CLI) Run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.Stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = c.serve(args[1:])
+	case "accounts":
+		err = c.accounts(args[1:])
+	case "local-key":
+		err = c.localKey(args[1:])
+	case "bench":
+		err = c.bench(args[1:])
+	case "version", "--version":
+		fmt.Fprintln(c.Stdout, "codexrelay", Version)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.Stdout, usage)
+	default:
+		fmt.Fprintf(c.Stderr, "codexrelay: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// parse parses flags that may stand before, between or after the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError(err.Error())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// Logger is the structured logger of the app: text on stderr, level from CODEXRELAY_LOG_LEVEL.
+func Logger(w io.Writer, getenv func(string) string) *slog.Logger {
+	lvl := slog.LevelInfo
+	if v := getenv("CODEXRELAY_LOG_LEVEL"); v != "" {
+		lvl.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+func (c *CLI) open() (*App, error) {
+	a, err := Open(c.Options)
+	if err != nil {
+		return nil, err
+	}
+	if a.LoadWarning != nil {
+		fmt.Fprintf(c.Stderr, "warning: %v\n", a.LoadWarning)
+	}
+	return a, nil
+}
+
+func (c *CLI) serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "", "address to listen on (default $CODEXRELAY_LISTEN, the setting, or "+DefaultListen+")")
+	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback address (needs the local API key)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if c.Options.Logger == nil {
+		getenv := c.Options.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		c.Options.Logger = Logger(c.Stderr, getenv)
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	addr := *listen
+	if addr == "" {
+		addr = a.ListenAddr()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sig := c.Signals
+	if sig == nil {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sig = ch
+	}
+	go func() {
+		select {
+		case <-sig:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	if len(a.Accounts()) == 0 {
+		a.log.Warn("no upstream account yet: add one with `codexrelay accounts add` (requests get 503 until then)")
+	}
+	return a.Serve(ctx, addr, *allowRemote)
+}
+
+func (c *CLI) accounts(args []string) error {
+	if len(args) == 0 {
+		return usageError("accounts needs a sub-command: list, add, remove, enable, disable, move")
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("accounts "+sub, flag.ContinueOnError)
+	switch sub {
+	case "list":
+		asJSON := fs.Bool("json", false, "print JSON")
+		if _, err := parse(fs, args); err != nil {
+			return err
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		return c.printAccounts(a, *asJSON)
+	case "add":
+		name := fs.String("name", "", "account name")
+		kind := fs.String("kind", "", "openai or chatgpt")
+		baseURL := fs.String("base-url", "", "upstream base URL, e.g. https://api.openai.com/v1")
+		api := fs.String("api", "responses", "wire API of an openai account: responses or chat")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			// Never echo it: it may well be the key itself.
+			return usageError("unexpected argument after the flags: the API key is read from stdin, never from the command line")
+		}
+		if *name == "" || *kind == "" {
+			return usageError("accounts add needs --name and --kind")
+		}
+		if *kind != "openai" {
+			return fmt.Errorf("adding a %q account is not available in this version: use --kind openai", *kind)
+		}
+		key, err := c.readKey()
+		if err != nil {
+			return err
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		m, err := a.AddAccount(NewAccount{Name: *name, Kind: *kind, BaseURL: *baseURL, API: *api}, Secret{APIKey: key})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "added account %q (%s, %s API, %s); its key is in the system keychain\n", m.Name, m.Kind, m.API, m.BaseURL)
+		return nil
+	case "remove", "enable", "disable", "move":
+		to := 0
+		if sub == "move" {
+			fs.IntVar(&to, "to", 0, "new position, 1 = tried first")
+		}
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usageError(fmt.Sprintf("accounts %s needs exactly one account name", sub))
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		switch sub {
+		case "remove":
+			err = a.RemoveAccount(pos[0])
+		case "enable", "disable":
+			err = a.SetAccountEnabled(pos[0], sub == "enable")
+		case "move":
+			if to == 0 {
+				return usageError("accounts move needs --to K")
+			}
+			err = a.MoveAccount(pos[0], to)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "account %q: %sd\n", pos[0], strings.TrimSuffix(sub, "e"))
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown accounts sub-command %q", sub))
+}
+
+// readKey reads an API key from stdin: the first line, trimmed.
+func (c *CLI) readKey() (string, error) {
+	if f, ok := c.Stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprint(c.Stderr, "API key (input is read from stdin; pipe it to avoid the terminal): ")
+		}
+	}
+	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("cannot read the API key from stdin: %w", err)
+	}
+	key := strings.TrimSpace(line)
+	if key == "" {
+		return "", errors.New("no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts add ...`")
+	}
+	return key, nil
+}
+
+func (c *CLI) printAccounts(a *App, asJSON bool) error {
+	metas := a.Accounts()
+	stats := a.Proxy.Stats().Accounts
+	type row struct {
+		Name    string `json:"name"`
+		Kind    string `json:"kind"`
+		API     string `json:"api"`
+		BaseURL string `json:"base_url"`
+		State   string `json:"state"`
+		Email   string `json:"email,omitempty"`
+	}
+	rows := make([]row, 0, len(metas))
+	for i, m := range metas {
+		st := "ready"
+		if i < len(stats) {
+			st = stats[i].State
+		}
+		rows = append(rows, row{m.Name, m.Kind, m.API, a.baseURL(m), st, m.Email})
+		if rows[i].BaseURL == "" {
+			rows[i].BaseURL = m.BaseURL
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(c.Stdout, "no accounts yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\tBASE URL")
+	for i, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, r.BaseURL)
+	}
+	return tw.Flush()
+}
+
+func (c *CLI) localKey(args []string) error {
+	if len(args) != 1 {
+		return usageError("local-key needs on, off or show")
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "on":
+		key, err := a.SetLocalKey(true)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "local API key on; clients must send it as a bearer token:\n%s\n", key)
+	case "off":
+		if _, err := a.SetLocalKey(false); err != nil {
+			return err
+		}
+		fmt.Fprintln(c.Stdout, "local API key off")
+	case "show":
+		key, err := a.LocalKey()
+		if err != nil {
+			return err
+		}
+		if key == "" {
+			fmt.Fprintln(c.Stdout, "local API key is off")
+			return nil
+		}
+		fmt.Fprintln(c.Stdout, key)
+	default:
+		return usageError("local-key needs on, off or show")
+	}
+	return nil
+}
+
+func (c *CLI) bench(args []string) error {
+	if len(args) == 0 {
+		return usageError("bench needs serialization")
+	}
+	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	switch args[0] {
+	case "serialization":
+		samples := fs.Int("samples", 500, "samples of each variant")
+		items := fs.Int("items", 10000, "Responses input items in the synthetic payload")
+		attempts := fs.Int("attempts", 3, "attempts (accounts tried) per request")
+		if _, err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if *samples < 1 || *items < 1 || *attempts < 1 {
+			return usageError("--samples, --items and --attempts must be at least 1")
+		}
+		r := payload.RunBench(payload.BenchOptions{Samples: *samples, Items: *items, Attempts: *attempts})
+		if *asJSON {
+			return json.NewEncoder(c.Stdout).Encode(r)
+		}
+		printSerializationBench(c.Stdout, r)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
+}
+
+func printSerializationBench(w io.Writer, r payload.BenchResult) {
+	fmt.Fprintf(w, "Upstream payload serialization: %d samples, %d input items, %d attempts, %d bytes\n\n",
+		r.Samples, r.InputItems, r.Attempts, r.SerializedBytes)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measure\tbaseline\tper-request cache\tgain\t")
+	pct := func(b, c float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f %%", 100*(1-c/b))
+	}
+	fmt.Fprintf(tw, "full serializations\t%d\t%d\t%s\t\n", r.Baseline.FullSerializations, r.Candidate.FullSerializations,
+		pct(float64(r.Baseline.FullSerializations), float64(r.Candidate.FullSerializations)))
+	fmt.Fprintf(tw, "median\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.MedianMs, r.Candidate.MedianMs, pct(r.Baseline.MedianMs, r.Candidate.MedianMs))
+	fmt.Fprintf(tw, "p95\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.P95Ms, r.Candidate.P95Ms, pct(r.Baseline.P95Ms, r.Candidate.P95Ms))
+	tw.Flush()
+	fmt.Fprintf(w, "\none attempt: cache overhead %.4f ms (%.2f %%)\n", r.SingleAttemptOverheadMs, 100*r.SingleAttemptOverheadRatio)
+	fmt.Fprintf(w, "each later attempt: %.3f %% of a full serialization\n", 100*r.SubsequentAttemptCostRatio)
+	fmt.Fprintf(w, "parse + build: %.0f MB/s\n", r.ParseBuildMBps)
+}
+

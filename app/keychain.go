@@ -1,0 +1,84 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zalando/go-keyring"
+)
+
+// KeychainService is the service name of every secret Codex Relay stores.
+const KeychainService = "codexrelay"
+
+// Keychain stores secrets in the operating system's keychain (Secret Service on Linux,
+// Keychain on macOS, Credential Manager on Windows). There is no plaintext fallback.
+type Keychain struct {
+	Service string
+}
+
+// ErrNoSecret means the keychain has no entry for the account.
+var ErrNoSecret = errors.New("no secret in the keychain")
+
+func (k Keychain) service() string {
+	if k.Service == "" {
+		return KeychainService
+	}
+	return k.Service
+}
+
+// Get returns the secret stored under user.
+func (k Keychain) Get(user string) (string, error) {
+	v, err := keyring.Get(k.service(), user)
+	if errors.Is(err, keyring.ErrNotFound) {
+		return "", ErrNoSecret
+	}
+	return v, keychainError(err)
+}
+
+// Set stores secret under user, replacing what was there.
+func (k Keychain) Set(user, secret string) error {
+	return keychainError(keyring.Set(k.service(), user, secret))
+}
+
+// Delete removes the secret under user; a missing one is not an error.
+func (k Keychain) Delete(user string) error {
+	err := keyring.Delete(k.service(), user)
+	if errors.Is(err, keyring.ErrNotFound) {
+		return nil
+	}
+	return keychainError(err)
+}
+
+// KeychainError is a keychain failure with advice on how to fix it.
+type KeychainError struct {
+	Err    error
+	Advice string
+}
+
+func (e *KeychainError) Error() string {
+	return "keychain unavailable: " + e.Err.Error() + ". " + e.Advice
+}
+
+func (e *KeychainError) Unwrap() error { return e.Err }
+
+// keychainError turns go-keyring's low-level errors into one that says what to install or unlock.
+func keychainError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, keyring.ErrSetDataTooBig) {
+		return fmt.Errorf("keychain refused the secret: %w", err)
+	}
+	msg := err.Error()
+	advice := "Codex Relay keeps tokens only in the system keychain and has no plaintext fallback."
+	switch {
+	case strings.Contains(msg, "org.freedesktop.secrets") || strings.Contains(msg, "ServiceUnknown"):
+		advice = "No Secret Service is running: install and start one (Debian/Ubuntu: `apt-get install gnome-keyring`, or enable KeePassXC's Secret Service integration) inside your desktop session. " + advice
+	case strings.Contains(msg, "DBUS_SESSION_BUS_ADDRESS") || strings.Contains(msg, "dbus") || strings.Contains(msg, "D-Bus"):
+		advice = "No D-Bus session bus is reachable: run Codex Relay inside your desktop session (or `dbus-run-session`) with a Secret Service such as gnome-keyring. " + advice
+	case strings.Contains(msg, "locked") || strings.Contains(msg, "prompt") || strings.Contains(msg, "dismissed"):
+		advice = "The keychain is locked: unlock your login keyring (e.g. log in to the desktop session, or `gnome-keyring-daemon --unlock`). " + advice
+	}
+	return &KeychainError{Err: err, Advice: advice}
+}
