@@ -1,0 +1,27 @@
+// Command codexrelay is Codex Relay: a tray app (no arguments) or, with a sub-command, the
+// headless proxy and its account tools. See README.md.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	fyneapp "fyne.io/fyne/v2/app"
+
+	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		cli := &app.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+		os.Exit(cli.Run(os.Args[1:]))
+	}
+	log := app.Logger(os.Stderr, os.Getenv)
+	relay, err := app.Open(app.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexrelay:", err)
+		os.Exit(1)
+	}
+	ui.Run(fyneapp.NewWithID("io.github.codexrelay"), relay, log)
+}
