@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what a Debian/Ubuntu machine lacks to build, run and test Codex Relay.
+# Checks each package with dpkg first, so a machine that has everything installs nothing
+# and needs no network. Works as root (CI) or through sudo.
+#   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
+#   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb
+#   install-deps.sh shot    test + what screenshots need (imagemagick, xdotool)
+set -euo pipefail
+
+build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
+  libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
+test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
+shot=(imagemagick x11-utils xdotool fonts-dejavu-core)
+
+want=("${build[@]}")
+case "${1:-build}" in
+  build) ;;
+  test) want+=("${test[@]}") ;;
+  shot) want+=("${test[@]}" "${shot[@]}") ;;
+  *) echo "usage: $0 build|test|shot" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "Go is not on PATH: install Go 1.24 or newer from https://go.dev/dl/ first." >&2
+  exit 1
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine's package lists are empty; update once before installing.
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
