@@ -403,4 +403,3 @@ func printSerializationBench(w io.Writer, r payload.BenchResult) {
 	fmt.Fprintf(w, "each later attempt: %.3f %% of a full serialization\n", 100*r.SubsequentAttemptCostRatio)
 	fmt.Fprintf(w, "parse + build: %.0f MB/s\n", r.ParseBuildMBps)
 }
-
