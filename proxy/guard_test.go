@@ -295,8 +295,10 @@ func TestGracefulDrain(t *testing.T) {
 func TestStatsTracesHealthMetrics(t *testing.T) {
 	up := newUpstream(t, answerText("ok"))
 	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
-	r.post(t, "/v1/responses", `{"model":"gpt-5","input":"x","stream":true}`).Body.Close()
+	readAll(t, r.post(t, "/v1/responses", `{"model":"gpt-5","input":"x","stream":true}`))
+	eventually(t, "the first trace", func() bool { return len(r.Traces(10)) == 1 })
 	readAll(t, r.post(t, "/v1/responses", `{"model":"gpt-5","input":"x"}`))
+	eventually(t, "the second trace", func() bool { return len(r.Traces(10)) == 2 })
 	readAll(t, r.post(t, "/v1/responses", `{"model":5}`))
 
 	get := func(path string) []byte {

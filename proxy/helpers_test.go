@@ -219,3 +219,61 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// clock is a controllable time source for proxy.Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// account returns the stats of the named account.
+func (r *relay) account(t *testing.T, name string) proxy.AccountStats {
+	t.Helper()
+	for _, a := range r.Stats().Accounts {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("no account %q", name)
+	return proxy.AccountStats{}
+}
+
+// lastTrace waits for the request's trace (it is recorded as the handler returns).
+func (r *relay) lastTrace(t *testing.T, n int) proxy.Trace {
+	t.Helper()
+	eventually(t, "the trace", func() bool { return len(r.Traces(0)) >= n && r.Stats().Requests.InFlight == 0 })
+	return r.Traces(1)[0]
+}
+
+// status answers a fixed status and body.
+func status(code int, body string, header ...string) func(w http.ResponseWriter, r *http.Request, n int) {
+	return func(w http.ResponseWriter, r *http.Request, n int) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+// sequence answers the n-th request with handlers[n] (the last one repeats).
+func sequence(handlers ...func(w http.ResponseWriter, r *http.Request, n int)) func(w http.ResponseWriter, r *http.Request, n int) {
+	return func(w http.ResponseWriter, r *http.Request, n int) {
+		handlers[min(n, len(handlers)-1)](w, r, n)
+	}
+}

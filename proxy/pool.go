@@ -276,7 +276,7 @@ func (p *pool) unavailable(model string, now time.Time) *apiError {
 	all := p.list()
 	if len(all) == 0 {
 		return &apiError{Status: 503, Type: "server_error", Code: "no_accounts",
-			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin), `codexrelay accounts add --name NAME --kind chatgpt`, or `codexrelay accounts import-codex`."}
+			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (the API key on stdin)."}
 	}
 	var parts []string
 	var earliest time.Time

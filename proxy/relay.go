@@ -32,8 +32,6 @@ type exchange struct {
 	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
 	firstSend time.Time
 	cache     *payload.Cache
-	// rotated is set once the request moved past its first account.
-	rotated bool
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -125,7 +123,6 @@ func (x *exchange) dispatch() {
 	for i, m := range cands {
 		if i > 0 {
 			s.c.rotations.Add(1)
-			x.rotated = true
 			s.log.Info("rotating to the next account", "id", x.t.ID, "from", cands[i-1].Name, "to", m.Name, "reason", failures[len(failures)-1])
 		}
 		done, reason := x.tryAccount(m)
@@ -160,6 +157,8 @@ const (
 // tryAccount runs the attempts on one account. It reports whether the request is finished
 // (answered, or the client went away) and otherwise why the account failed.
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
+	// One body per account: a retry on the same account resends the same bytes.
+	body := x.cache.Body(x.req.obj, "input", x.overrides(m))
 	for try := 0; try < 2; try++ {
 		if try > 0 {
 			t := time.NewTimer(x.s.opt.RetryBackoff)
@@ -170,7 +169,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 			case <-t.C:
 			}
 		}
-		v, why := x.attempt(m)
+		v, why := x.attempt(m, body)
 		switch v {
 		case served:
 			x.s.pool.remember(x.req.session, m.Name, x.s.now())
@@ -190,7 +189,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 }
 
 // attempt sends the request to m once and either relays the answer or says why not.
-func (x *exchange) attempt(m *member) (verdict, string) {
+func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	s := x.s
 	ctx := x.r.Context()
 	start := s.now()
@@ -215,7 +214,6 @@ func (x *exchange) attempt(m *member) (verdict, string) {
 	}
 	m.requests.Add(1)
 	upStream := x.req.stream || m.Kind == KindChatGPT
-	body := x.cache.Body(x.req.obj, "input", x.overrides(m))
 	resp, cancel, err := s.send(ctx, m, cred, "/responses", body, upStream, x.req.sessionHeader)
 	if err != nil {
 		reason := describeTransportError(err)

@@ -19,14 +19,6 @@ type Override struct {
 //
 // The exact output length is computed first, so dst grows at most once.
 func Build(dst []byte, o *Object, ov []Override) []byte {
-	return appendObject(dst, o, ov, "", false)
-}
-
-// appendObject implements Build. When hole is true, the output member named holeKey is written
-// with an empty value (`"input":` directly followed by ',' or '}'): the result is then not JSON
-// but an exact description of everything except that member's value, used as the cache's
-// variant key. No valid value is empty, so a hole can never be confused with a real value.
-func appendObject(dst []byte, o *Object, ov []Override, holeKey string, hole bool) []byte {
 	// First pass: the exact length.
 	size, count := 2, 0
 	it := outputMembers{o: o, ov: ov}
@@ -36,9 +28,7 @@ func appendObject(dst []byte, o *Object, ov []Override, holeKey string, hole boo
 		} else {
 			size += len(rawKey)
 		}
-		if !hole || key != holeKey {
-			size += len(v)
-		}
+		size += len(v)
 		size++ // ':'
 		count++
 	}
@@ -63,9 +53,7 @@ func appendObject(dst []byte, o *Object, ov []Override, holeKey string, hole boo
 			dst = append(dst, rawKey...)
 		}
 		dst = append(dst, ':')
-		if !hole || key != holeKey {
-			dst = append(dst, v...)
-		}
+		dst = append(dst, v...)
 	}
 	return append(dst, '}')
 }

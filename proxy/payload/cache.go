@@ -20,8 +20,12 @@ const maxEntries = 4
 //
 // The large immutable member (the Responses "input" array) is identified by its raw value's
 // identity, the address and length of the slice, never by content; everything else (other
-// members and all overrides) is serialized into a variant key. Any change of model, tools,
-// instructions, reasoning or of a value added by routing therefore misses automatically.
+// members and all overrides) forms the variant key: the serialization of every other member.
+// Any change of model, tools, instructions, reasoning or of a value added by routing therefore
+// misses automatically. The key is never materialised: a stored body already is that
+// serialization with the input in it, so a lookup compares the would-be serialization against
+// the stored body piece by piece, skipping the input's span. A first attempt thus costs nothing
+// over a plain build, and a hit costs one comparison of the small members.
 //
 // Create one Cache per incoming client request and never share it between requests, so a
 // window can never be reused for another conversation. A Cache is not safe for concurrent use.
@@ -29,8 +33,9 @@ type Cache struct {
 	disabled  bool
 	stats     Stats
 	entries   []cacheEntry
-	scratch   []byte // reused buffer for variant keys that did not need to be stored
-	keyBuilds int    // variant keys built; lets tests check that the direct path builds none
+	store     [maxEntries]cacheEntry // backs entries: a first attempt allocates nothing extra
+	scratch   []byte                 // for keys that must be re-quoted during a comparison
+	keyBuilds int                    // variant comparisons made; lets tests check that the direct path makes none
 }
 
 // cacheEntry is one built body. input holds a real pointer (not a uintptr) so that the input's
@@ -39,7 +44,6 @@ type Cache struct {
 type cacheEntry struct {
 	input    *byte // unsafe.SliceData of the input value
 	inputLen int
-	variant  []byte // appendObject with the input value left as a hole
 	body     []byte
 }
 
@@ -79,13 +83,11 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 		return Build(nil, o, ov)
 	}
 	c.keyBuilds++
-	variant := appendObject(c.scratch[:0], o, ov, inputKey, true)
 	ptr, n := unsafe.SliceData(input), len(input)
 	for i := range c.entries {
 		e := &c.entries[i]
-		if e.input == ptr && e.inputLen == n && bytes.Equal(e.variant, variant) {
+		if e.input == ptr && e.inputLen == n && c.sameVariant(e.body, o, ov, inputKey) {
 			c.stats.Hits++
-			c.scratch = variant
 			return e.body
 		}
 	}
@@ -96,10 +98,60 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 		c.entries[maxEntries-1] = cacheEntry{}
 		c.entries = c.entries[:maxEntries-1]
 	}
-	c.entries = append(c.entries, cacheEntry{input: ptr, inputLen: n, variant: variant, body: body})
-	c.scratch = nil // now owned by the entry
+	if c.entries == nil {
+		c.entries = c.store[:0]
+	}
+	c.entries = append(c.entries, cacheEntry{input: ptr, inputLen: n, body: body})
 	return body
 }
+
+// sameVariant reports whether Build(nil, o, ov) would produce body everywhere outside the
+// value of inputKey, i.e. whether the two variant keys are equal, without building either.
+// The caller has checked that the input values have the same identity (and so length).
+func (c *Cache) sameVariant(body []byte, o *Object, ov []Override, inputKey string) bool {
+	pos := 0
+	expect := func(b []byte) bool {
+		if len(body)-pos < len(b) || !bytes.Equal(body[pos:pos+len(b)], b) {
+			return false
+		}
+		pos += len(b)
+		return true
+	}
+	if !expect(openBrace) {
+		return false
+	}
+	it := outputMembers{o: o, ov: ov}
+	for rawKey, key, v, ok := it.next(); ok; rawKey, key, v, ok = it.next() {
+		if it.emitted > 1 && !expect(comma) {
+			return false
+		}
+		if rawKey == nil {
+			c.scratch = AppendString(c.scratch[:0], key)
+			rawKey = c.scratch
+		}
+		if !expect(rawKey) || !expect(colon) {
+			return false
+		}
+		if key == inputKey {
+			if len(body)-pos < len(v) {
+				return false
+			}
+			pos += len(v) // the input itself: same identity, not compared
+			continue
+		}
+		if !expect(v) {
+			return false
+		}
+	}
+	return expect(closeBrace) && pos == len(body)
+}
+
+var (
+	openBrace  = []byte{'{'}
+	closeBrace = []byte{'}'}
+	comma      = []byte{','}
+	colon      = []byte{':'}
+)
 
 // direct builds the body without touching the cache.
 func (c *Cache) direct(o *Object, ov []Override) []byte {
