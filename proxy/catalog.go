@@ -2,43 +2,457 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// CatalogOptions configure the model catalog.
+// CatalogOptions configure the model catalog (seed 001).
 type CatalogOptions struct {
-	TTL                  time.Duration // MODELS_CACHE_MS, default 10 min
-	StaleWhileRevalidate bool          // MODELS_STALE_WHILE_REVALIDATE
-	StaleMaxAge          time.Duration // MODELS_STALE_MAX_AGE_MS, default 30 min
-	RefreshInterval      time.Duration // MODELS_REFRESH_INTERVAL_MS; 0 = the TTL, negative = off
+	TTL                  time.Duration // MODELS_CACHE_MS; default 10 min
+	StaleWhileRevalidate bool          // serve a stale catalog while it refreshes (MODELS_STALE_WHILE_REVALIDATE)
+	StaleMaxAge          time.Duration // oldest catalog served stale (MODELS_STALE_MAX_AGE_MS); default 30 min
+	// RefreshInterval is the period of the scheduled blocking refresh (MODELS_REFRESH_INTERVAL_MS);
+	// 0 means the TTL, negative means off.
+	RefreshInterval time.Duration
+	// ClientVersion is sent to ChatGPT's models endpoint; an old one hides new models.
+	ClientVersion string
+	// DiscoveryTimeout bounds one account's model listing (default 15 s).
+	DiscoveryTimeout time.Duration
 }
 
-// catalog is the merged model list of every account. (Discovery lands with the catalog issue.)
+const defaultClientVersion = "0.171.0"
+
+// Discovered is one model an account lists.
+type Discovered struct {
+	ID string
+	// Codex is the entry as a ChatGPT account's backend gave it (passed through to Codex).
+	Codex json.RawMessage
+	// UnsupportedTools are tool types the entry says the model does not take.
+	UnsupportedTools []string
+}
+
+// discoverFunc lists the models of one account.
+type discoverFunc func(ctx context.Context, m *member) ([]Discovered, error)
+
+// modelEntry is one model of the merged catalog.
+type modelEntry struct {
+	Discovered
+	Accounts []string // accounts that list it, in priority order
+}
+
+// catalogState is an immutable snapshot of the catalog, swapped whole on each refresh.
+type catalogState struct {
+	at      time.Time // when it was built
+	expired bool      // invalidated (accounts changed): refresh on next use
+	models  map[string]*modelEntry
+	order   []string
+	// unlisted are enabled accounts with no good list yet: they may serve anything.
+	unlisted map[string]bool
+	listed   int // accounts with a good list
+}
+
+// accountList is the last good list of one account and its last error.
+type accountList struct {
+	models []Discovered
+	ok     bool
+	err    string
+}
+
+// refreshCall is a refresh under way; done closes when it ends.
+type refreshCall struct{ done chan struct{} }
+
+// catalog merges the model lists of every enabled account. Requests use it through resolve,
+// which implements the seed's stale-while-revalidate rules.
 type catalog struct {
-	s   *Server
-	opt CatalogOptions
+	s        *Server
+	discover discoverFunc
+	timeout  time.Duration
+	version  string
+	interval time.Duration
+
+	swr      atomic.Bool
+	ttl      atomic.Int64 // ns
+	staleMax atomic.Int64 // ns
+	state    atomic.Pointer[catalogState]
+
+	mu       sync.Mutex
+	lists    map[string]*accountList
+	inflight *refreshCall
+	lastErr  string
+
+	background, blocking, shared atomic.Int64
+	refreshes                    atomic.Int64 // refreshes run
 }
 
-func newCatalog(s *Server, opt CatalogOptions) *catalog { return &catalog{s: s, opt: opt} }
-
-func (c *catalog) invalidate() {}
-
-func (c *catalog) startSchedule() (stop func()) { return func() {} }
-
-func (s *Server) catalogStats(time.Time) CatalogStats {
-	return CatalogStats{AgeMs: -1, SWREnabled: s.catalog.opt.StaleWhileRevalidate,
-		StaleMaxAgeMs: s.catalog.opt.StaleMaxAge.Milliseconds(), TTLMs: s.catalog.opt.TTL.Milliseconds()}
+func newCatalog(s *Server, opt CatalogOptions) *catalog {
+	if opt.TTL <= 0 {
+		opt.TTL = 10 * time.Minute
+	}
+	if opt.StaleMaxAge < 0 {
+		opt.StaleMaxAge = 0
+	}
+	if opt.RefreshInterval == 0 {
+		opt.RefreshInterval = opt.TTL
+	}
+	if opt.ClientVersion == "" {
+		opt.ClientVersion = defaultClientVersion
+	}
+	if opt.DiscoveryTimeout <= 0 {
+		opt.DiscoveryTimeout = 15 * time.Second
+	}
+	c := &catalog{s: s, timeout: opt.DiscoveryTimeout, version: opt.ClientVersion, interval: opt.RefreshInterval,
+		lists: map[string]*accountList{}}
+	c.discover = c.discoverHTTP
+	c.configure(opt.StaleWhileRevalidate, opt.StaleMaxAge, opt.TTL)
+	return c
 }
 
-// resolveModel maps the requested model to the one sent upstream.
-func (s *Server) resolveModel(ctx context.Context, x *exchange) *apiError { return nil }
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
+func (c *catalog) configure(swr bool, staleMax, ttl time.Duration) {
+	c.swr.Store(swr)
+	c.staleMax.Store(int64(staleMax))
+	if ttl > 0 {
+		c.ttl.Store(int64(ttl))
+	}
 }
 
-func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-		Message: "model " + truncate(r.PathValue("id"), 200) + " is not in the catalog"})
+// SetCatalogOptions changes stale-while-revalidate, its maximum age and the TTL at runtime
+// (ttl <= 0 keeps the current one).
+func (s *Server) SetCatalogOptions(swr bool, staleMaxAge, ttl time.Duration) {
+	s.catalog.configure(swr, staleMaxAge, ttl)
+}
+
+func (c *catalog) ttlDuration() time.Duration { return time.Duration(c.ttl.Load()) }
+
+// invalidate marks the catalog for refresh: the accounts changed.
+func (c *catalog) invalidate() {
+	for {
+		old := c.state.Load()
+		if old == nil {
+			return
+		}
+		next := *old
+		next.expired = true
+		if c.state.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// resolve returns the catalog a request should use, refreshing it as the seed says: a fresh
+// catalog at once; none yet blocks; a stale one younger than the maximum age is served while
+// it refreshes in the background (when stale-while-revalidate is on); an older one blocks.
+// Concurrent refreshes are merged. The counts say what this request did.
+func (c *catalog) resolve(ctx context.Context) (*catalogState, RefreshCounts, error) {
+	st := c.state.Load()
+	now := c.s.now()
+	if st != nil && !st.expired && now.Sub(st.at) < c.ttlDuration() {
+		return st, RefreshCounts{}, nil
+	}
+	if st != nil && c.swr.Load() && now.Sub(st.at) < time.Duration(c.staleMax.Load()) {
+		c.start()
+		c.background.Add(1)
+		return st, RefreshCounts{Background: 1}, nil
+	}
+	return c.wait(ctx)
+}
+
+// wait starts or joins a refresh and waits for it.
+func (c *catalog) wait(ctx context.Context) (*catalogState, RefreshCounts, error) {
+	call, started := c.start()
+	var counts RefreshCounts
+	if started {
+		counts.Blocking = 1
+		c.blocking.Add(1)
+	} else {
+		counts.Shared = 1
+		c.shared.Add(1)
+	}
+	select {
+	case <-call.done:
+		return c.state.Load(), counts, nil
+	case <-ctx.Done():
+		return nil, counts, ctx.Err()
+	}
+}
+
+// settle waits for the refresh under way, if any, without starting one.
+func (c *catalog) settle() {
+	c.mu.Lock()
+	call := c.inflight
+	c.mu.Unlock()
+	if call != nil {
+		<-call.done
+	}
+}
+
+// start begins a refresh unless one is under way; either way it returns the call to wait on.
+func (c *catalog) start() (*refreshCall, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight != nil {
+		return c.inflight, false
+	}
+	call := &refreshCall{done: make(chan struct{})}
+	c.inflight = call
+	go c.run(call)
+	return call, true
+}
+
+// run refreshes every enabled account's list at once (not one after the other) and swaps in
+// the merged catalog. An account whose listing fails keeps its last good list.
+func (c *catalog) run(call *refreshCall) {
+	defer func() {
+		c.mu.Lock()
+		c.inflight = nil
+		c.mu.Unlock()
+		close(call.done)
+	}()
+	c.refreshes.Add(1)
+	var members []*member
+	for _, m := range c.s.pool.list() {
+		if !m.Disabled {
+			members = append(members, m)
+		}
+	}
+	type result struct {
+		models []Discovered
+		err    error
+	}
+	results := make([]result, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			defer cancel()
+			models, err := c.discover(ctx, m)
+			results[i] = result{models, err}
+		}()
+	}
+	wg.Wait()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []string
+	for i, m := range members {
+		l := c.lists[m.Name]
+		if l == nil {
+			l = &accountList{}
+			c.lists[m.Name] = l
+		}
+		if err := results[i].err; err != nil {
+			l.err = err.Error()
+			errs = append(errs, m.Name+": "+l.err)
+			c.s.log.Warn("model discovery failed; keeping the last good list", "account", m.Name, "error", l.err)
+			continue
+		}
+		l.models, l.ok, l.err = results[i].models, true, ""
+	}
+	c.lastErr = strings.Join(errs, "; ")
+	c.state.Store(c.merge(members))
+}
+
+// merge builds a catalog state from the lists of members (c.mu held).
+func (c *catalog) merge(members []*member) *catalogState {
+	st := &catalogState{at: c.s.now(), models: map[string]*modelEntry{}, unlisted: map[string]bool{}}
+	for _, m := range members {
+		l := c.lists[m.Name]
+		if l == nil || !l.ok {
+			st.unlisted[m.Name] = true
+			continue
+		}
+		st.listed++
+		for _, d := range l.models {
+			e := st.models[d.ID]
+			if e == nil {
+				e = &modelEntry{Discovered: d}
+				st.models[d.ID] = e
+				st.order = append(st.order, d.ID)
+			} else if e.Codex == nil && d.Codex != nil {
+				e.Codex, e.UnsupportedTools = d.Codex, d.UnsupportedTools
+			}
+			e.Accounts = append(e.Accounts, m.Name)
+		}
+	}
+	return st
+}
+
+// startSchedule runs a blocking refresh every interval until the returned stop is called.
+func (c *catalog) startSchedule() (stop func()) {
+	if c.interval < 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(c.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				call, _ := c.start()
+				<-call.done
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (s *Server) catalogStats(now time.Time) CatalogStats {
+	c := s.catalog
+	cs := CatalogStats{
+		AgeMs:         -1,
+		SWREnabled:    c.swr.Load(),
+		StaleMaxAgeMs: time.Duration(c.staleMax.Load()).Milliseconds(),
+		TTLMs:         time.Duration(c.ttl.Load()).Milliseconds(),
+		Refresh:       RefreshCounts{Background: c.background.Load(), Blocking: c.blocking.Load(), Shared: c.shared.Load()},
+		Refreshes:     c.refreshes.Load(),
+	}
+	if st := c.state.Load(); st != nil {
+		cs.AgeMs = now.Sub(st.at).Milliseconds()
+		cs.Models = len(st.models)
+		cs.AliasErrors = s.aliasErrors(st)
+	}
+	c.mu.Lock()
+	cs.LastError = c.lastErr
+	c.mu.Unlock()
+	return cs
+}
+
+// discoverHTTP lists an account's models: {base}/models?client_version=V for ChatGPT accounts
+// ({"models":[{slug,...}]}), {base}/models for OpenAI-compatible ones ({"data":[{id}]}).
+func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, error) {
+	cred, err := m.Credentials.Credential(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u := m.BaseURL + "/models"
+	if m.Kind == KindChatGPT {
+		u += "?client_version=" + url.QueryEscape(c.version)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cred.Token)
+	req.Header.Set("Accept", "application/json")
+	if m.Kind == KindChatGPT {
+		if cred.AccountID != "" {
+			req.Header.Set("chatgpt-account-id", cred.AccountID)
+		}
+		req.Header.Set("originator", "codex_cli_rs")
+	}
+	resp, err := c.s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("listing models: %s", describeTransportError(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("listing models: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		code, msg, _ := parseUpstreamError(body)
+		return nil, fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
+	}
+	return parseModelList(body)
+}
+
+// parseModelList reads either list shape; Codex entries are kept as they came.
+func parseModelList(body []byte) ([]Discovered, error) {
+	var v struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Models []json.RawMessage `json:"models"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("listing models: the answer is not a model list: %v", err)
+	}
+	var out []Discovered
+	seen := map[string]bool{}
+	for _, raw := range v.Models {
+		var e struct {
+			Slug               string   `json:"slug"`
+			SupportsSearchTool *bool    `json:"supports_search_tool"`
+			Unsupported        []string `json:"unsupported_tool_types"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Slug == "" || seen[e.Slug] {
+			continue
+		}
+		seen[e.Slug] = true
+		d := Discovered{ID: e.Slug, Codex: raw, UnsupportedTools: e.Unsupported}
+		if e.SupportsSearchTool != nil && !*e.SupportsSearchTool && !slices.Contains(d.UnsupportedTools, "tool_search") {
+			d.UnsupportedTools = append(d.UnsupportedTools, "tool_search")
+		}
+		out = append(out, d)
+	}
+	for _, d := range v.Data {
+		if d.ID != "" && !seen[d.ID] {
+			seen[d.ID] = true
+			out = append(out, Discovered{ID: d.ID})
+		}
+	}
+	if v.Models == nil && v.Data == nil {
+		return nil, fmt.Errorf("listing models: the answer has neither data nor models")
+	}
+	return out, nil
+}
+
+// suggestions names the catalog models closest to want.
+func (st *catalogState) suggestions(want string) []string {
+	type scored struct {
+		id string
+		d  int
+	}
+	var all []scored
+	lw := strings.ToLower(want)
+	for _, id := range st.order {
+		li := strings.ToLower(id)
+		d := levenshtein(lw, li)
+		if strings.Contains(li, lw) || strings.Contains(lw, li) {
+			d = min(d, 1)
+		}
+		all = append(all, scored{id, d})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].d < all[j].d })
+	var out []string
+	for _, s := range all {
+		if len(out) == 3 || s.d > max(3, len(want)/2) {
+			break
+		}
+		out = append(out, s.id)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -24,7 +24,10 @@ type upstream struct {
 	*httptest.Server
 	mu     sync.Mutex
 	got    []recorded
+	listed int // GET .../models requests
 	handle func(w http.ResponseWriter, r *http.Request, n int)
+	// models answers GET .../models; nil answers 404 (no catalog: requests pass through).
+	models func(w http.ResponseWriter, r *http.Request)
 }
 
 type recorded struct {
@@ -37,6 +40,18 @@ func newUpstream(t *testing.T, handle func(w http.ResponseWriter, r *http.Reques
 	t.Helper()
 	u := &upstream{handle: handle}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
+			u.mu.Lock()
+			u.listed++
+			models := u.models
+			u.mu.Unlock()
+			if models == nil {
+				http.NotFound(w, r)
+				return
+			}
+			models(w, r)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
 		n := len(u.got)

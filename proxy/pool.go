@@ -186,13 +186,13 @@ func (p *pool) list() []*member {
 // candidates returns the accounts that may take a request for model, in the order to try
 // them: the session's affine account first (while it stays usable), then by priority, with
 // equal priorities in list order or in turn depending on the strategy.
-func (p *pool) candidates(model, session string, now time.Time) []*member {
+func (p *pool) candidates(model, session string, now time.Time, serves func(*member) bool) []*member {
 	p.mu.RLock()
 	all, strategy := p.members, p.strategy
 	p.mu.RUnlock()
 	out := make([]*member, 0, len(all))
 	for _, m := range all {
-		if m.usable(model, now) {
+		if serves(m) && m.usable(model, now) {
 			out = append(out, m)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,12 @@ type exchange struct {
 	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
 	firstSend time.Time
 	cache     *payload.Cache
+	// catalog is the catalog this request resolved its model with (nil: none could be had).
+	catalog *catalogState
+	// targets are the models to try, in order (an alias may name several); target is the
+	// one being tried.
+	targets []string
+	target  string
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -109,34 +116,44 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	x.dispatch()
 }
 
-// dispatch tries the candidate accounts in order until one answers or all failed.
+// dispatch tries the target models in order and, for each, the accounts that serve it, until
+// one answers or all failed.
 func (x *exchange) dispatch() {
 	s := x.s
-	now := s.now()
-	cands := s.pool.candidates(x.t.ResolvedModel, x.req.session, now)
-	if len(cands) == 0 {
-		x.reject(s.pool.unavailable(x.t.ResolvedModel, now), outcomeRejected)
-		return
-	}
 	x.cache = payload.NewCache()
 	var failures []string
-	for i, m := range cands {
-		if i > 0 {
-			s.c.rotations.Add(1)
-			s.log.Info("rotating to the next account", "id", x.t.ID, "from", cands[i-1].Name, "to", m.Name, "reason", failures[len(failures)-1])
+	tried := 0
+	for _, target := range x.targets {
+		x.target = target
+		x.t.ResolvedModel = target
+		cands := s.pool.candidates(target, x.req.session, s.now(), func(m *member) bool {
+			return x.catalog.serves(m.Name, target)
+		})
+		for _, m := range cands {
+			if tried > 0 {
+				s.c.rotations.Add(1)
+				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", failures[len(failures)-1])
+			}
+			tried++
+			done, reason := x.tryAccount(m)
+			if done {
+				return
+			}
+			if x.r.Context().Err() != nil {
+				x.t.Status, x.t.Outcome = 499, outcomeCanceled
+				return
+			}
+			failures = append(failures, m.Name+": "+reason)
 		}
-		done, reason := x.tryAccount(m)
-		if done {
-			return
-		}
-		if x.r.Context().Err() != nil {
-			x.t.Status, x.t.Outcome = 499, outcomeCanceled
-			return
-		}
-		failures = append(failures, m.Name+": "+reason)
+	}
+	x.target, x.t.ResolvedModel = x.targets[0], x.targets[0]
+	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
+	if tried == 0 {
+		x.reject(e, outcomeRejected)
+		return
 	}
 	// Every candidate failed before any byte reached the client.
-	if e := s.pool.unavailable(x.t.ResolvedModel, s.now()); e.Status == http.StatusTooManyRequests {
+	if e.Status == http.StatusTooManyRequests {
 		e.Message = "every account is rate limited or out of quota: " + strings.Join(failures, "; ") + ". " + e.Message
 		x.reject(e, outcomeError)
 		return
@@ -264,8 +281,16 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 // the serialization cache's variant key, so two accounts of the same kind share one body.
 func (x *exchange) overrides(m *member) []payload.Override {
 	var ov []payload.Override
-	if x.t.ResolvedModel != x.req.model {
-		ov = append(ov, payload.Override{Key: "model", Value: payload.AppendString(nil, x.t.ResolvedModel)})
+	if x.target != x.req.model {
+		ov = append(ov, payload.Override{Key: "model", Value: payload.AppendString(nil, x.target)})
+	}
+	if tools, dropped := x.toolsFor(x.target); tools != nil {
+		ov = append(ov, *tools)
+		for _, d := range dropped {
+			if !slices.Contains(x.t.DroppedTools, d) {
+				x.t.DroppedTools = append(x.t.DroppedTools, d)
+			}
+		}
 	}
 	if m.Kind == KindChatGPT {
 		// The Codex backend only takes streamed, unstored requests.
@@ -362,7 +387,7 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 		m.markNeedsLogin(reason)
 		return nextAccount, reason
 	case status == http.StatusNotFound:
-		m.blockModel(x.t.ResolvedModel, now.Add(modelBlockFor), reason)
+		m.blockModel(x.target, now.Add(modelBlockFor), reason)
 		return nextAccount, reason
 	case status == http.StatusRequestTimeout || status >= 500:
 		return transient, reason

@@ -79,4 +79,5 @@ const (
 	routeChat      = "chat"
 )
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// ms converts a duration to fractional milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

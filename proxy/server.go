@@ -58,6 +58,7 @@ type Server struct {
 	traces  *traceRing
 	c       counters
 	catalog *catalog
+	aliases atomic.Pointer[map[string][]string]
 	started time.Time
 	keyHash atomic.Pointer[[32]byte]
 	listen  atomic.Value // string
@@ -185,8 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	h, pattern := s.mux.Handler(r)
-	if pattern == "/" && r.URL.Path != "/" {
+	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" {
 		// A known path with the wrong method is a 405, not a 404.
 		if _, p := s.mux.Handler(withMethod(r, http.MethodGet)); p != "/" {
 			wrongMethod(w, r, http.MethodGet)
@@ -197,7 +197,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r)
 }
 
 func withMethod(r *http.Request, method string) *http.Request {

@@ -24,6 +24,8 @@ type CatalogStats struct {
 	TTLMs         int64         `json:"ttl_ms"`
 	LastError     string        `json:"last_error"`
 	Refresh       RefreshCounts `json:"refresh"`
+	Refreshes     int64         `json:"refreshes"` // refreshes run (scheduled ones included)
+	AliasErrors   []string      `json:"alias_errors,omitempty"`
 }
 
 // RequestStats counts client requests.
