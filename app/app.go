@@ -76,12 +76,18 @@ func Open(opt Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validStrategy(s.Strategy); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
 	a.Proxy = proxy.New(proxy.Options{
 		Strategy:  s.Strategy,
 		Transport: opt.Transport,
 		Logger:    opt.Logger,
 		Catalog:   catOpt,
 	})
+	if err := a.Proxy.SetAliases(s.Aliases); err != nil {
+		return nil, fmt.Errorf("settings: %w (fix it with `codexrelay aliases`)", err)
+	}
 	if s.LocalAPIKey {
 		key, err := a.opt.Keychain.Get(localKeyUser)
 		if err != nil {

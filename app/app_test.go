@@ -357,3 +357,52 @@ func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
+	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"settings", "set", "stale-while-revalidate", "false"}, 0, "saved"},
+		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
+		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
+		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
+		{[]string{"settings", "set", "strategy", "random"}, 1, "unknown routing strategy"},
+		{[]string{"settings", "set", "ttl-ms", "-5"}, 1, "positive"},
+		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 1, "loopback"},
+		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},
+		{[]string{"aliases", "set", "fast", "gpt-5-mini", "gpt-4.1-mini"}, 0, "fast -> gpt-5-mini, gpt-4.1-mini"},
+		{[]string{"aliases", "set", "gpt-5-mini", "fast"}, 1, "cycle"},
+		{[]string{"aliases", "remove", "nothing"}, 1, "no alias"},
+	} {
+		code, out, errs := runCLI(t, opt, "", c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("%v: %d %q %q", c.args, code, out, errs)
+		}
+	}
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := a.Proxy.Stats().Catalog
+	if cat.SWREnabled || cat.StaleMaxAgeMs != 120000 || cat.TTLMs != 60000 || a.ListenAddr() != "127.0.0.1:7999" {
+		t.Fatalf("after restart: %+v %s", cat, a.ListenAddr())
+	}
+	// The tray's toggle changes the running proxy at once and persists.
+	if err := a.SetStaleWhileRevalidate(true); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Proxy.Stats().Catalog.SWREnabled || a.Proxy.Stats().Catalog.StaleMaxAgeMs != 120000 {
+		t.Fatalf("live: %+v", a.Proxy.Stats().Catalog)
+	}
+	b, _ := Open(opt)
+	if !b.Proxy.Stats().Catalog.SWREnabled || strings.Join(b.Settings().Aliases["fast"], ",") != "gpt-5-mini,gpt-4.1-mini" {
+		t.Fatalf("persisted: %+v %v", b.Proxy.Stats().Catalog, b.Settings().Aliases)
+	}
+	code, out, _ := runCLI(t, opt, "", "settings")
+	if code != 0 || !strings.Contains(out, "round-robin") || !strings.Contains(out, "stale-while-revalidate  true") {
+		t.Fatalf("settings: %s", out)
+	}
+}

@@ -11,10 +11,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
+	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
@@ -43,7 +48,13 @@ Usage:
   codexrelay accounts enable|disable N
   codexrelay accounts move N --to K   put account N at position K of the priority order
   codexrelay local-key on|off|show    require a local API key from clients
+  codexrelay settings [set KEY VALUE] show or change a setting: listen, strategy
+                                      (priority|round-robin), stale-while-revalidate (true|false),
+                                      stale-max-age-ms, ttl-ms
+  codexrelay aliases [set NAME MODEL [MODEL...] | remove NAME]
+                                      model aliases; the targets are tried in order
   codexrelay bench serialization [--samples 500 --items 10000 --attempts 3] [--json]
+  codexrelay bench catalog [--samples 50 --concurrent 8 --delay-ms 50] [--json]
   codexrelay version
 
 Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
@@ -64,6 +75,10 @@ func (c *CLI) Run(args []string) int {
 		err = c.accounts(args[1:])
 	case "local-key":
 		err = c.localKey(args[1:])
+	case "settings":
+		err = c.settingsCmd(args[1:])
+	case "aliases":
+		err = c.aliasesCmd(args[1:])
 	case "bench":
 		err = c.bench(args[1:])
 	case "version", "--version":
@@ -358,7 +373,7 @@ func (c *CLI) localKey(args []string) error {
 
 func (c *CLI) bench(args []string) error {
 	if len(args) == 0 {
-		return usageError("bench needs serialization")
+		return usageError("bench needs serialization or catalog")
 	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -379,8 +394,35 @@ func (c *CLI) bench(args []string) error {
 		}
 		printSerializationBench(c.Stdout, r)
 		return nil
+	case "catalog":
+		samples := fs.Int("samples", 50, "groups of concurrent requests")
+		concurrent := fs.Int("concurrent", 8, "requests per group")
+		delay := fs.Int("delay-ms", 50, "simulated discovery time in milliseconds")
+		if _, err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if *samples < 1 || *concurrent < 1 || *delay < 0 {
+			return usageError("--samples and --concurrent must be at least 1, --delay-ms at least 0")
+		}
+		r := proxy.RunCatalogBench(proxy.CatalogBenchOptions{Samples: *samples, Concurrent: *concurrent, Delay: time.Duration(*delay) * time.Millisecond})
+		if *asJSON {
+			return json.NewEncoder(c.Stdout).Encode(r)
+		}
+		printCatalogBench(c.Stdout, r)
+		return nil
 	}
 	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
+}
+
+func printCatalogBench(w io.Writer, r proxy.CatalogBenchResult) {
+	fmt.Fprintf(w, "Model catalog refresh: %d samples of %d concurrent requests on an expired catalog, discovery %.0f ms\n\n",
+		r.Samples, r.ConcurrentRequests, r.SimulatedCatalogProbeMs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tmedian\tp95\trefreshes\t")
+	fmt.Fprintf(tw, "blocking baseline\t%.3f ms\t%.3f ms\t%d\t\n", r.Baseline.MedianMs, r.Baseline.P95Ms, r.Baseline.Refreshes)
+	fmt.Fprintf(tw, "stale-while-revalidate\t%.4f ms\t%.4f ms\t%d (expected %d)\t\n", r.Candidate.MedianMs, r.Candidate.P95Ms, r.Candidate.Refreshes, r.Candidate.ExpectedRefreshes)
+	tw.Flush()
+	fmt.Fprintf(w, "\nmedian preparation improvement: %.2f %%\n", 100*r.MedianPreparationImprovementRatio)
 }
 
 func printSerializationBench(w io.Writer, r payload.BenchResult) {
@@ -402,4 +444,110 @@ func printSerializationBench(w io.Writer, r payload.BenchResult) {
 	fmt.Fprintf(w, "\none attempt: cache overhead %.4f ms (%.2f %%)\n", r.SingleAttemptOverheadMs, 100*r.SingleAttemptOverheadRatio)
 	fmt.Fprintf(w, "each later attempt: %.3f %% of a full serialization\n", 100*r.SubsequentAttemptCostRatio)
 	fmt.Fprintf(w, "parse + build: %.0f MB/s\n", r.ParseBuildMBps)
+}
+
+func (c *CLI) settingsCmd(args []string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		s := a.Settings()
+		cat := a.Proxy.Stats().Catalog
+		strategy := s.Strategy
+		if strategy == "" {
+			strategy = "priority"
+		}
+		tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "settings file\t%s\n", filepath.Join(a.ConfigDir(), settingsName))
+		fmt.Fprintf(tw, "listen\t%s\n", a.ListenAddr())
+		fmt.Fprintf(tw, "strategy\t%s\n", strategy)
+		fmt.Fprintf(tw, "stale-while-revalidate\t%v\n", cat.SWREnabled)
+		fmt.Fprintf(tw, "stale-max-age-ms\t%d\n", cat.StaleMaxAgeMs)
+		fmt.Fprintf(tw, "ttl-ms\t%d\n", cat.TTLMs)
+		fmt.Fprintf(tw, "local-api-key\t%v\n", s.LocalAPIKey)
+		return tw.Flush()
+	}
+	if len(args) != 3 || args[0] != "set" {
+		return usageError("settings takes no argument, or set KEY VALUE")
+	}
+	key, val := args[1], args[2]
+	ms := func() (time.Duration, error) {
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%s must be a positive number of milliseconds", key)
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	switch key {
+	case "listen":
+		if err := a.CheckListen(val, false); err != nil {
+			return err
+		}
+		err = a.update(func(s *Settings) error { s.Listen = val; return nil })
+	case "strategy":
+		err = a.SetStrategy(val)
+	case "stale-while-revalidate":
+		b, perr := strconv.ParseBool(val)
+		if perr != nil {
+			return usageError("stale-while-revalidate takes true or false")
+		}
+		err = a.SetStaleWhileRevalidate(b)
+	case "stale-max-age-ms":
+		d, derr := ms()
+		if derr != nil {
+			return derr
+		}
+		err = a.SetCatalogTiming(d, 0)
+	case "ttl-ms":
+		d, derr := ms()
+		if derr != nil {
+			return derr
+		}
+		err = a.SetCatalogTiming(0, d)
+	default:
+		return usageError(fmt.Sprintf("unknown setting %q: use listen, strategy, stale-while-revalidate, stale-max-age-ms or ttl-ms", key))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "%s = %s (saved; a Codex Relay already running takes it at its next start, or toggle it in the tray)\n", key, val)
+	return nil
+}
+
+func (c *CLI) aliasesCmd(args []string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(args) == 0 || (len(args) == 1 && args[0] == "list"):
+		aliases := a.Settings().Aliases
+		if len(aliases) == 0 {
+			fmt.Fprintln(c.Stdout, "no aliases: add one with `codexrelay aliases set NAME MODEL [MODEL...]`")
+			return nil
+		}
+		names := make([]string, 0, len(aliases))
+		for k := range aliases {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(c.Stdout, "%s -> %s\n", k, strings.Join(aliases[k], ", "))
+		}
+		return nil
+	case len(args) >= 3 && args[0] == "set":
+		if err := a.SetAlias(args[1], args[2:]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "alias %s -> %s\n", args[1], strings.Join(args[2:], ", "))
+		return nil
+	case len(args) == 2 && args[0] == "remove":
+		if err := a.SetAlias(args[1], nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "alias %s removed\n", args[1])
+		return nil
+	}
+	return usageError("aliases takes list, set NAME MODEL [MODEL...] or remove NAME")
 }
