@@ -406,3 +406,62 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		t.Fatalf("settings: %s", out)
 	}
 }
+
+func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
+	free := func() string {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	first, second := free(), free()
+	env := map[string]string{}
+	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.update(func(s *Settings) error { s.Listen = first; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	svc := a.NewService()
+	var changes int
+	svc.OnChange = func(ServiceStatus) { changes++ }
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	up := func(addr string) bool {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}
+	if !up(first) || !svc.Status().Running {
+		t.Fatalf("not serving: %+v", svc.Status())
+	}
+	svc.Pause()
+	if up(first) || !svc.Status().Paused || svc.Status().Running {
+		t.Fatalf("paused: %+v", svc.Status())
+	}
+	if err := svc.Resume(); err != nil || !up(first) {
+		t.Fatalf("resume: %v", err)
+	}
+	// A taken port is refused and the old address keeps serving.
+	taken, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer taken.Close()
+	if err := svc.SetListen(taken.Addr().String()); err == nil || !strings.Contains(err.Error(), "port is taken") {
+		t.Fatalf("taken port: %v", err)
+	}
+	if !up(first) {
+		t.Fatal("the old address stopped serving")
+	}
+	if err := svc.SetListen(second); err != nil {
+		t.Fatal(err)
+	}
+	if up(first) || !up(second) || a.Settings().Listen != second {
+		t.Fatalf("after the move: %+v", svc.Status())
+	}
+	svc.Stop()
+	if up(second) || changes < 5 {
+		t.Fatalf("stop: %+v, %d changes", svc.Status(), changes)
+	}
+}

@@ -44,6 +44,7 @@ type member struct {
 	needsLogin    string // reason; "" when the credential works
 	lastError     string
 	modelBlocked  map[string]time.Time
+	quota         *Quota
 }
 
 func (m *member) state(now time.Time) string {

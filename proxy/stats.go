@@ -34,6 +34,8 @@ type RequestStats struct {
 	Errors    int64 `json:"errors"`
 	Rotations int64 `json:"rotations"`
 	InFlight  int64 `json:"in_flight"`
+	// MedianPreparationMs is the median latencyBreakdown.preparationMs of the recent traces.
+	MedianPreparationMs float64 `json:"median_preparation_ms"`
 }
 
 // AccountStats is one account's state; never a secret.
@@ -46,6 +48,17 @@ type AccountStats struct {
 	Requests      int64      `json:"requests"`
 	Failures      int64      `json:"failures"`
 	LastError     string     `json:"last_error"`
+	// Quota is the usage of a ChatGPT account's windows, when known.
+	Quota *Quota `json:"quota,omitempty"`
+}
+
+// Quota is a ChatGPT account's usage: the five-hour (primary) and weekly (secondary) windows.
+type Quota struct {
+	PrimaryUsedPercent   float64   `json:"primary_used_percent"`
+	PrimaryResetsAt      time.Time `json:"primary_resets_at,omitzero"`
+	SecondaryUsedPercent float64   `json:"secondary_used_percent"`
+	SecondaryResetsAt    time.Time `json:"secondary_resets_at,omitzero"`
+	FetchedAt            time.Time `json:"fetched_at"`
 }
 
 // counters are the proxy's running totals.
@@ -65,6 +78,7 @@ func (s *Server) snapshot() Snapshot {
 		Requests: RequestStats{
 			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
 			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(),
+			MedianPreparationMs: s.traces.medianPreparation(),
 		},
 	}
 	for _, m := range s.pool.list() {
@@ -72,6 +86,7 @@ func (s *Server) snapshot() Snapshot {
 		st := AccountStats{
 			Name: m.Name, Kind: m.Kind, API: m.API, State: m.stateLocked(now),
 			Requests: m.requests.Load(), Failures: m.failures.Load(), LastError: m.lastError,
+			Quota: m.quota,
 		}
 		if st.State == StateCooldown {
 			t := m.cooldownUntil

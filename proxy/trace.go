@@ -107,3 +107,20 @@ func slogLevelFor(t Trace) slog.Level {
 	}
 	return slog.LevelDebug
 }
+
+// medianPreparation is the median preparationMs of the kept traces that reached an upstream.
+func (r *traceRing) medianPreparation() float64 {
+	r.mu.Lock()
+	n := r.next
+	if r.full {
+		n = len(r.buf)
+	}
+	xs := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		if t := &r.buf[i]; len(t.Attempts) > 0 {
+			xs = append(xs, t.LatencyBreakdown.PreparationMs)
+		}
+	}
+	r.mu.Unlock()
+	return quantile(xs, 0.5)
+}
