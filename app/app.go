@@ -28,8 +28,12 @@ type Options struct {
 	Logger    *slog.Logger
 	Getenv    func(string) string
 	Now       func() time.Time
-	// Transport sends the proxy's upstream requests (tests may point it anywhere; default real).
+	// Transport sends the proxy's upstream and the sign-in requests (default: the real network).
 	Transport http.RoundTripper
+	// CallbackAddr is where the browser sign-in returns (default 127.0.0.1:1455).
+	CallbackAddr string
+	// PollInterval overrides the device sign-in's polling interval (tests).
+	PollInterval time.Duration
 }
 
 // App holds the settings, the keychain and the proxy. Its methods are safe for concurrent use.
@@ -147,7 +151,7 @@ func (a *App) syncProxy() {
 	for _, m := range a.settings.Accounts {
 		c := a.creds[m.ID]
 		if c == nil {
-			c = &accountCreds{keys: a.opt.Keychain, id: m.ID, kind: proxy.Kind(m.Kind)}
+			c = &accountCreds{app: a, id: m.ID, kind: proxy.Kind(m.Kind)}
 			a.creds[m.ID] = c
 		}
 		accounts = append(accounts, proxy.Account{

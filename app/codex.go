@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 )
 
@@ -12,12 +11,6 @@ var errNotYet = errors.New("not available in this version yet")
 
 // ImportCodex imports the Codex CLI login from auth.json at path ("" = ~/.codex/auth.json).
 func (a *App) ImportCodex(path string) (AccountMeta, error) { return AccountMeta{}, errNotYet }
-
-// SignInChatGPT signs in with ChatGPT in the browser (PKCE) and adds the account as name
-// ("" = the account's email). openURL opens the sign-in page.
-func (a *App) SignInChatGPT(ctx context.Context, name string, openURL func(string) error) (AccountMeta, error) {
-	return AccountMeta{}, errNotYet
-}
 
 // CodexConfig is the provider block for ~/.codex/config.toml.
 func (a *App) CodexConfig() string { return "" }

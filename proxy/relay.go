@@ -39,6 +39,8 @@ type exchange struct {
 	// one being tried.
 	targets []string
 	target  string
+	// cred is the credential of the latest attempt (to name it in a refresh).
+	cred Credential
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -152,9 +154,11 @@ func (x *exchange) dispatch() {
 		x.reject(e, outcomeRejected)
 		return
 	}
-	// Every candidate failed before any byte reached the client.
-	if e.Status == http.StatusTooManyRequests {
-		e.Message = "every account is rate limited or out of quota: " + strings.Join(failures, "; ") + ". " + e.Message
+	// Every candidate failed before any byte reached the client. When no account is usable any
+	// more (all cooling down or signed out) the pool's answer says so and when to come back;
+	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
+	if len(s.pool.candidates(x.target, "", s.now(), func(*member) bool { return true })) == 0 {
+		e.Message = "every account failed: " + strings.Join(failures, "; ") + ". " + e.Message
 		x.reject(e, outcomeError)
 		return
 	}
@@ -166,9 +170,10 @@ func (x *exchange) dispatch() {
 type verdict int
 
 const (
-	served      verdict = iota // the answer went to the client
-	nextAccount                // this account cannot serve now: try the next one
-	transient                  // retry once on the same account, then nextAccount
+	served       verdict = iota // the answer went to the client
+	nextAccount                 // this account cannot serve now: try the next one
+	transient                   // retry once on the same account, then nextAccount
+	unauthorized                // the credential was refused: refresh it once, else needs_login
 )
 
 // tryAccount runs the attempts on one account. It reports whether the request is finished
@@ -176,8 +181,9 @@ const (
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	// One body per account: a retry on the same account resends the same bytes.
 	body := x.cache.Body(x.req.obj, "input", x.overrides(m))
+	refreshed := false
 	for try := 0; try < 2; try++ {
-		if try > 0 {
+		if try > 0 && !refreshed {
 			t := time.NewTimer(x.s.opt.RetryBackoff)
 			select {
 			case <-x.r.Context().Done():
@@ -193,6 +199,20 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 			return true, ""
 		case nextAccount:
 			m.failures.Add(1)
+			return false, why
+		case unauthorized:
+			m.failures.Add(1)
+			// A sign-in can be renewed: refresh once, then retry the request on this account.
+			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
+				if _, err := r.Refresh(x.r.Context(), x.cred); err == nil {
+					refreshed = true
+					try--
+					continue
+				} else {
+					why += "; refresh failed: " + err.Error()
+				}
+			}
+			m.markNeedsLogin(why)
 			return false, why
 		}
 		m.failures.Add(1)
@@ -229,6 +249,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 		finish(0, reason)
 		return nextAccount, reason
 	}
+	x.cred = cred
 	m.requests.Add(1)
 	upStream := x.req.stream || m.Kind == KindChatGPT
 	resp, cancel, err := s.send(ctx, m, cred, "/responses", body, upStream, x.req.sessionHeader)
@@ -384,8 +405,7 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
 		return nextAccount, reason
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		m.markNeedsLogin(reason)
-		return nextAccount, reason
+		return unauthorized, reason
 	case status == http.StatusNotFound:
 		m.blockModel(x.target, now.Add(modelBlockFor), reason)
 		return nextAccount, reason
