@@ -34,6 +34,8 @@ type Options struct {
 	CallbackAddr string
 	// PollInterval overrides the device sign-in's polling interval (tests).
 	PollInterval time.Duration
+	// AutostartDir is where the XDG autostart entry goes (default $XDG_CONFIG_HOME/autostart).
+	AutostartDir string
 }
 
 // App holds the settings, the keychain and the proxy. Its methods are safe for concurrent use.
@@ -309,6 +311,28 @@ func (a *App) RemoveAccount(name string) error {
 			name, a.opt.Keychain.service(), accountUser(removed.ID), err)
 	}
 	return nil
+}
+
+// RenameAccount gives an account a new, unique name (its secret stays under its ID).
+func (a *App) RenameAccount(old, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	err := a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == old })
+		if i < 0 {
+			return ErrNoAccount(old)
+		}
+		if slices.ContainsFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name }) {
+			return fmt.Errorf("an account named %q exists already", name)
+		}
+		s.Accounts[i].Name = name
+		return nil
+	})
+	if err == nil {
+		a.syncProxy()
+	}
+	return err
 }
 
 // SetAccountEnabled enables or disables an account.

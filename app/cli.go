@@ -44,9 +44,16 @@ Usage:
   codexrelay accounts list [--json]   accounts and their state (never a secret)
   codexrelay accounts add --name N --kind openai --base-url URL [--api responses|chat]
                                       add an API-key account; the key is read from stdin
+  codexrelay accounts add --kind chatgpt [--name N] [--device]
+                                      sign in with ChatGPT in the browser (or with a code)
+  codexrelay accounts import-codex [--path FILE]
+                                      import the Codex CLI login (~/.codex/auth.json)
+  codexrelay accounts rename OLD NEW
   codexrelay accounts remove N        remove an account and its keychain entry
   codexrelay accounts enable|disable N
   codexrelay accounts move N --to K   put account N at position K of the priority order
+  codexrelay codex-config [--write]   print, or merge with a backup, the provider block for
+                                      ~/.codex/config.toml
   codexrelay local-key on|off|show    require a local API key from clients
   codexrelay settings [set KEY VALUE] show or change a setting: listen, strategy
                                       (priority|round-robin), stale-while-revalidate (true|false),
@@ -77,6 +84,8 @@ func (c *CLI) Run(args []string) int {
 		err = c.localKey(args[1:])
 	case "settings":
 		err = c.settingsCmd(args[1:])
+	case "codex-config":
+		err = c.codexConfig(args[1:])
 	case "aliases":
 		err = c.aliasesCmd(args[1:])
 	case "bench":
@@ -214,6 +223,7 @@ func (c *CLI) accounts(args []string) error {
 		kind := fs.String("kind", "", "openai or chatgpt")
 		baseURL := fs.String("base-url", "", "upstream base URL, e.g. https://api.openai.com/v1")
 		api := fs.String("api", "responses", "wire API of an openai account: responses or chat")
+		device := fs.Bool("device", false, "chatgpt: sign in with a code on another device (no browser here)")
 		pos, err := parse(fs, args)
 		if err != nil {
 			return err
@@ -222,11 +232,14 @@ func (c *CLI) accounts(args []string) error {
 			// Never echo it: it may well be the key itself.
 			return usageError("unexpected argument after the flags: the API key is read from stdin, never from the command line")
 		}
-		if *name == "" || *kind == "" {
+		if *kind == "" || (*name == "" && *kind != "chatgpt") {
 			return usageError("accounts add needs --name and --kind")
 		}
+		if *kind == "chatgpt" {
+			return c.signIn(*name, *baseURL, *device)
+		}
 		if *kind != "openai" {
-			return fmt.Errorf("adding a %q account is not available in this version: use --kind openai", *kind)
+			return usageError(fmt.Sprintf("unknown --kind %q: use openai or chatgpt", *kind))
 		}
 		key, err := c.readKey()
 		if err != nil {
@@ -241,6 +254,41 @@ func (c *CLI) accounts(args []string) error {
 			return err
 		}
 		fmt.Fprintf(c.Stdout, "added account %q (%s, %s API, %s); its key is in the system keychain\n", m.Name, m.Kind, m.API, m.BaseURL)
+		return nil
+	case "import-codex":
+		path := fs.String("path", "", "the Codex auth.json (default $CODEX_HOME/auth.json or ~/.codex/auth.json)")
+		if _, err := parse(fs, args); err != nil {
+			return err
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		m, err := a.ImportCodex(*path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "imported the Codex login as account %q (%s); its tokens are now in the system keychain.\n\n", m.Name, m.Kind)
+		fmt.Fprintln(c.Stdout, "From now on let Codex talk through the relay, so that only one program refreshes this sign-in")
+		fmt.Fprintln(c.Stdout, "(refresh tokens are single-use: two programs refreshing the same one log each other out).")
+		fmt.Fprintln(c.Stdout, "Point Codex at the relay with:  codexrelay codex-config --write")
+		return nil
+	case "rename":
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 2 {
+			return usageError("accounts rename needs the old and the new name")
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		if err := a.RenameAccount(pos[0], pos[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "account %q is now %q\n", pos[0], pos[1])
 		return nil
 	case "remove", "enable", "disable", "move":
 		to := 0
@@ -550,4 +598,63 @@ func (c *CLI) aliasesCmd(args []string) error {
 		return nil
 	}
 	return usageError("aliases takes list, set NAME MODEL [MODEL...] or remove NAME")
+}
+
+func (c *CLI) signIn(name, baseURL string, device bool) error {
+	if baseURL != "" {
+		return usageError("--base-url is set with CODEXRELAY_CHATGPT_BASE_URL for chatgpt accounts")
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var m AccountMeta
+	if device {
+		m, err = a.SignInChatGPTDevice(ctx, name, func(d DeviceCode) {
+			fmt.Fprintf(c.Stdout, "On any device, open %s and enter the code %s\nWaiting for the sign-in...\n", d.VerificationURL, d.UserCode)
+		})
+	} else {
+		m, err = a.SignInChatGPT(ctx, name, func(u string) error {
+			fmt.Fprintf(c.Stdout, "Opening the ChatGPT sign-in in your browser. If nothing opens, visit:\n%s\n", u)
+			return openBrowser(u)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "signed in: account %q (%s); its tokens are in the system keychain\n", m.Name, m.Email)
+	return nil
+}
+
+func (c *CLI) codexConfig(args []string) error {
+	fs := flag.NewFlagSet("codex-config", flag.ContinueOnError)
+	write := fs.Bool("write", false, "merge the block into the Codex config (a backup is written first)")
+	path := fs.String("path", "", "the Codex config (default $CODEX_HOME/config.toml or ~/.codex/config.toml)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	if !*write {
+		fmt.Fprint(c.Stdout, a.CodexConfig())
+		return nil
+	}
+	backup, err := a.WriteCodexConfig(*path)
+	if err != nil {
+		return err
+	}
+	target := *path
+	if target == "" {
+		target = filepath.Join(a.CodexHome(), "config.toml")
+	}
+	if backup == "" {
+		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed\n", target)
+		return nil
+	}
+	fmt.Fprintf(c.Stdout, "%s now points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s\n", target, backup)
+	return nil
 }

@@ -1,23 +1,319 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
-// Placeholders of the accounts issue (ChatGPT sign-in, Codex import and config, start at
-// login). Their signatures are what the tray and the CLI use.
+// CodexHome is the Codex CLI's folder: $CODEX_HOME, else ~/.codex.
+func (a *App) CodexHome() string {
+	if v := a.opt.Getenv("CODEX_HOME"); v != "" {
+		return v
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".codex")
+}
 
-var errNotYet = errors.New("not available in this version yet")
+// codexAuth is the Codex CLI's auth.json.
+type codexAuth struct {
+	APIKey *string `json:"OPENAI_API_KEY"`
+	Tokens *struct {
+		IDToken      string `json:"id_token"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		AccountID    string `json:"account_id"`
+	} `json:"tokens"`
+}
 
-// ImportCodex imports the Codex CLI login from auth.json at path ("" = ~/.codex/auth.json).
-func (a *App) ImportCodex(path string) (AccountMeta, error) { return AccountMeta{}, errNotYet }
+// ImportCodex imports the Codex CLI's login from auth.json at path ("" = $CODEX_HOME/auth.json):
+// a ChatGPT sign-in (renewing an account with the same ChatGPT account id, if there is one) or
+// an API key (as an openai account on api.openai.com).
+func (a *App) ImportCodex(path string) (AccountMeta, error) {
+	if path == "" {
+		path = filepath.Join(a.CodexHome(), "auth.json")
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return AccountMeta{}, fmt.Errorf("no Codex login at %s: sign in with `codex login` first, or use `codexrelay accounts add --kind chatgpt`", path)
+	}
+	if err != nil {
+		return AccountMeta{}, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	var auth codexAuth
+	if err := json.Unmarshal(b, &auth); err != nil {
+		return AccountMeta{}, fmt.Errorf("%s is not a Codex auth.json: %v", path, err)
+	}
+	switch {
+	case auth.Tokens != nil && auth.Tokens.AccessToken != "":
+		t := auth.Tokens
+		sec := Secret{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, IDToken: t.IDToken, AccountID: t.AccountID,
+			ExpiresAt: jwtExpiry(t.AccessToken)}
+		claims := parseIDToken(t.IDToken)
+		if sec.AccountID == "" {
+			sec.AccountID = claims.AccountID
+		}
+		for _, m := range a.Accounts() {
+			if c := a.credsFor(m.ID); m.Kind == "chatgpt" && c != nil && sec.AccountID != "" && c.accountID() == sec.AccountID {
+				if err := c.replace(sec); err != nil {
+					return m, err
+				}
+				a.Proxy.ResetAccount(m.Name)
+				return m, nil
+			}
+		}
+		name := claims.Email
+		if name == "" {
+			name = "codex"
+		}
+		return a.AddAccount(NewAccount{Name: a.freeName(name), Kind: "chatgpt", Email: claims.Email}, sec)
+	case auth.APIKey != nil && *auth.APIKey != "":
+		return a.AddAccount(NewAccount{Name: a.freeName("codex-api-key"), Kind: "openai", BaseURL: "https://api.openai.com/v1"}, Secret{APIKey: *auth.APIKey})
+	}
+	return AccountMeta{}, fmt.Errorf("%s holds neither tokens nor an API key", path)
+}
 
-// CodexConfig is the provider block for ~/.codex/config.toml.
-func (a *App) CodexConfig() string { return "" }
+// freeName returns name, or name-2, name-3... if taken.
+func (a *App) freeName(name string) string {
+	for i := 1; ; i++ {
+		n := name
+		if i > 1 {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		if a.findAccount(n) < 0 {
+			return n
+		}
+	}
+}
 
-// WriteCodexConfig merges the provider block into the Codex config at path ("" = ~/.codex/config.toml),
-// writing a backup first; it returns the backup's path.
-func (a *App) WriteCodexConfig(path string) (backup string, err error) { return "", errNotYet }
+const codexProviderID = "codexrelay"
 
-// SetStartAtLogin installs or removes the login item that starts the tray app.
-func (a *App) SetStartAtLogin(on bool) error { return errNotYet }
+// codexLocalKeyEnv is the variable Codex reads the relay's local key from, when it is on.
+const codexLocalKeyEnv = "CODEXRELAY_API_KEY"
+
+// codexProvider is the provider table Codex Relay manages in config.toml.
+func (a *App) codexProvider() map[string]any {
+	host, port, err := net.SplitHostPort(a.ListenAddr())
+	if err != nil {
+		host, port = "127.0.0.1", "7455"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port) + "/v1"
+	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models"}
+	if a.Settings().LocalAPIKey {
+		p["env_key"] = codexLocalKeyEnv
+	}
+	return p
+}
+
+var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "env_key"}
+
+func (a *App) providerBlock() string {
+	p := a.codexProvider()
+	var b strings.Builder
+	b.WriteString("[model_providers." + codexProviderID + "]\n")
+	for _, k := range providerKeyOrder {
+		if v, ok := p[k].(string); ok {
+			fmt.Fprintf(&b, "%s = %q\n", k, v) // a TOML basic string: the values are plain ASCII
+		}
+	}
+	return b.String()
+}
+
+// CodexConfig is the provider block for ~/.codex/config.toml, ready to paste.
+func (a *App) CodexConfig() string {
+	s := "model_provider = \"" + codexProviderID + "\"\n\n" + a.providerBlock()
+	if a.Settings().LocalAPIKey {
+		s = "# The relay's local key is on: export it for Codex, e.g.\n#   export " + codexLocalKeyEnv + "=$(codexrelay local-key show)\n" + s
+	}
+	return s
+}
+
+var (
+	tableHeader  = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
+	providerLine = regexp.MustCompile(`^\s*model_provider\s*=`)
+	keyLine      = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=`)
+)
+
+func isOurTable(name string) bool {
+	name = strings.ReplaceAll(strings.ReplaceAll(name, `"`, ""), " ", "")
+	return name == "model_providers."+codexProviderID
+}
+
+// mergeCodexConfig returns old with model_provider set to the relay and the relay's provider
+// table replaced, every other line (comments included) as it was. Keys the user added to the
+// relay's table are kept. The result is checked with a TOML parser: everything but what the
+// relay manages must read back equal, or nothing is written.
+func (a *App) mergeCodexConfig(old string) (string, error) {
+	var before map[string]any
+	if err := toml.Unmarshal([]byte(old), &before); err != nil {
+		return "", fmt.Errorf("the Codex config is not valid TOML, so it was left alone: %v", err)
+	}
+	lines := strings.SplitAfter(old, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	var top, rest, kept []string
+	inTop, inOurs := true, false
+	for _, l := range lines {
+		if m := tableHeader.FindStringSubmatch(strings.TrimRight(l, "\r\n")); m != nil {
+			inTop = false
+			inOurs = isOurTable(m[1])
+			if inOurs {
+				continue
+			}
+		}
+		switch {
+		case inTop:
+			if !providerLine.MatchString(l) {
+				top = append(top, l)
+			}
+		case inOurs:
+			if m := keyLine.FindStringSubmatch(l); m != nil && !contains(providerKeyOrder, m[1]) {
+				kept = append(kept, ensureNL(l))
+			}
+		default:
+			rest = append(rest, l)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("model_provider = \"" + codexProviderID + "\"\n")
+	for _, l := range top {
+		b.WriteString(l)
+	}
+	out := strings.TrimRight(b.String(), "\n") + "\n"
+	if len(rest) > 0 {
+		out += "\n" + strings.TrimRight(strings.TrimLeft(strings.Join(rest, ""), "\n"), "\n") + "\n"
+	}
+	out += "\n" + a.providerBlock() + strings.Join(kept, "")
+
+	var after map[string]any
+	if err := toml.Unmarshal([]byte(out), &after); err != nil {
+		return "", fmt.Errorf("could not merge the Codex config safely (%v); add the block by hand:\n%s", err, a.CodexConfig())
+	}
+	if !sameExceptRelay(before, after) {
+		return "", fmt.Errorf("could not merge the Codex config without changing other settings; add the block by hand:\n%s", a.CodexConfig())
+	}
+	return out, nil
+}
+
+// sameExceptRelay compares two configs outside model_provider and the relay's provider table.
+func sameExceptRelay(a, b map[string]any) bool {
+	strip := func(m map[string]any) map[string]any {
+		c := map[string]any{}
+		for k, v := range m {
+			if k == "model_provider" {
+				continue
+			}
+			if k == "model_providers" {
+				if ps, ok := v.(map[string]any); ok {
+					pc := map[string]any{}
+					for pk, pv := range ps {
+						if pk != codexProviderID {
+							pc[pk] = pv
+						}
+					}
+					if len(pc) == 0 {
+						continue
+					}
+					v = pc
+				}
+			}
+			c[k] = v
+		}
+		return c
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func ensureNL(s string) string {
+	if strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+// WriteCodexConfig merges the provider block into the Codex config at path ("" =
+// $CODEX_HOME/config.toml) and sets model_provider. It backs the old file up first and returns
+// the backup's path ("" when the file already had the block and nothing changed).
+func (a *App) WriteCodexConfig(path string) (backup string, err error) {
+	if path == "" {
+		path = filepath.Join(a.CodexHome(), "config.toml")
+	}
+	old, err := os.ReadFile(path)
+	mode := os.FileMode(0o600)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		old = nil
+	case err != nil:
+		return "", fmt.Errorf("cannot read %s: %w", path, err)
+	default:
+		if st, err := os.Stat(path); err == nil {
+			mode = st.Mode().Perm()
+		}
+	}
+	merged, err := a.mergeCodexConfig(string(old))
+	if err != nil {
+		return "", err
+	}
+	if merged == string(old) {
+		return "", nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	if old != nil {
+		backup = path + ".bak-" + a.opt.Now().UTC().Format("20060102T150405Z")
+		if err := os.WriteFile(backup, old, 0o600); err != nil {
+			return "", fmt.Errorf("could not write the backup %s, so the config was left alone: %w", backup, err)
+		}
+	}
+	if err := writeAtomic(path, []byte(merged), mode); err != nil {
+		return backup, err
+	}
+	return backup, nil
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,204 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+func TestCodexConfigMergeKeepsEverythingElse(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"CODEX_HOME": dir, "CODEXRELAY_LISTEN": "127.0.0.1:7455"}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := `# my Codex settings
+model = "gpt-5-codex" # favourite
+model_provider = "openai"
+approval_policy = "on-request"
+
+[model_providers.ollama]
+# local models
+name = "Ollama"
+base_url = "http://localhost:11434/v1"
+
+[model_providers.codexrelay]
+name = "old name"
+base_url = "http://127.0.0.1:9999/v1"
+request_max_retries = 7
+
+[profiles.fast]
+model = "gpt-5-mini"
+`
+	path := filepath.Join(dir, "config.toml")
+	os.WriteFile(path, []byte(original), 0o640)
+	backup, err := a.WriteCodexConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if backup != path+".bak-20261130T120000Z" {
+		t.Fatalf("backup %q", backup)
+	}
+	if b, _ := os.ReadFile(backup); string(b) != original {
+		t.Fatal("the backup is not the original")
+	}
+	merged, _ := os.ReadFile(path)
+	for _, want := range []string{"# my Codex settings", "# favourite", "# local models", "[profiles.fast]", "request_max_retries = 7"} {
+		if !strings.Contains(string(merged), want) {
+			t.Errorf("lost %q:\n%s", want, merged)
+		}
+	}
+	var cfg struct {
+		Model          string                    `toml:"model"`
+		ModelProvider  string                    `toml:"model_provider"`
+		Approval       string                    `toml:"approval_policy"`
+		ModelProviders map[string]map[string]any `toml:"model_providers"`
+		Profiles       map[string]map[string]any `toml:"profiles"`
+	}
+	if err := toml.Unmarshal(merged, &cfg); err != nil {
+		t.Fatalf("merged config does not parse: %v\n%s", err, merged)
+	}
+	relay := cfg.ModelProviders["codexrelay"]
+	if cfg.ModelProvider != "codexrelay" || cfg.Model != "gpt-5-codex" || cfg.Approval != "on-request" ||
+		relay["base_url"] != "http://127.0.0.1:7455/v1" || relay["wire_api"] != "responses" || relay["name"] != "Codex Relay" ||
+		relay["model_catalog_url"] != "http://127.0.0.1:7455/v1/models" || relay["request_max_retries"] != int64(7) ||
+		cfg.ModelProviders["ollama"]["name"] != "Ollama" || cfg.Profiles["fast"]["model"] != "gpt-5-mini" {
+		t.Fatalf("merged config %+v", cfg)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	// Idempotent: a second write changes nothing and makes no backup.
+	now = now.Add(time.Hour)
+	if backup, err := a.WriteCodexConfig(""); err != nil || backup != "" {
+		t.Fatalf("second write: %q %v", backup, err)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(merged) {
+		t.Fatal("a second write changed the file")
+	}
+	// A config that is not TOML is left alone.
+	os.WriteFile(path, []byte("model = [unclosed\n"), 0o600)
+	if _, err := a.WriteCodexConfig(""); err == nil || !strings.Contains(err.Error(), "not valid TOML") {
+		t.Fatalf("broken config: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "model = [unclosed\n" {
+		t.Fatal("a broken config was changed")
+	}
+	// No config yet: one is created with the block only.
+	os.Remove(path)
+	if _, err := a.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.HasPrefix(string(b), "model_provider = \"codexrelay\"\n\n[model_providers.codexrelay]\n") {
+		t.Fatalf("new config:\n%s", b)
+	}
+}
+
+func TestImportCodexAuthFiles(t *testing.T) {
+	k := testKeychain(t)
+	dir := t.TempDir()
+	a, err := Open(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, m := range a.Accounts() {
+			k.Delete(accountUser(m.ID))
+		}
+	})
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o600)
+		return p
+	}
+	access := jwt(map[string]any{"exp": time.Now().Add(time.Hour).Unix()})
+	tokens := write("tokens.json", `{"OPENAI_API_KEY":null,"tokens":{"id_token":"`+idToken("me@example.com", "acct-7")+`","access_token":"`+access+`","refresh_token":"rt-x","account_id":"acct-7"},"last_refresh":"2026-11-29T10:00:00Z"}`)
+	m, err := a.ImportCodex(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != "me@example.com" || m.Kind != "chatgpt" {
+		t.Fatalf("account %+v", m)
+	}
+	c, _ := a.credsFor(m.ID).Credential(t.Context())
+	if c.Token != access || c.AccountID != "acct-7" {
+		t.Fatalf("credential %+v", c)
+	}
+	// Importing the same sign-in again renews the account instead of adding a second one.
+	if _, err := a.ImportCodex(tokens); err != nil || len(a.Accounts()) != 1 {
+		t.Fatalf("re-import: %v, %d accounts", err, len(a.Accounts()))
+	}
+	key := write("key.json", `{"OPENAI_API_KEY":"sk-imported","tokens":null}`)
+	m, err = a.ImportCodex(key)
+	if err != nil || m.Kind != "openai" || m.BaseURL != "https://api.openai.com/v1" {
+		t.Fatalf("api key import: %+v %v", m, err)
+	}
+	for name, content := range map[string]string{"empty.json": `{}`, "bad.json": `{"tokens":`} {
+		if _, err := a.ImportCodex(write(name, content)); err == nil {
+			t.Errorf("%s imported", name)
+		}
+	}
+	if _, err := a.ImportCodex(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "codex login") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestStartAtLogin(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := Open(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }, AutostartDir: dir})
+	if err := a.SetStartAtLogin(true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "codexrelay.desktop"))
+	if err != nil || !strings.Contains(string(b), "Exec=") || !a.Settings().StartAtLogin {
+		t.Fatalf("entry %q %v", b, err)
+	}
+	if err := a.SetStartAtLogin(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "codexrelay.desktop")); !os.IsNotExist(err) || a.Settings().StartAtLogin {
+		t.Fatal("entry not removed")
+	}
+}
+
+func TestCodexCommands(t *testing.T) {
+	k := testKeychain(t)
+	codexHome := t.TempDir()
+	env := map[string]string{"CODEX_HOME": codexHome}
+	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(key string) string { return env[key] }}
+	os.WriteFile(filepath.Join(codexHome, "auth.json"), []byte(`{"OPENAI_API_KEY":"sk-from-codex"}`), 0o600)
+	code, out, errs := runCLI(t, opt, "", "accounts", "import-codex")
+	if code != 0 || !strings.Contains(out, "codex-config --write") || strings.Contains(out, "sk-from-codex") {
+		t.Fatalf("import: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, opt, "", "accounts", "rename", "codex-api-key", "work"); code != 0 {
+		t.Fatal(errs)
+	}
+	a, _ := Open(opt)
+	t.Cleanup(func() {
+		for _, m := range a.Accounts() {
+			k.Delete(accountUser(m.ID))
+		}
+	})
+	if a.Accounts()[0].Name != "work" {
+		t.Fatalf("accounts %+v", a.Accounts())
+	}
+	code, out, _ = runCLI(t, opt, "", "codex-config")
+	if code != 0 || !strings.Contains(out, `model_catalog_url = "http://127.0.0.1:7455/v1/models"`) || !strings.Contains(out, `wire_api = "responses"`) {
+		t.Fatalf("codex-config: %s", out)
+	}
+	code, out, _ = runCLI(t, opt, "", "codex-config", "--write")
+	if code != 0 || !strings.Contains(out, "points Codex at the relay") {
+		t.Fatalf("write: %s", out)
+	}
+	code, out, _ = runCLI(t, opt, "", "codex-config", "--write")
+	if code != 0 || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("second write: %s", out)
+	}
+}
