@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -346,25 +347,31 @@ func (c *CLI) readKey() (string, error) {
 
 func (c *CLI) printAccounts(a *App, asJSON bool) error {
 	metas := a.Accounts()
-	stats := a.Proxy.Stats().Accounts
+	stats, live := a.liveStats()
 	type row struct {
-		Name    string `json:"name"`
-		Kind    string `json:"kind"`
-		API     string `json:"api"`
-		BaseURL string `json:"base_url"`
-		State   string `json:"state"`
-		Email   string `json:"email,omitempty"`
+		Name    string       `json:"name"`
+		Kind    string       `json:"kind"`
+		API     string       `json:"api"`
+		BaseURL string       `json:"base_url"`
+		State   string       `json:"state"`
+		Email   string       `json:"email,omitempty"`
+		Quota   *proxy.Quota `json:"quota,omitempty"`
+		Error   string       `json:"last_error,omitempty"`
+	}
+	byName := map[string]proxy.AccountStats{}
+	for _, s := range stats {
+		byName[s.Name] = s
 	}
 	rows := make([]row, 0, len(metas))
-	for i, m := range metas {
-		st := "ready"
-		if i < len(stats) {
-			st = stats[i].State
+	for _, m := range metas {
+		st := byName[m.Name]
+		if st.State == "" {
+			st.State = "ready"
+			if m.Disabled {
+				st.State = "disabled"
+			}
 		}
-		rows = append(rows, row{m.Name, m.Kind, m.API, a.baseURL(m), st, m.Email})
-		if rows[i].BaseURL == "" {
-			rows[i].BaseURL = m.BaseURL
-		}
+		rows = append(rows, row{m.Name, m.Kind, m.API, a.baseURL(m), st.State, m.Email, st.Quota, st.LastError})
 	}
 	if asJSON {
 		enc := json.NewEncoder(c.Stdout)
@@ -372,15 +379,54 @@ func (c *CLI) printAccounts(a *App, asJSON bool) error {
 		return enc.Encode(rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(c.Stdout, "no accounts yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin)")
+		fmt.Fprintln(c.Stdout, "no accounts yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin),")
+		fmt.Fprintln(c.Stdout, "`codexrelay accounts add --kind chatgpt`, or `codexrelay accounts import-codex`")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\tBASE URL")
-	for i, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, r.BaseURL)
+	pct := func(p float64, reset time.Time) string {
+		s := fmt.Sprintf("%.0f%%", p)
+		if !reset.IsZero() {
+			s += " (resets " + reset.Local().Format("Jan 2 15:04") + ")"
+		}
+		return s
 	}
-	return tw.Flush()
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tBASE URL")
+	for i, r := range rows {
+		h5, wk := "-", "-"
+		if r.Quota != nil {
+			h5, wk = pct(r.Quota.PrimaryUsedPercent, r.Quota.PrimaryResetsAt), pct(r.Quota.SecondaryUsedPercent, r.Quota.SecondaryResetsAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, r.BaseURL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !live {
+		fmt.Fprintln(c.Stdout, "(no Codex Relay is running on "+a.ListenAddr()+": states are as stored; quotas read just now)")
+	}
+	return nil
+}
+
+// liveStats asks a Codex Relay running on the configured address for its account states;
+// without one, it reads the ChatGPT quotas itself.
+func (a *App) liveStats() ([]proxy.AccountStats, bool) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+a.ListenAddr()+"/relay/stats", nil)
+	if key, _ := a.LocalKey(); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	client := &http.Client{Timeout: time.Second}
+	if resp, err := client.Do(req); err == nil {
+		defer resp.Body.Close()
+		var snap proxy.Snapshot
+		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
+			return snap.Accounts, true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.Proxy.RefreshQuotas(ctx)
+	return a.Proxy.Stats().Accounts, false
 }
 
 func (c *CLI) localKey(args []string) error {

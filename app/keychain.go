@@ -75,10 +75,13 @@ func keychainError(err error) error {
 	switch {
 	case strings.Contains(msg, "org.freedesktop.secrets") || strings.Contains(msg, "ServiceUnknown"):
 		advice = "No Secret Service is running: install and start one (Debian/Ubuntu: `apt-get install gnome-keyring`, or enable KeePassXC's Secret Service integration) inside your desktop session. " + advice
-	case strings.Contains(msg, "DBUS_SESSION_BUS_ADDRESS") || strings.Contains(msg, "dbus") || strings.Contains(msg, "D-Bus"):
+	case strings.Contains(msg, "DBUS_SESSION_BUS_ADDRESS") || strings.Contains(msg, "dbus") || strings.Contains(msg, "D-Bus") ||
+		strings.Contains(msg, "dial unix") || strings.Contains(msg, "autolaunch"):
 		advice = "No D-Bus session bus is reachable: run Codex Relay inside your desktop session (or `dbus-run-session`) with a Secret Service such as gnome-keyring. " + advice
 	case strings.Contains(msg, "locked") || strings.Contains(msg, "prompt") || strings.Contains(msg, "dismissed"):
 		advice = "The keychain is locked: unlock your login keyring (e.g. log in to the desktop session, or `gnome-keyring-daemon --unlock`). " + advice
+	default:
+		advice = "Make sure a Secret Service (gnome-keyring, or KeePassXC's integration) is running and unlocked in your session. " + advice
 	}
 	return &KeychainError{Err: err, Advice: advice}
 }

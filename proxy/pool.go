@@ -197,6 +197,13 @@ func (p *pool) candidates(model, session string, now time.Time, serves func(*mem
 			out = append(out, m)
 		}
 	}
+	// Within a priority, prefer untouched accounts, then the one with the most quota left.
+	slices.SortStableFunc(out, func(a, b *member) int {
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.usedScore(), b.usedScore())
+	})
 	if strategy == StrategyRoundRobin && len(out) > 1 {
 		turn := p.rr.Add(1) - 1
 		for i := 0; i < len(out); {
@@ -277,7 +284,7 @@ func (p *pool) unavailable(model string, now time.Time) *apiError {
 	all := p.list()
 	if len(all) == 0 {
 		return &apiError{Status: 503, Type: "server_error", Code: "no_accounts",
-			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (the API key on stdin)."}
+			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (the API key on stdin), sign in with `codexrelay accounts add --kind chatgpt`, or import the Codex CLI login with `codexrelay accounts import-codex`."}
 	}
 	var parts []string
 	var earliest time.Time

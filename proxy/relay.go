@@ -402,6 +402,9 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 	now := x.s.now()
 	switch {
 	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
+		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
+			resetsAt = t.Unix()
+		}
 		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
 		return nextAccount, reason
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -434,6 +437,9 @@ func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (ve
 	}
 	switch code {
 	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+		if t := m.quotaReset(x.s.now()); resetsAt == 0 && !t.IsZero() {
+			resetsAt = t.Unix()
+		}
 		m.coolDown(cooldownEnd(x.s.now(), "", resetsAt), reason)
 		return nextAccount, reason
 	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":

@@ -310,6 +310,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	s.SetListenAddr(ln.Addr().String())
 	stopRefresh := s.catalog.startSchedule()
 	defer stopRefresh()
+	stopQuota := s.startQuotaLoop()
+	defer stopQuota()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

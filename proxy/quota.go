@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// QuotaInterval is how often ChatGPT accounts' usage is read in the background.
+const QuotaInterval = 5 * time.Minute
+
+// usageURL is the ChatGPT usage endpoint for a Codex backend base URL:
+// https://chatgpt.com/backend-api/codex -> https://chatgpt.com/backend-api/wham/usage.
+func usageURL(base string) string {
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), "/codex") + "/wham/usage"
+}
+
+// RefreshQuotas reads the usage of every enabled ChatGPT account at once. The last known
+// figures stay in the stats while it runs and when an account's read fails.
+func (s *Server) RefreshQuotas(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, m := range s.pool.list() {
+		if m.Kind != KindChatGPT || m.Disabled {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q, err := s.fetchQuota(ctx, m)
+			if err != nil {
+				s.log.Debug("quota read failed", "account", m.Name, "error", err)
+				return
+			}
+			m.mu.Lock()
+			m.quota = q
+			m.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cred, err := m.Credentials.Credential(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, usageURL(m.BaseURL), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cred.Token)
+	if cred.AccountID != "" {
+		req.Header.Set("chatgpt-account-id", cred.AccountID)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("usage: HTTP %d", resp.StatusCode)
+	}
+	return parseUsage(body, s.now())
+}
+
+// parseUsage reads the usage answer. Windows are told apart by their length (18000 s: five
+// hours, 604800 s: a week), else taken as primary and secondary.
+func parseUsage(body []byte, now time.Time) (*Quota, error) {
+	type window struct {
+		UsedPercent        float64 `json:"used_percent"`
+		ResetAt            int64   `json:"reset_at"`
+		ResetAfterSeconds  int64   `json:"reset_after_seconds"`
+		LimitWindowSeconds int64   `json:"limit_window_seconds"`
+	}
+	var v struct {
+		RateLimit struct {
+			Primary   *window `json:"primary_window"`
+			Secondary *window `json:"secondary_window"`
+		} `json:"rate_limit"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("usage: %v", err)
+	}
+	q := &Quota{FetchedAt: now}
+	reset := func(w *window) time.Time {
+		if w.ResetAt > 0 {
+			return time.Unix(w.ResetAt, 0)
+		}
+		if w.ResetAfterSeconds > 0 {
+			return now.Add(time.Duration(w.ResetAfterSeconds) * time.Second)
+		}
+		return time.Time{}
+	}
+	for i, w := range []*window{v.RateLimit.Primary, v.RateLimit.Secondary} {
+		if w == nil {
+			continue
+		}
+		weekly := w.LimitWindowSeconds >= 7*24*3600 || (w.LimitWindowSeconds == 0 && i == 1)
+		if weekly {
+			q.SecondaryUsedPercent, q.SecondaryResetsAt = w.UsedPercent, reset(w)
+		} else {
+			q.PrimaryUsedPercent, q.PrimaryResetsAt = w.UsedPercent, reset(w)
+		}
+	}
+	return q, nil
+}
+
+// startQuotaLoop reads quotas now and every QuotaInterval until stop.
+func (s *Server) startQuotaLoop() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		t := time.NewTicker(QuotaInterval)
+		defer t.Stop()
+		for {
+			s.RefreshQuotas(ctx)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return cancel
+}
+
+// usedScore orders accounts of equal priority: untouched first, then the most headroom.
+func (m *member) usedScore() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.quota == nil {
+		return 0
+	}
+	return max(m.quota.PrimaryUsedPercent, m.quota.SecondaryUsedPercent)
+}
+
+// quotaReset is when an exhausted window of m resets (the later one if both are), or zero.
+func (m *member) quotaReset(now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.quota
+	if q == nil {
+		return time.Time{}
+	}
+	var t time.Time
+	if q.PrimaryUsedPercent >= 100 && q.PrimaryResetsAt.After(now) {
+		t = q.PrimaryResetsAt
+	}
+	if q.SecondaryUsedPercent >= 100 && q.SecondaryResetsAt.After(t) {
+		t = q.SecondaryResetsAt
+	}
+	if t.IsZero() && q.PrimaryResetsAt.After(now) {
+		t = q.PrimaryResetsAt
+	}
+	return t
+}
