@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
@@ -39,8 +40,13 @@ type exchange struct {
 	// one being tried.
 	targets []string
 	target  string
+	// untranslatable counts accounts skipped because the request could not be translated.
+	untranslatable int
 	// cred is the credential of the latest attempt (to name it in a refresh).
 	cred Credential
+	// body is the client's body as it arrived; trans its translation, made on first need.
+	body  []byte
+	trans *translated
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -55,6 +61,10 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *ex
 func (x *exchange) end() {
 	s := x.s
 	s.c.inFlight.Add(-1)
+	if x.body != nil {
+		putBodyBuffer(x.body)
+		x.body = nil
+	}
 	if x.cache != nil {
 		st := x.cache.Stats()
 		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct)}
@@ -96,14 +106,21 @@ func (x *exchange) prepared() {
 
 // handleResponses serves POST /v1/responses.
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	x := s.begin(w, r, routeResponses)
+	s.serve(w, r, routeResponses)
+}
+
+// serve runs a client request of either protocol: read and check it, resolve its model, and
+// dispatch it to the accounts.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
+	x := s.begin(w, r, route)
 	defer x.end()
 	body, e := readBody(r, s.opt.MaxBodyBytes)
+	x.body = body
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
 	}
-	req, e := parseClientRequest(routeResponses, body, r.Header)
+	req, e := parseClientRequest(route, body, r.Header)
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
@@ -149,6 +166,12 @@ func (x *exchange) dispatch() {
 		}
 	}
 	x.target, x.t.ResolvedModel = x.targets[0], x.targets[0]
+	if x.trans != nil && x.trans.err != nil && tried == x.untranslatable {
+		// Every account needed a translation, and nothing usable was left of the request.
+		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+x.target+
+			" (they speak the other API): "+x.trans.err.Error()), outcomeRejected)
+		return
+	}
 	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
 	if tried == 0 {
 		x.reject(e, outcomeRejected)
@@ -180,7 +203,11 @@ const (
 // (answered, or the client went away) and otherwise why the account failed.
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	// One body per account: a retry on the same account resends the same bytes.
-	body := x.cache.Body(x.req.obj, "input", x.overrides(m))
+	body, err := x.bodyFor(m)
+	if err != nil {
+		x.untranslatable++
+		return false, "cannot translate the request for this account: " + err.Error()
+	}
 	refreshed := false
 	for try := 0; try < 2; try++ {
 		if try > 0 && !refreshed {
@@ -251,8 +278,12 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	}
 	x.cred = cred
 	m.requests.Add(1)
-	upStream := x.req.stream || m.Kind == KindChatGPT
-	resp, cancel, err := s.send(ctx, m, cred, "/responses", body, upStream, x.req.sessionHeader)
+	wr := x.wireFor(m)
+	path, upStream := "/responses", x.req.stream || m.Kind == KindChatGPT
+	if wr == wireChat || wr == wireResponsesOverChat {
+		path, upStream = "/chat/completions", x.req.stream
+	}
+	resp, cancel, err := s.send(ctx, m, cred, path, body, upStream, x.req.sessionHeader)
 	if err != nil {
 		reason := describeTransportError(err)
 		finish(0, reason)
@@ -269,12 +300,28 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	if !isEventStream(resp.Header) {
 		finish(status, "")
 		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-		x.relayPlain(resp)
+		if wr == wireChatOverResponses || wr == wireResponsesOverChat {
+			x.translatePlain(wr, resp)
+		} else {
+			x.relayPlain(resp)
+		}
+		return served, ""
+	}
+	rd := sse.NewReader(resp.Body, maxEventBytes)
+	switch wr {
+	case wireChat:
+		finish(status, "")
+		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
+		x.relayChat(resp.Header, rd)
+		return served, ""
+	case wireResponsesOverChat:
+		finish(status, "")
+		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
+		x.relayResponsesFromChat(resp.Header, rd)
 		return served, ""
 	}
 	// A 200 stream may still fail in its first event (quota, rate limit, overload) before any
 	// output: hold the leading bookkeeping events back until the first real one.
-	rd := sse.NewReader(resp.Body, maxEventBytes)
 	held, first, ferr := peekStream(rd)
 	if ferr == nil && isFailureEvent(first.Name) {
 		code, msg, resetsAt := eventError(first.Data)
@@ -290,10 +337,22 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	}
 	finish(status, "")
 	x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-	if x.req.stream {
+	switch {
+	case wr == wireChatOverResponses && x.req.stream:
+		x.relayChatFromResponses(resp.Header, rd, held, first, ferr)
+	case wr == wireChatOverResponses:
+		if r, ok := x.finalResponse(rd, first, ferr); ok {
+			out, err := bridge.ResponseToChatCompletion(r, x.req.model)
+			if err != nil {
+				x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, outcomeFailed)
+			} else {
+				x.writeJSONBody(out)
+			}
+		}
+	case x.req.stream:
 		x.relayStream(resp.Header, rd, held, first, ferr)
-	} else {
-		x.assemble(rd, held, first, ferr)
+	default:
+		x.assemble(rd, first, ferr)
 	}
 	return served, ""
 }
@@ -305,7 +364,7 @@ func (x *exchange) overrides(m *member) []payload.Override {
 	if x.target != x.req.model {
 		ov = append(ov, payload.Override{Key: "model", Value: payload.AppendString(nil, x.target)})
 	}
-	if tools, dropped := x.toolsFor(x.target); tools != nil {
+	if tools, dropped := x.toolsFor(x.target); tools != nil && x.wireFor(m) == wireResponses {
 		ov = append(ov, *tools)
 		for _, d := range dropped {
 			if !slices.Contains(x.t.DroppedTools, d) {

@@ -112,6 +112,9 @@ func newTransport() *http.Transport {
 	// decompressor, and the relay must flush each event at once.
 	t.DisableCompression = true
 	t.ForceAttemptHTTP2 = true
+	// Codex bodies are ~1 MB: larger buffers mean fewer system calls per request.
+	t.WriteBufferSize = 64 << 10
+	t.ReadBufferSize = 64 << 10
 	return t
 }
 
@@ -166,6 +169,7 @@ func (s *Server) routes() {
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
+		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
 		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
 	}

@@ -1,11 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
@@ -17,14 +17,14 @@ const maxHeld = 8
 
 // peekStream reads the leading events that carry no output (response.created,
 // response.in_progress, comments) and the first event after them. The held events are copies.
-func peekStream(rd *sse.Reader) (held [][]byte, first sse.Event, err error) {
+func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
 			return held, ev, err
 		}
 		if len(held) < maxHeld && (ev.Name == "response.created" || ev.Name == "response.in_progress" || len(ev.Data) == 0) {
-			held = append(held, append([]byte(nil), ev.Raw...))
+			held = append(held, sse.Event{Raw: bytes.Clone(ev.Raw), Name: ev.Name, Data: bytes.Clone(ev.Data)})
 			continue
 		}
 		return held, ev, nil
@@ -45,7 +45,7 @@ func isTerminalEvent(name string) bool {
 // further event is already waiting. If the upstream breaks off before a terminal event, the
 // client gets a well-formed response.failed with code server_error (which the Codex CLI
 // retries) rather than a silently truncated stream.
-func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held [][]byte, first sse.Event, ferr error) {
+func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event, ferr error) {
 	h := x.w.Header()
 	copyRelayHeaders(h, upHeader)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -63,11 +63,11 @@ func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held [][]by
 		x.t.Bytes += int64(n)
 		return err == nil
 	}
-	for _, raw := range held {
-		if responseID == "" {
-			responseID = sniffResponseID(raw)
+	for _, ev := range held {
+		if responseID == "" && ev.Name == "response.created" {
+			responseID = responseIDOf(ev.Data)
 		}
-		if !write(raw) {
+		if !write(ev.Raw) {
 			x.clientGone()
 			return
 		}
@@ -135,26 +135,40 @@ func failedEvent(seq int64, responseID, code, message string) []byte {
 	return sse.AppendEvent(nil, "response.failed", data)
 }
 
-// sniffResponseID reads the response id of a response.created event, if it is one.
-func sniffResponseID(raw []byte) string {
-	rd := sse.NewReader(strings.NewReader(string(raw)), len(raw)+1)
-	ev, err := rd.Next()
-	if err != nil || ev.Name != "response.created" {
-		return ""
-	}
+// responseIDOf reads the response id of a response.created event's data.
+func responseIDOf(data []byte) string {
 	var v struct {
 		Response struct {
 			ID string `json:"id"`
 		} `json:"response"`
 	}
-	json.Unmarshal(ev.Data, &v)
+	json.Unmarshal(data, &v)
 	return v.Response.ID
 }
 
 // assemble answers a non-streamed client request from an upstream stream (ChatGPT accounts
 // always stream): the final response object of response.completed, or the error of
 // response.failed in the OpenAI error shape.
-func (x *exchange) assemble(rd *sse.Reader, _ [][]byte, first sse.Event, ferr error) {
+func (x *exchange) assemble(rd *sse.Reader, first sse.Event, ferr error) {
+	resp, ok := x.finalResponse(rd, first, ferr)
+	if !ok {
+		return
+	}
+	x.writeJSONBody(resp)
+}
+
+// writeJSONBody answers 200 with a JSON body.
+func (x *exchange) writeJSONBody(b []byte) {
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	x.w.WriteHeader(http.StatusOK)
+	n, _ := x.w.Write(b)
+	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, outcomeCompleted
+}
+
+// finalResponse reads an upstream Responses stream to its end and returns the final response
+// object. On failure it has answered the client already and returns false.
+func (x *exchange) finalResponse(rd *sse.Reader, first sse.Event, ferr error) ([]byte, bool) {
 	ev, err := first, ferr
 	for err == nil {
 		if isTerminalEvent(ev.Name) {
@@ -165,14 +179,14 @@ func (x *exchange) assemble(rd *sse.Reader, _ [][]byte, first sse.Event, ferr er
 	if err != nil {
 		if x.r.Context().Err() != nil {
 			x.clientGone()
-			return
+			return nil, false
 		}
 		why := "upstream stream ended before response.completed"
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
 			why = "upstream stream broke: " + err.Error()
 		}
 		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: why}, outcomeInterrupted)
-		return
+		return nil, false
 	}
 	if ev.Name == "response.failed" || ev.Name == "error" {
 		code, msg, resetsAt := parseUpstreamError(ev.Data)
@@ -187,7 +201,7 @@ func (x *exchange) assemble(rd *sse.Reader, _ [][]byte, first sse.Event, ferr er
 			msg = "the upstream failed the response"
 		}
 		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, outcomeFailed)
-		return
+		return nil, false
 	}
 	obj, perr := payload.Parse(ev.Data)
 	var resp []byte
@@ -197,11 +211,7 @@ func (x *exchange) assemble(rd *sse.Reader, _ [][]byte, first sse.Event, ferr er
 	if resp == nil {
 		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
 			Message: "upstream " + ev.Name + " event carried no response object"}, outcomeInterrupted)
-		return
+		return nil, false
 	}
-	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
-	x.w.WriteHeader(http.StatusOK)
-	n, _ := x.w.Write(resp)
-	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, outcomeCompleted
+	return resp, true
 }
