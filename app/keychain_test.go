@@ -3,10 +3,15 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/zalando/go-keyring"
 )
 
 // TestKeychainUnavailableSaysWhatToDo runs the keychain in a child process with no reachable
@@ -28,5 +33,57 @@ func TestKeychainUnavailableSaysWhatToDo(t *testing.T) {
 	}
 	if strings.Contains(s, "secret-value") {
 		t.Fatal("the error shows the secret")
+	}
+}
+
+// TestKeychainLostWhileRunning: accounts already loaded keep working when the keychain goes
+// away; saving reports the error. (The keychain is made to fail in a child process, so that
+// no other test sees it.)
+func TestKeychainLostWhileRunning(t *testing.T) {
+	if os.Getenv("CODEXRELAY_KEYCHAIN_LOST_CHILD") == "1" {
+		keychainLostChild(t)
+		return
+	}
+	testKeychain(t) // skips without a Secret Service
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestKeychainLostWhileRunning$", "-test.v")
+	cmd.Env = append(os.Environ(), "CODEXRELAY_KEYCHAIN_LOST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "served-after-loss=200") || !strings.Contains(string(out), "add-after-loss=keychain unavailable") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func keychainLostChild(t *testing.T) {
+	k := testKeychain(t)
+	up := newFakeUpstream(t)
+	a, err := Open(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.AddAccount(NewAccount{Name: "a", Kind: "openai", BaseURL: up.URL}, Secret{APIKey: "sk-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Delete(accountUser(m.ID))
+	srv := httptest.NewServer(a.Proxy)
+	defer srv.Close()
+	send := func() int {
+		resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"m","input":"x","stream":true}`))
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := send(); c != 200 {
+		t.Fatalf("before: %d", c)
+	}
+	keyring.MockInitWithError(errors.New("org.freedesktop.secrets: the collection is locked"))
+	fmt.Printf("served-after-loss=%d\n", send())
+	_, err = a.AddAccount(NewAccount{Name: "b", Kind: "openai", BaseURL: up.URL}, Secret{APIKey: "sk-b"})
+	fmt.Printf("add-after-loss=%v\n", err)
+	if len(a.Accounts()) != 1 {
+		t.Fatal("an account was saved without its secret")
 	}
 }

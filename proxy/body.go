@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -54,18 +54,55 @@ func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
 			Code: "unsupported_encoding", Message: fmt.Sprintf("Content-Encoding %q is not supported: use gzip, zstd or none", truncate(enc, 32))}
 	}
-	var buf bytes.Buffer
+	size := 32 << 10
 	if r.ContentLength > 0 && enc == "" {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		size = int(r.ContentLength) + 1 // +1: a body longer than announced still shows
 	}
-	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
-	if err != nil {
-		return nil, bodyError(err, limit, enc)
+	buf := getBodyBuffer(size)
+	n := 0
+	for {
+		if n == len(buf) {
+			buf = append(buf, 0)[:n] // grow
+			buf = buf[:cap(buf)]
+		}
+		m, err := src.Read(buf[n:])
+		n += m
+		if int64(n) > limit {
+			putBodyBuffer(buf)
+			return nil, errTooLarge(limit)
+		}
+		if err == io.EOF {
+			return buf[:n], nil
+		}
+		if err != nil {
+			putBodyBuffer(buf)
+			return nil, bodyError(err, limit, enc)
+		}
 	}
-	if n > limit {
-		return nil, errTooLarge(limit)
+}
+
+// Request bodies are pooled: a Codex request is ~1 MB, and a fresh buffer per request costs
+// its zeroing and a share of garbage collection. A buffer goes back to the pool when its
+// request ends; only our own code holds it (upstream bodies are built into new buffers).
+var bodyPool sync.Pool
+
+const maxPooledBody = 8 << 20
+
+func getBodyBuffer(size int) []byte {
+	if p, ok := bodyPool.Get().(*[]byte); ok && cap(*p) >= size {
+		return (*p)[:cap(*p)]
+	} else if ok {
+		bodyPool.Put(p)
 	}
-	return buf.Bytes(), nil
+	return make([]byte, size)
+}
+
+func putBodyBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBody {
+		return
+	}
+	b = b[:0]
+	bodyPool.Put(&b)
 }
 
 func errTooLarge(limit int64) *apiError {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -33,6 +34,9 @@ func parseClientRequest(route string, body []byte, h http.Header) (*clientReques
 	}
 	if payload.KindOf(raw) != payload.KindString {
 		return nil, errInvalid("invalid_type", "model", "'model' must be a string, got "+payload.KindOf(raw).String())
+	}
+	if len(raw) > maxModelName+2 {
+		return nil, errInvalid("invalid_value", "model", fmt.Sprintf("'model' is longer than %d characters", maxModelName))
 	}
 	if req.model, err = payload.DecodeString(raw); err != nil || req.model == "" {
 		return nil, errInvalid("invalid_value", "model", "'model' must be a non-empty string")
@@ -73,6 +77,9 @@ func parseClientRequest(route string, body []byte, h http.Header) (*clientReques
 	}
 	return req, nil
 }
+
+// maxModelName bounds a model name (real ones are far shorter).
+const maxModelName = 256
 
 const (
 	routeResponses = "responses"

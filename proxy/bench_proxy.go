@@ -1,0 +1,365 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// ProxyBenchOptions configure RunProxyBench; zero values take the defaults.
+type ProxyBenchOptions struct {
+	SmallRequests int // sequential small requests per side (default 2000)
+	LargeRequests int // 1.16 MB streamed requests per side (default 30)
+	StreamEvents  int // events in the long stream (default 2000)
+	Concurrent    int // concurrent streams (default 500)
+	SoakRequests  int // sequential requests for the memory soak (default 20000)
+}
+
+// ProxyBenchResult is what `codexrelay bench proxy --json` prints.
+type ProxyBenchResult struct {
+	Small struct {
+		DirectP50Us float64 `json:"directP50Us"`
+		RelayP50Us  float64 `json:"relayP50Us"`
+		AddedP50Us  float64 `json:"addedP50Us"`
+		AddedP99Us  float64 `json:"addedP99Us"`
+	} `json:"small"`
+	Large struct {
+		Bytes        int     `json:"bytes"`
+		DirectMs     float64 `json:"directMs"`
+		RelayMs      float64 `json:"relayMs"`
+		AddedMs      float64 `json:"addedMs"`
+		FirstByteMs  float64 `json:"relayFirstByteMs"`
+		ParseBuildMs float64 `json:"parseBuildMs"` // one parse-and-build pass of the same body
+	} `json:"large"`
+	Stream struct {
+		Events          int     `json:"events"`
+		EventDelayP50Us float64 `json:"eventDelayP50Us"`
+		EventDelayP99Us float64 `json:"eventDelayP99Us"`
+		DirectDelayP50  float64 `json:"directDelayP50Us"`
+	} `json:"stream"`
+	Concurrent struct {
+		Streams      int   `json:"streams"`
+		Errors       int   `json:"errors"`
+		PeakRSSBytes int64 `json:"peakRSSBytes"`
+	} `json:"concurrent"`
+	Soak struct {
+		Requests            int   `json:"requests"`
+		RSSAfter1000Bytes   int64 `json:"rssAfter1000Bytes"`
+		RSSAfterAllBytes    int64 `json:"rssAfterAllBytes"`
+		GoroutinesIdle      int   `json:"goroutinesIdle"`
+		GoroutinesAfterSoak int   `json:"goroutinesAfterSoak"`
+	} `json:"soak"`
+}
+
+// RunProxyBench sends the same requests to an in-process fake upstream directly and through a
+// relay on loopback, and measures what the relay adds. Client, relay and upstream share one
+// process, so the memory figures are an upper bound for the relay.
+func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&opt.SmallRequests, 2000)
+	def(&opt.LargeRequests, 30)
+	def(&opt.StreamEvents, 2000)
+	def(&opt.Concurrent, 500)
+	def(&opt.SoakRequests, 20000)
+	var res ProxyBenchResult
+
+	up, err := newBenchUpstream()
+	if err != nil {
+		return res, err
+	}
+	defer up.close()
+	relay := New(Options{Catalog: CatalogOptions{RefreshInterval: -1}})
+	relay.SetAccounts([]Account{{Name: "bench", Kind: KindOpenAI, BaseURL: up.url + "/v1", Credentials: Static{Token: "sk-bench"}}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
+	defer func() { stop(); <-served }()
+	relayURL := "http://" + ln.Addr().String() + "/v1"
+	directURL := up.url + "/v1"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+
+	post := func(base, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return client.Do(req)
+	}
+	drain := func(resp *http.Response, err error) error {
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+
+	// Small non-streamed requests, alternating sides.
+	small := `{"model":"bench-small","input":"ping","stream":false}`
+	for i := 0; i < 200; i++ { // warm-up: connections, catalog
+		if err := drain(post(relayURL, small)); err != nil {
+			return res, fmt.Errorf("relay: %w", err)
+		}
+		drain(post(directURL, small))
+	}
+	var direct, relayed []float64
+	for i := 0; i < opt.SmallRequests; i++ {
+		for side := 0; side < 2; side++ {
+			base := directURL
+			if (i+side)%2 == 1 {
+				base = relayURL
+			}
+			t0 := time.Now()
+			if err := drain(post(base, small)); err != nil {
+				return res, err
+			}
+			d := float64(time.Since(t0).Nanoseconds()) / 1e3
+			if base == relayURL {
+				relayed = append(relayed, d)
+			} else {
+				direct = append(direct, d)
+			}
+		}
+	}
+	res.Small.DirectP50Us = quantile(direct, 0.5)
+	res.Small.RelayP50Us = quantile(relayed, 0.5)
+	res.Small.AddedP50Us = res.Small.RelayP50Us - res.Small.DirectP50Us
+	res.Small.AddedP99Us = quantile(relayed, 0.99) - quantile(direct, 0.99)
+
+	// The 1.16 MB Codex-shaped streamed request.
+	large := string(payload.SyntheticResponsesBody(10000))
+	res.Large.Bytes = len(large)
+	var ld, lr, lfb []float64
+	for i := 0; i < opt.LargeRequests+3; i++ {
+		for _, base := range []string{directURL, relayURL} {
+			t0 := time.Now()
+			resp, err := post(base, large)
+			if err != nil {
+				return res, err
+			}
+			fb := time.Since(t0)
+			if err := drain(resp, nil); err != nil {
+				return res, err
+			}
+			if i < 3 {
+				continue
+			}
+			total := float64(time.Since(t0).Nanoseconds()) / 1e6
+			if base == relayURL {
+				lr = append(lr, total)
+				lfb = append(lfb, float64(fb.Nanoseconds())/1e6)
+			} else {
+				ld = append(ld, total)
+			}
+		}
+	}
+	res.Large.DirectMs, res.Large.RelayMs = quantile(ld, 0.5), quantile(lr, 0.5)
+	res.Large.AddedMs = res.Large.RelayMs - res.Large.DirectMs
+	res.Large.FirstByteMs = quantile(lfb, 0.5)
+	var passes []float64
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		o, _ := payload.Parse([]byte(large))
+		payload.Build(nil, o, nil)
+		passes = append(passes, float64(time.Since(t0).Nanoseconds())/1e6)
+	}
+	res.Large.ParseBuildMs = quantile(passes, 0.5)
+
+	// A long stream of small events: the delay from the upstream's write to the client's read.
+	streamDelays := func(base string) ([]float64, error) {
+		body := fmt.Sprintf(`{"model":"bench-ticks","input":"go","stream":true,"metadata":{"events":"%d"}}`, opt.StreamEvents)
+		resp, err := post(base, body)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var delays []float64
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if i := bytes.Index(line, []byte(`"t":`)); i >= 0 {
+				j := i + 4
+				k := j
+				for k < len(line) && line[k] >= '0' && line[k] <= '9' {
+					k++
+				}
+				sent, _ := strconv.ParseInt(string(line[j:k]), 10, 64)
+				delays = append(delays, float64(time.Since(up.epoch).Nanoseconds()-sent)/1e3)
+			}
+		}
+		return delays, sc.Err()
+	}
+	dd, err := streamDelays(directURL)
+	if err != nil {
+		return res, err
+	}
+	rd, err := streamDelays(relayURL)
+	if err != nil {
+		return res, err
+	}
+	res.Stream.Events = len(rd)
+	res.Stream.EventDelayP50Us, res.Stream.EventDelayP99Us = quantile(rd, 0.5), quantile(rd, 0.99)
+	res.Stream.DirectDelayP50 = quantile(dd, 0.5)
+
+	// Concurrent streams through the relay.
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	start := make(chan struct{})
+	for i := 0; i < opt.Concurrent; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			resp, err := post(relayURL, `{"model":"bench-slow","input":"go","stream":true}`)
+			if err == nil && resp.StatusCode == 200 {
+				b, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if rerr == nil && bytes.Contains(b, []byte("response.completed")) {
+					return
+				}
+			} else if err == nil {
+				resp.Body.Close()
+			}
+			errs.Add(1)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	res.Concurrent.Streams, res.Concurrent.Errors = opt.Concurrent, int(errs.Load())
+	res.Concurrent.PeakRSSBytes = procStatus("VmHWM")
+
+	// Memory and goroutines over many sequential requests.
+	client.CloseIdleConnections()
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	res.Soak.GoroutinesIdle = runtime.NumGoroutine()
+	res.Soak.Requests = opt.SoakRequests
+	for i := 1; i <= opt.SoakRequests; i++ {
+		if err := drain(post(relayURL, `{"model":"bench-small","input":"ping","stream":true}`)); err != nil {
+			return res, err
+		}
+		if i == 1000 {
+			runtime.GC()
+			res.Soak.RSSAfter1000Bytes = procStatus("VmRSS")
+		}
+	}
+	runtime.GC()
+	res.Soak.RSSAfterAllBytes = procStatus("VmRSS")
+	client.CloseIdleConnections()
+	for i := 0; i < 50 && runtime.NumGoroutine() > res.Soak.GoroutinesIdle; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	res.Soak.GoroutinesAfterSoak = runtime.NumGoroutine()
+	return res, nil
+}
+
+// procStatus reads a memory figure (in bytes) from /proc/self/status; 0 where there is none.
+func procStatus(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			f := strings.Fields(line[len(field)+1:])
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// benchUpstream is the fake upstream of the benchmark.
+type benchUpstream struct {
+	srv   *http.Server
+	url   string
+	epoch time.Time
+}
+
+func newBenchUpstream() (*benchUpstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u := &benchUpstream{url: "http://" + ln.Addr().String(), epoch: time.Now()}
+	done := []byte(`{"type":"response.completed","response":{"id":"resp_b","object":"response","status":"completed","output":[]}}`)
+	u.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"gpt-5-codex"}]}`)
+			return
+		}
+		model := ""
+		if i := bytes.Index(body, []byte(`"model":"`)); i >= 0 {
+			rest := body[i+9:]
+			model = string(rest[:bytes.IndexByte(rest, '"')])
+		}
+		if !bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(done[len(`{"type":"response.completed","response":`) : len(done)-1])
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		event := func(data []byte) {
+			w.Write([]byte("event: x\ndata: "))
+			w.Write(data)
+			w.Write([]byte("\n\n"))
+			fl.Flush()
+		}
+		switch model {
+		case "bench-ticks":
+			n := 2000
+			if i := bytes.Index(body, []byte(`"events":"`)); i >= 0 {
+				rest := body[i+10:]
+				n, _ = strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
+			}
+			for i := 0; i < n; i++ {
+				event([]byte(`{"type":"response.output_text.delta","delta":"tok","t":` + strconv.FormatInt(time.Since(u.epoch).Nanoseconds(), 10) + `}`))
+				if i%10 == 9 {
+					time.Sleep(200 * time.Microsecond)
+				}
+			}
+		case "bench-slow":
+			for i := 0; i < 20; i++ {
+				event([]byte(`{"type":"response.output_text.delta","delta":"slow token"}`))
+				time.Sleep(50 * time.Millisecond)
+			}
+		default:
+			event([]byte(`{"type":"response.output_text.delta","delta":"ok"}`))
+		}
+		w.Write([]byte("event: response.completed\ndata: "))
+		w.Write(done)
+		w.Write([]byte("\n\n"))
+	})}
+	go u.srv.Serve(ln)
+	return u, nil
+}
+
+func (u *benchUpstream) close() { u.srv.Close() }
