@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,9 +193,11 @@ func newCodexBackend(t *testing.T, valid func(string) bool) *codexBackend {
 
 func oauthApp(t *testing.T, iss *fakeIssuer, backend string) (*App, Options) {
 	k := testKeychain(t)
-	env := map[string]string{"CODEXRELAY_AUTH_ISSUER": iss.URL, "CODEXRELAY_CHATGPT_BASE_URL": backend + "/backend-api/codex"}
+	env := map[string]string{"CODEXRELAY_AUTH_ISSUER": iss.URL, "CODEXRELAY_CHATGPT_BASE_URL": backend + "/backend-api/codex",
+		"CODEXRELAY_LOG_LEVEL": "debug"}
+	logs := &lockedBuffer{}
 	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(k string) string { return env[k] },
-		CallbackAddr: "127.0.0.1:0", PollInterval: time.Millisecond}
+		CallbackAddr: "127.0.0.1:0", PollInterval: time.Millisecond, Logger: Logger(logs, func(k string) string { return env[k] })}
 	a, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -202,8 +206,36 @@ func oauthApp(t *testing.T, iss *fakeIssuer, backend string) (*App, Options) {
 		for _, m := range a.Accounts() {
 			k.Delete(accountUser(m.ID))
 		}
+		// No token ever reaches the logs, the settings file or the traces.
+		settings, _ := os.ReadFile(filepath.Join(opt.ConfigDir, "settings.json"))
+		traces, _ := json.Marshal(a.Proxy.Traces(0))
+		for _, where := range []string{logs.String(), string(settings), string(traces)} {
+			if strings.Contains(where, "rt-") || strings.Contains(where, "eyJ") || strings.Contains(where, ".sig") {
+				t.Errorf("a token leaked:\n%s", where)
+			}
+		}
+		if len(a.Proxy.Traces(0)) > 0 && !strings.Contains(logs.String(), "request") {
+			t.Errorf("nothing was logged, so the check above proves nothing")
+		}
 	})
 	return a, opt
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func post(t *testing.T, srv *httptest.Server) int {
