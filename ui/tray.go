@@ -1,116 +1,189 @@
-// Package ui is the Fyne tray menu over the app: a thin client that reads the proxy's stats
-// snapshot and acts only through app methods.
 package ui
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"sync"
-	"time"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/assets"
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// Tray is the menu-bar presence of Codex Relay.
+// state is what the tray icon shows.
+type state int
+
+const (
+	stateServing  state = iota // listening, every enabled account ready
+	stateDegraded              // listening, some accounts cooling down or needing a sign-in
+	stateStopped               // not serving requests: no usable account, or the listener failed
+	statePaused                // paused by the user
+)
+
+func (s state) String() string {
+	switch s {
+	case stateServing:
+		return "Serving"
+	case stateDegraded:
+		return "Degraded"
+	case statePaused:
+		return "Paused"
+	}
+	return "Stopped"
+}
+
+var (
+	iconApp      = fyne.NewStaticResource("codexrelay.png", assets.Icon)
+	iconServing  = fyne.NewStaticResource("tray-serving.png", assets.TrayServing)
+	iconDegraded = fyne.NewStaticResource("tray-degraded.png", assets.TrayDegraded)
+	iconStopped  = fyne.NewStaticResource("tray-stopped.png", assets.TrayStopped)
+	iconPaused   = fyne.NewStaticResource("tray-paused.png", assets.TrayPaused)
+)
+
+func (s state) icon() fyne.Resource {
+	switch s {
+	case stateServing:
+		return iconServing
+	case stateDegraded:
+		return iconDegraded
+	case statePaused:
+		return iconPaused
+	}
+	return iconStopped
+}
+
+// trayState derives the tray's state and status line from a snapshot and the listener's
+// status. It is pure: the tray, the dashboard header and the tests all call it.
+func trayState(snap proxy.Snapshot, st app.ServiceStatus) (state, string) {
+	switch {
+	case st.Paused:
+		return statePaused, "Paused"
+	case st.Err != nil:
+		return stateStopped, "Stopped: " + st.Err.Error()
+	case !st.Running:
+		return stateStopped, "Not running"
+	}
+	where := "Listening on http://" + st.Addr + "/v1"
+	var enabled, ready int
+	for _, a := range snap.Accounts {
+		switch a.State {
+		case proxy.StateDisabled:
+			continue
+		case proxy.StateReady:
+			ready++
+		}
+		enabled++
+	}
+	switch {
+	case len(snap.Accounts) == 0:
+		return stateStopped, where + " · no account yet"
+	case ready == 0:
+		return stateStopped, where + " · no usable account"
+	case ready < enabled:
+		return stateDegraded, fmt.Sprintf("%s · %d of %d accounts ready", where, ready, enabled)
+	}
+	return stateServing, where
+}
+
+// requestsLine is the tray's second line.
+func requestsLine(r proxy.RequestStats) string {
+	s := plural(r.Total, "request")
+	if r.Errors > 0 {
+		s += " · " + plural(r.Errors, "error")
+	}
+	return s + " · " + count(r.InFlight) + " in flight"
+}
+
+// trayMenu is the tray menu for one view: the whole menu is a function of the state, rebuilt
+// each tick (Tailscale's systray client does the same), never patched item by item.
+func (u *UI) trayMenu(v view) []*fyne.MenuItem {
+	_, line := trayState(v.snap, v.svc)
+	if u.quitting {
+		line = "Stopping: letting requests finish…"
+	}
+	status := fyne.NewMenuItem(truncate(line, 90), nil)
+	status.Disabled = true
+	requests := fyne.NewMenuItem(requestsLine(v.snap.Requests), nil)
+	requests.Disabled = true
+
+	swr := fyne.NewMenuItem("Stale-while-revalidate", nil)
+	swr.Checked = v.snap.Catalog.SWREnabled
+	on := !swr.Checked
+	swr.Action = func() { u.setStaleWhileRevalidate(on) }
+
+	var pause *fyne.MenuItem
+	switch {
+	case v.svc.Paused:
+		pause = fyne.NewMenuItem("Resume proxy", u.resume)
+	case v.svc.Running:
+		pause = fyne.NewMenuItem("Pause proxy", u.pause)
+	default:
+		pause = fyne.NewMenuItem("Start proxy", u.resume)
+	}
+
+	quit := fyne.NewMenuItem("Quit", u.quit)
+	quit.IsQuit = true // Fyne adds no Quit of its own, and this one drains the proxy first
+
+	return []*fyne.MenuItem{
+		status,
+		requests,
+		fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem("Open Dashboard", u.showDashboard),
+		fyne.NewMenuItem("Accounts…", u.showAccounts),
+		fyne.NewMenuItem("Settings…", u.showSettings),
+		fyne.NewMenuItemSeparator(),
+		swr,
+		fyne.NewMenuItem("Copy Codex config", u.copyCodexConfig),
+		fyne.NewMenuItem("Configure Codex…", u.configureCodex),
+		fyne.NewMenuItemSeparator(),
+		pause,
+		fyne.NewMenuItemSeparator(),
+		quit,
+	}
+}
+
+// Tray is the system-tray presence: one menu and one icon, replaced when the view changes.
 type Tray struct {
-	fa    fyne.App
-	relay *app.App
-	log   *slog.Logger
-
-	menu     *fyne.Menu
-	status   *fyne.MenuItem
-	requests *fyne.MenuItem
-
-	mu      sync.Mutex
-	serving string // listening address, or ""
-	stopErr error  // why the proxy stopped
+	menu  *fyne.Menu
+	desk  desktop.App // nil without a tray host
+	state state
+	shown string // signature of the menu on screen
+	icon  fyne.Resource
 }
 
-// New builds the tray for relay on the Fyne app fa.
-func New(fa fyne.App, relay *app.App, log *slog.Logger) *Tray {
-	t := &Tray{fa: fa, relay: relay, log: log}
-	t.status = fyne.NewMenuItem("Starting…", nil)
-	t.status.Disabled = true
-	t.requests = fyne.NewMenuItem("Requests: 0", nil)
-	t.requests.Disabled = true
-	t.menu = fyne.NewMenu("Codex Relay", t.status, t.requests)
-	return t
+func newTray() *Tray {
+	return &Tray{menu: fyne.NewMenu("Codex Relay"), state: -1}
 }
 
-// Menu is the tray menu (Fyne appends Quit).
+// Menu is the current tray menu.
 func (t *Tray) Menu() *fyne.Menu { return t.menu }
 
-// StatusLine says where the proxy listens, or why it stopped.
-func (t *Tray) StatusLine() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.stopErr != nil:
-		return "Stopped: " + t.stopErr.Error()
-	case t.serving != "":
-		return "Listening on http://" + t.serving + "/v1"
+// show puts items on the tray, touching the system tray only when something visible changed
+// (a rebuilt native menu closes itself on some desktops).
+func (t *Tray) show(items []*fyne.MenuItem, s state) {
+	// An unchanged menu keeps its items: the native menu holds their actions.
+	if sig := menuSignature(items); sig != t.shown {
+		t.shown = sig
+		t.menu.Items = items
+		if t.desk != nil {
+			t.desk.SetSystemTrayMenu(t.menu)
+		}
 	}
-	return "Starting…"
+	if s != t.state {
+		t.state = s
+		t.icon = s.icon()
+		if t.desk != nil {
+			t.desk.SetSystemTrayIcon(t.icon)
+		}
+	}
 }
 
-// refresh rebuilds the menu labels from the current snapshot.
-func (t *Tray) refresh() {
-	t.status.Label = t.StatusLine()
-	snap := t.relay.Proxy.Stats()
-	t.requests.Label = fmt.Sprintf("Requests: %d (%d in flight)", snap.Requests.Total, snap.Requests.InFlight)
-	t.menu.Refresh()
-}
-
-// Run starts the proxy and the tray, and blocks in the Fyne event loop until Quit. Quitting
-// stops the proxy, letting in-flight requests drain.
-func Run(fa fyne.App, relay *app.App, log *slog.Logger) {
-	t := New(fa, relay, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	addr := relay.ListenAddr()
-	go func() {
-		defer close(done)
-		t.mu.Lock()
-		t.serving = addr
-		t.mu.Unlock()
-		err := relay.Serve(ctx, addr, false)
-		t.mu.Lock()
-		t.serving = ""
-		if err != nil {
-			t.stopErr = err
-			log.Error("proxy stopped", "error", err)
-		}
-		t.mu.Unlock()
-		fyne.Do(t.refresh)
-	}()
-	if desk, ok := fa.(desktop.App); ok {
-		icon := fyne.NewStaticResource("codexrelay.png", assets.Icon)
-		fa.SetIcon(icon)
-		desk.SetSystemTrayIcon(icon)
-		desk.SetSystemTrayMenu(t.menu)
-	} else {
-		log.Warn("this desktop has no system tray support")
+func menuSignature(items []*fyne.MenuItem) string {
+	var b strings.Builder
+	for _, it := range items {
+		fmt.Fprintf(&b, "%s|%t|%t|%t\n", it.Label, it.Checked, it.Disabled, it.IsSeparator)
 	}
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				fyne.Do(t.refresh)
-			case <-done:
-				return
-			}
-		}
-	}()
-	fa.Lifecycle().SetOnStopped(func() {
-		cancel()
-		<-done
-	})
-	fa.Run()
+	return b.String()
 }
