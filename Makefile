@@ -37,17 +37,53 @@ check:
 unit:
 	.ci/with-keyring $(GO) test -race -count=1 ./...
 
-# A few seconds of each fuzz target; `make fuzz` runs them longer.
+# A few seconds of each fuzz target (request parser, SSE reader, both bridges); `make fuzz`
+# runs them longer.
 FUZZTIME ?= 5s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 fuzz-short:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./proxy/payload/
-	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./proxy/sse/
+	$(FUZZ) -fuzz '^FuzzParse$$' ./proxy/payload/
+	$(FUZZ) -fuzz '^FuzzReader$$' ./proxy/sse/
+	$(FUZZ) -fuzz '^FuzzResponsesStream$$' ./proxy/bridge/
+	$(FUZZ) -fuzz '^FuzzChatStream$$' ./proxy/bridge/
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=2m
 
+## bench: every benchmark (seed 000, seed 001, the relay's overhead); figures in README.md
 bench: build
 	./$(BIN) bench serialization --samples 500 --items 10000 --attempts 3
+	./$(BIN) bench catalog --samples 50 --concurrent 8 --delay-ms 50
+	./$(BIN) bench proxy
 
 clean:
 	rm -rf bin
+
+# --- Desktop: screenshot, package, install -------------------------------------------------
+
+.PHONY: screenshot package install
+
+## screenshot: the dashboard with prepared figures, in a real window under Xvfb -> assets/screenshot.png
+screenshot:
+	@bash packaging/install-deps.sh shot
+	$(GO) build -o bin/screenshot ./ui/cmd/screenshot
+	LANG=en_US.UTF-8 FYNE_THEME=light xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+	  bash ui/cmd/screenshot/shoot.sh bin/screenshot assets/screenshot.png
+
+FYNE_TOOL ?= $(GO) run fyne.io/tools/cmd/fyne@v1.7.4
+PKG       := bin/codexrelay-linux.tar.xz
+## package: the Linux release tarball (binary, desktop entry, icon, a Makefile with user-install) -> bin/
+# fyne increments Build in FyneApp.toml on every run: the file is put back afterwards.
+package: deps
+	@mkdir -p bin && cp FyneApp.toml bin/.FyneApp.toml.orig
+	$(FYNE_TOOL) package -os linux -icon assets/icon.png --release; st=$$?; \
+	  cp bin/.FyneApp.toml.orig FyneApp.toml && rm -f bin/.FyneApp.toml.orig; \
+	  if [ $$st -eq 0 ]; then mv -f "Codex Relay.tar.xz" $(PKG) && echo "package: $(PKG)"; fi; exit $$st
+
+## install: install the package for this user (~/.local/bin, menu entry, icon); builds it first if needed
+install:
+	@[ -f $(PKG) ] || $(MAKE) package
+	@tmp=$$(mktemp -d) && tar -xJf $(PKG) -C "$$tmp" && \
+	  mk=$$(find "$$tmp" -maxdepth 2 -name Makefile | head -n 1) && \
+	  $(MAKE) --no-print-directory -C "$$(dirname "$$mk")" user-install; st=$$?; rm -rf "$$tmp"; \
+	  if [ $$st -eq 0 ]; then echo "installed ~/.local/bin/codexrelay and its menu entry (see packaging/README.md for autostart and systemd)"; fi; exit $$st
