@@ -310,7 +310,12 @@ func newBenchUpstream() (*benchUpstream, error) {
 	u := &benchUpstream{url: "http://" + ln.Addr().String(), epoch: time.Now()}
 	done := []byte(`{"type":"response.completed","response":{"id":"resp_b","object":"response","status":"completed","output":[]}}`)
 	u.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		// Like a real upstream, read the whole body, but keep only its head (model and stream
+		// come first): a fresh megabyte per request here would add collector noise to both sides.
+		head := make([]byte, 4096)
+		n, _ := io.ReadFull(r.Body, head)
+		body := head[:n]
+		io.Copy(io.Discard, r.Body)
 		if r.Method == http.MethodGet {
 			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"gpt-5-codex"}]}`)
 			return

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -131,4 +133,30 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// sharedBuffer is a pooled upstream body that several holders share: the request's exchange
+// and each upstream request sending it (an HTTP transport may still be writing a body after
+// the answer arrived). It goes back to the pool when the last holder lets go.
+type sharedBuffer struct {
+	b    []byte
+	refs atomic.Int32
+}
+
+func (s *sharedBuffer) release() {
+	if s.refs.Add(-1) == 0 {
+		putBodyBuffer(s.b)
+	}
+}
+
+// bodyReader is an upstream request body over a shared buffer; the transport closes it.
+type bodyReader struct {
+	*bytes.Reader
+	once sync.Once
+	sb   *sharedBuffer
+}
+
+func (r *bodyReader) Close() error {
+	r.once.Do(r.sb.release)
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
@@ -47,6 +48,8 @@ type exchange struct {
 	// body is the client's body as it arrived; trans its translation, made on first need.
 	body  []byte
 	trans *translated
+	// bufs are the pooled buffers upstream bodies were built into, by their first byte.
+	bufs map[*byte]*sharedBuffer
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -64,6 +67,9 @@ func (x *exchange) end() {
 	if x.body != nil {
 		putBodyBuffer(x.body)
 		x.body = nil
+	}
+	for _, sb := range x.bufs {
+		sb.release()
 	}
 	if x.cache != nil {
 		st := x.cache.Stats()
@@ -140,6 +146,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 func (x *exchange) dispatch() {
 	s := x.s
 	x.cache = payload.NewCache()
+	x.cache.Alloc = x.allocBody
 	var failures []string
 	tried := 0
 	for _, target := range x.targets {
@@ -187,6 +194,32 @@ func (x *exchange) dispatch() {
 	}
 	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
 		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, outcomeError)
+}
+
+// allocBody hands the serialization cache a pooled buffer for an upstream body: fresh
+// megabyte allocations cost their zeroing and page faults on every request.
+func (x *exchange) allocBody(n int) []byte {
+	b := getBodyBuffer(n)
+	sb := &sharedBuffer{b: b}
+	sb.refs.Store(1)
+	if x.bufs == nil {
+		x.bufs = map[*byte]*sharedBuffer{}
+	}
+	x.bufs[unsafe.SliceData(b)] = sb
+	return b
+}
+
+// newBody returns a function making readers of body for upstream requests. A body built into
+// a pooled buffer is held until the transport closes the reader.
+func (x *exchange) newBody(body []byte) func() io.ReadCloser {
+	sb := x.bufs[unsafe.SliceData(body)]
+	return func() io.ReadCloser {
+		if sb == nil {
+			return io.NopCloser(bytes.NewReader(body))
+		}
+		sb.refs.Add(1)
+		return &bodyReader{Reader: bytes.NewReader(body), sb: sb}
+	}
 }
 
 // verdicts of one upstream attempt.
@@ -283,7 +316,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	if wr == wireChat || wr == wireResponsesOverChat {
 		path, upStream = "/chat/completions", x.req.stream
 	}
-	resp, cancel, err := s.send(ctx, m, cred, path, body, upStream, x.req.sessionHeader)
+	resp, cancel, err := s.send(ctx, m, cred, path, x.newBody(body), len(body), upStream, x.req.sessionHeader)
 	if err != nil {
 		reason := describeTransportError(err)
 		finish(0, reason)
@@ -382,7 +415,7 @@ func (x *exchange) overrides(m *member) []payload.Override {
 
 // send posts body to the account. The returned cancel releases the request; the context
 // also cancels it when no headers arrive within the header timeout.
-func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, body []byte, stream bool, session string) (*http.Response, context.CancelFunc, error) {
+func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, session string) (*http.Response, context.CancelFunc, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	timeout := s.opt.HeaderTimeout
 	if !stream {
@@ -390,12 +423,14 @@ func (s *Server) send(ctx context.Context, m *member, cred Credential, path stri
 		timeout = 10 * time.Minute
 	}
 	timer := time.AfterFunc(timeout, func() { cancel(errHeaderTimeout) })
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, m.BaseURL+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, m.BaseURL+path, nil)
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
 		return nil, nil, err
 	}
+	req.Body, req.ContentLength = newBody(), int64(size)
+	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil }
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Authorization", "Bearer "+cred.Token)

@@ -30,6 +30,11 @@ const maxEntries = 4
 // Create one Cache per incoming client request and never share it between requests, so a
 // window can never be reused for another conversation. A Cache is not safe for concurrent use.
 type Cache struct {
+	// Alloc, when set, provides the buffer a body is built into (an empty slice with at least
+	// the capacity asked for), so that a caller can reuse memory across requests. A body that
+	// does not fit is built into a new allocation instead.
+	Alloc func(capacity int) []byte
+
 	disabled  bool
 	stats     Stats
 	entries   []cacheEntry
@@ -80,7 +85,7 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 	}
 	if c.disabled {
 		c.stats.Misses++
-		return Build(nil, o, ov)
+		return Build(c.buffer(o, ov), o, ov)
 	}
 	c.keyBuilds++
 	ptr, n := unsafe.SliceData(input), len(input)
@@ -92,7 +97,7 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 		}
 	}
 	c.stats.Misses++
-	body := Build(nil, o, ov)
+	body := Build(c.buffer(o, ov), o, ov)
 	if len(c.entries) == maxEntries { // drop the oldest
 		copy(c.entries, c.entries[1:])
 		c.entries[maxEntries-1] = cacheEntry{}
@@ -156,5 +161,17 @@ var (
 // direct builds the body without touching the cache.
 func (c *Cache) direct(o *Object, ov []Override) []byte {
 	c.stats.Direct++
-	return Build(nil, o, ov)
+	return Build(c.buffer(o, ov), o, ov)
+}
+
+// buffer returns an empty buffer from Alloc large enough for o with ov, or nil.
+func (c *Cache) buffer(o *Object, ov []Override) []byte {
+	if c.Alloc == nil {
+		return nil
+	}
+	n := o.Size + 2
+	for _, v := range ov {
+		n += len(v.Key) + len(v.Value) + 8
+	}
+	return c.Alloc(n)[:0]
 }
