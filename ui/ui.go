@@ -85,7 +85,14 @@ func (u *UI) Run() {
 		u.tray.shown, u.tray.state = "", -1 // push the first menu and icon
 		u.tray.show(u.trayMenu(u.last), u.tray.stateFor(u.last))
 		desk.SetSystemTrayWindow(u.dashboardWindow()) // a left click on the icon opens it
-		if len(u.relay.Accounts()) == 0 || !u.last.svc.Running {
+		if ok, why := trayHost(); !ok {
+			// The menu is set anyway (a host may come later), but nothing would be visible now.
+			u.log.Warn("showing the dashboard window instead of a tray icon", "reason", why)
+			w := u.dashboardWindow()
+			w.SetMaster()
+			w.SetCloseIntercept(u.quit)
+			u.showDashboard()
+		} else if len(u.relay.Accounts()) == 0 || !u.last.svc.Running {
 			// First run, or the port is taken: say so in a window, even where the tray is hard to find.
 			u.showDashboard()
 		}
