@@ -46,23 +46,13 @@ func isTerminalEvent(name string) bool {
 // client gets a well-formed response.failed with code server_error (which the Codex CLI
 // retries) rather than a silently truncated stream.
 func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event, ferr error) {
-	h := x.w.Header()
-	copyRelayHeaders(h, upHeader)
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	x.w.WriteHeader(http.StatusOK)
-	x.t.Status = http.StatusOK
+	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
 
 	var events int64
 	terminal := ""
 	responseID := ""
-	write := func(raw []byte) bool {
-		n, err := x.w.Write(raw)
-		x.t.Bytes += int64(n)
-		return err == nil
-	}
+	write := x.writeRaw
 	for _, ev := range held {
 		if responseID == "" && ev.Name == "response.created" {
 			responseID = responseIDOf(ev.Data)
