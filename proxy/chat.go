@@ -163,14 +163,7 @@ func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, 
 		}
 	}
 	if !done {
-		if x.r.Context().Err() != nil {
-			x.clientGone()
-			return
-		}
-		why := "upstream stream ended before response.completed"
-		x.t.Outcome, x.t.Error = outcomeInterrupted, why
-		x.writeRaw(chatErrorChunk("server_error", why))
-		rc.Flush()
+		x.chatBrokeOff(rc, "upstream stream ended before response.completed")
 		return
 	}
 	x.writeRaw([]byte("data: [DONE]\n\n"))
@@ -246,14 +239,7 @@ func (x *exchange) relayChat(upHeader http.Header, rd *sse.Reader) {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if x.r.Context().Err() != nil {
-				x.clientGone()
-				return
-			}
-			why := "upstream stream ended before [DONE]"
-			x.t.Outcome, x.t.Error = outcomeInterrupted, why
-			x.writeRaw(chatErrorChunk("server_error", why))
-			rc.Flush()
+			x.chatBrokeOff(rc, "upstream stream ended before [DONE]")
 			return
 		}
 		if !x.writeRaw(ev.Raw) {
@@ -305,6 +291,18 @@ func (x *exchange) writeRaw(b []byte) bool {
 	n, err := x.w.Write(b)
 	x.t.Bytes += int64(n)
 	return err == nil
+}
+
+// chatBrokeOff ends a Chat stream whose upstream broke off with an error chunk, unless the
+// client is the one that left.
+func (x *exchange) chatBrokeOff(rc *http.ResponseController, why string) {
+	if x.r.Context().Err() != nil {
+		x.clientGone()
+		return
+	}
+	x.t.Outcome, x.t.Error = outcomeInterrupted, why
+	x.writeRaw(chatErrorChunk("server_error", why))
+	rc.Flush()
 }
 
 // chatErrorChunk is the error a Chat stream ends with when the upstream broke off.
