@@ -301,8 +301,8 @@ func TestDeviceCodeSignIn(t *testing.T) {
 func TestConcurrentRequestsShareOneRefreshAndTheNewPairIsStoredFirst(t *testing.T) {
 	iss := newFakeIssuer(t)
 	iss.accessLife = 2 * time.Minute // inside the 5-minute margin: every use wants a refresh
-	var current atomic.Value
-	backend := newCodexBackend(t, func(tok string) bool { return tok == current.Load() })
+	var valid atomic.Int32           // the token generation the backend accepts
+	backend := newCodexBackend(t, func(tok string) bool { return genOf(tok) == int(valid.Load()) })
 	a, opt := oauthApp(t, iss, backend.URL)
 	m, err := a.SignInChatGPT(context.Background(), "me", iss.browser(t))
 	if err != nil {
@@ -310,7 +310,7 @@ func TestConcurrentRequestsShareOneRefreshAndTheNewPairIsStoredFirst(t *testing.
 	}
 	iss.accessLife = time.Hour
 	// The backend accepts only the token of the next generation.
-	current.Store("")
+	valid.Store(-1)
 	gate := make(chan struct{})
 	iss.refreshGate = gate
 	srv := httptest.NewServer(a.Proxy)
@@ -326,7 +326,7 @@ func TestConcurrentRequestsShareOneRefreshAndTheNewPairIsStoredFirst(t *testing.
 		time.Sleep(time.Millisecond)
 	}
 	// While the refresh is held, the token it will hand out becomes the valid one.
-	current.Store(jwtWithGen(t, 2))
+	valid.Store(2)
 	close(gate)
 	wg.Wait()
 	for i, c := range codes {
@@ -339,32 +339,37 @@ func TestConcurrentRequestsShareOneRefreshAndTheNewPairIsStoredFirst(t *testing.
 	}
 	v, _ := opt.Keychain.Get(accountUser(m.ID))
 	sec, _ := decodeSecret(v)
-	if sec.RefreshToken != "rt-2" || sec.AccessToken != current.Load() {
+	if sec.RefreshToken != "rt-2" || genOf(sec.AccessToken) != 2 {
 		t.Fatalf("keychain holds %+v", sec)
 	}
 	// A restart reads the rotated pair from the keychain.
 	b, _ := Open(opt)
 	c, _ := b.credsFor(m.ID).Credential(context.Background())
-	if c.Token != current.Load() {
+	if c.Token != sec.AccessToken {
 		t.Fatal("the refreshed token did not survive a restart")
 	}
 }
 
-// jwtWithGen predicts the access token the fake issuer hands out for generation gen.
-func jwtWithGen(t *testing.T, gen int) string {
-	t.Helper()
-	return jwt(map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "gen": gen})
+// genOf reads the generation the fake issuer wrote into an access token.
+func genOf(tok string) int {
+	var c struct {
+		Gen int `json:"gen"`
+	}
+	if jwtClaims(tok, &c) != nil {
+		return 0
+	}
+	return c.Gen
 }
 
 func TestUnauthorizedRefreshesOnceAndRetries(t *testing.T) {
 	iss := newFakeIssuer(t)
-	var current atomic.Value
-	backend := newCodexBackend(t, func(tok string) bool { return tok == current.Load() })
+	var valid atomic.Int32
+	backend := newCodexBackend(t, func(tok string) bool { return genOf(tok) == int(valid.Load()) })
 	a, _ := oauthApp(t, iss, backend.URL)
 	if _, err := a.SignInChatGPT(context.Background(), "me", iss.browser(t)); err != nil {
 		t.Fatal(err)
 	}
-	current.Store(jwtWithGen(t, 2)) // the backend revoked the first token
+	valid.Store(2) // the backend revoked the first token
 	srv := httptest.NewServer(a.Proxy)
 	defer srv.Close()
 	if code := post(t, srv); code != 200 {
