@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,18 +264,23 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 			return res, err
 		}
 		if i == 1000 {
-			runtime.GC()
-			res.Soak.RSSAfter1000Bytes = procStatus("VmRSS")
+			res.Soak.RSSAfter1000Bytes = settledRSS()
 		}
 	}
-	runtime.GC()
-	res.Soak.RSSAfterAllBytes = procStatus("VmRSS")
+	res.Soak.RSSAfterAllBytes = settledRSS()
 	client.CloseIdleConnections()
 	for i := 0; i < 50 && runtime.NumGoroutine() > res.Soak.GoroutinesIdle; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.Soak.GoroutinesAfterSoak = runtime.NumGoroutine()
 	return res, nil
+}
+
+// settledRSS is the resident memory once the garbage is collected and freed memory handed back
+// to the system, so that two readings compare what is alive, not what the collector kept.
+func settledRSS() int64 {
+	debug.FreeOSMemory()
+	return procStatus("VmRSS")
 }
 
 // procStatus reads a memory figure (in bytes) from /proc/self/status; 0 where there is none.

@@ -12,10 +12,9 @@ import (
 
 // BenchmarkLargeStreamedRequest sends the 1.16 MB Codex-shaped body through the relay.
 func BenchmarkLargeStreamedRequest(b *testing.B) {
-	up := newUpstream(&testing.T{}, func(w http.ResponseWriter, r *http.Request, n int) {
+	up := newUpstream(b, func(w http.ResponseWriter, r *http.Request, n int) {
 		writeEvents(w, textEvents("resp", "gpt-5-codex", "ok"))
 	})
-	defer up.Close()
 	s := proxy.New(proxy.Options{})
 	s.SetAccounts([]proxy.Account{openaiAccount("a", up)})
 	body := payload.SyntheticResponsesBody(10000)

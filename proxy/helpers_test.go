@@ -36,7 +36,7 @@ type recorded struct {
 	Body   []byte
 }
 
-func newUpstream(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) *upstream {
+func newUpstream(t testing.TB, handle func(w http.ResponseWriter, r *http.Request, n int)) *upstream {
 	t.Helper()
 	u := &upstream{handle: handle}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -152,7 +152,7 @@ type relay struct {
 	ts  *httptest.Server
 }
 
-func newRelay(t *testing.T, opt proxy.Options, accounts ...proxy.Account) *relay {
+func newRelay(t testing.TB, opt proxy.Options, accounts ...proxy.Account) *relay {
 	t.Helper()
 	s := proxy.New(opt)
 	s.SetAccounts(accounts)
