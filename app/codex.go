@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -180,7 +181,7 @@ func (a *App) mergeCodexConfig(old string) (string, error) {
 				top = append(top, l)
 			}
 		case inOurs:
-			if m := keyLine.FindStringSubmatch(l); m != nil && !contains(providerKeyOrder, m[1]) {
+			if m := keyLine.FindStringSubmatch(l); m != nil && !slices.Contains(providerKeyOrder, m[1]) {
 				kept = append(kept, ensureNL(l))
 			}
 		default:
@@ -235,15 +236,6 @@ func sameExceptRelay(a, b map[string]any) bool {
 		return c
 	}
 	return reflect.DeepEqual(strip(a), strip(b))
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func ensureNL(s string) string {

@@ -10,8 +10,10 @@ import (
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	snap := s.Stats()
 	var b strings.Builder
+	described := map[string]bool{}
 	metric := func(name, typ, help string, value any, labels ...string) {
-		if !strings.Contains(b.String(), "# TYPE "+name+" ") {
+		if !described[name] { // HELP and TYPE once, before a metric's first sample
+			described[name] = true
 			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 		}
 		l := ""

@@ -41,6 +41,9 @@ type exchange struct {
 	// one being tried.
 	targets []string
 	target  string
+	// tools is the target's filtered tools override (nil: none) and toolsDropped what it removed.
+	tools        *payload.Override
+	toolsDropped []string
 	// untranslatable counts accounts skipped because the request could not be translated.
 	untranslatable int
 	// cred is the credential of the latest attempt (to name it in a refresh).
@@ -151,6 +154,8 @@ func (x *exchange) dispatch() {
 	tried := 0
 	for _, target := range x.targets {
 		x.target = target
+		// The tool filtering of a target is worked out once, not per account tried.
+		x.tools, x.toolsDropped = x.toolsFor(target)
 		x.t.ResolvedModel = target
 		cands := s.pool.candidates(target, x.req.session, s.now(), func(m *member) bool {
 			return x.catalog.serves(m.Name, target)
@@ -357,7 +362,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	// output: hold the leading bookkeeping events back until the first real one.
 	held, first, ferr := peekStream(rd)
 	if ferr == nil && isFailureEvent(first.Name) {
-		code, msg, resetsAt := eventError(first.Data)
+		code, msg, resetsAt := parseUpstreamError(first.Data)
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
 			finish(status, reason)
 			return v, reason
@@ -397,9 +402,9 @@ func (x *exchange) overrides(m *member) []payload.Override {
 	if x.target != x.req.model {
 		ov = append(ov, payload.Override{Key: "model", Value: payload.AppendString(nil, x.target)})
 	}
-	if tools, dropped := x.toolsFor(x.target); tools != nil && x.wireFor(m) == wireResponses {
-		ov = append(ov, *tools)
-		for _, d := range dropped {
+	if x.tools != nil && x.wireFor(m) == wireResponses {
+		ov = append(ov, *x.tools)
+		for _, d := range x.toolsDropped {
 			if !slices.Contains(x.t.DroppedTools, d) {
 				x.t.DroppedTools = append(x.t.DroppedTools, d)
 			}
@@ -623,8 +628,6 @@ func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
 	}
 	return e.code(), e.Message, resetsAt
 }
-
-func eventError(data []byte) (code, msg string, resetsAt int64) { return parseUpstreamError(data) }
 
 // relayHeaders are upstream headers worth passing on: request ids and the rate-limit headers
 // the Codex CLI reads to show the remaining quota.

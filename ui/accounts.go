@@ -45,11 +45,7 @@ type accountRow struct {
 
 func newAccountsWindow(u *UI) *accountsWindow {
 	a := &accountsWindow{u: u}
-	a.win = u.fa.NewWindow("Accounts – Codex Relay")
-	a.win.SetIcon(iconApp)
-	a.win.SetCloseIntercept(a.win.Hide)
-	a.win.SetContent(a.build())
-	a.win.Resize(fyne.NewSize(760, 720))
+	a.win = u.toolWindow("Accounts – Codex Relay", a.build(), fyne.NewSize(760, 720))
 	return a
 }
 

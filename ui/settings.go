@@ -47,11 +47,7 @@ type settingsWindow struct {
 
 func newSettingsWindow(u *UI) *settingsWindow {
 	s := &settingsWindow{u: u}
-	s.win = u.fa.NewWindow("Settings – Codex Relay")
-	s.win.SetIcon(iconApp)
-	s.win.SetCloseIntercept(s.win.Hide)
-	s.win.SetContent(s.build())
-	s.win.Resize(fyne.NewSize(620, 0))
+	s.win = u.toolWindow("Settings – Codex Relay", s.build(), fyne.NewSize(620, 0))
 	s.load()
 	return s
 }

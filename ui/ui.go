@@ -177,6 +177,16 @@ func (u *UI) dashboardWindow() fyne.Window {
 	return u.dashWin
 }
 
+// toolWindow makes a secondary window that hides on close (the app keeps running in the tray).
+func (u *UI) toolWindow(title string, content fyne.CanvasObject, size fyne.Size) fyne.Window {
+	w := u.fa.NewWindow(title)
+	w.SetIcon(iconApp)
+	w.SetCloseIntercept(w.Hide)
+	w.SetContent(content)
+	w.Resize(size)
+	return w
+}
+
 func (u *UI) showDashboard() {
 	u.dash.show(u.last)
 	w := u.dashboardWindow()

@@ -178,15 +178,7 @@ func (c *ChatStream) catchUp(index int, item outputItem) [][]byte {
 // streamed, the chunk with finish_reason, and the usage chunk when the client asked for it.
 func (c *ChatStream) finish(name string, raw json.RawMessage) ([][]byte, bool, error) {
 	c.done = true
-	var resp struct {
-		Status            string          `json:"status"`
-		Error             json.RawMessage `json:"error"`
-		IncompleteDetails struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-		Output []json.RawMessage `json:"output"`
-		Usage  json.RawMessage   `json:"usage"`
-	}
+	var resp upstreamResponse
 	json.Unmarshal(raw, &resp) // a malformed final object still ends the stream
 
 	var chunks [][]byte

@@ -6,6 +6,21 @@ import (
 	"strings"
 )
 
+// upstreamResponse is what the bridge reads of a final Responses response object, whole or from
+// a stream's terminal event.
+type upstreamResponse struct {
+	ID                string          `json:"id"`
+	CreatedAt         float64         `json:"created_at"`
+	Model             string          `json:"model"`
+	Status            string          `json:"status"`
+	Error             json.RawMessage `json:"error"`
+	IncompleteDetails struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Output []json.RawMessage `json:"output"`
+	Usage  json.RawMessage   `json:"usage"`
+}
+
 // ResponseToChatCompletion translates a final Responses response object (the body of a
 // non-stream answer) into a chat.completion object for a chat client. model, when not empty,
 // replaces the upstream's model (the client sees the name it asked for).
@@ -14,18 +29,7 @@ import (
 // tool_calls, reasoning summaries become reasoning_content, and the status becomes the
 // finish_reason. A failed response, or an error body, returns an *UpstreamError.
 func ResponseToChatCompletion(response []byte, model string) ([]byte, error) {
-	var resp struct {
-		ID                string          `json:"id"`
-		CreatedAt         float64         `json:"created_at"`
-		Model             string          `json:"model"`
-		Status            string          `json:"status"`
-		Error             json.RawMessage `json:"error"`
-		IncompleteDetails struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-		Output []json.RawMessage `json:"output"`
-		Usage  json.RawMessage   `json:"usage"`
-	}
+	var resp upstreamResponse
 	if err := json.Unmarshal(response, &resp); err != nil {
 		return nil, fmt.Errorf("bridge: upstream response: %w", err)
 	}
