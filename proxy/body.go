@@ -20,8 +20,9 @@ const DefaultMaxBody = 64 << 20
 
 // readBody reads the whole request body once: it checks the content type, undoes a gzip or
 // zstd Content-Encoding and enforces limit on both the wire bytes and the decoded bytes (so a
-// small compressed bomb cannot expand past it).
-func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
+// small compressed bomb cannot expand past it). feed, when not nil, sees the (decoded) body
+// received so far after each read, so that it can be validated while the rest arrives.
+func readBody(r *http.Request, limit int64, feed func([]byte) error) ([]byte, *apiError) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
@@ -75,6 +76,11 @@ func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 		}
 		if err == io.EOF {
 			return buf[:n], nil
+		}
+		if feed != nil && m > 0 {
+			// An invalid body is still read to its end: the client gets its answer on a
+			// connection it can keep, and the parser remembers the error.
+			feed(buf[:n])
 		}
 		if err != nil {
 			putBodyBuffer(buf)

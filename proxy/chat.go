@@ -82,9 +82,9 @@ func (x *exchange) bodyFor(m *member) ([]byte, error) {
 	ov := x.overrides(m)
 	switch wr {
 	case wireResponses:
-		return x.cache.Body(x.req.obj, "input", ov), nil
+		return x.upstreamBody(x.req.obj, "input", ov), nil
 	case wireChat:
-		return x.cache.Body(x.req.obj, "", ov), nil
+		return x.upstreamBody(x.req.obj, "", ov), nil
 	}
 	t := x.translation(wr)
 	if t.err != nil {
@@ -94,7 +94,7 @@ func (x *exchange) bodyFor(m *member) ([]byte, error) {
 		// store and the Codex backend's rules do not apply to a Chat account.
 		ov = modelOnly(ov)
 	}
-	return x.cache.Body(t.obj, "", ov), nil
+	return x.upstreamBody(t.obj, "", ov), nil
 }
 
 func modelOnly(ov []payload.Override) []payload.Override {

@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 func TestLoopbackGuards(t *testing.T) {
@@ -382,5 +383,94 @@ func TestStatsTracesHealthMetrics(t *testing.T) {
 		if bytes.Contains(get(path), []byte("sk-test-a")) {
 			t.Errorf("%s reveals the account key", path)
 		}
+	}
+}
+
+// slowReader hands out its bytes a few at a time, so that a body arrives in many reads.
+type slowReader struct {
+	b []byte
+	n int
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[k:]
+	return k, nil
+}
+
+func TestLargeBodiesArrivingInPieces(t *testing.T) {
+	// Bodies are validated while they arrive. Whether the length is announced (the buffer is
+	// filled in place) or not (chunked or compressed: the buffer grows and moves), in reads of
+	// any size, the upstream gets exactly the bytes sent, and a bad body is refused with the
+	// error a one-shot parse gives, and never forwarded.
+	up := newUpstream(t, answerText("ok"))
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
+	good := payload.SyntheticResponsesBody(3000) // about 350 KB
+	bad := bytes.Clone(good)
+	bad[len(bad)*2/3] = 0x01 // a control character inside a string, far into the input
+	_, want := payload.Parse(bad)
+	if want == nil {
+		t.Fatal("the bad body parses")
+	}
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write(b)
+		w.Close()
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		name    string
+		body    []byte
+		enc     string
+		chunked bool
+		piece   int
+	}{
+		{"announced length, small reads", good, "", false, 1000},
+		{"chunked, small reads", good, "", true, 777},
+		{"chunked, large reads", good, "", true, 100 << 10},
+		{"gzip", gz(good), "gzip", true, 4096},
+		{"bad, announced length", bad, "", false, 1000},
+		{"bad, chunked", bad, "", true, 777},
+		{"bad, gzip", gz(bad), "gzip", true, 4096},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(up.requests())
+			req, _ := http.NewRequest("POST", r.URL+"/v1/responses", &slowReader{b: c.body, n: c.piece})
+			if !c.chunked {
+				req.ContentLength = int64(len(c.body))
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if c.enc != "" {
+				req.Header.Set("Content-Encoding", c.enc)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if strings.HasPrefix(c.name, "bad") {
+				if resp.StatusCode != 400 {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				if e := decodeErr(t, resp); e.Error.Code != "invalid_json" || !strings.HasSuffix(e.Error.Message, want.Error()) {
+					t.Fatalf("error %+v, want one ending in %q", e.Error, want)
+				}
+				if len(up.requests()) != before {
+					t.Fatal("a rejected body reached the upstream")
+				}
+				return
+			}
+			readAll(t, resp)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			if got := up.requests()[len(up.requests())-1].Body; !bytes.Equal(got, good) {
+				t.Fatalf("upstream got %d bytes, not the %d sent", len(got), len(good))
+			}
+		})
 	}
 }

@@ -48,9 +48,13 @@ type exchange struct {
 	untranslatable int
 	// cred is the credential of the latest attempt (to name it in a refresh).
 	cred Credential
-	// body is the client's body as it arrived; trans its translation, made on first need.
-	body  []byte
-	trans *translated
+	// body is the client's body as it arrived (held in bufs, as it may go upstream as it is);
+	// parser validated it while it arrived; trans is its translation, made on first need.
+	body   []byte
+	parser payload.Parser
+	trans  *translated
+	// unchanged counts upstream bodies sent exactly as the client's (no serialization).
+	unchanged int
 	// bufs are the pooled buffers upstream bodies were built into, by their first byte.
 	bufs map[*byte]*sharedBuffer
 }
@@ -67,16 +71,12 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *ex
 func (x *exchange) end() {
 	s := x.s
 	s.c.inFlight.Add(-1)
-	if x.body != nil {
-		putBodyBuffer(x.body)
-		x.body = nil
-	}
 	for _, sb := range x.bufs {
 		sb.release()
 	}
 	if x.cache != nil {
 		st := x.cache.Stats()
-		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct)}
+		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct + x.unchanged)}
 		s.c.hits.Add(x.t.Serialization.Hits)
 		s.c.misses.Add(x.t.Serialization.Misses)
 		s.c.direct.Add(x.t.Serialization.Direct)
@@ -123,13 +123,14 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
-	body, e := readBody(r, s.opt.MaxBodyBytes)
-	x.body = body
+	body, e := readBody(r, s.opt.MaxBodyBytes, x.parser.Feed)
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
 	}
-	req, e := parseClientRequest(route, body, r.Header)
+	x.body = body
+	x.share(body)
+	req, e := parseClientRequest(route, body, r.Header, &x.parser)
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
@@ -205,13 +206,29 @@ func (x *exchange) dispatch() {
 // megabyte allocations cost their zeroing and page faults on every request.
 func (x *exchange) allocBody(n int) []byte {
 	b := getBodyBuffer(n)
+	x.share(b)
+	return b
+}
+
+// share makes the pooled buffer b one the request holds until it ends, and the upstream
+// requests sending it until their transports let go of it.
+func (x *exchange) share(b []byte) {
 	sb := &sharedBuffer{b: b}
 	sb.refs.Store(1)
 	if x.bufs == nil {
-		x.bufs = map[*byte]*sharedBuffer{}
+		x.bufs = make(map[*byte]*sharedBuffer, 2)
 	}
 	x.bufs[unsafe.SliceData(b)] = sb
-	return b
+}
+
+// upstreamBody is the body for o with ov applied: the client's bytes as they arrived when
+// routing changes nothing in them, else a build through the request's serialization cache.
+func (x *exchange) upstreamBody(o *payload.Object, inputKey string, ov []payload.Override) []byte {
+	if b, ok := payload.Unchanged(o, ov); ok {
+		x.unchanged++
+		return b
+	}
+	return x.cache.Body(o, inputKey, ov)
 }
 
 // newBody returns a function making readers of body for upstream requests. A body built into

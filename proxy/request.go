@@ -21,9 +21,13 @@ type clientRequest struct {
 }
 
 // parseClientRequest validates the fields the relay relies on. Anything else in the body is
-// the upstream's business and goes through untouched.
-func parseClientRequest(route string, body []byte, h http.Header) (*clientRequest, *apiError) {
-	obj, err := payload.Parse(body)
+// the upstream's business and goes through untouched. p is the parser that saw the body
+// arrive (nil: parse it now).
+func parseClientRequest(route string, body []byte, h http.Header, p *payload.Parser) (*clientRequest, *apiError) {
+	if p == nil {
+		p = new(payload.Parser)
+	}
+	obj, err := p.Finish(body)
 	if err != nil {
 		return nil, errInvalid("invalid_json", "", "the request body is not a valid JSON object: "+err.Error())
 	}

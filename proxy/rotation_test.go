@@ -27,7 +27,8 @@ func TestRateLimitedStreamIsServedByTheNextAccountWithIdenticalBytes(t *testing.
 	healthy := newUpstream(t, answerText("served by b"))
 	r := newRelay(t, proxy.Options{Now: clk.Now}, openaiAccount("a", limited), openaiAccount("b", healthy))
 
-	// A Codex-sized body (over 64 KiB) takes the cached path: built once, sent twice.
+	// A compact Codex-sized body that routing leaves as it is goes to both accounts exactly as
+	// it arrived, without being serialized ("direct").
 	body := payload.SyntheticResponsesBody(1000)
 	resp := r.post(t, "/v1/responses", string(body))
 	got := readAll(t, resp)
@@ -46,11 +47,11 @@ func TestRateLimitedStreamIsServedByTheNextAccountWithIdenticalBytes(t *testing.
 		tr.Attempts[1].Account != "b" || tr.Attempts[1].Status != 200 {
 		t.Fatalf("attempts %+v", tr.Attempts)
 	}
-	if tr.Serialization != (proxy.Serialization{Hits: 1, Misses: 1}) {
+	if tr.Serialization != (proxy.Serialization{Direct: 2}) {
 		t.Fatalf("serialization %+v", tr.Serialization)
 	}
 	st := r.Stats()
-	if st.Requests.Rotations != 1 || st.Serialization.Hits != 1 || st.Serialization.Misses != 1 {
+	if st.Requests.Rotations != 1 || st.Serialization.Direct != 2 {
 		t.Fatalf("stats %+v %+v", st.Requests, st.Serialization)
 	}
 	acct := r.account(t, "a")
@@ -65,6 +66,31 @@ func TestRateLimitedStreamIsServedByTheNextAccountWithIdenticalBytes(t *testing.
 	clk.Advance(31 * time.Second)
 	if r.account(t, "a").State != "ready" {
 		t.Fatal("the cooldown did not end")
+	}
+}
+
+func TestRotationReusesTheBuiltBody(t *testing.T) {
+	limited := newUpstream(t, status(429, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`))
+	healthy := newUpstream(t, answerText("served by b"))
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", limited), openaiAccount("b", healthy))
+
+	// Spaces between the members make the upstream body differ from the client's: it is built
+	// once (a miss), and the second account gets the same bytes from the cache (a hit).
+	compact := payload.SyntheticResponsesBody(1000)
+	body := append([]byte("{ "), compact[1:]...)
+	resp := r.post(t, "/v1/responses", string(body))
+	if got := readAll(t, resp); resp.StatusCode != 200 || !bytes.Contains(got, []byte("served by b")) {
+		t.Fatalf("status %d: %.200s", resp.StatusCode, got)
+	}
+	a, b := limited.requests(), healthy.requests()
+	if len(a) != 1 || len(b) != 1 || !bytes.Equal(a[0].Body, compact) || !bytes.Equal(b[0].Body, compact) {
+		t.Fatal("the accounts did not both get the body without the space")
+	}
+	if tr := r.lastTrace(t, 1); tr.Serialization != (proxy.Serialization{Hits: 1, Misses: 1}) {
+		t.Fatalf("serialization %+v", tr.Serialization)
+	}
+	if st := r.Stats(); st.Serialization.Hits != 1 || st.Serialization.Misses != 1 {
+		t.Fatalf("stats %+v", st.Serialization)
 	}
 }
 

@@ -1,6 +1,9 @@
 package payload
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // Override replaces the value of Key (Value != nil) or removes the member (Value == nil).
 // A key not present in the object is appended at the end, in the order given.
@@ -199,4 +202,21 @@ func quotedLen(s string) int {
 		i += size
 	}
 	return n
+}
+
+// Unchanged returns the body o was parsed from when Build(nil, o, ov) would give it back byte
+// for byte: the body is compact (no whitespace between its tokens at the top level) and every
+// override leaves its member as it is. Such a body can be sent as it arrived, without a copy.
+func Unchanged(o *Object, ov []Override) ([]byte, bool) {
+	if o.raw == nil {
+		return nil, false
+	}
+	for _, v := range ov {
+		now, ok := effectiveValue(o, v.Key, ov)
+		was, had := o.Get(v.Key)
+		if ok != had || !bytes.Equal(now, was) {
+			return nil, false
+		}
+	}
+	return o.raw, true
 }

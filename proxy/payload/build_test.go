@@ -3,6 +3,7 @@ package payload
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 )
 
 func mustParse(t testing.TB, body string) *Object {
@@ -92,5 +93,45 @@ func TestAppendStringExamples(t *testing.T) {
 		if n := quotedLen(s); n != len(want) {
 			t.Errorf("quotedLen(%q) = %d, want %d", s, n, len(want))
 		}
+	}
+}
+
+func TestUnchanged(t *testing.T) {
+	compact := `{"model":"a","input":[ 1 ,2 ],"store":false,"stream":true}`
+	for _, tc := range []struct {
+		name, body string
+		ov         []Override
+		want       bool
+	}{
+		{"no overrides", compact, nil, true},
+		{"same values", compact, []Override{{"store", []byte("false")}, {"stream", []byte("true")}}, true},
+		{"removing an absent key", compact, []Override{{"nope", nil}}, true},
+		{"a later override restores the value", compact, []Override{{"store", []byte("true")}, {"store", []byte("false")}}, true},
+		{"another value", compact, []Override{{"store", []byte("true")}}, false},
+		{"same value spelled otherwise", compact, []Override{{"model", []byte(`"\u0061"`)}}, false},
+		{"removal", compact, []Override{{"store", nil}}, false},
+		{"addition", compact, []Override{{"n", []byte("1")}}, false},
+		{"space between members", `{"model":"a", "store":false}`, nil, false},
+		{"space after the colon", `{"model": "a"}`, nil, false},
+		{"leading space", ` {"model":"a"}`, nil, false},
+		{"trailing newline", "{\"model\":\"a\"}\n", nil, false},
+		{"empty object", `{}`, nil, true},
+		{"empty object with space", `{ }`, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			o := mustParse(t, tc.body)
+			got, ok := Unchanged(o, tc.ov)
+			if ok != tc.want {
+				t.Fatalf("Unchanged = %v, want %v", ok, tc.want)
+			}
+			if built := Build(nil, o, tc.ov); ok && !bytes.Equal(got, built) {
+				t.Fatalf("Unchanged gave %s, Build gives %s", got, built)
+			}
+			o, _ = Parse(body)
+			if got, _ := Unchanged(o, tc.ov); ok && unsafe.SliceData(got) != unsafe.SliceData(body) {
+				t.Fatal("the body was copied")
+			}
+		})
 	}
 }

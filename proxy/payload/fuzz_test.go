@@ -72,6 +72,7 @@ func checkOracle(t *testing.T, data []byte) {
 	if want := oracle(data); (err == nil) != want {
 		t.Fatalf("Parse(%q) error = %v, oracle accepts = %v", truncateForLog(data), err, want)
 	}
+	checkIncremental(t, data, o, err)
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) || pe.Offset < 0 || pe.Offset > len(data) {
@@ -86,6 +87,9 @@ func checkOracle(t *testing.T, data []byte) {
 	if got, want := decodeAny(t, out), decodeAny(t, data); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Build(Parse(%q)) = %q decodes differently", truncateForLog(data), truncateForLog(out))
 	}
+	if (o.raw != nil) != bytes.Equal(out, data) {
+		t.Fatalf("Parse(%q) says compact = %v, but Build gives %q", truncateForLog(data), o.raw != nil, truncateForLog(out))
+	}
 	for _, m := range o.Members {
 		if k, err := DecodeString(m.RawKey); err != nil || k != m.Key {
 			t.Fatalf("key %q decodes to %q, %v", m.RawKey, k, err)
@@ -95,6 +99,43 @@ func checkOracle(t *testing.T, data []byte) {
 		}
 		if v, ok := o.Get(m.Key); !ok || !bytes.Equal(v, m.Value) {
 			t.Fatalf("Get(%q) = %q, %v", m.Key, v, ok)
+		}
+	}
+}
+
+// checkIncremental feeds data to a Parser as if it arrived in pieces, in a buffer that grows
+// in place and then once into a new one, and checks that the result is Parse's (o, err).
+func checkIncremental(t *testing.T, data []byte, o *Object, err error) {
+	t.Helper()
+	step := max(1, len(data)/256)
+	buf := make([]byte, 0, len(data)/2+1)
+	var p Parser
+	for n := 0; n < len(data); n = min(len(data), n+step) {
+		if n > cap(buf) { // the body moves: the parser must start over, not misread
+			buf = append(make([]byte, 0, len(data)), buf...)
+		}
+		buf = append(buf, data[len(buf):n]...)
+		if ferr := p.scan(buf); ferr != nil && (err == nil || ferr.Error() != err.Error()) {
+			t.Fatalf("feeding %q: error %v at %d bytes, Parse says %v", truncateForLog(data), ferr, n, err)
+		}
+	}
+	buf = append(buf, data[len(buf):]...)
+	got, gerr := p.Finish(buf)
+	if (gerr == nil) != (err == nil) || gerr != nil && gerr.Error() != err.Error() {
+		t.Fatalf("Parser on %q: error %v, Parse says %v", truncateForLog(data), gerr, err)
+	}
+	if err != nil {
+		return
+	}
+	if len(got.Members) != len(o.Members) || got.Size != o.Size || (got.raw == nil) != (o.raw == nil) {
+		t.Fatalf("Parser on %q: %d members, size %d, compact %v; Parse: %d, %d, %v", truncateForLog(data),
+			len(got.Members), got.Size, got.raw != nil, len(o.Members), o.Size, o.raw != nil)
+	}
+	for i, m := range got.Members {
+		w := o.Members[i]
+		if m.Key != w.Key || offset(buf, m.RawKey) != offset(data, w.RawKey) || !bytes.Equal(m.RawKey, w.RawKey) ||
+			offset(buf, m.Value) != offset(data, w.Value) || !bytes.Equal(m.Value, w.Value) {
+			t.Fatalf("Parser on %q: member %d differs", truncateForLog(data), i)
 		}
 	}
 }

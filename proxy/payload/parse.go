@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays Parse accepts. The top-level object
@@ -23,6 +24,8 @@ const MaxDepth = 512
 type Object struct {
 	Members []Member // in arrival order
 	Size    int      // len of the body parsed
+	// raw is the body itself when it is compact (Build without overrides reproduces it), else nil.
+	raw []byte
 }
 
 // Member is one top-level member of an Object.
@@ -56,7 +59,7 @@ func (e *Error) Error() string {
 // Parse validates body strictly as one JSON object and splits its top-level members.
 //
 // Validation follows RFC 8259 and accepts exactly what json.Valid accepts, with three
-// additional restrictions: the text must be valid UTF-8 (json.Valid lets invalid bytes through
+// additions that make a body unusable for the relay: strings must be valid UTF-8 (no invalid bytes
 // inside strings), the top level must be an object without duplicate keys (compared after
 // decoding, as encoding/json would map them), and nesting may not exceed MaxDepth.
 // Escaped lone surrogates such as "\ud800" are accepted, like encoding/json does; decoding
@@ -65,103 +68,337 @@ func (e *Error) Error() string {
 // Parse allocates only the Object, its Members slice and the decoded keys: values stay subslices
 // of body, and validating a value never allocates, whatever its size or depth.
 func Parse(body []byte) (*Object, error) {
-	n := len(body)
-	i := skipSpace(body, 0)
-	if i >= n {
-		return nil, errEOF(n)
+	var p Parser
+	return p.Finish(body)
+}
+
+// Parser validates a body while it arrives, so that the validation of a large request overlaps
+// its transfer instead of following it. Feed it the body received so far as it grows, then call
+// Finish with the whole body: the result is exactly Parse's.
+//
+// The scan stops at the end of the data fed and resumes from the last comma it passed (a point
+// where the state is a depth and whether a key or a value comes next), so a token split between
+// two reads is scanned again, never misread. Feed only scans once the data has grown by as much
+// as the last scan had to rescan, so a body costs at most about two scans in all, however small
+// its reads. The body should grow in place: if it moves, the scan starts over.
+//
+// A Parser is not safe for concurrent use. The zero value is ready.
+type Parser struct {
+	// The checkpoint: b[:pos] is validated; the scan resumes at pos in mode, inside depth open
+	// containers whose kinds are isObject[1:depth+1], with nmembers top-level members complete.
+	pos, depth, nmembers int
+	mode                 uint8
+	scanned              int   // len(b) at the last scan
+	err                  error // a definitive error, sticky
+	base                 *byte // the body's first byte: members are subslices of it
+	members              []Member
+	seen                 map[string]struct{} // duplicate detection for objects with many members
+	cur                  struct {            // the top-level member being scanned
+		key        string
+		ks, ke, vs int
 	}
-	if body[i] != '{' {
-		if k := KindOf(body[i:]); k != KindInvalid {
-			return nil, &Error{i, "top-level value must be an object, not " + k.article()}
+	isObject [MaxDepth + 1]bool
+}
+
+// Scan modes: what comes next at the checkpoint.
+const (
+	modeStart uint8 = iota // the top-level object's '{'
+	modeKey                // an object key
+	modeValue              // a value
+	modeEnd                // nothing but whitespace
+)
+
+// minFeed is the least growth for which Feed scans again.
+const minFeed = 16 << 10
+
+// Feed validates as much of b, the body received so far, as it can. b must extend what earlier
+// calls were given (it may have moved). Feed returns a definitive error, the same as Finish
+// will, as soon as one is found; a body that only stops short is not an error.
+func (p *Parser) Feed(b []byte) error {
+	p.follow(b)
+	if p.err != nil {
+		return p.err
+	}
+	if grown := len(b) - p.scanned; grown < minFeed || grown < p.scanned-p.pos {
+		return nil
+	}
+	return p.scan(b)
+}
+
+// scan validates as much of b as it can, now.
+func (p *Parser) scan(b []byte) error {
+	p.follow(b)
+	if p.err != nil {
+		return p.err
+	}
+	p.scanned = len(b)
+	return p.run(b, false)
+}
+
+// Finish validates the rest of body, the whole of it, and returns its top-level object.
+func (p *Parser) Finish(body []byte) (*Object, error) {
+	p.follow(body)
+	if p.err == nil {
+		p.scanned = len(body)
+		p.run(body, true)
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	o := &Object{Size: len(body), Members: p.members}
+	if o.Members == nil {
+		o.Members = []Member{}
+	}
+	p.members = nil
+	// The body is compact when Build without overrides gives it back byte for byte: '{', the
+	// members joined by ',' with ':' after each key, '}', and no whitespace anywhere.
+	next := 1 // where the next key starts in a compact body; -1 once it is not compact
+	for _, m := range o.Members {
+		ks, vs := offset(body, m.RawKey), offset(body, m.Value)
+		if ks != next || vs != ks+len(m.RawKey)+1 {
+			next = -1
+			break
 		}
-		return nil, errChar(body, i, "looking for beginning of value")
+		next = vs + len(m.Value) + 1 // past the ',' or the closing '}'
 	}
-	o := &Object{Size: n, Members: make([]Member, 0, 16)}
-	var seen map[string]struct{} // built only for objects with many members
-	i = skipSpace(body, i+1)
-	if i < n && body[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= n {
-				return nil, errEOF(n)
-			}
-			if body[i] != '"' {
-				return nil, errChar(body, i, "looking for beginning of object key string")
-			}
-			ks := i
-			ke, escaped, err := scanString(body, i)
-			if err != nil {
-				return nil, err
-			}
-			var key string
-			if escaped {
-				key = string(appendUnescaped(make([]byte, 0, ke-ks), body[ks+1:ke-1]))
-			} else {
-				key = string(body[ks+1 : ke-1])
-			}
-			if dup := o.isDup(key, &seen); dup {
-				return nil, &Error{ks, "duplicate key " + shortQuote(key)}
-			}
-			i = skipSpace(body, ke)
-			if i >= n {
-				return nil, errEOF(n)
-			}
-			if body[i] != ':' {
-				return nil, errChar(body, i, "after object key")
-			}
-			vs := skipSpace(body, i+1)
-			ve, err := scanValue(body, vs)
-			if err != nil {
-				return nil, err
-			}
-			o.Members = append(o.Members, Member{Key: key, RawKey: body[ks:ke:ke], Value: body[vs:ve:ve]})
-			i = skipSpace(body, ve)
-			if i >= n {
-				return nil, errEOF(n)
-			}
-			if body[i] == ',' {
-				i = skipSpace(body, i+1)
-				continue
-			}
-			if body[i] == '}' {
-				i++
-				break
-			}
-			return nil, errChar(body, i, "after object key:value pair")
-		}
-	}
-	if i = skipSpace(body, i); i < n {
-		return nil, errChar(body, i, "after top-level value")
+	if next > 0 && body[0] == '{' && len(body) == max(next, 2) {
+		o.raw = body
 	}
 	return o, nil
+}
+
+// offset returns where sub, a subslice of b, starts in b.
+func offset(b, sub []byte) int {
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// follow starts the scan over when the body moved since the last scan.
+func (p *Parser) follow(b []byte) {
+	if base := unsafe.SliceData(b); base != p.base {
+		if p.base != nil {
+			*p = Parser{}
+		}
+		p.base = base
+	}
+}
+
+// run scans b from the checkpoint. At the end of b it returns errEOF when final, and otherwise
+// goes back to the checkpoint to wait for more.
+func (p *Parser) run(b []byte, final bool) error {
+	n := len(b)
+	i, depth, mode := p.pos, p.depth, p.mode
+	var err error
+	for {
+		switch mode {
+		case modeStart:
+			if i = skipSpace(b, i); i >= n {
+				return p.more(final, n)
+			}
+			if b[i] != '{' {
+				if k := KindOf(b[i:]); k != KindInvalid {
+					return p.fail(&Error{i, "top-level value must be an object, not " + k.article()})
+				}
+				return p.fail(errChar(b, i, "looking for beginning of value"))
+			}
+			depth = 1
+			p.isObject[1] = true
+			if i = skipSpace(b, i+1); i >= n {
+				return p.more(final, n)
+			}
+			if b[i] == '}' {
+				i, depth, mode = i+1, 0, modeEnd
+				continue
+			}
+			mode = modeKey
+
+		case modeKey:
+			if i = skipSpace(b, i); i >= n {
+				return p.more(final, n)
+			}
+			if b[i] != '"' {
+				return p.fail(errChar(b, i, "looking for beginning of object key string"))
+			}
+			ks := i
+			var escaped bool
+			if i, escaped, err = scanString(b, i); err != nil {
+				return p.failOrMore(err, final, n)
+			}
+			if depth == 1 {
+				if err := p.topKey(b, ks, i, escaped); err != nil {
+					return p.fail(err)
+				}
+			}
+			if i = skipSpace(b, i); i >= n {
+				return p.more(final, n)
+			}
+			if b[i] != ':' {
+				return p.fail(errChar(b, i, "after object key"))
+			}
+			i++
+			mode = modeValue
+
+		case modeValue:
+			if i = skipSpace(b, i); i >= n {
+				return p.more(final, n)
+			}
+			if depth == 1 {
+				p.cur.vs = i
+			}
+			switch c := b[i]; c {
+			case '"':
+				i, _, err = scanString(b, i)
+			case '{', '[':
+				if depth == MaxDepth {
+					return p.fail(&Error{i, "exceeded maximum nesting depth " + strconv.Itoa(MaxDepth)})
+				}
+				depth++
+				p.isObject[depth] = c == '{'
+				if i = skipSpace(b, i+1); i >= n {
+					return p.more(final, n)
+				}
+				if c == '[' && b[i] != ']' {
+					continue // mode stays modeValue
+				}
+				if c == '{' && b[i] != '}' {
+					mode = modeKey
+					continue
+				}
+				i++ // an empty container: a value that ended
+				depth--
+			case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				i, err = scanNumber(b, i)
+			case 't':
+				i, err = scanLiteral(b, i, "true")
+			case 'f':
+				i, err = scanLiteral(b, i, "false")
+			case 'n':
+				i, err = scanLiteral(b, i, "null")
+			default:
+				return p.fail(errChar(b, i, "looking for beginning of value"))
+			}
+			if err != nil {
+				return p.failOrMore(err, final, n)
+			}
+			// A value ended at i: close finished containers until a comma or the end.
+			for {
+				if depth == 1 {
+					p.record(b, i)
+				}
+				if i = skipSpace(b, i); i >= n {
+					return p.more(final, n)
+				}
+				c := b[i]
+				if c == ',' {
+					i++
+					if p.isObject[depth] {
+						mode = modeKey
+					}
+					if !final { // a checkpoint: nothing before i can change any more
+						p.pos, p.depth, p.mode, p.nmembers = i, depth, mode, len(p.members)
+					}
+					break
+				}
+				if p.isObject[depth] {
+					if c != '}' {
+						return p.fail(errChar(b, i, "after object key:value pair"))
+					}
+				} else if c != ']' {
+					return p.fail(errChar(b, i, "after array element"))
+				}
+				i++
+				if depth--; depth == 0 {
+					mode = modeEnd
+					break
+				}
+			}
+
+		case modeEnd:
+			if i = skipSpace(b, i); i < n {
+				return p.fail(errChar(b, i, "after top-level value"))
+			}
+			p.pos, p.depth, p.mode, p.nmembers = i, 0, modeEnd, len(p.members)
+			return nil
+		}
+	}
+}
+
+// topKey checks and records the key b[ks:ke] of a top-level member.
+func (p *Parser) topKey(b []byte, ks, ke int, escaped bool) error {
+	var key string
+	if escaped {
+		key = string(appendUnescaped(make([]byte, 0, ke-ks), b[ks+1:ke-1]))
+	} else {
+		key = string(b[ks+1 : ke-1])
+	}
+	if p.isDup(key) {
+		return &Error{ks, "duplicate key " + shortQuote(key)}
+	}
+	p.cur.key, p.cur.ks, p.cur.ke = key, ks, ke
+	return nil
+}
+
+// more handles the end of the data: an error for the final data, else a return to the
+// checkpoint to wait for more.
+func (p *Parser) more(final bool, n int) error {
+	if final {
+		return p.fail(errEOF(n))
+	}
+	if len(p.members) > p.nmembers {
+		p.members = p.members[:p.nmembers]
+		p.seen = nil // rebuilt from the members on its next use
+	}
+	return nil
+}
+
+// failOrMore treats a token cut by the end of the data like more, and fails on anything else.
+func (p *Parser) failOrMore(err error, final bool, n int) error {
+	if e, ok := err.(*Error); ok && e.Offset == n && e.Msg == msgEOF {
+		return p.more(final, n)
+	}
+	return p.fail(err)
+}
+
+func (p *Parser) fail(err error) error {
+	p.err = err
+	return err
 }
 
 // dupMapAbove is the member count from which duplicate detection switches from a linear scan
 // to a map, so that a body with a huge number of top-level keys cannot cost quadratic time.
 const dupMapAbove = 16
 
-// isDup reports whether key is already a member of o. Members are compared by decoded key.
-func (o *Object) isDup(key string, seen *map[string]struct{}) bool {
-	if *seen == nil {
-		if len(o.Members) < dupMapAbove {
-			for i := range o.Members {
-				if o.Members[i].Key == key {
+// isDup reports whether key is already the key of a complete member. Members are compared by
+// decoded key.
+func (p *Parser) isDup(key string) bool {
+	if p.seen == nil {
+		if len(p.members) < dupMapAbove {
+			for i := range p.members {
+				if p.members[i].Key == key {
 					return true
 				}
 			}
 			return false
 		}
-		*seen = make(map[string]struct{}, 2*len(o.Members))
-		for i := range o.Members {
-			(*seen)[o.Members[i].Key] = struct{}{}
+		p.seen = make(map[string]struct{}, 2*len(p.members))
+		for i := range p.members {
+			p.seen[p.members[i].Key] = struct{}{}
 		}
 	}
-	if _, ok := (*seen)[key]; ok {
-		return true
+	_, ok := p.seen[key]
+	return ok
+}
+
+// record adds the current member, whose value ends at ve; seen, when built, always holds exactly
+// the members' keys.
+func (p *Parser) record(b []byte, ve int) {
+	if p.members == nil {
+		p.members = make([]Member, 0, 16)
 	}
-	(*seen)[key] = struct{}{}
-	return false
+	c := &p.cur
+	p.members = append(p.members, Member{Key: c.key, RawKey: b[c.ks:c.ke:c.ke], Value: b[c.vs:ve:ve]})
+	if p.seen != nil {
+		p.seen[c.key] = struct{}{}
+	}
 }
 
 // skipSpace returns the index of the first non-whitespace byte at or after i.
@@ -172,123 +409,6 @@ func skipSpace(b []byte, i int) int {
 		}
 	}
 	return i
-}
-
-// scanValue validates the JSON value starting at b[i] (a non-space byte) and returns the index
-// just past it. It is an iterative state machine: nesting is tracked with a fixed-size stack on
-// the Go stack, so no value, however deep or large, allocates or recurses. The value is a member
-// of the top-level object, so it starts at depth 1.
-func scanValue(b []byte, i int) (int, error) {
-	n := len(b)
-	var isObject [MaxDepth + 1]bool // isObject[d]: the open container at depth d is an object
-	depth := 1
-	var err error
-value: // expecting a value at b[i]; whitespace before it is already skipped
-	for {
-		if i >= n {
-			return 0, errEOF(n)
-		}
-		switch c := b[i]; c {
-		case '"':
-			if i, _, err = scanString(b, i); err != nil {
-				return 0, err
-			}
-		case '{', '[':
-			if depth == MaxDepth {
-				return 0, &Error{i, "exceeded maximum nesting depth " + strconv.Itoa(MaxDepth)}
-			}
-			depth++
-			isObject[depth] = c == '{'
-			if i = skipSpace(b, i+1); i >= n {
-				return 0, errEOF(n)
-			}
-			if c == '[' {
-				if b[i] != ']' {
-					continue value
-				}
-				i++
-				depth--
-			} else {
-				if b[i] != '}' {
-					if i, err = scanKey(b, i); err != nil {
-						return 0, err
-					}
-					continue value
-				}
-				i++
-				depth--
-			}
-		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			if i, err = scanNumber(b, i); err != nil {
-				return 0, err
-			}
-		case 't':
-			if i, err = scanLiteral(b, i, "true"); err != nil {
-				return 0, err
-			}
-		case 'f':
-			if i, err = scanLiteral(b, i, "false"); err != nil {
-				return 0, err
-			}
-		case 'n':
-			if i, err = scanLiteral(b, i, "null"); err != nil {
-				return 0, err
-			}
-		default:
-			return 0, errChar(b, i, "looking for beginning of value")
-		}
-		// A value ended at i: close finished containers until the next value starts.
-		for depth > 1 {
-			if i = skipSpace(b, i); i >= n {
-				return 0, errEOF(n)
-			}
-			c := b[i]
-			if isObject[depth] {
-				if c == ',' {
-					if i, err = scanKey(b, skipSpace(b, i+1)); err != nil {
-						return 0, err
-					}
-					continue value
-				}
-				if c != '}' {
-					return 0, errChar(b, i, "after object key:value pair")
-				}
-			} else {
-				if c == ',' {
-					i = skipSpace(b, i+1)
-					continue value
-				}
-				if c != ']' {
-					return 0, errChar(b, i, "after array element")
-				}
-			}
-			i++
-			depth--
-		}
-		return i, nil
-	}
-}
-
-// scanKey validates `"key" :` starting at b[i] inside a nested object and returns the index of
-// the member's value (whitespace skipped).
-func scanKey(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errEOF(len(b))
-	}
-	if b[i] != '"' {
-		return 0, errChar(b, i, "looking for beginning of object key string")
-	}
-	i, _, err := scanString(b, i)
-	if err != nil {
-		return 0, err
-	}
-	if i = skipSpace(b, i); i >= len(b) {
-		return 0, errEOF(len(b))
-	}
-	if b[i] != ':' {
-		return 0, errChar(b, i, "after object key")
-	}
-	return skipSpace(b, i+1), nil
 }
 
 // SWAR constants: one bit or value repeated in every byte of a uint64.
@@ -600,7 +720,9 @@ func (k Kind) article() string {
 }
 
 // errEOF reports a body that ends in the middle of a value.
-func errEOF(n int) *Error { return &Error{n, "unexpected end of input"} }
+func errEOF(n int) *Error { return &Error{n, msgEOF} }
+
+const msgEOF = "unexpected end of input"
 
 // errChar reports the unexpected byte b[i]; context says what the parser was doing.
 func errChar(b []byte, i int, context string) *Error {
