@@ -471,7 +471,9 @@ func (s *Server) send(ctx context.Context, m *member, cred Credential, path stri
 		h.Set("originator", "codex_cli_rs")
 		h.Set("OpenAI-Beta", "responses=experimental")
 	}
-	resp, err := s.client.Do(req)
+	// The transport itself, not an http.Client: the relay follows no redirects and keeps no
+	// cookies, and the client's copies of the request and its headers cost on every request.
+	resp, err := s.opt.Transport.RoundTrip(req)
 	timer.Stop()
 	if err != nil {
 		if c := context.Cause(actx); errors.Is(c, errHeaderTimeout) {
