@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -463,5 +464,38 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 	svc.Stop()
 	if up(second) || changes < 5 {
 		t.Fatalf("stop: %+v, %d changes", svc.Status(), changes)
+	}
+}
+
+func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
+	// `bench relay-process` is the relay `bench proxy` starts in a process of its own: it
+	// prints its base URL, relays to --upstream, and ends when its stdin closes.
+	up := newFakeUpstream(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &CLI{Stdin: inR, Stdout: outW, Stderr: io.Discard, Options: Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}}
+	code := make(chan int, 1)
+	go func() { code <- c.Run([]string{"bench", "relay-process", "--upstream", up.URL + "/v1"}) }()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	resp, err := http.Post(strings.TrimSpace(line)+"/responses", "application/json", strings.NewReader(`{"model":"gpt-5","input":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || up.last() == nil || up.last().URL.Path != "/v1/responses" {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	inW.Close()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit code %d", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay process did not end when its stdin closed")
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -63,7 +65,8 @@ Usage:
                                       model aliases; the targets are tried in order
   codexrelay bench serialization [--samples 500 --items 10000 --attempts 3] [--json]
   codexrelay bench catalog [--samples 50 --concurrent 8 --delay-ms 50] [--json]
-  codexrelay bench proxy [--json]     added latency against direct, event delay, load and memory
+  codexrelay bench proxy [--in-process] [--json]
+                                      added latency against direct, event delay, load and memory
   codexrelay version
 
 Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
@@ -506,13 +509,18 @@ func (c *CLI) bench(args []string) error {
 		printCatalogBench(c.Stdout, r)
 		return nil
 	case "proxy":
-		small := fs.Int("small", 2000, "small requests per side")
+		small := fs.Int("small", 5000, "small requests per side")
 		concurrent := fs.Int("concurrent", 500, "concurrent streams")
 		soak := fs.Int("soak", 20000, "sequential requests for the memory soak")
+		inProcess := fs.Bool("in-process", false, "run the concurrent streams through the in-process relay too (no relay process)")
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		r, err := proxy.RunProxyBench(proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak})
+		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak}
+		if !*inProcess {
+			opt.RelayProcess = startRelayProcess
+		}
+		r, err := proxy.RunProxyBench(opt)
 		if err != nil {
 			return err
 		}
@@ -521,8 +529,59 @@ func (c *CLI) bench(args []string) error {
 		}
 		printProxyBench(c.Stdout, r)
 		return nil
+	case "relay-process":
+		// The relay of `bench proxy` in a process of its own: one API-key account at
+		// --upstream, its base URL on the first line of output, and an end when stdin closes
+		// (the benchmark stops it, or died).
+		upstream := fs.String("upstream", "", "the fake upstream's base URL")
+		if _, err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
+		relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: *upstream, Credentials: proxy.Static{Token: "sk-bench"}}})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		go func() {
+			io.Copy(io.Discard, c.Stdin)
+			stop()
+		}()
+		fmt.Fprintf(c.Stdout, "http://%s/v1\n", ln.Addr())
+		return relay.Serve(ctx, ln, time.Second)
 	}
 	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
+}
+
+// startRelayProcess runs `codexrelay bench relay-process` for RunProxyBench.
+func startRelayProcess(upstream string) (string, int, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	cmd := exec.Command(exe, "bench", "relay-process", "--upstream", upstream)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", 0, nil, err
+	}
+	stop := func() {
+		stdin.Close()
+		cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("the relay process said nothing: %w", err)
+	}
+	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
 }
 
 func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
@@ -531,10 +590,14 @@ func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us\trelay p50 %.0f us\tadded p50 %.0f us, p99 %.0f us\n", r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
-	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms\trelay %.2f ms\tadded %.2f ms (one parse+build pass: %.2f ms; relay first byte %.2f ms)\n",
-		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.ParseBuildMs, r.Large.FirstByteMs)
+	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms\trelay %.2f ms\tadded %.2f ms = %.2f parse+build passes of %.2f ms (relay first byte %.2f ms)\n",
+		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs, r.Large.FirstByteMs)
 	fmt.Fprintf(tw, "stream of %d events\tdelay upstream->client p50 %.0f us, p99 %.0f us\t(direct p50 %.0f us)\t\n", r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
-	fmt.Fprintf(tw, "%d concurrent streams\t%d errors\tpeak RSS %s (client, relay and upstream in one process)\t\n", r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes))
+	where := "the relay's own process"
+	if !r.Concurrent.RelayProcess {
+		where = "client, relay and upstream in one process"
+	}
+	fmt.Fprintf(tw, "%d concurrent streams\t%d errors\tpeak RSS %s (%s)\t\n", r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes), where)
 	fmt.Fprintf(tw, "%d sequential requests\tRSS after 1000: %s, after all: %s\tgoroutines idle %d, after %d\t\n", r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak)
 	tw.Flush()
 }
