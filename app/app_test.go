@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -469,14 +470,16 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 
 func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
 	// `bench relay-process` is the relay `bench proxy` starts in a process of its own: it
-	// prints its base URL, relays to --upstream, and ends when its stdin closes.
+	// prints its base URL, relays to --upstream, reports its memory when asked, and ends when
+	// its stdin closes.
 	up := newFakeUpstream(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &CLI{Stdin: inR, Stdout: outW, Stderr: io.Discard, Options: Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}}
 	code := make(chan int, 1)
 	go func() { code <- c.Run([]string{"bench", "relay-process", "--upstream", up.URL + "/v1"}) }()
-	line, err := bufio.NewReader(outR).ReadString('\n')
+	out := bufio.NewReader(outR)
+	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
 		t.Fatalf("first line %q, %v", line, err)
 	}
@@ -488,6 +491,14 @@ func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || up.last() == nil || up.last().URL.Path != "/v1/responses" {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	io.WriteString(inW, "settle\n")
+	var rss int64
+	var goroutines int
+	if line, err := out.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	} else if _, err := fmt.Sscan(line, &rss, &goroutines); err != nil || rss <= 0 || goroutines <= 0 {
+		t.Fatalf("settle answered %q", line)
 	}
 	inW.Close()
 	select {

@@ -518,7 +518,7 @@ func (c *CLI) bench(args []string) error {
 		}
 		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak}
 		if !*inProcess {
-			opt.RelayProcess = startRelayProcess
+			opt.StartRelay = startRelayProcess
 		}
 		r, err := proxy.RunProxyBench(opt)
 		if err != nil {
@@ -531,8 +531,9 @@ func (c *CLI) bench(args []string) error {
 		return nil
 	case "relay-process":
 		// The relay of `bench proxy` in a process of its own: one API-key account at
-		// --upstream, its base URL on the first line of output, and an end when stdin closes
-		// (the benchmark stops it, or died).
+		// --upstream and its base URL on the first line of output. Each "settle" line on stdin
+		// is answered with the settled RSS in bytes and the goroutine count; it ends when stdin
+		// closes (the benchmark stops it, or died).
 		upstream := fs.String("upstream", "", "the fake upstream's base URL")
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
@@ -545,8 +546,14 @@ func (c *CLI) bench(args []string) error {
 		}
 		ctx, stop := context.WithCancel(context.Background())
 		go func() {
-			io.Copy(io.Discard, c.Stdin)
-			stop()
+			defer stop()
+			sc := bufio.NewScanner(c.Stdin)
+			for sc.Scan() {
+				if sc.Text() == "settle" {
+					rss, n := proxy.SettledMemory()
+					fmt.Fprintln(c.Stdout, rss, n)
+				}
+			}
 		}()
 		fmt.Fprintf(c.Stdout, "http://%s/v1\n", ln.Addr())
 		return relay.Serve(ctx, ln, time.Second)
@@ -555,33 +562,45 @@ func (c *CLI) bench(args []string) error {
 }
 
 // startRelayProcess runs `codexrelay bench relay-process` for RunProxyBench.
-func startRelayProcess(upstream string) (string, int, func(), error) {
+func startRelayProcess(upstream string) (*proxy.RelayProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", 0, nil, err
+		return nil, err
 	}
 	cmd := exec.Command(exe, "bench", "relay-process", "--upstream", upstream)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", 0, nil, err
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", 0, nil, err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", 0, nil, err
+		return nil, err
 	}
-	stop := func() {
+	out := bufio.NewReader(stdout)
+	rp := &proxy.RelayProcess{PID: cmd.Process.Pid, Stop: func() {
 		stdin.Close()
 		cmd.Wait()
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	}}
+	line, err := out.ReadString('\n')
 	if err != nil {
-		stop()
-		return "", 0, nil, fmt.Errorf("the relay process said nothing: %w", err)
+		rp.Stop()
+		return nil, fmt.Errorf("the relay process said nothing: %w", err)
 	}
-	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
+	rp.URL = strings.TrimSpace(line)
+	rp.Settled = func() (rss int64, goroutines int, err error) {
+		if _, err := io.WriteString(stdin, "settle\n"); err != nil {
+			return 0, 0, err
+		}
+		line, err := out.ReadString('\n')
+		if err == nil {
+			_, err = fmt.Sscan(line, &rss, &goroutines)
+		}
+		return rss, goroutines, err
+	}
+	return rp, nil
 }
 
 func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
@@ -598,7 +617,7 @@ func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
 		where = "client, relay and upstream in one process"
 	}
 	fmt.Fprintf(tw, "%d concurrent streams\t%d errors\tpeak RSS %s (%s)\t\n", r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes), where)
-	fmt.Fprintf(tw, "%d sequential requests\tRSS after 1000: %s, after all: %s\tgoroutines idle %d, after %d\t\n", r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak)
+	fmt.Fprintf(tw, "%d sequential requests\tRSS after 1000: %s, after all: %s\tgoroutines idle %d, after %d (%s)\t\n", r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
 	tw.Flush()
 }
 

@@ -27,11 +27,30 @@ type ProxyBenchOptions struct {
 	StreamEvents  int // events in the long stream (default 2000)
 	Concurrent    int // concurrent streams (default 500)
 	SoakRequests  int // sequential requests for the memory soak (default 20000)
-	// RelayProcess, when set, starts a relay in a process of its own, serving one API-key
-	// account at upstream (a base URL ending in /v1); it returns the relay's base URL, its
-	// process id and how to stop it. The concurrent streams then go through that relay, so
-	// that their peak RSS is the relay's alone (RSS is a figure per process).
-	RelayProcess func(upstream string) (relayURL string, pid int, stop func(), err error)
+	// StartRelay, when set, starts a relay in a process of its own, serving one API-key
+	// account at upstream (a base URL ending in /v1). The concurrent streams and the soak then
+	// go through that relay, so that the memory and goroutine figures are the relay's alone
+	// (RSS is a figure per process), not those of one process holding the client and the
+	// upstream too.
+	StartRelay func(upstream string) (*RelayProcess, error)
+}
+
+// RelayProcess is a relay running apart for RunProxyBench.
+type RelayProcess struct {
+	URL string // base URL, ending in /v1
+	PID int
+	// Settled collects the relay's garbage, hands freed memory back to the system and reports
+	// its resident memory and goroutine count (see SettledMemory).
+	Settled func() (rss int64, goroutines int, err error)
+	Stop    func()
+}
+
+// SettledMemory is this process's resident memory once its garbage is collected and freed
+// memory handed back to the system, so that two readings compare what is alive rather than
+// what the collector kept, and its goroutine count.
+func SettledMemory() (rss int64, goroutines int) {
+	debug.FreeOSMemory()
+	return procStatus(0, "VmRSS"), runtime.NumGoroutine()
 }
 
 // ProxyBenchResult is what `codexrelay bench proxy --json` prints.
@@ -60,8 +79,8 @@ type ProxyBenchResult struct {
 	Concurrent struct {
 		Streams int `json:"streams"`
 		Errors  int `json:"errors"`
-		// PeakRSSBytes is the relay process's peak during the streams when RelayProcess was
-		// set, else that of the one process holding client, relay and upstream.
+		// PeakRSSBytes is the relay process's peak during the streams when StartRelay was
+		// set (RelayProcess), else that of the one process holding client, relay and upstream.
 		PeakRSSBytes int64 `json:"peakRSSBytes"`
 		RelayProcess bool  `json:"relayProcess"`
 	} `json:"concurrent"`
@@ -160,11 +179,17 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	res.Small.AddedP50Us = res.Small.RelayP50Us - res.Small.DirectP50Us
 	res.Small.AddedP99Us = quantile(relayed, 0.99) - quantile(direct, 0.99)
 
-	// The 1.16 MB Codex-shaped streamed request.
+	// The 1.16 MB Codex-shaped streamed request, and the unit of its target: one pass of
+	// parse-and-build of the same body as `bench serialization` measures it. The three are
+	// interleaved, so that a drift of the machine's speed moves them together.
 	large := string(payload.SyntheticResponsesBody(10000))
 	res.Large.Bytes = len(large)
-	var ld, lr, lfb []float64
+	var ld, lr, lfb, passes []float64
 	for i := 0; i < opt.LargeRequests+3; i++ {
+		if i%8 == 0 {
+			runtime.GC()
+		}
+		pass := payload.PassOnce([]byte(large))
 		for _, base := range []string{directURL, relayURL} {
 			t0 := time.Now()
 			resp, err := post(base, large)
@@ -186,13 +211,14 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 				ld = append(ld, total)
 			}
 		}
+		if i >= 3 {
+			passes = append(passes, pass)
+		}
 	}
 	res.Large.DirectMs, res.Large.RelayMs = quantile(ld, 0.5), quantile(lr, 0.5)
 	res.Large.AddedMs = res.Large.RelayMs - res.Large.DirectMs
 	res.Large.FirstByteMs = quantile(lfb, 0.5)
-	// The unit of the target, measured here and now like `bench serialization` measures it.
-	res.Large.ParseBuildMs = payload.PassMs([]byte(large), 100)
-	if res.Large.ParseBuildMs > 0 {
+	if res.Large.ParseBuildMs = quantile(passes, 0.5); res.Large.ParseBuildMs > 0 {
 		res.Large.AddedPerPass = res.Large.AddedMs / res.Large.ParseBuildMs
 	}
 
@@ -263,51 +289,55 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 		wg.Wait()
 		return int(errs.Load()), procStatus(pid, "VmHWM")
 	}
-	if opt.RelayProcess != nil {
-		url, pid, stopRelay, err := opt.RelayProcess(directURL)
-		if err != nil {
+	rp := &RelayProcess{URL: relayURL, Settled: func() (int64, int, error) {
+		rss, n := SettledMemory()
+		return rss, n, nil
+	}, Stop: func() {}}
+	if opt.StartRelay != nil {
+		if rp, err = opt.StartRelay(directURL); err != nil {
 			return res, fmt.Errorf("starting the relay process: %w", err)
 		}
-		if err := drain(post(url, small)); err != nil { // its catalog, its connections
-			stopRelay()
-			return res, fmt.Errorf("relay process: %w", err)
-		}
-		res.Concurrent.Errors, res.Concurrent.PeakRSSBytes = streams(url, pid)
 		res.Concurrent.RelayProcess = true
-		stopRelay()
-	} else {
-		res.Concurrent.Errors, res.Concurrent.PeakRSSBytes = streams(relayURL, 0)
 	}
+	defer rp.Stop()
+	if err := drain(post(rp.URL, small)); err != nil { // its catalog, its connections
+		return res, fmt.Errorf("relay: %w", err)
+	}
+	res.Concurrent.Errors, res.Concurrent.PeakRSSBytes = streams(rp.URL, rp.PID)
 	res.Concurrent.Streams = opt.Concurrent
 
-	// Memory and goroutines over many sequential requests.
+	// Memory and goroutines of the relay over many sequential requests.
+	settle := func() (int64, int) {
+		rss, n, serr := rp.Settled()
+		if serr != nil && err == nil {
+			err = serr
+		}
+		return rss, n
+	}
 	client.CloseIdleConnections()
-	runtime.GC()
-	time.Sleep(100 * time.Millisecond)
-	res.Soak.GoroutinesIdle = runtime.NumGoroutine()
+	time.Sleep(100 * time.Millisecond) // the relay sees the connections close
+	_, res.Soak.GoroutinesIdle = settle()
 	res.Soak.Requests = opt.SoakRequests
 	for i := 1; i <= opt.SoakRequests; i++ {
-		if err := drain(post(relayURL, `{"model":"bench-small","input":"ping","stream":true}`)); err != nil {
+		if err := drain(post(rp.URL, `{"model":"bench-small","input":"ping","stream":true}`)); err != nil {
 			return res, err
 		}
 		if i == 1000 {
-			res.Soak.RSSAfter1000Bytes = settledRSS()
+			res.Soak.RSSAfter1000Bytes, _ = settle()
 		}
 	}
-	res.Soak.RSSAfterAllBytes = settledRSS()
+	res.Soak.RSSAfterAllBytes, _ = settle()
 	client.CloseIdleConnections()
-	for i := 0; i < 50 && runtime.NumGoroutine() > res.Soak.GoroutinesIdle; i++ {
+	for i := 0; i < 50; i++ {
+		if _, res.Soak.GoroutinesAfterSoak = settle(); res.Soak.GoroutinesAfterSoak <= res.Soak.GoroutinesIdle {
+			break
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	res.Soak.GoroutinesAfterSoak = runtime.NumGoroutine()
+	if err != nil {
+		return res, fmt.Errorf("relay: %w", err)
+	}
 	return res, nil
-}
-
-// settledRSS is the resident memory once the garbage is collected and freed memory handed back
-// to the system, so that two readings compare what is alive, not what the collector kept.
-func settledRSS() int64 {
-	debug.FreeOSMemory()
-	return procStatus(0, "VmRSS")
 }
 
 // resetPeakRSS starts the peak resident memory (VmHWM) of process pid (0: this one) over from

@@ -17,28 +17,34 @@ func TestProxyBenchRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few thousand requests")
 	}
-	started := false
+	started, settled := false, 0
 	r, err := proxy.RunProxyBench(proxy.ProxyBenchOptions{
 		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, SoakRequests: 1000,
-		// A "relay process" that is a relay in this process: the phase must go through it.
-		RelayProcess: func(upstream string) (string, int, func(), error) {
+		// A "relay process" that is a relay in this process: the phases must go through it.
+		StartRelay: func(upstream string) (*proxy.RelayProcess, error) {
 			started = true
 			relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
 			relay.SetAccounts([]proxy.Account{{Name: "b", Kind: proxy.KindOpenAI, BaseURL: upstream, Credentials: proxy.Static{Token: "sk"}}})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
-				return "", 0, nil, err
+				return nil, err
 			}
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { relay.Serve(ctx, ln, time.Second); close(done) }()
-			return "http://" + ln.Addr().String() + "/v1", os.Getpid(), func() { stop(); <-done }, nil
+			return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
+				Settled: func() (int64, int, error) {
+					settled++
+					rss, n := proxy.SettledMemory()
+					return rss, n, nil
+				},
+				Stop: func() { stop(); <-done }}, nil
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !started || !r.Concurrent.RelayProcess || r.Concurrent.Streams != 30 || r.Concurrent.Errors != 0 || r.Concurrent.PeakRSSBytes <= 0 {
+	if !started || settled < 3 || !r.Concurrent.RelayProcess || r.Concurrent.Streams != 30 || r.Concurrent.Errors != 0 || r.Concurrent.PeakRSSBytes <= 0 {
 		t.Fatalf("concurrent %+v", r.Concurrent)
 	}
 	if r.Small.DirectP50Us <= 0 || r.Small.RelayP50Us <= 0 {
