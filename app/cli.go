@@ -605,19 +605,23 @@ func startRelayProcess(upstream string) (*proxy.RelayProcess, error) {
 
 func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
 	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
-	fmt.Fprintln(w, "Relay overhead against a direct call (in-process fake upstream, loopback):")
+	where := "relay process"
+	if !r.Concurrent.RelayProcess {
+		where = "one process for client, relay and upstream"
+	}
+	fmt.Fprintln(w, "Relay against a direct call to an in-process fake upstream, on loopback (target in brackets):")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us\trelay p50 %.0f us\tadded p50 %.0f us, p99 %.0f us\n", r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
-	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms\trelay %.2f ms\tadded %.2f ms = %.2f parse+build passes of %.2f ms (relay first byte %.2f ms)\n",
-		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs, r.Large.FirstByteMs)
-	fmt.Fprintf(tw, "stream of %d events\tdelay upstream->client p50 %.0f us, p99 %.0f us\t(direct p50 %.0f us)\t\n", r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
-	where := "the relay's own process"
-	if !r.Concurrent.RelayProcess {
-		where = "client, relay and upstream in one process"
-	}
-	fmt.Fprintf(tw, "%d concurrent streams\t%d errors\tpeak RSS %s (%s)\t\n", r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes), where)
-	fmt.Fprintf(tw, "%d sequential requests\tRSS after 1000: %s, after all: %s\tgoroutines idle %d, after %d (%s)\t\n", r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
+	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us, relay p50 %.0f us: added p50 %.0f us [<= 100], p99 %.0f us [<= 1000]\n",
+		r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
+	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms, relay %.2f ms: added %.2f ms = %.2f parse+build passes of %.2f ms [<= 2]\n",
+		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
+	fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
+		r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
+	fmt.Fprintf(tw, "%d concurrent streams\t%d errors [0], peak RSS %s [<= 100 MB] (%s)\n",
+		r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes), where)
+	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
+		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
 	tw.Flush()
 }
 
