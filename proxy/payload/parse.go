@@ -80,7 +80,8 @@ func Parse(body []byte) (*Object, error) {
 // where the state is a depth and whether a key or a value comes next), so a token split between
 // two reads is scanned again, never misread. Feed only scans once the data has grown by as much
 // as the last scan had to rescan, so a body costs at most about two scans in all, however small
-// its reads. The body should grow in place: if it moves, the scan starts over.
+// its reads. The body may move as it grows (as append moves it): the members found so far
+// follow it.
 //
 // A Parser is not safe for concurrent use. The zero value is ready.
 type Parser struct {
@@ -162,24 +163,33 @@ func (p *Parser) Finish(body []byte) (*Object, error) {
 		next = vs + len(m.Value) + 1 // past the ',' or the closing '}'
 	}
 	if next > 0 && body[0] == '{' && len(body) == max(next, 2) {
-		o.raw = body
+		o.raw = body[:len(body):len(body)]
 	}
 	return o, nil
 }
 
 // offset returns where sub, a subslice of b, starts in b.
-func offset(b, sub []byte) int {
-	return int(uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+func offset(b, sub []byte) int { return offsetFrom(unsafe.SliceData(b), sub) }
+
+// follow moves the members found so far to b when the body moved since the last scan (the
+// rest of the state is offsets). Only the old addresses are used, never the old bytes.
+func (p *Parser) follow(b []byte) {
+	base := unsafe.SliceData(b)
+	if base == p.base {
+		return
+	}
+	for i := range p.members {
+		m := &p.members[i]
+		ks, vs := offsetFrom(p.base, m.RawKey), offsetFrom(p.base, m.Value)
+		m.RawKey = b[ks : ks+len(m.RawKey) : ks+len(m.RawKey)]
+		m.Value = b[vs : vs+len(m.Value) : vs+len(m.Value)]
+	}
+	p.base = base
 }
 
-// follow starts the scan over when the body moved since the last scan.
-func (p *Parser) follow(b []byte) {
-	if base := unsafe.SliceData(b); base != p.base {
-		if p.base != nil {
-			*p = Parser{}
-		}
-		p.base = base
-	}
+// offsetFrom returns where sub starts in the buffer whose first byte is at base.
+func offsetFrom(base *byte, sub []byte) int {
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(sub))) - uintptr(unsafe.Pointer(base)))
 }
 
 // run scans b from the checkpoint. At the end of b it returns errEOF when final, and otherwise
@@ -344,8 +354,12 @@ func (p *Parser) more(final bool, n int) error {
 		return p.fail(errEOF(n))
 	}
 	if len(p.members) > p.nmembers {
+		if p.seen != nil {
+			for _, m := range p.members[p.nmembers:] {
+				delete(p.seen, m.Key)
+			}
+		}
 		p.members = p.members[:p.nmembers]
-		p.seen = nil // rebuilt from the members on its next use
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,5 +315,59 @@ func TestKind(t *testing.T) {
 		if k := KindOf([]byte(tc.raw)); k != tc.kind || k.String() != tc.name {
 			t.Errorf("KindOf(%q) = %v (%d), want %v", tc.raw, k, k, tc.name)
 		}
+	}
+}
+
+func TestParserKeepsItsWorkAcrossMovesAndRollbacks(t *testing.T) {
+	// A body with more top-level members than the linear duplicate check handles, fed in
+	// pieces that each end just after a member's value (the member is complete, but the scan
+	// must go back to the last comma), each time in a new buffer, as append moves a growing one.
+	var body []byte
+	var cuts []int
+	body = append(body, '{')
+	for i := range 40 {
+		if i > 0 {
+			cuts = append(cuts, len(body))
+			body = append(body, ',')
+		}
+		body = append(body, fmt.Sprintf(`"k%d":[%q,12345]`, i, strings.Repeat("x", 900))...)
+	}
+	body = append(body, '}')
+	var p Parser
+	for _, n := range cuts {
+		buf := bytes.Clone(body[:n])
+		before := p.pos
+		p.follow(buf)
+		if p.pos != before {
+			t.Fatalf("moving the buffer sent the scan back from %d to %d", before, p.pos)
+		}
+		for _, m := range p.members {
+			if off := offset(buf, m.Value); off < 0 || off >= len(buf) {
+				t.Fatalf("member %q was not moved to the new buffer", m.Key)
+			}
+		}
+		if err := p.scan(buf); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.members) >= dupMapAbove && p.seen == nil {
+			t.Fatalf("at %d members the duplicate map was dropped: each scan would rebuild it", len(p.members))
+		}
+		if p.seen != nil { // the map holds exactly the complete members' keys
+			if len(p.seen) != len(p.members) {
+				t.Fatalf("%d keys in the map for %d members", len(p.seen), len(p.members))
+			}
+			for _, m := range p.members {
+				if _, ok := p.seen[m.Key]; !ok {
+					t.Fatalf("member %q missing from the map", m.Key)
+				}
+			}
+		}
+	}
+	o, err := p.Finish(bytes.Clone(body))
+	if err != nil || len(o.Members) != 40 || o.raw == nil {
+		t.Fatalf("%v", err)
+	}
+	if want, _ := Parse(body); !reflect.DeepEqual(o.Members[39].Key, want.Members[39].Key) || !bytes.Equal(o.Members[39].Value, want.Members[39].Value) {
+		t.Fatal("the last member differs from Parse's")
 	}
 }
