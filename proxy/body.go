@@ -155,14 +155,34 @@ func (s *sharedBuffer) release() {
 	}
 }
 
-// bodyReader is an upstream request body over a shared buffer; the transport closes it.
+// bodyReader is an upstream request body over a shared buffer; the transport closes it. The
+// HTTP/2 transport may close a body from another goroutine while a Read is copying from it
+// (when it aborts a stream), so both take the lock: the buffer cannot go back to the pool, and
+// be refilled by another request, in the middle of a copy.
 type bodyReader struct {
-	*bytes.Reader
-	once sync.Once
-	sb   *sharedBuffer
+	mu     sync.Mutex
+	r      *bytes.Reader
+	sb     *sharedBuffer
+	closed bool
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errBodyClosed
+	}
+	return r.r.Read(p)
 }
 
 func (r *bodyReader) Close() error {
-	r.once.Do(r.sb.release)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.closed = true
+		r.sb.release()
+	}
 	return nil
 }
+
+var errBodyClosed = errors.New("request body read after close")

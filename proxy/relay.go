@@ -240,7 +240,7 @@ func (x *exchange) newBody(body []byte) func() io.ReadCloser {
 			return io.NopCloser(bytes.NewReader(body))
 		}
 		sb.refs.Add(1)
-		return &bodyReader{Reader: bytes.NewReader(body), sb: sb}
+		return &bodyReader{r: bytes.NewReader(body), sb: sb}
 	}
 }
 
