@@ -518,7 +518,7 @@ func (c *CLI) bench(args []string) error {
 		}
 		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak}
 		if !*inProcess {
-			opt.StartRelay = startRelayProcess
+			opt.StartRelay = startRelayProcess(c.Stderr)
 		}
 		r, err := proxy.RunProxyBench(opt)
 		if err != nil {
@@ -550,6 +550,7 @@ func (c *CLI) bench(args []string) error {
 			sc := bufio.NewScanner(c.Stdin)
 			for sc.Scan() {
 				if sc.Text() == "settle" {
+					relay.CloseIdleConnections()
 					rss, n := proxy.SettledMemory()
 					fmt.Fprintln(c.Stdout, rss, n)
 				}
@@ -561,46 +562,58 @@ func (c *CLI) bench(args []string) error {
 	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
 }
 
-// startRelayProcess runs `codexrelay bench relay-process` for RunProxyBench.
-func startRelayProcess(upstream string) (*proxy.RelayProcess, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, "bench", "relay-process", "--upstream", upstream)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	out := bufio.NewReader(stdout)
-	rp := &proxy.RelayProcess{PID: cmd.Process.Pid, Stop: func() {
-		stdin.Close()
-		cmd.Wait()
-	}}
-	line, err := out.ReadString('\n')
-	if err != nil {
-		rp.Stop()
-		return nil, fmt.Errorf("the relay process said nothing: %w", err)
-	}
-	rp.URL = strings.TrimSpace(line)
-	rp.Settled = func() (rss int64, goroutines int, err error) {
-		if _, err := io.WriteString(stdin, "settle\n"); err != nil {
-			return 0, 0, err
+// startRelayProcess runs `codexrelay bench relay-process` for RunProxyBench; what the child
+// says on stderr goes to stderr.
+func startRelayProcess(stderr io.Writer) func(upstream string) (*proxy.RelayProcess, error) {
+	return func(upstream string) (*proxy.RelayProcess, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
 		}
-		line, err := out.ReadString('\n')
-		if err == nil {
-			_, err = fmt.Sscan(line, &rss, &goroutines)
+		cmd := exec.Command(exe, "bench", "relay-process", "--upstream", upstream)
+		cmd.Stderr = stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
 		}
-		return rss, goroutines, err
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		// A child that does not answer in time is killed: the benchmark fails, never hangs.
+		out := bufio.NewReader(stdout)
+		answer := func(timeout time.Duration) (string, error) {
+			t := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
+			defer t.Stop()
+			return out.ReadString('\n')
+		}
+		rp := &proxy.RelayProcess{PID: cmd.Process.Pid, Stop: func() {
+			stdin.Close()
+			t := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+			cmd.Wait()
+			t.Stop()
+		}}
+		line, err := answer(30 * time.Second)
+		if err != nil {
+			rp.Stop()
+			return nil, fmt.Errorf("the relay process did not start: %w", err)
+		}
+		rp.URL = strings.TrimSpace(line)
+		rp.Settled = func() (rss int64, goroutines int, err error) {
+			if _, err := io.WriteString(stdin, "settle\n"); err != nil {
+				return 0, 0, err
+			}
+			line, err := answer(30 * time.Second)
+			if err == nil {
+				_, err = fmt.Sscan(line, &rss, &goroutines)
+			}
+			return rss, goroutines, err
+		}
+		return rp, nil
 	}
-	return rp, nil
 }
 
 func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {

@@ -39,8 +39,9 @@ type ProxyBenchOptions struct {
 type RelayProcess struct {
 	URL string // base URL, ending in /v1
 	PID int
-	// Settled collects the relay's garbage, hands freed memory back to the system and reports
-	// its resident memory and goroutine count (see SettledMemory).
+	// Settled closes the relay's idle upstream connections, collects its garbage, hands freed
+	// memory back to the system and reports its resident memory and goroutine count (see
+	// SettledMemory), so that idle counts compare like with like.
 	Settled func() (rss int64, goroutines int, err error)
 	Stop    func()
 }
@@ -190,7 +191,12 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 			runtime.GC()
 		}
 		pass := payload.PassOnce([]byte(large))
-		for _, base := range []string{directURL, relayURL} {
+		runtime.GC() // the pass's garbage, outside the timings
+		order := []string{directURL, relayURL}
+		if i%2 == 1 {
+			order[0], order[1] = relayURL, directURL
+		}
+		for _, base := range order {
 			t0 := time.Now()
 			resp, err := post(base, large)
 			if err != nil {
@@ -261,9 +267,11 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	// Concurrent streams through the relay, in its own process when one can be started. The
 	// peak is that of this phase: the earlier ones (the parse-and-build passes above run with
 	// the collector paused) do not count.
-	streams := func(base string, pid int) (errors int, peak int64) {
+	streams := func(base string, pid int) (errors int, peak int64, err error) {
 		client.CloseIdleConnections()
-		resetPeakRSS(pid)
+		if err := resetPeakRSS(pid); err != nil {
+			return 0, 0, err
+		}
 		var wg sync.WaitGroup
 		var errs atomic.Int64
 		start := make(chan struct{})
@@ -287,9 +295,10 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 		}
 		close(start)
 		wg.Wait()
-		return int(errs.Load()), procStatus(pid, "VmHWM")
+		return int(errs.Load()), procStatus(pid, "VmHWM"), nil
 	}
 	rp := &RelayProcess{URL: relayURL, Settled: func() (int64, int, error) {
+		relay.CloseIdleConnections()
 		rss, n := SettledMemory()
 		return rss, n, nil
 	}, Stop: func() {}}
@@ -303,7 +312,9 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	if err := drain(post(rp.URL, small)); err != nil { // its catalog, its connections
 		return res, fmt.Errorf("relay: %w", err)
 	}
-	res.Concurrent.Errors, res.Concurrent.PeakRSSBytes = streams(rp.URL, rp.PID)
+	if res.Concurrent.Errors, res.Concurrent.PeakRSSBytes, err = streams(rp.URL, rp.PID); err != nil {
+		return res, err
+	}
 	res.Concurrent.Streams = opt.Concurrent
 
 	// Memory and goroutines of the relay over many sequential requests.
@@ -341,12 +352,19 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 }
 
 // resetPeakRSS starts the peak resident memory (VmHWM) of process pid (0: this one) over from
-// its current figure (Linux: clear_refs), this process first handing freed memory back.
-func resetPeakRSS(pid int) {
+// its current figure (clear_refs), this process first handing freed memory back. Elsewhere than
+// on Linux there are no memory figures and nothing to reset.
+func resetPeakRSS(pid int) error {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
 	if pid == 0 {
 		debug.FreeOSMemory()
 	}
-	os.WriteFile(procFile(pid, "clear_refs"), []byte("5"), 0)
+	if err := os.WriteFile(procFile(pid, "clear_refs"), []byte("5"), 0); err != nil {
+		return fmt.Errorf("resetting the peak RSS: %w", err)
+	}
+	return nil
 }
 
 func procFile(pid int, name string) string {

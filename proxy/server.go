@@ -118,6 +118,14 @@ func newTransport() *http.Transport {
 	return t
 }
 
+// CloseIdleConnections closes the upstream connections kept for reuse; requests open new
+// ones as they need them.
+func (s *Server) CloseIdleConnections() {
+	if t, ok := s.opt.Transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
+
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (s *Server) now() time.Time { return s.opt.Now() }
