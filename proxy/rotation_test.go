@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -448,4 +450,71 @@ func TestAffinityAndStrategies(t *testing.T) {
 			t.Fatalf("served by %s", got)
 		}
 	})
+}
+
+func TestHTTP2UpstreamsRateLimitingBeforeReadingTheBody(t *testing.T) {
+	// Real upstreams speak HTTP/2 over TLS. The first one refuses a Codex-sized request at once,
+	// without reading its body, so its transport abandons the upload (and closes the body from
+	// its own goroutine) while the relay rotates the same bytes to the second.
+	h2 := func(handle http.HandlerFunc) *httptest.Server {
+		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet { // no model list: the account may take any model
+				http.NotFound(w, r)
+				return
+			}
+			handle(w, r)
+		}))
+		s.EnableHTTP2 = true
+		s.StartTLS()
+		t.Cleanup(s.Close)
+		return s
+	}
+	var mu sync.Mutex
+	var got [][]byte
+	var protos []string
+	limited := h2(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.Proto)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`)
+	})
+	healthy := h2(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got, protos = append(got, b), append(protos, r.Proto)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeEvents(w, textEvents("resp_h2", "gpt-5-codex", "over h2"))
+	})
+	tr := limited.Client().Transport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = true
+	account := func(name string, s *httptest.Server) proxy.Account {
+		return proxy.Account{Name: name, Kind: proxy.KindOpenAI, BaseURL: s.URL + "/v1", Credentials: proxy.Static{Token: "sk-" + name}}
+	}
+	r := newRelay(t, proxy.Options{Transport: tr}, account("a", limited), account("b", healthy))
+	body := payload.SyntheticResponsesBody(10000)
+	for i := range 5 { // each request finds a cooling down; make it ready again
+		r.ResetAccount("a")
+		resp := r.post(t, "/v1/responses", string(body))
+		if out := readAll(t, resp); resp.StatusCode != 200 || !bytes.Contains(out, []byte("over h2")) {
+			t.Fatalf("request %d: status %d: %.200s", i, resp.StatusCode, out)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 5 {
+		t.Fatalf("the healthy account got %d requests", len(got))
+	}
+	for _, b := range got {
+		if !bytes.Equal(b, body) {
+			t.Fatal("the second account did not get the client's bytes")
+		}
+	}
+	for _, p := range protos {
+		if p != "HTTP/2.0" {
+			t.Fatalf("an upstream was reached over %s", p)
+		}
+	}
 }
