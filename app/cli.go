@@ -538,8 +538,7 @@ func (c *CLI) bench(args []string) error {
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
-		relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: *upstream, Credentials: proxy.Static{Token: "sk-bench"}}})
+		relay := proxy.BenchRelay(*upstream)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err

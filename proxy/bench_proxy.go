@@ -46,6 +46,14 @@ type RelayProcess struct {
 	Stop    func()
 }
 
+// BenchRelay is the relay RunProxyBench measures, in its process or in one of its own: one
+// API-key account at upstream (a base URL ending in /v1), no scheduled catalog refresh.
+func BenchRelay(upstream string) *Server {
+	relay := New(Options{Catalog: CatalogOptions{RefreshInterval: -1}})
+	relay.SetAccounts([]Account{{Name: "bench", Kind: KindOpenAI, BaseURL: upstream, Credentials: Static{Token: "sk-bench"}}})
+	return relay
+}
+
 // SettledMemory is this process's resident memory once its garbage is collected and freed
 // memory handed back to the system, so that two readings compare what is alive rather than
 // what the collector kept, and its goroutine count.
@@ -115,8 +123,7 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 		return res, err
 	}
 	defer up.close()
-	relay := New(Options{Catalog: CatalogOptions{RefreshInterval: -1}})
-	relay.SetAccounts([]Account{{Name: "bench", Kind: KindOpenAI, BaseURL: up.url + "/v1", Credentials: Static{Token: "sk-bench"}}})
+	relay := BenchRelay(up.url + "/v1")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err

@@ -23,8 +23,7 @@ func TestProxyBenchRuns(t *testing.T) {
 		// A "relay process" that is a relay in this process: the phases must go through it.
 		StartRelay: func(upstream string) (*proxy.RelayProcess, error) {
 			started = true
-			relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
-			relay.SetAccounts([]proxy.Account{{Name: "b", Kind: proxy.KindOpenAI, BaseURL: upstream, Credentials: proxy.Static{Token: "sk"}}})
+			relay := proxy.BenchRelay(upstream)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, err
