@@ -549,8 +549,7 @@ func (c *CLI) bench(args []string) error {
 			sc := bufio.NewScanner(c.Stdin)
 			for sc.Scan() {
 				if sc.Text() == "settle" {
-					relay.CloseIdleConnections()
-					rss, n := proxy.SettledMemory()
+					rss, n := relay.SettledMemory()
 					fmt.Fprintln(c.Stdout, rss, n)
 				}
 			}

@@ -39,9 +39,8 @@ type ProxyBenchOptions struct {
 type RelayProcess struct {
 	URL string // base URL, ending in /v1
 	PID int
-	// Settled closes the relay's idle upstream connections, collects its garbage, hands freed
-	// memory back to the system and reports its resident memory and goroutine count (see
-	// SettledMemory), so that idle counts compare like with like.
+	// Settled reports the relay's Server.SettledMemory, so that idle counts compare like with
+	// like.
 	Settled func() (rss int64, goroutines int, err error)
 	Stop    func()
 }
@@ -54,10 +53,12 @@ func BenchRelay(upstream string) *Server {
 	return relay
 }
 
-// SettledMemory is this process's resident memory once its garbage is collected and freed
-// memory handed back to the system, so that two readings compare what is alive rather than
-// what the collector kept, and its goroutine count.
-func SettledMemory() (rss int64, goroutines int) {
+// SettledMemory closes the relay's idle upstream connections and reports this process's
+// resident memory once its garbage is collected and freed memory handed back to the system, so
+// that two readings compare what is alive rather than what the collector kept, and its
+// goroutine count.
+func (s *Server) SettledMemory() (rss int64, goroutines int) {
+	s.closeIdleConnections()
 	debug.FreeOSMemory()
 	return procStatus(0, "VmRSS"), runtime.NumGoroutine()
 }
@@ -305,8 +306,7 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 		return int(errs.Load()), procStatus(pid, "VmHWM"), nil
 	}
 	rp := &RelayProcess{URL: relayURL, Settled: func() (int64, int, error) {
-		relay.CloseIdleConnections()
-		rss, n := SettledMemory()
+		rss, n := relay.SettledMemory()
 		return rss, n, nil
 	}, Stop: func() {}}
 	if opt.StartRelay != nil {

@@ -34,7 +34,7 @@ func TestProxyBenchRuns(t *testing.T) {
 			return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
 				Settled: func() (int64, int, error) {
 					settled++
-					rss, n := proxy.SettledMemory()
+					rss, n := relay.SettledMemory()
 					return rss, n, nil
 				},
 				Stop: func() { stop(); <-done }}, nil

@@ -118,9 +118,9 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// CloseIdleConnections closes the upstream connections kept for reuse; requests open new
+// closeIdleConnections closes the upstream connections kept for reuse; requests open new
 // ones as they need them.
-func (s *Server) CloseIdleConnections() {
+func (s *Server) closeIdleConnections() {
 	if t, ok := s.opt.Transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}

@@ -116,7 +116,6 @@ const minFeed = 16 << 10
 // calls were given (it may have moved). Feed returns a definitive error, the same as Finish
 // will, as soon as one is found; a body that only stops short is not an error.
 func (p *Parser) Feed(b []byte) error {
-	p.follow(b)
 	if p.err != nil {
 		return p.err
 	}
