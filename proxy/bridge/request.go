@@ -106,12 +106,17 @@ func ChatToResponsesRequest(chat []byte) (responses []byte, dropped []string, er
 	if len(text) > 0 {
 		out["text"] = text
 	}
+	return translated(out), drops, nil
+}
+
+// translated is a translated request as JSON. Both APIs reject a tool_choice (or
+// parallel_tool_calls) without tools, which a request whose tools were all dropped may have.
+func translated(out map[string]any) []byte {
 	if _, ok := out["tools"]; !ok {
-		// Both APIs reject a tool_choice without tools.
 		delete(out, "tool_choice")
 		delete(out, "parallel_tool_calls")
 	}
-	return mustJSON(out), drops, nil
+	return mustJSON(out)
 }
 
 // chatMessage is one message of a Chat Completions request.
@@ -504,11 +509,7 @@ func ResponsesToChatRequest(resp []byte) (chat []byte, dropped []string, err err
 		messages = append([]*outMessage{system}, messages...)
 	}
 	out["messages"] = messages
-	if _, ok := out["tools"]; !ok {
-		delete(out, "tool_choice")
-		delete(out, "parallel_tool_calls")
-	}
-	return mustJSON(out), drops, nil
+	return translated(out), drops, nil
 }
 
 // outMessage is one message of a produced chat request.
