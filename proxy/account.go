@@ -29,6 +29,9 @@ const (
 // Account is one upstream account as the proxy sees it. The proxy never stores or logs the
 // secret: it asks Credentials for it on each attempt.
 type Account struct {
+	// ID identifies the account across SetAccounts, so that its runtime state (cooldown,
+	// counters, quota) survives a rename (default: Name).
+	ID      string
 	Name    string
 	Kind    Kind
 	BaseURL string // without a trailing slash, e.g. https://api.openai.com/v1

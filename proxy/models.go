@@ -16,18 +16,26 @@ import (
 // aliases), tried in order. Cycles are refused. An alias that shadows a real model, or whose
 // targets are all unknown once the catalog is known, is reported in the stats and ignored.
 func (s *Server) SetAliases(aliases map[string][]string) error {
-	if err := checkAliasCycles(aliases); err != nil {
+	if err := CheckAliases(aliases); err != nil {
 		return err
 	}
 	cp := make(map[string][]string, len(aliases))
 	for k, v := range aliases {
-		if k == "" || len(v) == 0 {
-			return fmt.Errorf("alias %q needs at least one target model", k)
-		}
 		cp[k] = slices.Clone(v)
 	}
 	s.aliases.Store(&cp)
 	return nil
+}
+
+// CheckAliases reports what SetAliases would refuse: an alias without a name or a target,
+// and cycles.
+func CheckAliases(aliases map[string][]string) error {
+	for k, v := range aliases {
+		if k == "" || len(v) == 0 {
+			return fmt.Errorf("alias %q needs at least one target model", k)
+		}
+	}
+	return checkAliasCycles(aliases)
 }
 
 func checkAliasCycles(aliases map[string][]string) error {

@@ -32,10 +32,17 @@ const (
 	maxCooldownLength = 8 * 24 * time.Hour
 )
 
-// member is an account plus the runtime state the proxy keeps for it. The state survives
-// SetAccounts as long as the account keeps its name.
+// member is an account plus the runtime state the proxy keeps for it. A member is never
+// changed once made: SetAccounts makes new members, so a request in flight keeps the account
+// as it was when it started. The runtime state (health) is shared by the versions of one
+// account, so it survives SetAccounts as long as the account keeps its key, kind and base URL.
 type member struct {
 	Account
+	*health
+}
+
+// health is an account's runtime state: counters, cooldown, sign-in state, model blocks, quota.
+type health struct {
 	requests atomic.Int64
 	failures atomic.Int64
 
@@ -45,12 +52,6 @@ type member struct {
 	lastError     string
 	modelBlocked  map[string]time.Time
 	quota         *Quota
-}
-
-func (m *member) state(now time.Time) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stateLocked(now)
 }
 
 func (m *member) stateLocked(now time.Time) string {
@@ -123,17 +124,19 @@ func (m *member) reset() {
 	m.mu.Unlock()
 }
 
-// succeeded clears a stale needs-login mark (a refreshed credential worked).
-func (m *member) succeeded() {
-	m.mu.Lock()
-	m.needsLogin = ""
-	m.mu.Unlock()
+// key identifies an account across SetAccounts: its ID, else its name.
+func (a *Account) key() string {
+	if a.ID != "" {
+		return a.ID
+	}
+	return a.Name
 }
 
 // pool holds the accounts in priority order, their runtime state and session affinity.
 type pool struct {
 	mu       sync.RWMutex
 	members  []*member
+	byKey    map[string]*member
 	strategy string
 	rr       atomic.Uint64
 
@@ -146,30 +149,39 @@ type affinityEntry struct {
 	used    time.Time
 }
 
-// set replaces the account list, keeping the runtime state of accounts that keep their name.
+// set replaces the account list with new members, keeping the runtime state of accounts that
+// keep their key, kind and base URL.
 func (p *pool) set(accounts []Account) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := make(map[string]*member, len(p.members))
-	for _, m := range p.members {
-		old[m.Name] = m
-	}
 	next := make([]*member, 0, len(accounts))
+	byKey := make(map[string]*member, len(accounts))
 	for _, a := range accounts {
 		if a.API == "" {
 			a.API = APIResponses
 		}
 		a.BaseURL = strings.TrimRight(a.BaseURL, "/")
-		m := old[a.Name]
-		if m == nil || m.Kind != a.Kind || m.BaseURL != a.BaseURL {
-			m = &member{}
+		m := &member{Account: a}
+		if old := p.byKey[a.key()]; old != nil && old.Kind == a.Kind && old.BaseURL == a.BaseURL {
+			m.health = old.health
+		} else {
+			m.health = &health{}
 		}
-		m.Account = a
 		next = append(next, m)
+		byKey[a.key()] = m
 	}
 	// Stable: equal priorities keep list order.
 	slices.SortStableFunc(next, func(a, b *member) int { return cmp.Compare(a.Priority, b.Priority) })
-	p.members = next
+	p.members, p.byKey = next, byKey
+}
+
+// current reports whether m is still an account of the pool and enabled: a request that
+// rotates after SetAccounts removed or disabled an account does not try it.
+func (p *pool) current(m *member) bool {
+	p.mu.RLock()
+	cur := p.byKey[m.key()]
+	p.mu.RUnlock()
+	return cur != nil && !cur.Disabled && cur.health == m.health
 }
 
 func (p *pool) setStrategy(s string) {
@@ -217,9 +229,9 @@ func (p *pool) candidates(model, session string, now time.Time, serves func(*mem
 		}
 	}
 	if session != "" {
-		if name := p.affine(session, now); name != "" {
+		if key := p.affine(session, now); key != "" {
 			for i, m := range out {
-				if m.Name == name {
+				if m.key() == key {
 					copy(out[1:i+1], out[:i])
 					out[0] = m
 					break
@@ -249,7 +261,7 @@ func (p *pool) affine(session string, now time.Time) string {
 	return e.account
 }
 
-// remember binds session to the account that served it.
+// remember binds session to the account (by key) that served it.
 func (p *pool) remember(session, account string, now time.Time) {
 	if session == "" {
 		return

@@ -162,6 +162,9 @@ func (x *exchange) dispatch() {
 			return x.catalog.serves(m.Name, target)
 		})
 		for _, m := range cands {
+			if tried > 0 && !s.pool.current(m) {
+				continue // removed or disabled while this request was trying other accounts
+			}
 			if tried > 0 {
 				s.c.rotations.Add(1)
 				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", failures[len(failures)-1])
@@ -277,7 +280,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		v, why := x.attempt(m, body)
 		switch v {
 		case served:
-			x.s.pool.remember(x.req.session, m.Name, x.s.now())
+			x.s.pool.remember(x.req.session, m.key(), x.s.now())
 			return true, ""
 		case nextAccount:
 			m.failures.Add(1)

@@ -51,20 +51,22 @@ type Options struct {
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
 // graceful drain.
 type Server struct {
-	opt     Options
-	log     *slog.Logger
-	client  *http.Client
-	pool    pool
-	traces  *traceRing
-	c       counters
-	catalog *catalog
-	aliases atomic.Pointer[map[string][]string]
-	started time.Time
-	keyHash atomic.Pointer[[32]byte]
-	listen  atomic.Value // string
-	mux     *http.ServeMux
-	seq     atomic.Uint64
-	changed chan struct{}
+	opt         Options
+	log         *slog.Logger
+	client      *http.Client
+	pool        pool
+	traces      *traceRing
+	c           counters
+	catalog     *catalog
+	aliases     atomic.Pointer[map[string][]string]
+	started     time.Time
+	keyHash     atomic.Pointer[[32]byte]
+	listen      atomic.Value // string
+	mux         *http.ServeMux
+	seq         atomic.Uint64
+	allowRemote atomic.Bool
+	// generation is the settings generation the embedder last applied (SetSettingsGeneration).
+	generation atomic.Uint64
 }
 
 // New returns a Server with no accounts.
@@ -137,11 +139,11 @@ func (s *Server) SetAccounts(accounts []Account) {
 	s.catalog.invalidate()
 }
 
-// ResetAccount forgets the cooldown, model blocks and needs-login mark of an account, after
-// the user signed in again.
-func (s *Server) ResetAccount(name string) {
+// ResetAccount forgets the cooldown, model blocks and needs-login mark of the account with
+// this ID (or, for accounts without one, name), after the user signed in again.
+func (s *Server) ResetAccount(key string) {
 	for _, m := range s.pool.list() {
-		if m.Name == name {
+		if m.key() == key {
 			m.reset()
 		}
 	}
@@ -160,6 +162,15 @@ func (s *Server) SetLocalAPIKey(key string) {
 	s.keyHash.Store(&h)
 }
 
+// SetAllowRemote lets requests addressed to a non-loopback host through (serve
+// --allow-remote). It is only honoured while a local API key is set.
+func (s *Server) SetAllowRemote(on bool) { s.allowRemote.Store(on) }
+
+// SetSettingsGeneration records which generation of its settings the embedder has applied
+// in full; /health and /relay/stats report it, so that a program that changed the settings can
+// tell when the running relay follows them.
+func (s *Server) SetSettingsGeneration(n uint64) { s.generation.Store(n) }
+
 // SetListenAddr records the address the proxy listens on, for stats.
 func (s *Server) SetListenAddr(addr string) { s.listen.Store(addr) }
 
@@ -167,6 +178,7 @@ func (s *Server) SetListenAddr(addr string) { s.listen.Store(addr) }
 func (s *Server) Stats() Snapshot {
 	snap := s.snapshot()
 	snap.Listen, _ = s.listen.Load().(string)
+	snap.SettingsGeneration = s.generation.Load()
 	return snap
 }
 
@@ -229,7 +241,7 @@ func wrongMethod(w http.ResponseWriter, r *http.Request, allow string) {
 // allowance is ever sent. Then the local API key, when one is set, is checked in constant time.
 func (s *Server) guard(r *http.Request) *apiError {
 	key := s.keyHash.Load()
-	if !(s.opt.AllowRemote && key != nil) && !loopbackHost(r.Host) {
+	if !((s.opt.AllowRemote || s.allowRemote.Load()) && key != nil) && !loopbackHost(r.Host) {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_host",
 			Message: "Codex Relay only answers requests addressed to a loopback host (127.0.0.1, localhost, [::1])"}
 	}
@@ -273,8 +285,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 			ready++
 		}
 	}
+	listen, _ := s.listen.Load().(string)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status": "ok", "accounts": len(snap.Accounts), "ready_accounts": ready, "uptime_ms": snap.UptimeMs,
+		"listen": listen, "settings_generation": s.generation.Load(),
 	})
 }
 

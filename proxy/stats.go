@@ -7,12 +7,14 @@ import (
 
 // Snapshot is the live state served at /relay/stats and read by the dashboard.
 type Snapshot struct {
-	Listen        string         `json:"listen,omitempty"`
-	UptimeMs      int64          `json:"uptime_ms"`
-	Catalog       CatalogStats   `json:"catalog"`
-	Serialization Serialization  `json:"serialization"`
-	Requests      RequestStats   `json:"requests"`
-	Accounts      []AccountStats `json:"accounts"`
+	Listen   string `json:"listen,omitempty"`
+	UptimeMs int64  `json:"uptime_ms"`
+	// SettingsGeneration is the generation of the settings file the relay follows.
+	SettingsGeneration uint64         `json:"settings_generation"`
+	Catalog            CatalogStats   `json:"catalog"`
+	Serialization      Serialization  `json:"serialization"`
+	Requests           RequestStats   `json:"requests"`
+	Accounts           []AccountStats `json:"accounts"`
 }
 
 // CatalogStats describes the model catalog (seed 001).
