@@ -4,7 +4,7 @@ BIN   := bin/codexrelay
 GO    ?= go
 export CGO_ENABLED := 1
 
-.PHONY: all deps test-deps build run serve test check fmt vet unit fuzz-short fuzz bench clean
+.PHONY: all deps test-deps build run serve test check fmt vet unit fuzz-short fuzz bench reload-latency clean
 
 all: build
 
@@ -55,6 +55,10 @@ bench: build
 	./$(BIN) bench serialization --samples 500 --items 10000 --attempts 3
 	./$(BIN) bench catalog --samples 50 --concurrent 8 --delay-ms 50
 	./$(BIN) bench proxy
+
+## reload-latency: how long a running relay takes to apply a change made from the CLI (median of 40)
+reload-latency: build test-deps
+	.ci/with-keyring .ci/reload-latency $(BIN)
 
 clean:
 	rm -rf bin

@@ -26,10 +26,27 @@ func main() {
 		os.Exit(<-code)
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log})
+	// One Codex Relay per user: a second launch brings the first one's dashboard to the front
+	// and ends, having written nothing.
+	inst, other, err := app.ClaimInstance(app.DefaultConfigDir(), "tray")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
 		os.Exit(1)
 	}
-	ui.Run(fyneapp.NewWithID("io.github.codexrelay"), relay, log)
+	if other != nil {
+		if other.Mode == "tray" && other.Show() == nil {
+			fmt.Printf("Codex Relay is already running (%s); its dashboard is in front now.\n", other)
+		} else {
+			fmt.Printf("Codex Relay is already running (%s).\n", other)
+		}
+		os.Exit(0)
+	}
+	defer inst.Release()
+	relay, err := app.Open(app.Options{Logger: log})
+	if err != nil {
+		inst.Release()
+		fmt.Fprintln(os.Stderr, "codexrelay:", err)
+		os.Exit(1)
+	}
+	ui.Run(fyneapp.NewWithID("io.github.codexrelay"), relay, log, inst)
 }

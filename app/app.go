@@ -1,18 +1,14 @@
 package app
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
+	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +35,12 @@ type Options struct {
 }
 
 // App holds the settings, the keychain and the proxy. Its methods are safe for concurrent use.
+//
+// The settings file and the keychain are the one source of truth. Every change takes the
+// settings lock (shared by every Codex Relay process), reads the file again, applies its one
+// change, writes the file atomically and lets the lock go; then this process applies what the
+// file now says, as it does when Watch sees another process change it. No process ever saves
+// its own copy of the settings over the file.
 type App struct {
 	opt   Options
 	log   *slog.Logger
@@ -46,9 +48,14 @@ type App struct {
 	// LoadWarning is set when the settings file was corrupt and kept aside.
 	LoadWarning error
 
-	mu       sync.Mutex
-	settings Settings
-	creds    map[string]*accountCreds // by account ID
+	writeMu sync.Mutex // one change at a time in this process; the file lock orders processes
+	applyMu sync.Mutex // one reload at a time: read the file, apply it
+
+	mu        sync.Mutex
+	settings  Settings                 // as last applied
+	creds     map[string]*accountCreds // by account ID
+	reloadErr error                    // why the file could not be followed; nil while it is
+	onListen  []func()                 // called after a reload changed the listen address
 }
 
 // DefaultConfigDir is where the settings file lives.
@@ -77,7 +84,6 @@ func Open(opt Options) (*App, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	a.settings = s
 	catOpt, err := catalogOptions(s, opt.Getenv)
 	if err != nil {
 		return nil, err
@@ -101,14 +107,19 @@ func Open(opt Options) (*App, error) {
 		}
 		a.Proxy.SetLocalAPIKey(key)
 	}
-	a.syncProxy()
+	a.settings = s
+	a.setAccounts(s.Accounts)
+	a.Proxy.SetSettingsGeneration(s.Generation)
 	return a, nil
 }
 
 // ConfigDir is the folder of the settings file.
 func (a *App) ConfigDir() string { return a.opt.ConfigDir }
 
-// Settings returns a copy of the current settings.
+// SettingsPath is the settings file.
+func (a *App) SettingsPath() string { return filepath.Join(a.opt.ConfigDir, settingsName) }
+
+// Settings returns a copy of the settings this process follows.
 func (a *App) Settings() Settings {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -117,9 +128,17 @@ func (a *App) Settings() Settings {
 	return s
 }
 
+// ReloadError says why the settings file could not be followed (for example a hand edit that
+// is not valid JSON): the relay keeps the last good settings meanwhile. nil when all is well.
+func (a *App) ReloadError() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reloadErr
+}
+
 // ListenAddr is where the proxy listens: CODEXRELAY_LISTEN, else the setting, else the default.
 func (a *App) ListenAddr() string {
-	if v := a.opt.Getenv("CODEXRELAY_LISTEN"); v != "" {
+	if v := a.ListenPinned(); v != "" {
 		return v
 	}
 	a.mu.Lock()
@@ -130,39 +149,216 @@ func (a *App) ListenAddr() string {
 	return DefaultListen
 }
 
-// update applies change to a copy of the settings, saves it and, on success, makes it current.
-func (a *App) update(change func(*Settings) error) error {
+// ListenPinned is the listen address the environment fixes (CODEXRELAY_LISTEN), or "".
+func (a *App) ListenPinned() string { return a.opt.Getenv("CODEXRELAY_LISTEN") }
+
+// OnListenChange registers f to be called (on the reloading goroutine) after the listen
+// setting changed.
+func (a *App) OnListenChange(f func()) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	next := a.settings
-	next.Accounts = slices.Clone(a.settings.Accounts)
+	a.onListen = append(a.onListen, f)
+	a.mu.Unlock()
+}
+
+// update makes one change to the settings file under the settings lock: it reads the file
+// again, applies change to what it read, writes the result with the next generation, lets the
+// lock go and then applies the file to this process. change may use the keychain: it runs
+// under the lock, so no other process adds or removes an account meanwhile. A change that
+// returns an error writes nothing.
+func (a *App) update(change func(*Settings) error) error {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, settingsLockName), lockWait)
+	if err != nil {
+		return err
+	}
+	cur, err := readSettings(a.SettingsPath())
+	if err != nil {
+		unlock()
+		if errors.Is(err, ErrCorruptSettings) {
+			return fmt.Errorf("%w; fix it (or move it away) and try again: Codex Relay does not overwrite it", err)
+		}
+		return err
+	}
+	next := cur
+	next.Accounts = slices.Clone(cur.Accounts)
 	if err := change(&next); err != nil {
+		unlock()
 		return err
 	}
-	if err := saveSettings(a.opt.ConfigDir, next); err != nil {
+	next.Generation = cur.Generation + 1
+	err = saveSettings(a.opt.ConfigDir, next)
+	unlock()
+	if err != nil {
 		return err
 	}
-	a.settings = next
+	a.Reload()
 	return nil
 }
 
-// syncProxy hands the current accounts to the proxy.
-func (a *App) syncProxy() {
+// Reload reads the settings file and applies what changed to the running proxy: accounts
+// (added, removed, renamed, enabled, disabled, moved, a replaced secret), the local key, the
+// strategy, the aliases and the catalog settings; the listen address is handed to whoever
+// serves (OnListenChange). A file that cannot be read is reported (ReloadError) and the last
+// good settings stay in force. In-flight requests are not disturbed.
+func (a *App) Reload() {
+	a.applyMu.Lock()
+	next, err := readSettings(a.SettingsPath())
+	if err != nil {
+		a.mu.Lock()
+		changed := fmt.Sprint(a.reloadErr) != fmt.Sprint(err)
+		a.reloadErr = err
+		a.mu.Unlock()
+		a.applyMu.Unlock()
+		if changed {
+			a.log.Error("the settings file cannot be followed; the last good settings stay in force", "error", err)
+		}
+		return
+	}
+	listenMoved := a.apply(next)
+	a.applyMu.Unlock()
+	if listenMoved {
+		a.mu.Lock()
+		hooks := slices.Clone(a.onListen)
+		a.mu.Unlock()
+		for _, f := range hooks {
+			f()
+		}
+	}
+}
+
+// apply makes next the settings in force (applyMu held) and reports whether the listen
+// address changed. Each part is applied only when it changed, so that an unrelated change does
+// not, say, invalidate the model catalog.
+func (a *App) apply(next Settings) (listenMoved bool) {
 	a.mu.Lock()
-	accounts := make([]proxy.Account, 0, len(a.settings.Accounts))
-	for _, m := range a.settings.Accounts {
+	prev := a.settings
+	a.settings = next
+	a.reloadErr = nil
+	a.mu.Unlock()
+
+	if !sameCatalog(prev.Catalog, next.Catalog) {
+		a.applyCatalog(prev.Catalog, next)
+	}
+	if next.Strategy != prev.Strategy {
+		if err := validStrategy(next.Strategy); err != nil {
+			a.log.Error("settings: strategy ignored", "error", err)
+		} else {
+			a.Proxy.SetStrategy(next.Strategy)
+		}
+	}
+	if !reflect.DeepEqual(prev.Aliases, next.Aliases) {
+		if err := a.Proxy.SetAliases(next.Aliases); err != nil {
+			a.log.Error("settings: aliases ignored", "error", err)
+		}
+	}
+	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev {
+		a.applyLocalKey(next.LocalAPIKey)
+	}
+	if !slices.Equal(prev.Accounts, next.Accounts) {
+		a.setAccounts(next.Accounts)
+	}
+	a.Proxy.SetSettingsGeneration(next.Generation)
+	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
+		a.log.Debug("settings applied", "generation", next.Generation)
+	}
+	return prev.Listen != next.Listen
+}
+
+func sameCatalog(a, b CatalogSettings) bool {
+	return a.StaleMaxAgeMs == b.StaleMaxAgeMs && a.TTLMs == b.TTLMs && equalBoolPtr(a.StaleWhileRevalidate, b.StaleWhileRevalidate)
+}
+
+func equalBoolPtr(a, b *bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// applyCatalog applies the catalog settings that changed. A setting the file sets wins over
+// the environment (which only gives the values a start begins with); one the file no longer
+// sets falls back to the environment or the default.
+func (a *App) applyCatalog(prev CatalogSettings, next Settings) {
+	def, err := catalogOptions(Settings{Catalog: next.Catalog}, a.opt.Getenv)
+	if err != nil {
+		def, _ = catalogOptions(Settings{Catalog: next.Catalog}, func(string) string { return "" })
+	}
+	c := a.Proxy.Stats().Catalog
+	swr, staleMax, ttl := c.SWREnabled, time.Duration(c.StaleMaxAgeMs)*time.Millisecond, time.Duration(0)
+	n := next.Catalog
+	if !equalBoolPtr(prev.StaleWhileRevalidate, n.StaleWhileRevalidate) {
+		swr = def.StaleWhileRevalidate
+		if n.StaleWhileRevalidate != nil {
+			swr = *n.StaleWhileRevalidate
+		}
+	}
+	if prev.StaleMaxAgeMs != n.StaleMaxAgeMs {
+		staleMax = def.StaleMaxAge
+		if n.StaleMaxAgeMs > 0 {
+			staleMax = time.Duration(n.StaleMaxAgeMs) * time.Millisecond
+		}
+	}
+	if prev.TTLMs != n.TTLMs {
+		ttl = def.TTL
+		if n.TTLMs > 0 {
+			ttl = time.Duration(n.TTLMs) * time.Millisecond
+		}
+	}
+	a.Proxy.SetCatalogOptions(swr, staleMax, ttl)
+}
+
+// applyLocalKey reads the local key from the keychain and makes the proxy require it. A key
+// that is on but cannot be read locks clients out rather than letting them in without it.
+func (a *App) applyLocalKey(on bool) {
+	if !on {
+		a.Proxy.SetLocalAPIKey("")
+		return
+	}
+	key, err := a.opt.Keychain.Get(localKeyUser)
+	if err != nil || key == "" {
+		a.log.Error("the local API key is on but cannot be read from the keychain: every client is refused until it can", "error", err)
+		key = "unreadable-" + newID() + newID() // matches no client
+	}
+	a.Proxy.SetLocalAPIKey(key)
+}
+
+// setAccounts hands accounts to the proxy. Credentials are kept per account ID; those of
+// removed accounts are dropped, and those whose secret was replaced (SecretRev) read the
+// keychain again and have their cooldown and sign-in state cleared.
+func (a *App) setAccounts(metas []AccountMeta) {
+	a.mu.Lock()
+	accounts := make([]proxy.Account, 0, len(metas))
+	var renewed []string
+	keep := make(map[string]bool, len(metas))
+	for _, m := range metas {
+		keep[m.ID] = true
 		c := a.creds[m.ID]
-		if c == nil {
-			c = &accountCreds{app: a, id: m.ID, kind: proxy.Kind(m.Kind)}
+		switch {
+		case c == nil:
+			c = &accountCreds{app: a, id: m.ID, kind: proxy.Kind(m.Kind), rev: m.SecretRev}
 			a.creds[m.ID] = c
+		case c.kind != proxy.Kind(m.Kind):
+			c = &accountCreds{app: a, id: m.ID, kind: proxy.Kind(m.Kind), rev: m.SecretRev}
+			a.creds[m.ID] = c
+		case c.renew(m.SecretRev):
+			renewed = append(renewed, m.ID)
 		}
 		accounts = append(accounts, proxy.Account{
-			Name: m.Name, Kind: proxy.Kind(m.Kind), BaseURL: a.baseURL(m), API: proxy.API(m.API),
+			ID: m.ID, Name: m.Name, Kind: proxy.Kind(m.Kind), BaseURL: a.baseURL(m), API: proxy.API(m.API),
 			Disabled: m.Disabled, Credentials: c,
 		})
 	}
+	for id := range a.creds {
+		if !keep[id] {
+			delete(a.creds, id)
+		}
+	}
 	a.mu.Unlock()
 	a.Proxy.SetAccounts(accounts)
+	for _, id := range renewed {
+		a.Proxy.ResetAccount(id)
+	}
 }
 
 func (a *App) baseURL(m AccountMeta) string {
@@ -177,207 +373,3 @@ func (a *App) baseURL(m AccountMeta) string {
 	}
 	return ""
 }
-
-// Accounts returns the accounts' metadata in priority order.
-func (a *App) Accounts() []AccountMeta { return a.Settings().Accounts }
-
-var nameRE = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N} ._@+-]{0,63}$`)
-
-// ValidateName checks an account name: 1 to 64 letters, digits, spaces and . _ @ + -.
-func ValidateName(name string) error {
-	if !nameRE.MatchString(name) || strings.TrimSpace(name) != name {
-		return fmt.Errorf("account name %q is not valid: use 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit", name)
-	}
-	return nil
-}
-
-// ValidateBaseURL checks an upstream base URL (http or https, with a host, no credentials).
-func ValidateBaseURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("base URL %q is not valid: use http(s)://host[:port]/path, e.g. https://api.openai.com/v1", raw)
-	}
-	if u.User != nil {
-		return "", errors.New("base URL must not carry credentials: the key is read from stdin and kept in the keychain")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("base URL must not have a query or fragment")
-	}
-	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// NewAccount describes an account to add.
-type NewAccount struct {
-	Name    string
-	Kind    string // openai or chatgpt
-	BaseURL string
-	API     string // responses (default) or chat
-	Email   string
-}
-
-// AddAccount stores the secret in the keychain, then the metadata in the settings. If the
-// settings cannot be saved, the keychain entry is removed again.
-func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
-	if err := ValidateName(na.Name); err != nil {
-		return AccountMeta{}, err
-	}
-	m := AccountMeta{ID: newID(), Name: na.Name, Kind: na.Kind, API: na.API, Email: na.Email, Added: a.opt.Now().UTC()}
-	switch proxy.Kind(na.Kind) {
-	case proxy.KindOpenAI:
-		if na.BaseURL == "" {
-			return m, errors.New("--base-url is required for openai accounts (e.g. https://api.openai.com/v1)")
-		}
-		if strings.TrimSpace(sec.APIKey) == "" {
-			return m, errors.New("the API key is empty: pipe it on stdin, e.g. `printenv OPENAI_API_KEY | codexrelay accounts add ...`")
-		}
-	case proxy.KindChatGPT:
-		if sec.AccessToken == "" {
-			return m, errors.New("a chatgpt account needs a sign-in")
-		}
-	default:
-		return m, fmt.Errorf("unknown account kind %q: use openai or chatgpt", na.Kind)
-	}
-	if na.BaseURL != "" {
-		u, err := ValidateBaseURL(na.BaseURL)
-		if err != nil {
-			return m, err
-		}
-		m.BaseURL = u
-	}
-	switch m.API {
-	case "":
-		m.API = string(proxy.APIResponses)
-	case string(proxy.APIResponses), string(proxy.APIChat):
-	default:
-		return m, fmt.Errorf("unknown --api %q: use responses or chat", m.API)
-	}
-	if a.findAccount(na.Name) >= 0 {
-		return m, fmt.Errorf("an account named %q exists already", na.Name)
-	}
-	if err := a.opt.Keychain.Set(accountUser(m.ID), sec.encode()); err != nil {
-		return m, err
-	}
-	err := a.update(func(s *Settings) error {
-		for _, o := range s.Accounts {
-			if o.Name == m.Name {
-				return fmt.Errorf("an account named %q exists already", m.Name)
-			}
-		}
-		s.Accounts = append(s.Accounts, m)
-		return nil
-	})
-	if err != nil {
-		a.opt.Keychain.Delete(accountUser(m.ID))
-		return m, err
-	}
-	a.syncProxy()
-	return m, nil
-}
-
-func (a *App) findAccount(name string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.IndexFunc(a.settings.Accounts, func(m AccountMeta) bool { return m.Name == name })
-}
-
-// ErrNoAccount names an account that does not exist.
-type ErrNoAccount string
-
-func (e ErrNoAccount) Error() string {
-	return fmt.Sprintf("no account named %q (see `codexrelay accounts list`)", string(e))
-}
-
-// RemoveAccount removes the account from the settings, then its keychain entry.
-func (a *App) RemoveAccount(name string) error {
-	var removed AccountMeta
-	err := a.update(func(s *Settings) error {
-		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
-		if i < 0 {
-			return ErrNoAccount(name)
-		}
-		removed = s.Accounts[i]
-		s.Accounts = slices.Delete(s.Accounts, i, i+1)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	delete(a.creds, removed.ID)
-	a.mu.Unlock()
-	a.syncProxy()
-	if err := a.opt.Keychain.Delete(accountUser(removed.ID)); err != nil {
-		return fmt.Errorf("account %q removed, but its keychain entry (service %s, user %s) could not be deleted: %w",
-			name, a.opt.Keychain.service(), accountUser(removed.ID), err)
-	}
-	return nil
-}
-
-// RenameAccount gives an account a new, unique name (its secret stays under its ID).
-func (a *App) RenameAccount(old, name string) error {
-	if err := ValidateName(name); err != nil {
-		return err
-	}
-	err := a.update(func(s *Settings) error {
-		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == old })
-		if i < 0 {
-			return ErrNoAccount(old)
-		}
-		if slices.ContainsFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name }) {
-			return fmt.Errorf("an account named %q exists already", name)
-		}
-		s.Accounts[i].Name = name
-		return nil
-	})
-	if err == nil {
-		a.syncProxy()
-	}
-	return err
-}
-
-// SetAccountEnabled enables or disables an account.
-func (a *App) SetAccountEnabled(name string, enabled bool) error {
-	err := a.update(func(s *Settings) error {
-		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
-		if i < 0 {
-			return ErrNoAccount(name)
-		}
-		s.Accounts[i].Disabled = !enabled
-		return nil
-	})
-	if err == nil {
-		a.syncProxy()
-	}
-	return err
-}
-
-// MoveAccount moves an account to position to (1-based) in the priority order.
-func (a *App) MoveAccount(name string, to int) error {
-	err := a.update(func(s *Settings) error {
-		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
-		if i < 0 {
-			return ErrNoAccount(name)
-		}
-		if to < 1 || to > len(s.Accounts) {
-			return fmt.Errorf("position %d is out of range: use 1 to %d", to, len(s.Accounts))
-		}
-		m := s.Accounts[i]
-		s.Accounts = slices.Delete(s.Accounts, i, i+1)
-		s.Accounts = slices.Insert(s.Accounts, to-1, m)
-		return nil
-	})
-	if err == nil {
-		a.syncProxy()
-	}
-	return err
-}
-
-func newID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func accountUser(id string) string { return "account/" + id }
-
-const localKeyUser = "local-api-key"

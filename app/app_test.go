@@ -367,7 +367,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"settings", "set", "stale-while-revalidate", "false"}, 0, "saved"},
+		{[]string{"settings", "set", "stale-while-revalidate", "false"}, 0, "Set stale-while-revalidate to false."},
 		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
@@ -375,7 +375,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		{[]string{"settings", "set", "ttl-ms", "-5"}, 1, "positive"},
 		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 1, "loopback"},
 		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},
-		{[]string{"aliases", "set", "fast", "gpt-5-mini", "gpt-4.1-mini"}, 0, "fast -> gpt-5-mini, gpt-4.1-mini"},
+		{[]string{"aliases", "set", "fast", "gpt-5-mini", "gpt-4.1-mini"}, 0, "Alias fast now names gpt-5-mini, gpt-4.1-mini."},
 		{[]string{"aliases", "set", "gpt-5-mini", "fast"}, 1, "cycle"},
 		{[]string{"aliases", "remove", "nothing"}, 1, "no alias"},
 	} {

@@ -118,6 +118,13 @@ func (c *CLI) Run(args []string) int {
 	return 0
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 type usageError string
 
 func (e usageError) Error() string { return string(e) }
@@ -176,13 +183,17 @@ func (c *CLI) serve(args []string) error {
 		}
 		c.Options.Logger = Logger(c.Stderr, getenv)
 	}
-	a, err := c.open()
+	inst, other, err := ClaimInstance(c.configDir(), "serve")
 	if err != nil {
 		return err
 	}
-	addr := *listen
-	if addr == "" {
-		addr = a.ListenAddr()
+	if other != nil {
+		return fmt.Errorf("Codex Relay is already running: %s. Use that relay, or stop it first", other)
+	}
+	defer inst.Release()
+	a, err := c.open()
+	if err != nil {
+		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -193,17 +204,82 @@ func (c *CLI) serve(args []string) error {
 		defer signal.Stop(ch)
 		sig = ch
 	}
-	go func() {
-		select {
-		case <-sig:
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	svc := a.NewServeService(*listen, *allowRemote)
+	svc.Instance = inst
+	if err := svc.Start(); err != nil {
+		return err
+	}
+	defer svc.Stop()
+	go a.Watch(ctx)
 	if len(a.Accounts()) == 0 {
 		a.log.Warn("no upstream account yet: add one with `codexrelay accounts add` (requests get 503 until then)")
 	}
-	return a.Serve(ctx, addr, *allowRemote)
+	if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 {
+		a.log.Warn("keychain entries that belong to no account: remove them with `codexrelay accounts prune`", "entries", len(orphans))
+	}
+	select {
+	case <-sig:
+		return nil
+	case <-svc.Done():
+		return svc.Status().Err
+	}
+}
+
+// configDir is the settings folder this CLI works on.
+func (c *CLI) configDir() string {
+	if c.Options.ConfigDir != "" {
+		return c.Options.ConfigDir
+	}
+	return DefaultConfigDir()
+}
+
+// applied says whether a running Codex Relay follows the change just written: it waits up to
+// two seconds for the relay to report the settings generation on /health.
+func (c *CLI) applied(a *App) {
+	gen := a.Settings().Generation
+	start := time.Now()
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	for {
+		info := RunningInstance(a.ConfigDir())
+		switch {
+		case info == nil:
+			fmt.Fprintln(c.Stdout, "No Codex Relay is running: it will use this when it starts.")
+			return
+		case info.Paused || info.Listen == "":
+			fmt.Fprintf(c.Stdout, "Codex Relay is running (%s); it follows the settings file and serves with this when it serves again.\n", info)
+			return
+		}
+		if got, listen, err := healthOf(client, info.Listen); err == nil && got >= gen {
+			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
+			if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
+				fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
+			}
+			return
+		}
+		if time.Since(start) > 2*time.Second {
+			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) has not applied it within 2 s; see its log.\n", info)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// healthOf reads the settings generation and the listen address a relay reports.
+func healthOf(client *http.Client, addr string) (uint64, string, error) {
+	resp, err := client.Get("http://" + addr + "/health")
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Generation uint64 `json:"settings_generation"`
+		Listen     string `json:"listen"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, "", fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	return h.Generation, h.Listen, err
 }
 
 func (c *CLI) accounts(args []string) error {
@@ -222,7 +298,14 @@ func (c *CLI) accounts(args []string) error {
 		if err != nil {
 			return err
 		}
-		return c.printAccounts(a, *asJSON)
+		if err := c.printAccounts(a, *asJSON); err != nil {
+			return err
+		}
+		if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 && !*asJSON {
+			fmt.Fprintf(c.Stdout, "\n%d keychain %s of Codex Relay belong to no account (left by an interrupted add or an older version): remove them with `codexrelay accounts prune`.\n",
+				len(orphans), plural(len(orphans), "entry", "entries"))
+		}
+		return nil
 	case "add":
 		name := fs.String("name", "", "account name")
 		kind := fs.String("kind", "", "openai or chatgpt")
@@ -258,7 +341,8 @@ func (c *CLI) accounts(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "added account %q (%s, %s API, %s); its key is in the system keychain\n", m.Name, m.Kind, m.API, m.BaseURL)
+		fmt.Fprintf(c.Stdout, "Added account %q (%s, %s API, %s); its key is in the system keychain.\n", m.Name, m.Kind, m.API, m.BaseURL)
+		c.applied(a)
 		return nil
 	case "import-codex":
 		path := fs.String("path", "", "the Codex auth.json (default $CODEX_HOME/auth.json or ~/.codex/auth.json)")
@@ -269,11 +353,21 @@ func (c *CLI) accounts(args []string) error {
 		if err != nil {
 			return err
 		}
-		m, err := a.ImportCodex(*path)
+		m, outcome, err := a.ImportCodex(*path)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "imported the Codex login as account %q (%s); its tokens are now in the system keychain.\n\n", m.Name, m.Kind)
+		switch outcome {
+		case Unchanged:
+			fmt.Fprintf(c.Stdout, "The Codex login is already account %q; nothing changed.\n", m.Name)
+			return nil
+		case Renewed:
+			fmt.Fprintf(c.Stdout, "Account %q now has the Codex login's new sign-in; its tokens are in the system keychain.\n", m.Name)
+		default:
+			fmt.Fprintf(c.Stdout, "Imported the Codex login as account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Kind)
+		}
+		c.applied(a)
+		fmt.Fprintln(c.Stdout)
 		fmt.Fprintln(c.Stdout, "From now on let Codex talk through the relay, so that only one program refreshes this sign-in")
 		fmt.Fprintln(c.Stdout, "(refresh tokens are single-use: two programs refreshing the same one log each other out).")
 		fmt.Fprintln(c.Stdout, "Point Codex at the relay with:  codexrelay codex-config --write")
@@ -293,7 +387,8 @@ func (c *CLI) accounts(args []string) error {
 		if err := a.RenameAccount(pos[0], pos[1]); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "account %q is now %q\n", pos[0], pos[1])
+		fmt.Fprintf(c.Stdout, "Renamed account %q to %q.\n", pos[0], pos[1])
+		c.applied(a)
 		return nil
 	case "remove", "enable", "disable", "move":
 		to := 0
@@ -311,21 +406,50 @@ func (c *CLI) accounts(args []string) error {
 		if err != nil {
 			return err
 		}
+		var msg string
 		switch sub {
 		case "remove":
 			err = a.RemoveAccount(pos[0])
-		case "enable", "disable":
-			err = a.SetAccountEnabled(pos[0], sub == "enable")
+			msg = fmt.Sprintf("Removed account %q and its keychain entry.", pos[0])
+		case "enable":
+			err = a.SetAccountEnabled(pos[0], true)
+			msg = fmt.Sprintf("Enabled account %q: it takes requests again.", pos[0])
+		case "disable":
+			err = a.SetAccountEnabled(pos[0], false)
+			msg = fmt.Sprintf("Disabled account %q: it takes no request until you enable it.", pos[0])
 		case "move":
 			if to == 0 {
 				return usageError("accounts move needs --to K")
 			}
-			err = a.MoveAccount(pos[0], to)
+			var n int
+			n, err = a.MoveAccount(pos[0], to)
+			msg = fmt.Sprintf("Moved account %q to position %d of %d.", pos[0], to, n)
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "account %q: %sd\n", pos[0], strings.TrimSuffix(sub, "e"))
+		fmt.Fprintln(c.Stdout, msg)
+		c.applied(a)
+		return nil
+	case "prune":
+		if pos, err := parse(fs, args); err != nil {
+			return err
+		} else if len(pos) != 0 {
+			return usageError("accounts prune takes no argument")
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		removed, err := a.PruneSecrets()
+		if err != nil {
+			return err
+		}
+		if len(removed) == 0 {
+			fmt.Fprintln(c.Stdout, "Every keychain entry of Codex Relay belongs to an account; nothing to remove.")
+			return nil
+		}
+		fmt.Fprintf(c.Stdout, "Removed %d keychain %s that belonged to no account: %s.\n", len(removed), plural(len(removed), "entry", "entries"), strings.Join(removed, ", "))
 		return nil
 	}
 	return usageError(fmt.Sprintf("unknown accounts sub-command %q", sub))
@@ -447,12 +571,14 @@ func (c *CLI) localKey(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "local API key on; clients must send it as a bearer token:\n%s\n", key)
+		fmt.Fprintf(c.Stdout, "Local API key on; clients must send it as a bearer token:\n%s\n", key)
+		c.applied(a)
 	case "off":
 		if _, err := a.SetLocalKey(false); err != nil {
 			return err
 		}
-		fmt.Fprintln(c.Stdout, "local API key off")
+		fmt.Fprintln(c.Stdout, "Local API key off: clients need no key.")
+		c.applied(a)
 	case "show":
 		key, err := a.LocalKey()
 		if err != nil {
@@ -703,10 +829,7 @@ func (c *CLI) settingsCmd(args []string) error {
 	}
 	switch key {
 	case "listen":
-		if err := a.CheckListen(val, false); err != nil {
-			return err
-		}
-		err = a.update(func(s *Settings) error { s.Listen = val; return nil })
+		err = a.SetListen(val)
 	case "strategy":
 		err = a.SetStrategy(val)
 	case "stale-while-revalidate":
@@ -733,7 +856,8 @@ func (c *CLI) settingsCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "%s = %s (saved; a Codex Relay already running takes it at its next start, or toggle it in the tray)\n", key, val)
+	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
+	c.applied(a)
 	return nil
 }
 
@@ -762,13 +886,15 @@ func (c *CLI) aliasesCmd(args []string) error {
 		if err := a.SetAlias(args[1], args[2:]); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "alias %s -> %s\n", args[1], strings.Join(args[2:], ", "))
+		fmt.Fprintf(c.Stdout, "Alias %s now names %s.\n", args[1], strings.Join(args[2:], ", "))
+		c.applied(a)
 		return nil
 	case len(args) == 2 && args[0] == "remove":
 		if err := a.SetAlias(args[1], nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.Stdout, "alias %s removed\n", args[1])
+		fmt.Fprintf(c.Stdout, "Removed alias %s.\n", args[1])
+		c.applied(a)
 		return nil
 	}
 	return usageError("aliases takes list, set NAME MODEL [MODEL...] or remove NAME")
@@ -798,7 +924,8 @@ func (c *CLI) signIn(name, baseURL string, device bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "signed in: account %q (%s); its tokens are in the system keychain\n", m.Name, m.Email)
+	fmt.Fprintf(c.Stdout, "Signed in: account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Email)
+	c.applied(a)
 	return nil
 }
 
@@ -817,18 +944,17 @@ func (c *CLI) codexConfig(args []string) error {
 		fmt.Fprint(c.Stdout, a.CodexConfig())
 		return nil
 	}
-	backup, err := a.WriteCodexConfig(*path)
+	w, err := a.WriteCodexConfig(*path)
 	if err != nil {
 		return err
 	}
-	target := *path
-	if target == "" {
-		target = filepath.Join(a.CodexHome(), "config.toml")
+	switch w.Change {
+	case Unchanged:
+		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+	case ConfigCreated:
+		fmt.Fprintf(c.Stdout, "Created %s: it points Codex at the relay (model_provider = \"codexrelay\").\n", w.Path)
+	default:
+		fmt.Fprintf(c.Stdout, "Updated %s: it points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s.\n", w.Path, w.Backup)
 	}
-	if backup == "" {
-		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed\n", target)
-		return nil
-	}
-	fmt.Fprintf(c.Stdout, "%s now points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s\n", target, backup)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -36,23 +37,35 @@ type codexAuth struct {
 	} `json:"tokens"`
 }
 
+// Outcome says what adding a login did.
+type Outcome string
+
+const (
+	Added     Outcome = "added"     // a new account
+	Renewed   Outcome = "renewed"   // an account with the same ChatGPT account id has the new sign-in
+	Unchanged Outcome = "unchanged" // the account has this very login already
+)
+
+// maxAuthFile bounds the Codex auth.json read by ImportCodex.
+const maxAuthFile = 1 << 20
+
 // ImportCodex imports the Codex CLI's login from auth.json at path ("" = $CODEX_HOME/auth.json):
 // a ChatGPT sign-in (renewing an account with the same ChatGPT account id, if there is one) or
 // an API key (as an openai account on api.openai.com).
-func (a *App) ImportCodex(path string) (AccountMeta, error) {
+func (a *App) ImportCodex(path string) (AccountMeta, Outcome, error) {
 	if path == "" {
 		path = filepath.Join(a.CodexHome(), "auth.json")
 	}
-	b, err := os.ReadFile(path)
+	b, err := readRegularFile(path, maxAuthFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return AccountMeta{}, fmt.Errorf("no Codex login at %s: sign in with `codex login` first, or use `codexrelay accounts add --kind chatgpt`", path)
+		return AccountMeta{}, "", fmt.Errorf("no Codex login at %s: sign in with `codex login` first, or use `codexrelay accounts add --kind chatgpt`", path)
 	}
 	if err != nil {
-		return AccountMeta{}, fmt.Errorf("cannot read %s: %w", path, err)
+		return AccountMeta{}, "", err
 	}
 	var auth codexAuth
 	if err := json.Unmarshal(b, &auth); err != nil {
-		return AccountMeta{}, fmt.Errorf("%s is not a Codex auth.json: %v", path, err)
+		return AccountMeta{}, "", fmt.Errorf("%s is not a Codex auth.json: %v", path, err)
 	}
 	switch {
 	case auth.Tokens != nil && auth.Tokens.AccessToken != "":
@@ -63,37 +76,60 @@ func (a *App) ImportCodex(path string) (AccountMeta, error) {
 		if sec.AccountID == "" {
 			sec.AccountID = claims.AccountID
 		}
-		for _, m := range a.Accounts() {
-			if c := a.credsFor(m.ID); m.Kind == "chatgpt" && c != nil && sec.AccountID != "" && c.accountID() == sec.AccountID {
-				if err := c.replace(sec); err != nil {
-					return m, err
-				}
-				a.Proxy.ResetAccount(m.Name)
-				return m, nil
-			}
-		}
 		name := claims.Email
 		if name == "" {
 			name = "codex"
 		}
-		return a.AddAccount(NewAccount{Name: a.freeName(name), Kind: "chatgpt", Email: claims.Email}, sec)
+		return a.addOrRenew(name, NewAccount{Kind: "chatgpt", Email: claims.Email}, sec)
 	case auth.APIKey != nil && *auth.APIKey != "":
-		return a.AddAccount(NewAccount{Name: a.freeName("codex-api-key"), Kind: "openai", BaseURL: "https://api.openai.com/v1"}, Secret{APIKey: *auth.APIKey})
+		return a.addOrRenew("codex-api-key", NewAccount{Kind: "openai", BaseURL: "https://api.openai.com/v1"}, Secret{APIKey: *auth.APIKey})
 	}
-	return AccountMeta{}, fmt.Errorf("%s holds neither tokens nor an API key", path)
+	return AccountMeta{}, "", fmt.Errorf("%s holds neither tokens nor an API key", path)
 }
 
-// freeName returns name, or name-2, name-3... if taken.
-func (a *App) freeName(name string) string {
-	for i := 1; ; i++ {
-		n := name
-		if i > 1 {
-			n = fmt.Sprintf("%s-%d", name, i)
-		}
-		if a.findAccount(n) < 0 {
-			return n
-		}
+// readRegularFile reads the regular file at path (following links) if it holds at most max
+// bytes. FIFOs, devices and folders are refused before they are opened (a FIFO would block).
+func readRegularFile(path string, max int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): give the path of the Codex auth.json", path, fileKind(st.Mode()))
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, larger than a Codex auth.json can be (%d at most)", path, st.Size(), max)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than a Codex auth.json can be (%d bytes at most)", path, max)
+	}
+	return b, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a plain file"
 }
 
 const codexProviderID = "codexrelay"
@@ -245,20 +281,35 @@ func ensureNL(s string) string {
 	return s + "\n"
 }
 
+// CodexConfigWrite says what WriteCodexConfig did.
+type CodexConfigWrite struct {
+	Path   string  // the config file (as named; a link stays a link)
+	Backup string  // the copy of the previous file, or "" when there was none or nothing changed
+	Change Outcome // ConfigCreated, ConfigUpdated or Unchanged
+}
+
+// Outcomes of WriteCodexConfig besides Unchanged.
+const (
+	ConfigCreated Outcome = "created"
+	ConfigUpdated Outcome = "updated"
+)
+
 // WriteCodexConfig merges the provider block into the Codex config at path ("" =
-// $CODEX_HOME/config.toml) and sets model_provider. It backs the old file up first and returns
-// the backup's path ("" when the file already had the block and nothing changed).
-func (a *App) WriteCodexConfig(path string) (backup string, err error) {
+// $CODEX_HOME/config.toml) and sets model_provider. A file that changes is copied to a backup
+// first (a new name each time, never over an earlier backup); a file that is a symbolic link
+// is written through it and stays a link.
+func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	if path == "" {
 		path = filepath.Join(a.CodexHome(), "config.toml")
 	}
+	res := CodexConfigWrite{Path: path}
 	old, err := os.ReadFile(path)
 	mode := os.FileMode(0o600)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		old = nil
 	case err != nil:
-		return "", fmt.Errorf("cannot read %s: %w", path, err)
+		return res, fmt.Errorf("cannot read %s: %w", path, err)
 	default:
 		if st, err := os.Stat(path); err == nil {
 			mode = st.Mode().Perm()
@@ -266,46 +317,26 @@ func (a *App) WriteCodexConfig(path string) (backup string, err error) {
 	}
 	merged, err := a.mergeCodexConfig(string(old))
 	if err != nil {
-		return "", err
+		return res, err
 	}
-	if merged == string(old) {
-		return "", nil
+	if old != nil && merged == string(old) {
+		res.Change = Unchanged
+		return res, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", err
+		return res, err
 	}
+	res.Change = ConfigCreated
 	if old != nil {
-		backup = path + ".bak-" + a.opt.Now().UTC().Format("20060102T150405Z")
-		if err := os.WriteFile(backup, old, 0o600); err != nil {
-			return "", fmt.Errorf("could not write the backup %s, so the config was left alone: %w", backup, err)
+		res.Change = ConfigUpdated
+		stamp := path + ".bak-" + a.opt.Now().UTC().Format("20060102T150405Z")
+		res.Backup, err = createUnique(stamp, func(p string) error { return writeNew(p, old, 0o600) })
+		if err != nil {
+			return res, fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
 		}
 	}
 	if err := writeAtomic(path, []byte(merged), mode); err != nil {
-		return backup, err
+		return res, err
 	}
-	return backup, nil
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return res, nil
 }

@@ -38,11 +38,12 @@ model = "gpt-5-mini"
 `
 	path := filepath.Join(dir, "config.toml")
 	os.WriteFile(path, []byte(original), 0o640)
-	backup, err := a.WriteCodexConfig("")
+	res, err := a.WriteCodexConfig("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if backup != path+".bak-20261130T120000Z" {
+	backup := res.Backup
+	if backup != path+".bak-20261130T120000Z" || res.Change != ConfigUpdated {
 		t.Fatalf("backup %q", backup)
 	}
 	if b, _ := os.ReadFile(backup); string(b) != original {
@@ -76,8 +77,8 @@ model = "gpt-5-mini"
 	}
 	// Idempotent: a second write changes nothing and makes no backup.
 	now = now.Add(time.Hour)
-	if backup, err := a.WriteCodexConfig(""); err != nil || backup != "" {
-		t.Fatalf("second write: %q %v", backup, err)
+	if res, err := a.WriteCodexConfig(""); err != nil || res.Backup != "" || res.Change != Unchanged {
+		t.Fatalf("second write: %+v %v", res, err)
 	}
 	if again, _ := os.ReadFile(path); string(again) != string(merged) {
 		t.Fatal("a second write changed the file")
@@ -92,8 +93,8 @@ model = "gpt-5-mini"
 	}
 	// No config yet: one is created with the block only.
 	os.Remove(path)
-	if _, err := a.WriteCodexConfig(""); err != nil {
-		t.Fatal(err)
+	if res, err := a.WriteCodexConfig(""); err != nil || res.Change != ConfigCreated || res.Backup != "" {
+		t.Fatal(res, err)
 	}
 	if b, _ := os.ReadFile(path); !strings.HasPrefix(string(b), "model_provider = \"codexrelay\"\n\n[model_providers.codexrelay]\n") {
 		t.Fatalf("new config:\n%s", b)
@@ -119,9 +120,9 @@ func TestImportCodexAuthFiles(t *testing.T) {
 	}
 	access := jwt(map[string]any{"exp": time.Now().Add(time.Hour).Unix()})
 	tokens := write("tokens.json", `{"OPENAI_API_KEY":null,"tokens":{"id_token":"`+idToken("me@example.com", "acct-7")+`","access_token":"`+access+`","refresh_token":"rt-x","account_id":"acct-7"},"last_refresh":"2026-11-29T10:00:00Z"}`)
-	m, err := a.ImportCodex(tokens)
-	if err != nil {
-		t.Fatal(err)
+	m, outcome, err := a.ImportCodex(tokens)
+	if err != nil || outcome != Added {
+		t.Fatal(outcome, err)
 	}
 	if m.Name != "me@example.com" || m.Kind != "chatgpt" {
 		t.Fatalf("account %+v", m)
@@ -131,20 +132,20 @@ func TestImportCodexAuthFiles(t *testing.T) {
 		t.Fatalf("credential %+v", c)
 	}
 	// Importing the same sign-in again renews the account instead of adding a second one.
-	if _, err := a.ImportCodex(tokens); err != nil || len(a.Accounts()) != 1 {
-		t.Fatalf("re-import: %v, %d accounts", err, len(a.Accounts()))
+	if _, outcome, err := a.ImportCodex(tokens); err != nil || len(a.Accounts()) != 1 || outcome != Unchanged {
+		t.Fatalf("re-import: %v %v, %d accounts", outcome, err, len(a.Accounts()))
 	}
 	key := write("key.json", `{"OPENAI_API_KEY":"sk-imported","tokens":null}`)
-	m, err = a.ImportCodex(key)
+	m, _, err = a.ImportCodex(key)
 	if err != nil || m.Kind != "openai" || m.BaseURL != "https://api.openai.com/v1" {
 		t.Fatalf("api key import: %+v %v", m, err)
 	}
 	for name, content := range map[string]string{"empty.json": `{}`, "bad.json": `{"tokens":`} {
-		if _, err := a.ImportCodex(write(name, content)); err == nil {
+		if _, _, err := a.ImportCodex(write(name, content)); err == nil {
 			t.Errorf("%s imported", name)
 		}
 	}
-	if _, err := a.ImportCodex(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "codex login") {
+	if _, _, err := a.ImportCodex(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "codex login") {
 		t.Fatalf("missing file: %v", err)
 	}
 }

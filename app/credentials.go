@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -39,16 +40,19 @@ func decodeSecret(v string) (Secret, error) {
 
 // accountCreds hands the proxy an account's credential. The secret is read from the keychain
 // once and then kept in memory, so a keychain that goes away later does not stop a loaded
-// account. For ChatGPT sign-ins it refreshes the access token ahead of expiry and after a 401:
-// one refresh at a time (the lock is held across it, so concurrent requests wait for it), the
-// new pair written to the keychain before it is used, and a refresh token the issuer refused
-// never sent again.
+// account; it is read again when the settings say the user replaced it (SecretRev). For
+// ChatGPT sign-ins it refreshes the access token ahead of expiry and after a 401: one refresh
+// at a time in every process (the token lock is held across it, and the keychain is read again
+// under it, so a pair another process refreshed is adopted instead of spending its refresh
+// token twice), the new pair written to the keychain before it is used, and a refresh token
+// the issuer refused never sent again.
 type accountCreds struct {
 	app  *App
 	id   string
 	kind proxy.Kind
 
 	mu      sync.Mutex
+	rev     int // the SecretRev of the secret held (or to be read)
 	loaded  bool
 	sec     Secret
 	unsaved bool   // a refreshed pair the keychain has not taken yet
@@ -79,24 +83,26 @@ func (c *accountCreds) loadLocked() error {
 	return nil
 }
 
-func (c *accountCreds) accountID() string {
+// secret returns the secret held, reading it from the keychain if need be.
+func (c *accountCreds) secret() (Secret, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.loadLocked() != nil {
-		return ""
+	if err := c.loadLocked(); err != nil {
+		return Secret{}, err
 	}
-	return c.sec.AccountID
+	return c.sec, nil
 }
 
-// replace stores a new sign-in for this account (keychain first) and uses it from now on.
-func (c *accountCreds) replace(sec Secret) error {
+// renew forgets the secret held when the settings name a newer one (rev), so that the next
+// request reads it from the keychain, and reports whether it did.
+func (c *accountCreds) renew(rev int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.app.opt.Keychain.Set(accountUser(c.id), sec.encode()); err != nil {
-		return err
+	if rev == c.rev {
+		return false
 	}
-	c.sec, c.loaded, c.unsaved, c.dead = sec, true, false, ""
-	return nil
+	c.rev, c.loaded, c.sec, c.unsaved, c.dead = rev, false, Secret{}, false, ""
+	return true
 }
 
 func (c *accountCreds) credential() proxy.Credential {
@@ -166,10 +172,28 @@ func (c *accountCreds) usableLocked() error {
 	return nil
 }
 
-// refreshLocked trades the refresh token for a new pair. It runs on a context detached from the
-// request: a client that goes away must not abort a refresh whose answer would carry the only
-// valid refresh token.
+// refreshLocked trades the refresh token for a new pair, under the token lock that every Codex
+// Relay process takes for this. It first reads the keychain again: when another process
+// refreshed meanwhile, its pair is adopted, and refreshed again only if it is itself about to
+// expire. It runs on a context detached from the request: a client that goes away must not
+// abort a refresh whose answer would carry the only valid refresh token.
 func (c *accountCreds) refreshLocked(ctx context.Context) error {
+	unlock, err := lockFile(filepath.Join(c.app.opt.ConfigDir, tokensLockName), 45*time.Second)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !c.unsaved {
+		if v, err := c.app.opt.Keychain.Get(accountUser(c.id)); err == nil {
+			if stored, err := decodeSecret(v); err == nil && stored.AccessToken != "" && stored.AccessToken != c.sec.AccessToken {
+				c.sec, c.dead = stored, ""
+				c.app.log.Info("adopted the sign-in another process refreshed", "account_id", c.id)
+				if exp := stored.ExpiresAt; exp.IsZero() || c.app.opt.Now().Add(refreshMargin).Before(exp) {
+					return nil
+				}
+			}
+		}
+	}
 	rt := c.sec.RefreshToken
 	if rt == "" {
 		c.dead = "the sign-in has expired and has no refresh token; sign in again"

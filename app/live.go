@@ -8,16 +8,20 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// These setters change a setting, save it and apply it to the running proxy at once.
+// These setters change one setting in the settings file; this process applies it at once,
+// and every other running relay when it sees the file change (see App.Reload).
 
 // SetStaleWhileRevalidate turns serving a stale catalog while it refreshes on or off.
 func (a *App) SetStaleWhileRevalidate(on bool) error {
-	if err := a.update(func(s *Settings) error { s.Catalog.StaleWhileRevalidate = &on; return nil }); err != nil {
+	return a.update(func(s *Settings) error { s.Catalog.StaleWhileRevalidate = &on; return nil })
+}
+
+// SetListen saves a new listen address; a running relay moves to it.
+func (a *App) SetListen(addr string) error {
+	if err := a.CheckListen(addr, false); err != nil {
 		return err
 	}
-	c := a.Proxy.Stats().Catalog
-	a.Proxy.SetCatalogOptions(on, time.Duration(c.StaleMaxAgeMs)*time.Millisecond, 0)
-	return nil
+	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
 }
 
 // SetCatalogTiming sets the stale maximum age and the TTL (zero keeps the current value).
@@ -27,7 +31,7 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 	if staleMaxAge < 0 || ttl < 0 {
 		return errors.New("durations must not be negative")
 	}
-	err := a.update(func(s *Settings) error {
+	return a.update(func(s *Settings) error {
 		if staleMaxAge > 0 {
 			s.Catalog.StaleMaxAgeMs = staleMaxAge.Milliseconds()
 		}
@@ -36,15 +40,6 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	c := a.Proxy.Stats().Catalog
-	if staleMaxAge == 0 {
-		staleMaxAge = time.Duration(c.StaleMaxAgeMs) * time.Millisecond
-	}
-	a.Proxy.SetCatalogOptions(c.SWREnabled, staleMaxAge, ttl)
-	return nil
 }
 
 // SetStrategy sets the routing strategy: priority or round-robin.
@@ -52,11 +47,7 @@ func (a *App) SetStrategy(strategy string) error {
 	if err := validStrategy(strategy); err != nil {
 		return err
 	}
-	if err := a.update(func(s *Settings) error { s.Strategy = strategy; return nil }); err != nil {
-		return err
-	}
-	a.Proxy.SetStrategy(strategy)
-	return nil
+	return a.update(func(s *Settings) error { s.Strategy = strategy; return nil })
 }
 
 func validStrategy(s string) error {
@@ -72,9 +63,8 @@ func (a *App) SetAlias(name string, targets []string) error {
 	if name == "" {
 		return errors.New("an alias needs a name")
 	}
-	var next map[string][]string
-	err := a.update(func(s *Settings) error {
-		next = make(map[string][]string, len(s.Aliases)+1)
+	return a.update(func(s *Settings) error {
+		next := make(map[string][]string, len(s.Aliases)+1)
 		for k, v := range s.Aliases {
 			next[k] = v
 		}
@@ -86,14 +76,10 @@ func (a *App) SetAlias(name string, targets []string) error {
 		} else {
 			next[name] = targets
 		}
-		if err := a.Proxy.SetAliases(next); err != nil { // validates before saving
+		if err := proxy.CheckAliases(next); err != nil { // validates before saving
 			return err
 		}
 		s.Aliases = next
 		return nil
 	})
-	if err != nil {
-		a.Proxy.SetAliases(a.Settings().Aliases)
-	}
-	return err
 }

@@ -240,17 +240,8 @@ func (a *App) saveChatGPTLogin(name string, tok *oauth2.Token) (AccountMeta, err
 	if name == "" {
 		name = "chatgpt"
 	}
-	for _, m := range a.Accounts() {
-		c := a.credsFor(m.ID)
-		if m.Kind == "chatgpt" && c != nil && sec.AccountID != "" && c.accountID() == sec.AccountID {
-			if err := c.replace(sec); err != nil {
-				return m, err
-			}
-			a.Proxy.ResetAccount(m.Name)
-			return m, nil
-		}
-	}
-	return a.AddAccount(NewAccount{Name: name, Kind: "chatgpt", Email: claims.Email}, sec)
+	m, _, err := a.addOrRenew(name, NewAccount{Kind: "chatgpt", Email: claims.Email}, sec)
+	return m, err
 }
 
 // secretFromToken turns an OAuth token answer into the stored secret; fields the answer lacks

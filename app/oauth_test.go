@@ -293,7 +293,7 @@ func TestDeviceCodeSignIn(t *testing.T) {
 	if shown.UserCode != "ABCD-1234" || shown.VerificationURL != iss.URL+"/codex/device" || iss.polls.Load() != 3 {
 		t.Fatalf("shown %+v after %d polls", shown, iss.polls.Load())
 	}
-	if m.Name != "laptop" || a.credsFor(m.ID).accountID() != "acct-42" {
+	if sec, _ := a.credsFor(m.ID).secret(); m.Name != "laptop" || sec.AccountID != "acct-42" {
 		t.Fatalf("account %+v", m)
 	}
 }

@@ -1,12 +1,12 @@
 package app
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -14,14 +14,19 @@ import (
 // DrainTimeout is how long in-flight requests may finish after a stop.
 const DrainTimeout = 10 * time.Second
 
+// callbackPort is the Codex sign-in callback's port, which the relay must leave free.
+const callbackPort = 1455
+
 // CheckListen refuses a non-loopback address unless remote access is allowed and protected
-// by the local API key.
+// by the local API key, and the sign-in callback's port however it is written.
 func (a *App) CheckListen(addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
 		return fmt.Errorf("listen address %q is not valid: use host:port, e.g. %s", addr, DefaultListen)
 	}
-	if port == "1455" {
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("listen address %q is not valid: the port must be a number from 0 to 65535", addr)
+	} else if n == callbackPort {
 		return errors.New("port 1455 is the Codex sign-in callback: choose another port")
 	}
 	if isLoopback(host) {
@@ -56,38 +61,29 @@ func (a *App) Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve runs the proxy on addr until ctx is cancelled, then drains for up to DrainTimeout.
-func (a *App) Serve(ctx context.Context, addr string, allowRemote bool) error {
-	if err := a.CheckListen(addr, allowRemote); err != nil {
-		return err
-	}
-	ln, err := a.Listen(addr)
-	if err != nil {
-		return err
-	}
-	a.log.Info("codex relay listening", "addr", ln.Addr().String(), "accounts", len(a.Accounts()))
-	return a.Proxy.Serve(ctx, ln, DrainTimeout)
-}
-
-// SetLocalKey turns the local API key on (generating a new one, returned once) or off.
+// SetLocalKey turns the local API key on (storing a new one, returned once) or off. Every
+// running relay reads the change from the settings file: the new key from the keychain.
 func (a *App) SetLocalKey(on bool) (string, error) {
 	if !on {
 		if err := a.update(func(s *Settings) error { s.LocalAPIKey = false; return nil }); err != nil {
 			return "", err
 		}
-		a.Proxy.SetLocalAPIKey("")
 		return "", a.opt.Keychain.Delete(localKeyUser)
 	}
 	var b [24]byte
 	rand.Read(b[:])
 	key := "crk-" + base64.RawURLEncoding.EncodeToString(b[:])
-	if err := a.opt.Keychain.Set(localKeyUser, key); err != nil {
+	err := a.update(func(s *Settings) error {
+		if err := a.opt.Keychain.Set(localKeyUser, key); err != nil {
+			return err
+		}
+		s.LocalAPIKey = true
+		s.LocalKeyRev++
+		return nil
+	})
+	if err != nil {
 		return "", err
 	}
-	if err := a.update(func(s *Settings) error { s.LocalAPIKey = true; return nil }); err != nil {
-		return "", err
-	}
-	a.Proxy.SetLocalAPIKey(key)
 	return key, nil
 }
 

@@ -2,21 +2,28 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
-// Service runs the proxy's listener for the tray: start, pause and resume, and restart on a
-// new address. Its methods are safe for concurrent use; they return once the change is done
-// (a stop waits for in-flight requests to drain, up to DrainTimeout).
+// Service runs the proxy's listener for the tray app and `serve`: start, pause and resume,
+// and a move to a new address when the listen setting changes (from any process). Its methods
+// are safe for concurrent use; they return once the change is done (a stop waits for
+// in-flight requests to drain, up to DrainTimeout).
 type Service struct {
-	a *App
+	a           *App
+	pinned      string // an address fixed for this process (serve --listen); "" follows the settings
+	allowRemote bool
 
 	mu     sync.Mutex
+	active bool // between Start and Stop
 	cancel context.CancelFunc
 	done   chan struct{}
 	status ServiceStatus
 	// OnChange, when set, is called (outside the lock) after every status change.
 	OnChange func(ServiceStatus)
+	// Instance, when set, is told where the relay serves.
+	Instance *Instance
 }
 
 // ServiceStatus is what the tray shows about the listener.
@@ -25,10 +32,45 @@ type ServiceStatus struct {
 	Running bool
 	Paused  bool  // stopped by the user
 	Err     error // why it is not running, when it should be
+	// Warning says why the relay does not listen where the settings say (the address is
+	// pinned, or the new port could not be opened); "" when it does.
+	Warning string
 }
 
-// NewService returns a stopped service for a.
-func (a *App) NewService() *Service { return &Service{a: a} }
+// NewService returns a stopped service for the tray app: it listens where the settings (or
+// CODEXRELAY_LISTEN) say, and follows the listen setting while it runs.
+func (a *App) NewService() *Service { return a.newService("", false) }
+
+// NewServeService returns a stopped service for `serve`: listen, when not empty, fixes the
+// address for this process; allowRemote lets a non-loopback address be used with the local key.
+func (a *App) NewServeService(listen string, allowRemote bool) *Service {
+	return a.newService(listen, allowRemote)
+}
+
+func (a *App) newService(pinned string, allowRemote bool) *Service {
+	s := &Service{a: a, pinned: pinned, allowRemote: allowRemote}
+	a.OnListenChange(s.follow)
+	return s
+}
+
+// addr is where the service should listen now.
+func (s *Service) addr() string {
+	if s.pinned != "" {
+		return s.pinned
+	}
+	return s.a.ListenAddr()
+}
+
+// pinnedBy names what fixes the address, or "".
+func (s *Service) pinnedBy() string {
+	switch {
+	case s.pinned != "":
+		return "--listen " + s.pinned
+	case s.a.ListenPinned() != "":
+		return "CODEXRELAY_LISTEN=" + s.a.ListenPinned()
+	}
+	return ""
+}
 
 // Status returns the current status.
 func (s *Service) Status() ServiceStatus {
@@ -41,7 +83,8 @@ func (s *Service) Status() ServiceStatus {
 // taken is reported at once in the returned error and in the status.
 func (s *Service) Start() error {
 	s.mu.Lock()
-	err := s.startLocked(s.a.ListenAddr())
+	s.active = true
+	err := s.startLocked(s.addr())
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
@@ -52,8 +95,8 @@ func (s *Service) startLocked(addr string) error {
 	if s.cancel != nil {
 		return nil
 	}
-	s.status = ServiceStatus{Addr: addr}
-	if err := s.a.CheckListen(addr, false); err != nil {
+	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning}
+	if err := s.a.CheckListen(addr, s.allowRemote); err != nil {
 		s.status.Err = err
 		return err
 	}
@@ -62,6 +105,7 @@ func (s *Service) startLocked(addr string) error {
 		s.status.Err = err
 		return err
 	}
+	s.a.Proxy.SetAllowRemote(s.allowRemote)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.cancel, s.done = cancel, done
@@ -104,10 +148,19 @@ func (s *Service) stopLocked() {
 // Stop stops serving (for Quit).
 func (s *Service) Stop() {
 	s.mu.Lock()
+	s.active = false
 	s.stopLocked()
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
+}
+
+// Done returns a channel closed when the listener stops by itself (an error), or nil when
+// nothing serves.
+func (s *Service) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 // Pause stops serving until Resume; clients get connection refused meanwhile.
@@ -124,48 +177,104 @@ func (s *Service) Pause() {
 func (s *Service) Resume() error {
 	s.mu.Lock()
 	s.status.Paused = false
-	err := s.startLocked(s.a.ListenAddr())
+	err := s.startLocked(s.addr())
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
 	return err
 }
 
-// SetListen validates and saves a new listen address, then restarts the proxy on it (unless
-// paused). If the new address cannot be opened, the old one is kept and serves on.
+// SetListen validates and saves a new listen address, then moves the proxy to it (unless
+// paused). If the new address cannot be opened, nothing is saved and the old one serves on.
 func (s *Service) SetListen(addr string) error {
 	if err := s.a.CheckListen(addr, false); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	defer func() {
-		st := s.status
-		s.mu.Unlock()
-		s.changed(st)
-	}()
-	old := s.status.Addr
-	wasRunning := s.cancel != nil
-	if wasRunning && addr == old {
-		return s.a.update(func(st *Settings) error { st.Listen = addr; return nil })
+	if s.cancel == nil || addr != s.status.Addr {
+		// Check the new port before giving up the old one.
+		ln, err := s.a.Listen(addr)
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		ln.Close()
 	}
-	// Check the new port before giving up the old one.
-	ln, err := s.a.Listen(addr)
-	if err != nil {
-		return err
-	}
-	ln.Close()
+	s.active = true // the user asks it to listen there
+	s.mu.Unlock()
+	// The reload that follows the write moves the listener (follow); the second call only
+	// matters when the setting was already addr.
 	if err := s.a.update(func(st *Settings) error { st.Listen = addr; return nil }); err != nil {
 		return err
 	}
-	if s.status.Paused {
-		s.status.Addr = addr
-		return nil
+	s.follow()
+	st := s.Status()
+	if st.Err != nil {
+		return st.Err
 	}
-	s.stopLocked()
-	return s.startLocked(addr)
+	if st.Warning != "" {
+		return fmt.Errorf("saved, but %s", st.Warning)
+	}
+	return nil
+}
+
+// follow moves the listener to the address the settings name now, if it is not pinned and
+// the relay is not paused. A new port that cannot be opened leaves the old one serving, with
+// a warning. It runs on the goroutine that reloaded the settings and never waits for a drain.
+func (s *Service) follow() {
+	s.mu.Lock()
+	want, pin := s.a.Settings().Listen, s.pinnedBy()
+	if want == "" {
+		want = DefaultListen
+	}
+	prev := s.status
+	s.status.Warning = ""
+	switch {
+	case !s.active:
+	case pin != "":
+		if want != s.addr() {
+			s.status.Warning = fmt.Sprintf("the settings say listen on %s, but this relay's address is fixed by %s: restart it without that to move", want, pin)
+		}
+	case s.status.Paused:
+		s.status.Addr = want
+	case s.cancel != nil && want == s.status.Addr:
+	case s.cancel != nil:
+		ln, err := s.a.Listen(want)
+		if err == nil {
+			err = s.a.CheckListen(want, s.allowRemote)
+			ln.Close()
+		}
+		if err != nil {
+			s.status.Warning = fmt.Sprintf("the relay stays on %s: it cannot move to %s (%v)", s.status.Addr, want, err)
+			break
+		}
+		// The new listener opens before the old one closes; the old one drains in the
+		// background, so that a reload never waits for long streams to end.
+		cancel, done := s.cancel, s.done
+		s.cancel, s.done = nil, nil
+		s.startLocked(want)
+		go func() { cancel(); <-done }()
+	default: // not running because of an earlier error: try the new address
+		s.startLocked(want)
+	}
+	st := s.status
+	s.mu.Unlock()
+	if st.Addr != prev.Addr || st.Running != prev.Running || st.Warning != prev.Warning || fmt.Sprint(st.Err) != fmt.Sprint(prev.Err) {
+		if st.Warning != "" {
+			s.a.log.Warn(st.Warning)
+		}
+		s.changed(st)
+	}
 }
 
 func (s *Service) changed(st ServiceStatus) {
+	if s.Instance != nil {
+		listen := ""
+		if st.Running {
+			listen = st.Addr
+		}
+		s.Instance.Serving(listen, st.Paused)
+	}
 	if s.OnChange != nil {
 		s.OnChange(st)
 	}

@@ -222,7 +222,7 @@ func (a *accountsWindow) setEnabled(name string, on bool) {
 }
 
 func (a *accountsWindow) move(name string, to int) {
-	if err := a.u.relay.MoveAccount(name, to); err != nil {
+	if _, err := a.u.relay.MoveAccount(name, to); err != nil {
 		a.fail(err)
 		return
 	}
@@ -348,14 +348,21 @@ func (a *accountsWindow) signInChatGPT() {
 func (a *accountsWindow) importCodex() {
 	a.importCodexBtn.Disable()
 	a.u.async(func() {
-		meta, err := a.u.relay.ImportCodex("")
+		meta, outcome, err := a.u.relay.ImportCodex("")
 		fyne.Do(func() {
 			a.importCodexBtn.Enable()
 			if err != nil {
 				a.fail(fmt.Errorf("could not import the Codex login: %w", err))
 				return
 			}
-			dialog.ShowInformation("Imported", fmt.Sprintf("Added %q from the Codex CLI login.", meta.Name), a.win)
+			text := fmt.Sprintf("Added %q from the Codex CLI login.", meta.Name)
+			switch outcome {
+			case app.Unchanged:
+				text = fmt.Sprintf("The Codex CLI login is already account %q.", meta.Name)
+			case app.Renewed:
+				text = fmt.Sprintf("Account %q now has the Codex CLI login's new sign-in.", meta.Name)
+			}
+			dialog.ShowInformation("Imported", text, a.win)
 			a.reload()
 		})
 	})

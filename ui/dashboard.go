@@ -33,6 +33,8 @@ type DashboardOptions struct {
 	CopyText func(string)
 	// Now is the clock for countdowns (default time.Now).
 	Now func() time.Time
+	// PruneSecrets removes keychain entries that no account names; nil hides its button.
+	PruneSecrets func()
 }
 
 // Dashboard shows what the proxy is doing: the catalog, the serialization cache, request
@@ -46,6 +48,9 @@ type Dashboard struct {
 	stateDot  *canvas.Circle
 	stateText *widget.Label
 	status    *widget.Label
+	notice    *widget.Label
+	orphans   *widget.Label
+	orphanRow *fyne.Container
 
 	catAge, catModels, catTTL, catSWR, catStaleMax  *stat
 	refBackground, refBlocking, refShared, refTotal *stat
@@ -120,6 +125,17 @@ func (d *Dashboard) build() {
 		container.NewCenter(icon),
 		container.NewCenter(container.NewHBox(buttons...)),
 		container.NewVBox(title, statusLine))
+	d.notice = errorLabel()
+	d.orphans = widget.NewLabel("")
+	d.orphans.Importance = widget.WarningImportance
+	d.orphans.Wrapping = fyne.TextWrapWord
+	orphanButtons := []fyne.CanvasObject{}
+	if d.opt.PruneSecrets != nil {
+		orphanButtons = append(orphanButtons, widget.NewButtonWithIcon("Remove them", theme.DeleteIcon(), d.opt.PruneSecrets))
+	}
+	d.orphanRow = container.NewBorder(nil, nil, nil, container.NewHBox(orphanButtons...), d.orphans)
+	d.orphanRow.Hide()
+	header = container.NewVBox(header, d.notice, d.orphanRow)
 
 	// Figures, in four panels.
 	d.catAge, d.catModels, d.catTTL = newStat("Age"), newStat("Models"), newStat("TTL")
@@ -211,6 +227,17 @@ func (d *Dashboard) show(v view) {
 	}
 	d.stateText.SetText(word)
 	d.status.SetText("·  " + line)
+	setMessage(d.notice, v.notice, widget.WarningImportance)
+	if n := len(v.orphans); n > 0 {
+		what := strconv.Itoa(n) + " keychain entries of Codex Relay belong"
+		if n == 1 {
+			what = "1 keychain entry of Codex Relay belongs"
+		}
+		d.orphans.SetText(what + " to no account (left by an interrupted add or an older version).")
+		d.orphanRow.Show()
+	} else if d.orphanRow.Visible() {
+		d.orphanRow.Hide()
+	}
 
 	c := snap.Catalog
 	d.catAge.set(age(c.AgeMs))

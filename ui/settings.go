@@ -43,6 +43,9 @@ type settingsWindow struct {
 
 	startAtLogin *widget.Check
 	loginMsg     *widget.Label
+
+	// loaded is the settings generation the fields show.
+	loaded uint64
 }
 
 func newSettingsWindow(u *UI) *settingsWindow {
@@ -131,9 +134,16 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 func (s *settingsWindow) load() {
 	s.detach()
 	st := s.u.relay.Settings()
+	s.loaded = st.Generation
 	c := s.u.relay.Proxy.Stats().Catalog
+	focused := s.win.Canvas().Focused()
+	setText := func(e *widget.Entry, text string) {
+		if focused != e { // never under the user's fingers
+			e.SetText(text)
+		}
+	}
 	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil {
-		s.port.SetText(port)
+		setText(s.port, port)
 	}
 	strategy := st.Strategy
 	if strategy == "" {
@@ -141,8 +151,8 @@ func (s *settingsWindow) load() {
 	}
 	s.strategy.SetSelected(strategy)
 	s.swr.SetChecked(c.SWREnabled)
-	s.staleMax.SetText(strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
-	s.ttl.SetText(strconv.FormatInt(c.TTLMs/60000, 10))
+	setText(s.staleMax, strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
+	setText(s.ttl, strconv.FormatInt(c.TTLMs/60000, 10))
 	s.localKey.SetChecked(st.LocalAPIKey)
 	s.startAtLogin.SetChecked(st.StartAtLogin)
 	s.attach()
@@ -166,8 +176,12 @@ func (s *settingsWindow) attach() {
 	s.startAtLogin.OnChanged = s.applyStartAtLogin
 }
 
-// sync follows changes made elsewhere (the tray's stale-while-revalidate item) each tick.
+// sync follows changes made elsewhere (the tray, the CLI, another process) each tick.
 func (s *settingsWindow) sync(v view) {
+	if v.snap.SettingsGeneration != s.loaded {
+		s.load()
+		return
+	}
 	if on := v.snap.Catalog.SWREnabled; s.swr.Checked != on {
 		setCheck(s.swr, on)
 	}

@@ -38,4 +38,9 @@ type view struct {
 	snap   proxy.Snapshot
 	traces []proxy.Trace
 	svc    app.ServiceStatus
+	// notice is a problem with the settings the user should know about: the file cannot be
+	// followed, or the relay cannot listen where it says ("" when none).
+	notice string
+	// orphans are keychain entries of Codex Relay that no account names.
+	orphans []string
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -35,7 +36,10 @@ type UI struct {
 
 	last     view
 	quitting bool
-	tray     *Tray
+	// orphans are the keychain entries no account names, read at start and after a prune.
+	orphansMu sync.Mutex
+	orphans   []string
+	tray      *Tray
 
 	dash     *Dashboard
 	dashWin  fyne.Window
@@ -59,14 +63,25 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		OpenSettings: u.showSettings,
 		CopyText:     u.copyText,
 		Now:          func() time.Time { return u.now() },
+		PruneSecrets: u.pruneSecrets,
 	})
 	return u
 }
 
 // Run starts the proxy, the tray (or, without a tray host, the dashboard window) and the
 // poller, and blocks in the Fyne event loop. Quitting stops the proxy and lets in-flight
-// requests drain first.
-func Run(fa fyne.App, relay *app.App, log *slog.Logger) { New(fa, relay, log).Run() }
+// requests drain first. inst is this process's claim to be the running Codex Relay: a second
+// launch brings the dashboard to the front through it.
+func Run(fa fyne.App, relay *app.App, log *slog.Logger, inst *app.Instance) {
+	u := New(fa, relay, log)
+	u.svc.Instance = inst
+	if inst != nil {
+		if err := inst.OnShow(func() { fyne.Do(u.ShowDashboard) }); err != nil {
+			log.Warn("a second launch cannot reach this one", "error", err)
+		}
+	}
+	u.Run()
+}
 
 // Run starts the proxy, the tray and the poller for a UI built with New, and blocks in the
 // Fyne event loop until Quit.
@@ -79,6 +94,9 @@ func (u *UI) Run() {
 	u.refresh()
 	ctx, cancel := context.WithCancel(context.Background())
 	go u.poll(ctx)
+	// Follow the settings file: changes made by the CLI (or by hand) apply within a moment.
+	go u.relay.Watch(ctx)
+	u.async(u.checkOrphans)
 
 	if desk, ok := u.fa.(desktop.App); ok {
 		u.tray.desk = desk
@@ -132,7 +150,42 @@ func (u *UI) poll(ctx context.Context) {
 
 // fetch reads the proxy's state; it may run on any goroutine.
 func (u *UI) fetch() view {
-	return view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.svc.Status()}
+	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.svc.Status()}
+	if err := u.relay.ReloadError(); err != nil {
+		v.notice = "The settings file cannot be followed, so the last good settings stay in force: " + err.Error()
+	} else if v.svc.Warning != "" {
+		v.notice = "Listen address: " + v.svc.Warning
+	}
+	u.orphansMu.Lock()
+	v.orphans = u.orphans
+	u.orphansMu.Unlock()
+	return v
+}
+
+// checkOrphans reads which keychain entries belong to no account (off the UI thread).
+func (u *UI) checkOrphans() {
+	orphans, err := u.relay.OrphanSecrets()
+	if err != nil {
+		u.log.Debug("cannot list the keychain entries", "error", err)
+		return
+	}
+	u.orphansMu.Lock()
+	u.orphans = orphans
+	u.orphansMu.Unlock()
+	u.changed()
+}
+
+// pruneSecrets removes the keychain entries no account names.
+func (u *UI) pruneSecrets() {
+	u.async(func() {
+		_, err := u.relay.PruneSecrets()
+		fyne.Do(func() {
+			if err != nil {
+				u.showError(u.parent(), err)
+			}
+		})
+		u.checkOrphans()
+	})
 }
 
 // apply shows v everywhere (UI thread).
@@ -305,15 +358,18 @@ func (u *UI) configureCodex() {
 			return
 		}
 		u.async(func() {
-			backup, err := u.relay.WriteCodexConfig("")
+			res, err := u.relay.WriteCodexConfig("")
 			fyne.Do(func() {
 				if err != nil {
 					u.showError(w, err)
 					return
 				}
-				text := "Codex now sends its requests through Codex Relay."
-				if backup != "" {
-					text += "\n\nThe previous config was saved as:\n" + backup
+				text := "Codex now sends its requests through Codex Relay (" + res.Path + ")."
+				switch res.Change {
+				case app.Unchanged:
+					text = "Codex already sends its requests through Codex Relay; " + res.Path + " is unchanged."
+				case app.ConfigUpdated:
+					text += "\n\nThe previous config was saved as:\n" + res.Backup
 				}
 				dialog.ShowInformation("Codex configured", text, w)
 			})

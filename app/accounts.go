@@ -1,0 +1,349 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// Accounts returns the accounts' metadata in priority order.
+func (a *App) Accounts() []AccountMeta { return a.Settings().Accounts }
+
+var nameRE = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N} ._@+-]{0,63}$`)
+
+// ValidateName checks an account name: 1 to 64 letters, digits, spaces and . _ @ + -.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) || strings.TrimSpace(name) != name {
+		return fmt.Errorf("account name %q is not valid: use 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// ValidateBaseURL checks an upstream base URL (http or https, with a host, no credentials).
+func ValidateBaseURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("base URL %q is not valid: use http(s)://host[:port]/path, e.g. https://api.openai.com/v1", raw)
+	}
+	if u.User != nil {
+		return "", errors.New("base URL must not carry credentials: the key is read from stdin and kept in the keychain")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("base URL must not have a query or fragment")
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// NewAccount describes an account to add.
+type NewAccount struct {
+	Name    string
+	Kind    string // openai or chatgpt
+	BaseURL string
+	API     string // responses (default) or chat
+	Email   string
+}
+
+// AddAccount stores the secret in the keychain and the metadata in the settings, both under
+// the settings lock. If the settings cannot be saved, the keychain entry is removed again.
+func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
+	if err := ValidateName(na.Name); err != nil {
+		return AccountMeta{}, err
+	}
+	m := AccountMeta{ID: newID(), Name: na.Name, Kind: na.Kind, API: na.API, Email: na.Email, Added: a.opt.Now().UTC()}
+	switch proxy.Kind(na.Kind) {
+	case proxy.KindOpenAI:
+		if na.BaseURL == "" {
+			return m, errors.New("--base-url is required for openai accounts (e.g. https://api.openai.com/v1)")
+		}
+		if strings.TrimSpace(sec.APIKey) == "" {
+			return m, errors.New("the API key is empty: pipe it on stdin, e.g. `printenv OPENAI_API_KEY | codexrelay accounts add ...`")
+		}
+	case proxy.KindChatGPT:
+		if sec.AccessToken == "" {
+			return m, errors.New("a chatgpt account needs a sign-in")
+		}
+	default:
+		return m, fmt.Errorf("unknown account kind %q: use openai or chatgpt", na.Kind)
+	}
+	if na.BaseURL != "" {
+		u, err := ValidateBaseURL(na.BaseURL)
+		if err != nil {
+			return m, err
+		}
+		m.BaseURL = u
+	}
+	switch m.API {
+	case "":
+		m.API = string(proxy.APIResponses)
+	case string(proxy.APIResponses), string(proxy.APIChat):
+	default:
+		return m, fmt.Errorf("unknown --api %q: use responses or chat", m.API)
+	}
+	stored := false
+	err := a.update(func(s *Settings) error {
+		if slices.ContainsFunc(s.Accounts, func(o AccountMeta) bool { return o.Name == m.Name }) {
+			return ErrNameTaken(m.Name)
+		}
+		if err := a.opt.Keychain.Set(accountUser(m.ID), sec.encode()); err != nil {
+			return err
+		}
+		stored = true
+		s.Accounts = append(s.Accounts, m)
+		return nil
+	})
+	if err != nil {
+		if stored {
+			a.opt.Keychain.Delete(accountUser(m.ID))
+		}
+		return m, err
+	}
+	return m, nil
+}
+
+// addOrRenew adds a login as a new account named after name (made unique with -2, -3...),
+// or, when an account has the same ChatGPT account id (or the same API key), gives that
+// account the new login.
+func (a *App) addOrRenew(name string, na NewAccount, sec Secret) (AccountMeta, Outcome, error) {
+	for _, m := range a.Accounts() {
+		c := a.credsFor(m.ID)
+		if c == nil || m.Kind != na.Kind {
+			continue
+		}
+		held, err := c.secret()
+		if err != nil {
+			continue
+		}
+		switch {
+		case na.Kind == string(proxy.KindOpenAI) && held.APIKey == sec.APIKey,
+			na.Kind == string(proxy.KindChatGPT) && held.AccessToken == sec.AccessToken:
+			return m, Unchanged, nil
+		case na.Kind == string(proxy.KindChatGPT) && sec.AccountID != "" && held.AccountID == sec.AccountID:
+			m, err := a.replaceSecret(m.ID, sec)
+			return m, Renewed, err
+		}
+	}
+	var m AccountMeta
+	var err error
+	for i := 1; i < 100; i++ {
+		na.Name = name
+		if i > 1 {
+			na.Name = fmt.Sprintf("%s-%d", name, i)
+		}
+		m, err = a.AddAccount(na, sec)
+		var taken ErrNameTaken
+		if !errors.As(err, &taken) {
+			break
+		}
+	}
+	return m, Added, err
+}
+
+// replaceSecret stores a new secret for the account with this ID (a new sign-in or key) and
+// bumps its SecretRev, so that every running relay reads it again and clears the account's
+// cooldown and needs-login mark. It holds the token lock too, so that no refresh in another
+// process writes an older sign-in over it.
+func (a *App) replaceSecret(id string, sec Secret) (AccountMeta, error) {
+	var out AccountMeta
+	err := a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.ID == id })
+		if i < 0 {
+			return errors.New("the account was removed meanwhile")
+		}
+		unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, tokensLockName), lockWait)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := a.opt.Keychain.Set(accountUser(id), sec.encode()); err != nil {
+			return err
+		}
+		s.Accounts[i].SecretRev++
+		out = s.Accounts[i]
+		return nil
+	})
+	return out, err
+}
+
+// SetAPIKey replaces the key of an API-key account (after the upstream rejected the old one).
+func (a *App) SetAPIKey(name, key string) error {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return errors.New("the API key is empty")
+	}
+	if strings.ContainsAny(key, " \t\r\n") {
+		return errors.New("the API key contains whitespace: paste the key alone")
+	}
+	for _, m := range a.Accounts() {
+		if m.Name != name {
+			continue
+		}
+		if m.Kind != string(proxy.KindOpenAI) {
+			return fmt.Errorf("account %q is a ChatGPT sign-in: sign in again instead (`codexrelay accounts add --kind chatgpt`)", name)
+		}
+		_, err := a.replaceSecret(m.ID, Secret{APIKey: key})
+		return err
+	}
+	return ErrNoAccount(name)
+}
+
+func (a *App) findAccount(name string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.IndexFunc(a.settings.Accounts, func(m AccountMeta) bool { return m.Name == name })
+}
+
+// ErrNoAccount names an account that does not exist.
+type ErrNoAccount string
+
+func (e ErrNoAccount) Error() string {
+	return fmt.Sprintf("no account named %q (see `codexrelay accounts list`)", string(e))
+}
+
+// ErrNameTaken names an account name that is in use already.
+type ErrNameTaken string
+
+func (e ErrNameTaken) Error() string {
+	return fmt.Sprintf("an account named %q exists already", string(e))
+}
+
+// RemoveAccount removes the account from the settings, then its keychain entry.
+func (a *App) RemoveAccount(name string) error {
+	var removed AccountMeta
+	err := a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
+		if i < 0 {
+			return ErrNoAccount(name)
+		}
+		removed = s.Accounts[i]
+		s.Accounts = slices.Delete(s.Accounts, i, i+1)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.opt.Keychain.Delete(accountUser(removed.ID)); err != nil {
+		return fmt.Errorf("account %q removed, but its keychain entry (service %s, user %s) could not be deleted (`codexrelay accounts prune` retries): %w",
+			name, a.opt.Keychain.service(), accountUser(removed.ID), err)
+	}
+	return nil
+}
+
+// RenameAccount gives an account a new, unique name (its secret stays under its ID).
+func (a *App) RenameAccount(old, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	return a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == old })
+		if i < 0 {
+			return ErrNoAccount(old)
+		}
+		if old != name && slices.ContainsFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name }) {
+			return ErrNameTaken(name)
+		}
+		s.Accounts[i].Name = name
+		return nil
+	})
+}
+
+// SetAccountEnabled enables or disables an account.
+func (a *App) SetAccountEnabled(name string, enabled bool) error {
+	return a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
+		if i < 0 {
+			return ErrNoAccount(name)
+		}
+		s.Accounts[i].Disabled = !enabled
+		return nil
+	})
+}
+
+// MoveAccount moves an account to position to (1-based) in the priority order and returns
+// how many accounts there are.
+func (a *App) MoveAccount(name string, to int) (int, error) {
+	n := 0
+	err := a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
+		if i < 0 {
+			return ErrNoAccount(name)
+		}
+		n = len(s.Accounts)
+		if to < 1 || to > n {
+			return fmt.Errorf("position %d is out of range: use 1 to %d", to, n)
+		}
+		m := s.Accounts[i]
+		s.Accounts = slices.Delete(s.Accounts, i, i+1)
+		s.Accounts = slices.Insert(s.Accounts, to-1, m)
+		return nil
+	})
+	return n, err
+}
+
+// OrphanSecrets lists the keychain entries of Codex Relay's service that no account (nor the
+// local key) names: left behind by a crash between the keychain and the settings file, or by
+// an older version. PruneSecrets removes them.
+func (a *App) OrphanSecrets() ([]string, error) {
+	return a.orphans(false)
+}
+
+// PruneSecrets removes the keychain entries OrphanSecrets lists and returns them.
+func (a *App) PruneSecrets() ([]string, error) {
+	return a.orphans(true)
+}
+
+func (a *App) orphans(remove bool) ([]string, error) {
+	var out []string
+	// Under the settings lock no other process is between writing an entry and naming it.
+	unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, settingsLockName), lockWait)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s, err := readSettings(a.SettingsPath())
+	if err != nil {
+		return nil, err
+	}
+	users, err := a.opt.Keychain.List()
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, m := range s.Accounts {
+		named[accountUser(m.ID)] = true
+	}
+	if s.LocalAPIKey {
+		named[localKeyUser] = true
+	}
+	for _, u := range users {
+		if named[u] {
+			continue
+		}
+		if remove {
+			if err := a.opt.Keychain.Delete(u); err != nil {
+				return out, err
+			}
+		}
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func accountUser(id string) string { return "account/" + id }
+
+const localKeyUser = "local-api-key"

@@ -1,0 +1,228 @@
+package app
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// One Codex Relay (the tray app or `serve`) runs per settings folder. It holds instance.lock
+// for as long as it runs and describes itself in instance.json: its mode, its process id,
+// where its relay listens and, for the tray app, a loopback control port that a second launch
+// uses to bring the dashboard to the front.
+const (
+	instanceLockName = "instance.lock"
+	instanceInfoName = "instance.json"
+	// claimPatience is how long a claim retries a held lock: a CLI command that looks for a
+	// running relay holds it for a moment, and must not make a starting relay believe that
+	// another one runs.
+	claimPatience = 250 * time.Millisecond
+)
+
+// InstanceInfo describes the running Codex Relay.
+type InstanceInfo struct {
+	PID     int       `json:"pid"`
+	Mode    string    `json:"mode"`             // "tray" or "serve"
+	Listen  string    `json:"listen,omitempty"` // where its relay serves; "" while it does not
+	Paused  bool      `json:"paused,omitempty"`
+	Control string    `json:"control,omitempty"` // loopback address of the tray's control port
+	Token   string    `json:"token,omitempty"`   // what the control port asks for (the file is 0600)
+	Started time.Time `json:"started"`
+}
+
+// String says what runs and where, for messages.
+func (i *InstanceInfo) String() string {
+	what := "the tray app"
+	if i.Mode == "serve" {
+		what = "`codexrelay serve`"
+	}
+	s := fmt.Sprintf("%s, pid %d", what, i.PID)
+	switch {
+	case i.Paused:
+		s += ", its relay paused"
+	case i.Listen != "":
+		s += ", relay on " + i.Listen
+	default:
+		s += ", its relay not serving"
+	}
+	return s
+}
+
+// Instance is this process's claim to be the running Codex Relay of a settings folder.
+type Instance struct {
+	dir  string
+	lock *flock.Flock
+
+	mu   sync.Mutex
+	info InstanceInfo
+	ln   net.Listener
+}
+
+// ClaimInstance makes this process the running Codex Relay of dir in mode "tray" or "serve".
+// When another one runs, it returns that one's description and no Instance, having written
+// nothing.
+func ClaimInstance(dir, mode string) (*Instance, *InstanceInfo, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("cannot create the settings folder: %w", err)
+	}
+	l := flock.New(filepath.Join(dir, instanceLockName), flock.SetPermissions(0o600))
+	deadline := time.Now().Add(claimPatience)
+	for {
+		ok, err := l.TryLock()
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot lock %s: %w", l.Path(), err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			other := readInstanceInfo(dir)
+			if other == nil {
+				other = &InstanceInfo{Mode: "unknown"}
+			}
+			return nil, other, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	in := &Instance{dir: dir, lock: l, info: InstanceInfo{PID: os.Getpid(), Mode: mode, Started: time.Now().UTC()}}
+	if err := in.write(); err != nil {
+		l.Unlock()
+		return nil, nil, err
+	}
+	return in, nil, nil
+}
+
+// RunningInstance describes the Codex Relay running for dir, or returns nil when none runs.
+func RunningInstance(dir string) *InstanceInfo {
+	path := filepath.Join(dir, instanceLockName)
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	l := flock.New(path)
+	ok, err := l.TryRLock()
+	if err != nil {
+		return nil
+	}
+	if ok {
+		l.Unlock()
+		return nil
+	}
+	// Held: its description may lag its start by a moment.
+	for range 50 {
+		if info := readInstanceInfo(dir); info != nil {
+			return info
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return &InstanceInfo{Mode: "unknown"}
+}
+
+func readInstanceInfo(dir string) *InstanceInfo {
+	b, err := os.ReadFile(filepath.Join(dir, instanceInfoName))
+	if err != nil {
+		return nil
+	}
+	var info InstanceInfo
+	if json.Unmarshal(b, &info) != nil || info.PID == 0 {
+		return nil
+	}
+	return &info
+}
+
+// Serving records where this instance's relay listens ("" when it does not) and whether the
+// user paused it.
+func (in *Instance) Serving(listen string, paused bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.info.Listen == listen && in.info.Paused == paused {
+		return
+	}
+	in.info.Listen, in.info.Paused = listen, paused
+	in.write()
+}
+
+func (in *Instance) write() error {
+	b, _ := json.MarshalIndent(in.info, "", "  ")
+	return writeAtomic(filepath.Join(in.dir, instanceInfoName), append(b, '\n'), 0o600)
+}
+
+// OnShow opens the control port: a second launch of the tray app calls show (from the
+// control port's goroutine) instead of starting.
+func (in *Instance) OnShow(show func()) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.ln = ln
+	in.info.Control, in.info.Token = ln.Addr().String(), newID()+newID()
+	token := in.info.Token
+	err = in.write()
+	in.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				got, ok := strings.CutPrefix(strings.TrimSpace(line), "show ")
+				if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+					c.Write([]byte("refused\n"))
+					return
+				}
+				show()
+				c.Write([]byte("ok\n"))
+			}()
+		}
+	}()
+	return err
+}
+
+// Release ends the claim (at exit).
+func (in *Instance) Release() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.ln != nil {
+		in.ln.Close()
+	}
+	os.Remove(filepath.Join(in.dir, instanceInfoName))
+	in.lock.Unlock()
+}
+
+// Show asks the running tray app to bring its dashboard to the front.
+func (i *InstanceInfo) Show() error {
+	if i.Control == "" {
+		return errors.New("it has no control port")
+	}
+	c, err := net.DialTimeout("tcp", i.Control, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := fmt.Fprintf(c, "show %s\n", i.Token); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "ok" {
+		return errors.New("it refused")
+	}
+	return nil
+}
