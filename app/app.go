@@ -200,7 +200,8 @@ func (a *App) update(change func(*Settings) error) error {
 // (added, removed, renamed, enabled, disabled, moved, a replaced secret), the local key, the
 // strategy, the aliases and the catalog settings; the listen address is handed to whoever
 // serves (OnListenChange). A file that cannot be read is reported (ReloadError) and the last
-// good settings stay in force. In-flight requests are not disturbed.
+// good settings stay in force. In-flight requests are not disturbed. The hooks run before the
+// proxy reports the new generation, and never wait for a drain.
 func (a *App) Reload() {
 	a.applyMu.Lock()
 	next, err := readSettings(a.SettingsPath())
@@ -215,9 +216,8 @@ func (a *App) Reload() {
 		}
 		return
 	}
-	listenMoved := a.apply(next)
-	a.applyMu.Unlock()
-	if listenMoved {
+	defer a.applyMu.Unlock()
+	if a.apply(next) {
 		a.mu.Lock()
 		hooks := slices.Clone(a.onListen)
 		a.mu.Unlock()
@@ -225,6 +225,8 @@ func (a *App) Reload() {
 			f()
 		}
 	}
+	// Last: a program waiting for this generation on /health finds everything applied.
+	a.Proxy.SetSettingsGeneration(next.Generation)
 }
 
 // apply makes next the settings in force (applyMu held) and reports whether the listen
@@ -258,7 +260,6 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 	if !slices.Equal(prev.Accounts, next.Accounts) {
 		a.setAccounts(next.Accounts)
 	}
-	a.Proxy.SetSettingsGeneration(next.Generation)
 	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
 		a.log.Debug("settings applied", "generation", next.Generation)
 	}

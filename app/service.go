@@ -106,6 +106,7 @@ func (s *Service) startLocked(addr string) error {
 		return err
 	}
 	s.a.Proxy.SetAllowRemote(s.allowRemote)
+	s.a.Proxy.SetListenAddr(ln.Addr().String()) // now, not when the goroutine gets to it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.cancel, s.done = cancel, done
