@@ -96,6 +96,7 @@ func Open(opt Options) (*App, error) {
 		Transport: opt.Transport,
 		Logger:    opt.Logger,
 		Catalog:   catOpt,
+		Timeouts:  s.Timeouts.proxy(),
 	})
 	if err := a.Proxy.SetAliases(s.Aliases); err != nil {
 		return nil, fmt.Errorf("settings: %w (fix it with `codexrelay aliases`)", err)
@@ -241,6 +242,9 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 
 	if !sameCatalog(prev.Catalog, next.Catalog) {
 		a.applyCatalog(prev.Catalog, next)
+	}
+	if next.Timeouts != prev.Timeouts {
+		a.Proxy.SetTimeouts(next.Timeouts.proxy())
 	}
 	if next.Strategy != prev.Strategy {
 		if err := validStrategy(next.Strategy); err != nil {

@@ -60,7 +60,8 @@ Usage:
   codexrelay local-key on|off|show    require a local API key from clients
   codexrelay settings [set KEY VALUE] show or change a setting: listen, strategy
                                       (priority|round-robin), stale-while-revalidate (true|false),
-                                      stale-max-age-ms, ttl-ms
+                                      stale-max-age-ms, ttl-ms, header-timeout-ms,
+                                      first-event-timeout-ms, stream-idle-timeout-ms
   codexrelay aliases [set NAME MODEL [MODEL...] | remove NAME]
                                       model aliases; the targets are tried in order
   codexrelay bench serialization [--samples 500 --items 10000 --attempts 3] [--json]
@@ -539,7 +540,11 @@ func (c *CLI) printAccounts(a *App, asJSON bool) error {
 // liveStats asks a Codex Relay running on the configured address for its account states;
 // without one, it reads the ChatGPT quotas itself.
 func (a *App) liveStats() ([]proxy.AccountStats, bool) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+a.ListenAddr()+"/relay/stats", nil)
+	addr := a.ListenAddr()
+	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
+		addr = info.Listen
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)
 	if key, _ := a.LocalKey(); key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -814,6 +819,10 @@ func (c *CLI) settingsCmd(args []string) error {
 		fmt.Fprintf(tw, "stale-max-age-ms\t%d\n", cat.StaleMaxAgeMs)
 		fmt.Fprintf(tw, "ttl-ms\t%d\n", cat.TTLMs)
 		fmt.Fprintf(tw, "local-api-key\t%v\n", s.LocalAPIKey)
+		tmo := a.Proxy.Timeouts()
+		fmt.Fprintf(tw, "header-timeout-ms\t%d\n", tmo.Header.Milliseconds())
+		fmt.Fprintf(tw, "first-event-timeout-ms\t%d\n", tmo.FirstEvent.Milliseconds())
+		fmt.Fprintf(tw, "stream-idle-timeout-ms\t%d\n", tmo.StreamIdle.Milliseconds())
 		return tw.Flush()
 	}
 	if len(args) != 3 || args[0] != "set" {
@@ -850,8 +859,14 @@ func (c *CLI) settingsCmd(args []string) error {
 			return derr
 		}
 		err = a.SetCatalogTiming(0, d)
+	case "header-timeout-ms", "first-event-timeout-ms", "stream-idle-timeout-ms":
+		n, perr := strconv.ParseInt(val, 10, 64)
+		if perr != nil || n < 0 {
+			return fmt.Errorf("%s must be a number of milliseconds (0 restores the default)", key)
+		}
+		err = a.SetTimeout(strings.TrimSuffix(key, "-timeout-ms"), time.Duration(n)*time.Millisecond)
 	default:
-		return usageError(fmt.Sprintf("unknown setting %q: use listen, strategy, stale-while-revalidate, stale-max-age-ms or ttl-ms", key))
+		return usageError(fmt.Sprintf("unknown setting %q: use listen, strategy, stale-while-revalidate, stale-max-age-ms, ttl-ms, header-timeout-ms, first-event-timeout-ms or stream-idle-timeout-ms", key))
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/zalando/go-keyring"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // KeychainService is the service name of every secret Codex Relay stores.
@@ -61,6 +63,10 @@ func (e *KeychainError) Error() string {
 }
 
 func (e *KeychainError) Unwrap() error { return e.Err }
+
+// Is makes a keychain failure a proxy.ErrSecretStoreUnavailable: a request no account could
+// take for it gets 503 keychain_unavailable with this advice, not a retryable upstream error.
+func (e *KeychainError) Is(target error) bool { return target == proxy.ErrSecretStoreUnavailable }
 
 // keychainError turns go-keyring's low-level errors into one that says what to install or unlock.
 func keychainError(err error) error {

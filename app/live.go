@@ -42,6 +42,30 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 	})
 }
 
+// SetTimeout sets one of the upstream timeouts ("header", "first-event", "stream-idle");
+// zero restores its default.
+func (a *App) SetTimeout(which string, d time.Duration) error {
+	if d < 0 {
+		return errors.New("a timeout must not be negative")
+	}
+	if d > 0 && d < time.Second {
+		return errors.New("a timeout under one second would cut healthy upstreams: give at least 1000 ms")
+	}
+	return a.update(func(s *Settings) error {
+		switch which {
+		case "header":
+			s.Timeouts.HeaderMs = d.Milliseconds()
+		case "first-event":
+			s.Timeouts.FirstEventMs = d.Milliseconds()
+		case "stream-idle":
+			s.Timeouts.StreamIdleMs = d.Milliseconds()
+		default:
+			return fmt.Errorf("unknown timeout %q: use header, first-event or stream-idle", which)
+		}
+		return nil
+	})
+}
+
 // SetStrategy sets the routing strategy: priority or round-robin.
 func (a *App) SetStrategy(strategy string) error {
 	if err := validStrategy(strategy); err != nil {

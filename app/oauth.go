@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -84,10 +85,16 @@ func (a *App) SignInChatGPT(ctx context.Context, name string, openURL func(strin
 	mux := http.NewServeMux()
 	mux.HandleFunc("/auth/callback", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+			// Not the answer to this sign-in (a stale tab, or a web page poking the port):
+			// ignore it and keep waiting for the real one.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, "<h1>Codex Relay</h1><p>This is not the answer to the sign-in in progress, so it was ignored.</p>")
+			return
+		}
 		var res result
 		switch {
-		case q.Get("state") != state:
-			res.err = errors.New("the sign-in answer does not match this sign-in (state mismatch); try again")
 		case q.Get("error") != "":
 			res.err = fmt.Errorf("the sign-in was refused: %s %s", q.Get("error"), q.Get("error_description"))
 		case q.Get("code") == "":

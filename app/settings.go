@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // DefaultListen is the proxy's default loopback address. (Port 1455 is the Codex sign-in
@@ -33,6 +35,7 @@ type Settings struct {
 	// LocalKeyRev changes each time a new local key is stored, so that a running relay reads it.
 	LocalKeyRev  int                 `json:"local_api_key_rev,omitempty"`
 	Catalog      CatalogSettings     `json:"catalog"`
+	Timeouts     TimeoutSettings     `json:"timeouts,omitzero"`
 	Aliases      map[string][]string `json:"aliases,omitempty"`
 	StartAtLogin bool                `json:"start_at_login,omitempty"`
 	Accounts     []AccountMeta       `json:"accounts"`
@@ -43,6 +46,22 @@ type CatalogSettings struct {
 	StaleWhileRevalidate *bool `json:"stale_while_revalidate,omitempty"`
 	StaleMaxAgeMs        int64 `json:"stale_max_age_ms,omitempty"`
 	TTLMs                int64 `json:"ttl_ms,omitempty"`
+}
+
+// TimeoutSettings bound the waits for an upstream, in milliseconds; zero means the default
+// (proxy.DefaultHeaderTimeout, DefaultFirstEventTimeout, DefaultStreamIdleTimeout).
+type TimeoutSettings struct {
+	HeaderMs     int64 `json:"header_ms,omitempty"`
+	FirstEventMs int64 `json:"first_event_ms,omitempty"`
+	StreamIdleMs int64 `json:"stream_idle_ms,omitempty"`
+}
+
+func (t TimeoutSettings) proxy() proxy.Timeouts {
+	return proxy.Timeouts{
+		Header:     time.Duration(t.HeaderMs) * time.Millisecond,
+		FirstEvent: time.Duration(t.FirstEventMs) * time.Millisecond,
+		StreamIdle: time.Duration(t.StreamIdleMs) * time.Millisecond,
+	}
 }
 
 // AccountMeta is an account's metadata; its secret is in the keychain under ID.

@@ -70,3 +70,9 @@ func (c Static) Credential(context.Context) (Credential, error) { return Credent
 
 // ErrNeedsLogin is returned (wrapped) by Credentials whose sign-in must be renewed by the user.
 var ErrNeedsLogin = errors.New("needs sign-in")
+
+// ErrSecretStoreUnavailable is matched (errors.Is) by Credentials errors that mean the place
+// secrets are kept (the system keychain) cannot be read: not the account's fault, and nothing
+// an upstream can fix. A request that no account could take for that reason gets 503
+// keychain_unavailable with the error's advice.
+var ErrSecretStoreUnavailable = errors.New("the secret store is unavailable")

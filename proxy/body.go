@@ -8,9 +8,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -18,11 +20,20 @@ import (
 // DefaultMaxBody is the default limit of a request body, after decompression.
 const DefaultMaxBody = 64 << 20
 
+// bodyLimits bound a request body: its decoded size, the longest stall between two reads
+// and the whole time it may take.
+type bodyLimits struct {
+	size        int64
+	idle, total time.Duration
+}
+
 // readBody reads the whole request body once: it checks the content type, undoes a gzip or
-// zstd Content-Encoding and enforces limit on both the wire bytes and the decoded bytes (so a
-// small compressed bomb cannot expand past it). feed, when not nil, sees the (decoded) body
-// received so far after each read, so that it can be validated while the rest arrives.
-func readBody(r *http.Request, limit int64, feed func([]byte) error) ([]byte, *apiError) {
+// zstd Content-Encoding and enforces the size limit on both the wire bytes and the decoded
+// bytes (so a small compressed bomb cannot expand past it). A body that stalls (no byte for
+// lim.idle) or trickles past lim.total is cut with 408. feed, when not nil, sees the (decoded)
+// body received so far after each read, so that it can be validated while the rest arrives.
+func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func([]byte) error) ([]byte, *apiError) {
+	limit := lim.size
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
@@ -33,6 +44,20 @@ func readBody(r *http.Request, limit int64, feed func([]byte) error) ([]byte, *a
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
+	// The read deadline moves with each read that brings bytes (set at most once a second: it
+	// is a timer update), never past the whole body's deadline.
+	rc := http.NewResponseController(w)
+	start := time.Now()
+	end := start.Add(lim.total)
+	var moved time.Time
+	extend := func(now time.Time) {
+		if now.Sub(moved) < time.Second {
+			return
+		}
+		moved = now
+		rc.SetReadDeadline(minTime(now.Add(lim.idle), end))
+	}
+	extend(start)
 	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
@@ -69,12 +94,16 @@ func readBody(r *http.Request, limit int64, feed func([]byte) error) ([]byte, *a
 			buf = buf[:cap(buf)]
 		}
 		m, err := src.Read(buf[n:])
+		if m > 0 {
+			extend(time.Now())
+		}
 		n += m
 		if int64(n) > limit {
 			putBodyBuffer(buf)
 			return nil, errTooLarge(limit)
 		}
 		if err == io.EOF {
+			rc.SetReadDeadline(time.Time{})
 			return buf[:n], nil
 		}
 		if feed != nil && m > 0 {
@@ -84,6 +113,13 @@ func readBody(r *http.Request, limit int64, feed func([]byte) error) ([]byte, *a
 		}
 		if err != nil {
 			putBodyBuffer(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// Close the connection after the answer: the server would otherwise wait
+				// for the rest of the body before answering.
+				w.Header().Set("Connection", "close")
+				return nil, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+					Message: fmt.Sprintf("the request body stalled: no byte for %s, or not all of it within %s", lim.idle, lim.total)}
+			}
 			return nil, bodyError(err, limit, enc)
 		}
 	}

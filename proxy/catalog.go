@@ -355,15 +355,16 @@ func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, er
 	}
 	resp, err := c.s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("listing models: %s", describeTransportError(err))
+		return nil, fmt.Errorf("listing models: %s", describeTransportError(err, cred.Token))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return nil, fmt.Errorf("listing models: %v", err)
+		return nil, fmt.Errorf("listing models: %s", describeTransportError(err, cred.Token))
 	}
 	if resp.StatusCode != http.StatusOK {
-		code, msg, _ := parseUpstreamError(body)
+		// The upstream's text: redacted before it is stored or logged.
+		code, msg, _ := parseUpstreamError(redact(body, cred.Token))
 		return nil, fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
 	}
 	return parseModelList(body)

@@ -1,9 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -21,6 +21,9 @@ const (
 	wireChatOverResponses             // Chat client, Responses account: translated both ways
 	wireResponsesOverChat             // Responses client, Chat account: translated both ways
 )
+
+// chatUpstream reports whether the account speaks Chat Completions.
+func (wr wire) chatUpstream() bool { return wr == wireChat || wr == wireResponsesOverChat }
 
 func (x *exchange) wireFor(m *member) wire {
 	chatAccount := m.Kind == KindOpenAI && m.API == APIChat
@@ -121,7 +124,7 @@ func (x *exchange) includeUsage() bool {
 }
 
 // relayChatFromResponses answers a Chat client from an upstream Responses stream.
-func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event, ferr error) {
+func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
 	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.start.Unix(), "chatcmpl-"+x.t.ID)
 	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
@@ -146,7 +149,8 @@ func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, 
 			return
 		}
 	}
-	ev, err := first, ferr
+	ev := first
+	var err error
 	done := false
 	for err == nil && !done {
 		var ok bool
@@ -163,7 +167,7 @@ func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, 
 		}
 	}
 	if !done {
-		x.chatBrokeOff(rc, "upstream stream ended before response.completed")
+		x.chatBrokeOff(rc, x.brokeOff(err, "response.completed"))
 		return
 	}
 	x.writeRaw([]byte("data: [DONE]\n\n"))
@@ -173,8 +177,9 @@ func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, 
 	}
 }
 
-// relayResponsesFromChat answers a Responses client from an upstream Chat chunk stream.
-func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader) {
+// relayResponsesFromChat answers a Responses client from an upstream Chat chunk stream whose
+// first chunk was read already.
+func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader, first sse.Event) {
 	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.start.Unix())
 	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
@@ -191,14 +196,15 @@ func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader) 
 		return
 	}
 	rc.Flush()
-	for {
-		ev, err := rd.Next()
+	ev := first
+	var err error
+	for ; ; ev, err = rd.Next() {
 		if err != nil {
 			if x.r.Context().Err() != nil {
 				x.clientGone()
 				return
 			}
-			why := "upstream stream ended before [DONE]"
+			why := x.brokeOff(err, "[DONE]")
 			x.t.Outcome, x.t.Error = outcomeInterrupted, why
 			emit(rs.Fail("server_error", why))
 			rc.Flush()
@@ -232,17 +238,29 @@ func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader) 
 	}
 }
 
-// relayChat passes an upstream Chat chunk stream through, chunk by chunk.
-func (x *exchange) relayChat(upHeader http.Header, rd *sse.Reader) {
+// relayChat passes an upstream Chat chunk stream through, chunk by chunk: the comments held
+// while waiting for the first chunk, the first chunk, and the rest as it comes.
+func (x *exchange) relayChat(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
 	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
-	for {
-		ev, err := rd.Next()
-		if err != nil {
-			x.chatBrokeOff(rc, "upstream stream ended before [DONE]")
+	for _, ev := range held {
+		if !x.writeRaw(ev.Raw) {
+			x.clientGone()
 			return
 		}
-		if !x.writeRaw(ev.Raw) {
+	}
+	ev := first
+	var err error
+	for ; ; ev, err = rd.Next() {
+		if err != nil {
+			x.chatBrokeOff(rc, x.brokeOff(err, "[DONE]"))
+			return
+		}
+		raw := ev.Raw
+		if isChatError(ev.Data) {
+			raw = redact(raw, x.cred.Token)
+		}
+		if !x.writeRaw(raw) {
 			x.clientGone()
 			return
 		}
@@ -258,13 +276,9 @@ func (x *exchange) relayChat(upHeader http.Header, rd *sse.Reader) {
 }
 
 // translatePlain answers a non-streamed request from a non-streamed answer of the other protocol.
-func (x *exchange) translatePlain(wr wire, resp *http.Response) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes))
-	if err != nil {
-		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "upstream answer broke: " + err.Error()}, outcomeInterrupted)
-		return
-	}
+func (x *exchange) translatePlain(wr wire, body []byte) {
 	var out []byte
+	var err error
 	if wr == wireChatOverResponses {
 		out, err = bridge.ResponseToChatCompletion(body, x.req.model)
 	} else {
@@ -275,6 +289,20 @@ func (x *exchange) translatePlain(wr wire, resp *http.Response) {
 		return
 	}
 	x.writeJSONBody(out)
+}
+
+// isChatError reports whether a Chat stream's chunk is an error object rather than a chunk
+// (some servers answer 200 and then {"error":{...}}).
+func isChatError(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data[:min(len(data), 24)], []byte(`"error"`)) {
+		return false // a chunk starts {"id":...; only then is it worth decoding
+	}
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Choices json.RawMessage `json:"choices"`
+	}
+	return json.Unmarshal(data, &v) == nil && len(v.Error) > 0 && string(v.Error) != "null" && len(v.Choices) == 0
 }
 
 func (x *exchange) startSSE(upHeader http.Header) {

@@ -18,7 +18,7 @@ func TestSlowHeadersWithinTheTimeoutAreWaitedFor(t *testing.T) {
 		answerText("slow but fine")(w, r, n)
 	})
 	spare := newUpstream(t, answerText("spare"))
-	r := newRelay(t, proxy.Options{HeaderTimeout: 10 * time.Second}, openaiAccount("slow", slow), openaiAccount("spare", spare))
+	r := newRelay(t, proxy.Options{Timeouts: proxy.Timeouts{Header: 10 * time.Second}}, openaiAccount("slow", slow), openaiAccount("spare", spare))
 	body := readAll(t, r.post(t, "/v1/responses", smallBody))
 	if !strings.Contains(string(body), "slow but fine") || len(spare.requests()) != 0 {
 		t.Fatalf("body %.100s, spare got %d", body, len(spare.requests()))

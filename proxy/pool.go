@@ -46,12 +46,15 @@ type health struct {
 	requests atomic.Int64
 	failures atomic.Int64
 
-	mu            sync.Mutex
-	cooldownUntil time.Time
-	needsLogin    string // reason; "" when the credential works
-	lastError     string
-	modelBlocked  map[string]time.Time
-	quota         *Quota
+	mu             sync.Mutex
+	cooldownUntil  time.Time
+	cooldownReason string // CooldownRateLimit or CooldownFailing
+	streak         int    // transient failures in a row
+	rests          int    // rests in a row (each doubles the next)
+	needsLogin     string // reason; "" when the credential works
+	lastError      string
+	modelBlocked   map[string]time.Time
+	quota          *Quota
 }
 
 func (m *member) stateLocked(now time.Time) string {
@@ -85,9 +88,73 @@ func (m *member) usable(model string, now time.Time) bool {
 func (m *member) coolDown(until time.Time, reason string) {
 	m.mu.Lock()
 	if until.After(m.cooldownUntil) {
-		m.cooldownUntil = until
+		m.cooldownUntil, m.cooldownReason = until, CooldownRateLimit
 	}
 	m.lastError = reason
+	m.mu.Unlock()
+}
+
+// Why an account cools down (AccountStats.CooldownReason).
+const (
+	CooldownRateLimit = "rate_limit" // the upstream said so: 429, quota, usage limit
+	CooldownFailing   = "failing"    // the breaker: it timed out or failed too often in a row
+)
+
+// Breaker says when an account that keeps failing rests, so that a hung or broken upstream
+// costs at most one timeout per rest instead of one per request.
+type Breaker struct {
+	// Failures is how many transient failures in a row make an account rest (default 3); a
+	// timeout makes it rest at once.
+	Failures int
+	// Rest is the first rest (default 30 s); each rest in a row doubles it, up to MaxRest
+	// (default 10 min). A success starts over.
+	Rest, MaxRest time.Duration
+}
+
+func (b Breaker) withDefaults() Breaker {
+	if b.Failures <= 0 {
+		b.Failures = 3
+	}
+	if b.Rest <= 0 {
+		b.Rest = 30 * time.Second
+	}
+	if b.MaxRest <= 0 {
+		b.MaxRest = 10 * time.Minute
+	}
+	return b
+}
+
+// fail records a transient failure of m (a timeout when timeout is set) and makes it rest when
+// the breaker says so; it reports whether m now rests.
+func (m *member) fail(now time.Time, timeout bool, reason string, b Breaker) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastError = reason
+	m.streak++
+	if !timeout && m.streak < b.Failures {
+		return false
+	}
+	rest := b.Rest << min(m.rests, 20)
+	if rest > b.MaxRest || rest <= 0 {
+		rest = b.MaxRest
+	}
+	why := fmt.Sprintf("%d failures in a row", m.streak)
+	if timeout {
+		why = "a timeout"
+	}
+	m.rests++
+	m.streak = 0
+	if until := now.Add(rest); until.After(m.cooldownUntil) {
+		m.cooldownUntil, m.cooldownReason = until, CooldownFailing
+	}
+	m.lastError = fmt.Sprintf("resting for %s after %s: %s", rest, why, reason)
+	return true
+}
+
+// succeeded ends a run of failures: the next rest starts from the first length again.
+func (m *member) succeeded() {
+	m.mu.Lock()
+	m.streak, m.rests = 0, 0
 	m.mu.Unlock()
 }
 
@@ -117,7 +184,7 @@ func (m *member) setLastError(reason string) {
 // reset forgets cooldowns, model blocks and a needs-login mark (after a new sign-in).
 func (m *member) reset() {
 	m.mu.Lock()
-	m.cooldownUntil = time.Time{}
+	m.cooldownUntil, m.cooldownReason, m.streak, m.rests = time.Time{}, "", 0, 0
 	m.needsLogin = ""
 	m.lastError = ""
 	m.modelBlocked = nil

@@ -14,15 +14,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
 // maxEventBytes bounds one upstream SSE event (a response.completed event carries the whole output).
 const maxEventBytes = 64 << 20
-
-var errHeaderTimeout = errors.New("no response headers from upstream within the timeout")
 
 // exchange is one client request on its way through the relay.
 type exchange struct {
@@ -46,8 +43,14 @@ type exchange struct {
 	toolsDropped []string
 	// untranslatable counts accounts skipped because the request could not be translated.
 	untranslatable int
-	// cred is the credential of the latest attempt (to name it in a refresh).
+	// cred is the credential of the latest attempt (to name it in a refresh, and to redact it
+	// from what the upstream says); call is that attempt's upstream request.
 	cred Credential
+	call *call
+	// storeDown counts attempts whose credential could not be read because the keychain is
+	// unavailable; storeErr says why, with advice.
+	storeDown int
+	storeErr  string
 	// body is the client's body as it arrived (held in bufs, as it may go upstream as it is);
 	// parser validated it while it arrived; trans is its translation, made on first need.
 	body   []byte
@@ -123,7 +126,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
-	body, e := readBody(r, s.opt.MaxBodyBytes, x.parser.Feed)
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, x.parser.Feed)
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
@@ -186,6 +189,12 @@ func (x *exchange) dispatch() {
 		// Every account needed a translation, and nothing usable was left of the request.
 		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+x.target+
 			" (they speak the other API): "+x.trans.err.Error()), outcomeRejected)
+		return
+	}
+	if x.storeDown > 0 && x.storeDown == tried {
+		// Nothing an upstream or a retry can fix: say what to unlock or install.
+		x.reject(&apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "keychain_unavailable",
+			Message: "Codex Relay cannot read the accounts' secrets: " + x.storeErr}, outcomeError)
 		return
 	}
 	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
@@ -254,11 +263,17 @@ const (
 	served       verdict = iota // the answer went to the client
 	nextAccount                 // this account cannot serve now: try the next one
 	transient                   // retry once on the same account, then nextAccount
+	timedOut                    // no answer in time: the next account at once, and this one rests
 	unauthorized                // the credential was refused: refresh it once, else needs_login
 )
 
 // tryAccount runs the attempts on one account. It reports whether the request is finished
 // (answered, or the client went away) and otherwise why the account failed.
+//
+// A failure before the first byte reached the client (an error status, a broken or empty
+// stream, a timeout) moves the request on: a flaky one (5xx, a reset, a stream that broke) is
+// tried once more on the same account, a timeout is not. Each counts as the account's failure,
+// and the breaker makes an account that keeps failing rest.
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	// One body per account: a retry on the same account resends the same bytes.
 	body, err := x.bodyFor(m)
@@ -280,7 +295,11 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		v, why := x.attempt(m, body)
 		switch v {
 		case served:
-			x.s.pool.remember(x.req.session, m.key(), x.s.now())
+			if x.t.Status < 400 {
+				// Only an account that produced an answer keeps the session.
+				m.succeeded()
+				x.s.pool.remember(x.req.session, m.key(), x.s.now())
+			}
 			return true, ""
 		case nextAccount:
 			m.failures.Add(1)
@@ -294,23 +313,27 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 					try--
 					continue
 				} else {
-					why += "; refresh failed: " + err.Error()
+					why += "; refresh failed: " + redactString(err.Error(), x.cred.Token)
 				}
 			}
 			m.markNeedsLogin(why)
 			return false, why
 		}
-		m.failures.Add(1)
-		m.setLastError(why)
-		reason = why
 		if x.r.Context().Err() != nil {
 			return false, "client went away"
 		}
+		m.failures.Add(1)
+		if m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker) || v == timedOut {
+			return false, why
+		}
+		reason = why
 	}
 	return false, reason
 }
 
-// attempt sends the request to m once and either relays the answer or says why not.
+// attempt sends the request to m once and either relays the answer or says why not. Nothing
+// reaches the client before the upstream produced its first real event (or, for an answer the
+// client gets whole, the whole answer), so that any failure before it can move on.
 func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	s := x.s
 	ctx := x.r.Context()
@@ -326,9 +349,14 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	cred, err := m.Credentials.Credential(ctx)
 	if err != nil {
 		reason := "credential unavailable: " + err.Error()
-		if errors.Is(err, ErrNeedsLogin) {
+		switch {
+		case errors.Is(err, ErrNeedsLogin):
 			m.markNeedsLogin(reason)
-		} else {
+		case errors.Is(err, ErrSecretStoreUnavailable):
+			x.storeDown++
+			x.storeErr = err.Error()
+			m.setLastError(reason)
+		default:
 			m.setLastError(reason)
 		}
 		finish(0, reason)
@@ -341,76 +369,99 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	if wr == wireChat || wr == wireResponsesOverChat {
 		path, upStream = "/chat/completions", x.req.stream
 	}
-	resp, cancel, err := s.send(ctx, m, cred, path, x.newBody(body), len(body), upStream, x.req.sessionHeader)
+	tmo := s.Timeouts()
+	resp, c, err := s.send(ctx, m, cred, path, x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
 	if err != nil {
-		reason := describeTransportError(err)
+		reason := describeTransportError(err, cred.Token)
 		finish(0, reason)
+		if errors.Is(err, errHeaderTimeout) {
+			return timedOut, reason
+		}
 		return transient, reason
 	}
-	defer cancel()
+	defer c.end()
 	defer resp.Body.Close()
+	x.call = c
 	status := resp.StatusCode
 	if status/100 != 2 {
 		v, reason := x.classifyStatus(m, resp)
 		finish(status, reason)
 		return v, reason
 	}
-	if !isEventStream(resp.Header) {
+	// broke says why the answer failed before anything reached the client.
+	broke := func(what string, err error) (verdict, string) {
+		err = c.explain(err)
+		reason := what
+		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
+			reason += ": " + describeTransportError(err, cred.Token)
+		}
+		finish(status, reason)
+		if isTimeout(err) {
+			return timedOut, reason
+		}
+		return transient, reason
+	}
+	headers := func() {
 		finish(status, "")
 		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
+	}
+	if !isEventStream(resp.Header) {
+		// A plain answer is read whole before any of it is relayed.
+		c.live(tmo.StreamIdle)
+		answer, err := io.ReadAll(io.LimitReader(c.body(resp.Body), maxEventBytes))
+		if err != nil {
+			return broke("the upstream answer broke off", err)
+		}
+		headers()
 		if wr == wireChatOverResponses || wr == wireResponsesOverChat {
-			x.translatePlain(wr, resp)
+			x.translatePlain(wr, answer)
 		} else {
-			x.relayPlain(resp)
+			x.relayPlain(resp, answer)
 		}
 		return served, ""
 	}
-	rd := sse.NewReader(resp.Body, maxEventBytes)
-	switch wr {
-	case wireChat:
-		finish(status, "")
-		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-		x.relayChat(resp.Header, rd)
-		return served, ""
-	case wireResponsesOverChat:
-		finish(status, "")
-		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-		x.relayResponsesFromChat(resp.Header, rd)
-		return served, ""
-	}
-	// A 200 stream may still fail in its first event (quota, rate limit, overload) before any
-	// output: hold the leading bookkeeping events back until the first real one.
+	c.arm(tmo.FirstEvent, errFirstEventTimeout)
+	rd := sse.NewReader(c.body(resp.Body), maxEventBytes)
+	// A 200 stream may still fail in its first event (quota, rate limit, overload) or break
+	// before it: hold the leading bookkeeping events back until the first real one.
 	held, first, ferr := peekStream(rd)
-	if ferr == nil && isFailureEvent(first.Name) {
+	if ferr != nil {
+		if len(held) == 0 {
+			return broke("the upstream stream ended before its first event", ferr)
+		}
+		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
+	}
+	if isFailureEvent(first.Name) || (wr.chatUpstream() && isChatError(first.Data)) {
+		first.Data = redact(first.Data, cred.Token)
 		code, msg, resetsAt := parseUpstreamError(first.Data)
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
 			finish(status, reason)
 			return v, reason
 		}
+		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
 	}
-	if ferr != nil && len(held) == 0 && !errors.Is(ferr, io.EOF) {
-		reason := "upstream stream broke before its first event: " + describeTransportError(ferr)
-		finish(status, reason)
-		return transient, reason
-	}
-	finish(status, "")
-	x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-	switch {
-	case wr == wireChatOverResponses && x.req.stream:
-		x.relayChatFromResponses(resp.Header, rd, held, first, ferr)
-	case wr == wireChatOverResponses:
-		if r, ok := x.finalResponse(rd, first, ferr); ok {
-			out, err := bridge.ResponseToChatCompletion(r, x.req.model)
-			if err != nil {
-				x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, outcomeFailed)
-			} else {
-				x.writeJSONBody(out)
-			}
+	c.live(tmo.StreamIdle)
+	if !x.req.stream {
+		// The client gets the answer whole: read it to its end before answering, so that a
+		// break anywhere in it still moves on.
+		final, err := collectFinal(rd, first)
+		if err != nil {
+			return broke("the upstream stream ended before response.completed", err)
 		}
-	case x.req.stream:
-		x.relayStream(resp.Header, rd, held, first, ferr)
+		headers()
+		x.answerFinal(wr, final, cred)
+		return served, ""
+	}
+	headers()
+	switch wr {
+	case wireChat:
+		x.relayChat(resp.Header, rd, held, first)
+	case wireResponsesOverChat:
+		x.relayResponsesFromChat(resp.Header, rd, first)
+	case wireChatOverResponses:
+		x.relayChatFromResponses(resp.Header, rd, held, first)
 	default:
-		x.assemble(rd, first, ferr)
+		x.relayStream(resp.Header, rd, held, first)
 	}
 	return served, ""
 }
@@ -438,20 +489,18 @@ func (x *exchange) overrides(m *member) []payload.Override {
 	return ov
 }
 
-// send posts body to the account. The returned cancel releases the request; the context
-// also cancels it when no headers arrive within the header timeout.
-func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, session string) (*http.Response, context.CancelFunc, error) {
-	actx, cancel := context.WithCancelCause(ctx)
-	timeout := s.opt.HeaderTimeout
+// send posts body to the account. The returned call carries the request's deadlines: the
+// header timeout now (10 minutes for a non-streamed request, whose headers come with the whole
+// answer), then whatever the caller arms; end releases it.
+func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, session string, headerTimeout time.Duration) (*http.Response, *call, error) {
+	c := newCall(ctx)
 	if !stream {
-		// A non-streamed answer only has headers once the whole answer is generated.
-		timeout = 10 * time.Minute
+		headerTimeout = nonStreamHeaderTimeout
 	}
-	timer := time.AfterFunc(timeout, func() { cancel(errHeaderTimeout) })
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, m.BaseURL+path, nil)
+	c.arm(headerTimeout, errHeaderTimeout)
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, m.BaseURL+path, nil)
 	if err != nil {
-		timer.Stop()
-		cancel(nil)
+		c.end()
 		return nil, nil, err
 	}
 	req.Body, req.ContentLength = newBody(), int64(size)
@@ -477,20 +526,20 @@ func (s *Server) send(ctx context.Context, m *member, cred Credential, path stri
 	// The transport itself, not an http.Client: the relay follows no redirects and keeps no
 	// cookies, and the client's copies of the request and its headers cost on every request.
 	resp, err := s.opt.Transport.RoundTrip(req)
-	timer.Stop()
 	if err != nil {
-		if c := context.Cause(actx); errors.Is(c, errHeaderTimeout) {
-			err = errHeaderTimeout
-		}
-		cancel(nil)
+		err = c.explain(err)
+		c.end()
 		return nil, nil, err
 	}
-	return resp, func() { cancel(nil) }, nil
+	c.timer.Stop() // the caller arms what comes next
+	return resp, c, nil
 }
 
-func describeTransportError(err error) string {
+// describeTransportError says why an upstream could not be reached or broke off, in words
+// that hold no secret (the error may quote what the upstream sent).
+func describeTransportError(err error, secrets ...string) string {
 	switch {
-	case errors.Is(err, errHeaderTimeout):
+	case isTimeout(err):
 		return err.Error()
 	case errors.Is(err, context.Canceled):
 		return "canceled"
@@ -500,7 +549,7 @@ func describeTransportError(err error) string {
 	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Post ") {
 		msg = msg[i+2:]
 	}
-	return "upstream unreachable: " + msg
+	return "upstream unreachable: " + redactString(msg, secrets...)
 }
 
 func isEventStream(h http.Header) bool {
@@ -508,9 +557,11 @@ func isEventStream(h http.Header) bool {
 }
 
 // classifyStatus decides what a non-2xx upstream answer means for the account and the request.
-// Answers that are the client's own mistake are relayed as they are.
+// Answers that are the client's own mistake are relayed, redacted.
 func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string) {
+	// The upstream's text enters here: nothing of it goes further unredacted.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body = redact(body, x.cred.Token)
 	code, msg, resetsAt := parseUpstreamError(body)
 	status := resp.StatusCode
 	reason := fmt.Sprintf("HTTP %d", status)
@@ -522,6 +573,14 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 	}
 	now := x.s.now()
 	switch {
+	case status/100 == 3:
+		// Never followed (the credential would go wherever it points), never relayed.
+		reason = fmt.Sprintf("HTTP %d: the upstream redirects (not followed): check the account's base URL", status)
+		if u, err := resp.Location(); err == nil {
+			reason = fmt.Sprintf("HTTP %d: the upstream redirects to %s (not followed): check the account's base URL", status, u.Host)
+		}
+		m.fail(now, false, reason, x.s.opt.Breaker)
+		return nextAccount, reason
 	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
 		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
 			resetsAt = t.Unix()
@@ -536,16 +595,38 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 	case status == http.StatusRequestTimeout || status >= 500:
 		return transient, reason
 	}
-	// The client's own mistake: relay it as is.
+	// The client's own mistake: relay it.
 	x.t.Status, x.t.Outcome, x.t.Error = status, outcomeFailed, reason
 	copyRelayHeaders(x.w.Header(), resp.Header)
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		x.w.Header().Set("Content-Type", ct)
 	}
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	x.w.WriteHeader(status)
 	n, _ := x.w.Write(body)
 	x.t.Bytes = int64(n)
 	return served, reason
+}
+
+// errClass is what an upstream error code means for the account.
+type errClass int
+
+const (
+	errClient    errClass = iota // the request's own problem (a prompt too long, say): relayed
+	errQuota                     // a quota or rate limit: the account cools down, the next one serves
+	errTransient                 // an overload or server error: retried, then the next account
+)
+
+// classify is the one table of upstream error codes, used for error answers and for failure
+// events alike.
+func classify(code string) errClass {
+	switch code {
+	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+		return errQuota
+	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":
+		return errTransient
+	}
+	return errClient
 }
 
 // classifyCode decides what a failure event at the start of a 200 stream means. Quota and
@@ -556,14 +637,14 @@ func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (ve
 	if msg != "" {
 		reason += ": " + truncate(msg, 200)
 	}
-	switch code {
-	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+	switch classify(code) {
+	case errQuota:
 		if t := m.quotaReset(x.s.now()); resetsAt == 0 && !t.IsZero() {
 			resetsAt = t.Unix()
 		}
 		m.coolDown(cooldownEnd(x.s.now(), "", resetsAt), reason)
 		return nextAccount, reason
-	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":
+	case errTransient:
 		return transient, reason
 	}
 	return served, reason
@@ -663,26 +744,20 @@ func copyRelayHeaders(dst, src http.Header) {
 	}
 }
 
-// relayPlain copies a non-streamed upstream answer to the client as it comes.
-func (x *exchange) relayPlain(resp *http.Response) {
+// relayPlain answers a non-streamed request with the upstream's answer, read whole.
+func (x *exchange) relayPlain(resp *http.Response, answer []byte) {
 	h := x.w.Header()
 	copyRelayHeaders(h, resp.Header)
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		h.Set("Content-Type", ct)
 	}
-	if resp.ContentLength >= 0 {
-		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
+	h.Set("Content-Length", strconv.Itoa(len(answer)))
 	x.w.WriteHeader(resp.StatusCode)
-	n, err := io.Copy(x.w, resp.Body)
-	x.t.Bytes = n
-	x.t.Status = resp.StatusCode
-	switch {
-	case err == nil:
-		x.t.Outcome = outcomeCompleted
-	case x.r.Context().Err() != nil:
-		x.t.Outcome = outcomeCanceled
-	default:
-		x.t.Outcome, x.t.Error = outcomeInterrupted, "upstream body broke: "+err.Error()
+	n, err := x.w.Write(answer)
+	x.t.Bytes, x.t.Status = int64(n), resp.StatusCode
+	if err != nil {
+		x.clientGone()
+		return
 	}
+	x.t.Outcome = outcomeCompleted
 }

@@ -266,14 +266,19 @@ func TestTransientFailuresRetryOnceThenRotate(t *testing.T) {
 	t.Run("no headers within the timeout", func(t *testing.T) {
 		silent := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) { <-r.Context().Done() })
 		good := newUpstream(t, answerText("ok"))
-		r := newRelay(t, proxy.Options{HeaderTimeout: 50 * time.Millisecond, RetryBackoff: time.Millisecond},
+		r := newRelay(t, proxy.Options{Timeouts: proxy.Timeouts{Header: 50 * time.Millisecond}, RetryBackoff: time.Millisecond},
 			openaiAccount("a", silent), openaiAccount("b", good))
 		if resp := r.post(t, "/v1/responses", smallBody); resp.StatusCode != 200 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
+		// A timeout is not retried on the same account: the next one serves at once, and the
+		// hung account rests.
 		tr := r.lastTrace(t, 1)
-		if len(tr.Attempts) != 3 || !strings.Contains(tr.Attempts[0].Error, "no response headers") {
+		if len(tr.Attempts) != 2 || !strings.Contains(tr.Attempts[0].Error, "no response headers") || tr.Attempts[1].Account != "b" {
 			t.Fatalf("attempts %+v", tr.Attempts)
+		}
+		if a := r.account(t, "a"); a.State != proxy.StateCooldown || a.CooldownReason != proxy.CooldownFailing {
+			t.Fatalf("the hung account: %+v", a)
 		}
 	})
 }

@@ -29,11 +29,19 @@ type Options struct {
 	AllowRemote bool
 	// MaxBodyBytes limits request bodies after decompression (default 64 MiB).
 	MaxBodyBytes int64
-	// HeaderTimeout bounds the wait for an upstream's response headers on streamed requests
-	// (default 60 s); a non-streamed upstream request may take up to 10 minutes.
-	HeaderTimeout time.Duration
+	// Timeouts bound the waits for an upstream (zero fields take the defaults); SetTimeouts
+	// changes them at runtime.
+	Timeouts Timeouts
+	// BodyIdleTimeout cuts a request body that stalls: no byte for this long (default 30 s)
+	// answers 408. BodyTimeout bounds the whole body however it trickles (default 2 min).
+	BodyIdleTimeout, BodyTimeout time.Duration
 	// RetryBackoff is the pause before retrying a transient failure on the same account (default 250 ms).
 	RetryBackoff time.Duration
+	// Breaker sets when a failing account rests (zero fields take the defaults).
+	Breaker Breaker
+	// IdleReclaim is how long the relay must be idle (no request in flight) after serving
+	// before it hands freed memory back to the system (default 10 s; negative: never).
+	IdleReclaim time.Duration
 	// Strategy is StrategyPriority (default) or StrategyRoundRobin.
 	Strategy string
 	// Transport sends upstream requests (default: a tuned http.Transport).
@@ -65,6 +73,7 @@ type Server struct {
 	mux         *http.ServeMux
 	seq         atomic.Uint64
 	allowRemote atomic.Bool
+	timeouts    atomic.Pointer[Timeouts]
 	// generation is the settings generation the embedder last applied (SetSettingsGeneration).
 	generation atomic.Uint64
 }
@@ -74,9 +83,16 @@ func New(opt Options) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBody
 	}
-	if opt.HeaderTimeout <= 0 {
-		opt.HeaderTimeout = 60 * time.Second
+	if opt.BodyIdleTimeout <= 0 {
+		opt.BodyIdleTimeout = 30 * time.Second
 	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = 2 * time.Minute
+	}
+	if opt.IdleReclaim == 0 {
+		opt.IdleReclaim = 10 * time.Second
+	}
+	opt.Breaker = opt.Breaker.withDefaults()
 	if opt.RetryBackoff <= 0 {
 		opt.RetryBackoff = 250 * time.Millisecond
 	}
@@ -99,6 +115,7 @@ func New(opt Options) *Server {
 		traces: newTraceRing(opt.TraceBufferSize),
 	}
 	s.started = s.now()
+	s.SetTimeouts(opt.Timeouts)
 	s.pool.setStrategy(opt.Strategy)
 	s.SetLocalAPIKey(opt.LocalAPIKey)
 	s.catalog = newCatalog(s, opt.Catalog)

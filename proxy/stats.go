@@ -47,9 +47,11 @@ type AccountStats struct {
 	API           API        `json:"api"`
 	State         string     `json:"state"`
 	CooldownUntil *time.Time `json:"cooldown_until"`
-	Requests      int64      `json:"requests"`
-	Failures      int64      `json:"failures"`
-	LastError     string     `json:"last_error"`
+	// CooldownReason says why it cools down: CooldownRateLimit or CooldownFailing ("" when ready).
+	CooldownReason string `json:"cooldown_reason,omitempty"`
+	Requests       int64  `json:"requests"`
+	Failures       int64  `json:"failures"`
+	LastError      string `json:"last_error"`
 	// Quota is the usage of a ChatGPT account's windows, when known.
 	Quota *Quota `json:"quota,omitempty"`
 }
@@ -92,7 +94,7 @@ func (s *Server) snapshot() Snapshot {
 		}
 		if st.State == StateCooldown {
 			t := m.cooldownUntil
-			st.CooldownUntil = &t
+			st.CooldownUntil, st.CooldownReason = &t, m.cooldownReason
 		}
 		m.mu.Unlock()
 		snap.Accounts = append(snap.Accounts, st)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
+	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
@@ -16,14 +18,20 @@ import (
 const maxHeld = 8
 
 // peekStream reads the leading events that carry no output (response.created,
-// response.in_progress, comments) and the first event after them. The held events are copies.
+// response.in_progress, comments) and the first event after them. The held events are copies;
+// comments past maxHeld are dropped rather than held (they carry nothing), so that a stream of
+// keep-alives alone still waits for a real event.
 func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
 			return held, ev, err
 		}
-		if len(held) < maxHeld && (ev.Name == "response.created" || ev.Name == "response.in_progress" || len(ev.Data) == 0) {
+		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress"
+		if len(ev.Data) == 0 && len(held) >= maxHeld {
+			continue
+		}
+		if len(held) < maxHeld && (bookkeeping || len(ev.Data) == 0) {
 			held = append(held, sse.Event{Raw: bytes.Clone(ev.Raw), Name: ev.Name, Data: bytes.Clone(ev.Data)})
 			continue
 		}
@@ -42,10 +50,11 @@ func isTerminalEvent(name string) bool {
 }
 
 // relayStream sends the upstream's events to the client byte for byte, flushing as soon as no
-// further event is already waiting. If the upstream breaks off before a terminal event, the
-// client gets a well-formed response.failed with code server_error (which the Codex CLI
-// retries) rather than a silently truncated stream.
-func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event, ferr error) {
+// further event is already waiting. If the upstream breaks off (or goes silent past the stream
+// idle timeout) before a terminal event, the client gets a well-formed response.failed with
+// code server_error (which the Codex CLI retries) rather than a silently truncated stream.
+// A failure event from the upstream is relayed redacted.
+func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
 	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
 
@@ -63,9 +72,17 @@ func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.
 		}
 		events++
 	}
-	ev, err := first, ferr
+	ev := first
+	var err error
 	for err == nil {
-		if !write(ev.Raw) {
+		raw := ev.Raw
+		if isFailureEvent(ev.Name) {
+			raw = redact(raw, x.cred.Token)
+			if _, msg, _ := parseUpstreamError(redact(ev.Data, x.cred.Token)); msg != "" {
+				x.t.Error = truncate(msg, 200)
+			}
+		}
+		if !write(raw) {
 			x.clientGone()
 			return
 		}
@@ -90,16 +107,28 @@ func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.
 	case x.r.Context().Err() != nil:
 		x.clientGone()
 	default:
-		why := "upstream stream ended before response.completed"
-		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
-			why = "upstream stream broke: " + err.Error()
-		}
+		why := x.brokeOff(err, "response.completed")
 		x.t.Outcome, x.t.Error = outcomeInterrupted, why
 		if terminal == "" {
 			write(failedEvent(events, responseID, "server_error", why))
 			rc.Flush()
 		}
 	}
+}
+
+// brokeOff says why an upstream stream that was being relayed ended before its terminal
+// event: a timeout, a broken connection (redacted), or an end without the terminal event.
+func (x *exchange) brokeOff(err error, terminal string) string {
+	if x.call != nil {
+		err = x.call.explain(err)
+	}
+	switch {
+	case isTimeout(err):
+		return err.Error()
+	case errors.Is(err, io.EOF) || errors.Is(err, sse.ErrTruncated):
+		return "upstream stream ended before " + terminal
+	}
+	return "upstream stream broke: " + redactString(err.Error(), x.cred.Token)
 }
 
 func (x *exchange) clientGone() {
@@ -136,13 +165,55 @@ func responseIDOf(data []byte) string {
 	return v.Response.ID
 }
 
-// assemble answers a non-streamed client request from an upstream stream (ChatGPT accounts
-// always stream): the final response object of response.completed, or the error of
-// response.failed in the OpenAI error shape.
-func (x *exchange) assemble(rd *sse.Reader, first sse.Event, ferr error) {
-	resp, ok := x.finalResponse(rd, first, ferr)
-	if !ok {
+// collectFinal reads an upstream Responses stream to its terminal event and returns a copy of
+// it. An error means the stream ended or broke before one.
+func collectFinal(rd *sse.Reader, first sse.Event) (sse.Event, error) {
+	ev := first
+	var err error
+	for !isTerminalEvent(ev.Name) {
+		if ev, err = rd.Next(); err != nil {
+			return sse.Event{}, err
+		}
+	}
+	return sse.Event{Name: ev.Name, Data: bytes.Clone(ev.Data)}, nil
+}
+
+// answerFinal answers a non-streamed client request with the terminal event of an upstream
+// stream (ChatGPT accounts always stream): the final response object, translated for a Chat
+// client, or the failure in the OpenAI error shape.
+func (x *exchange) answerFinal(wr wire, final sse.Event, cred Credential) {
+	if final.Name == "response.failed" || final.Name == "error" {
+		code, msg, resetsAt := parseUpstreamError(redact(final.Data, cred.Token))
+		status := http.StatusBadRequest
+		switch classify(code) {
+		case errQuota:
+			status = http.StatusTooManyRequests
+		case errTransient:
+			status = http.StatusBadGateway
+		}
+		if msg == "" {
+			msg = "the upstream failed the response"
+		}
+		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, outcomeFailed)
 		return
+	}
+	obj, perr := payload.Parse(final.Data)
+	var resp []byte
+	if perr == nil {
+		resp, _ = obj.Get("response")
+	}
+	if resp == nil {
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
+			Message: "upstream " + final.Name + " event carried no response object"}, outcomeInterrupted)
+		return
+	}
+	if wr == wireChatOverResponses {
+		out, err := bridge.ResponseToChatCompletion(resp, x.req.model)
+		if err != nil {
+			x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, outcomeFailed)
+			return
+		}
+		resp = out
 	}
 	x.writeJSONBody(resp)
 }
@@ -151,57 +222,8 @@ func (x *exchange) assemble(rd *sse.Reader, first sse.Event, ferr error) {
 func (x *exchange) writeJSONBody(b []byte) {
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	x.w.WriteHeader(http.StatusOK)
 	n, _ := x.w.Write(b)
 	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, outcomeCompleted
-}
-
-// finalResponse reads an upstream Responses stream to its end and returns the final response
-// object. On failure it has answered the client already and returns false.
-func (x *exchange) finalResponse(rd *sse.Reader, first sse.Event, ferr error) ([]byte, bool) {
-	ev, err := first, ferr
-	for err == nil {
-		if isTerminalEvent(ev.Name) {
-			break
-		}
-		ev, err = rd.Next()
-	}
-	if err != nil {
-		if x.r.Context().Err() != nil {
-			x.clientGone()
-			return nil, false
-		}
-		why := "upstream stream ended before response.completed"
-		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
-			why = "upstream stream broke: " + err.Error()
-		}
-		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: why}, outcomeInterrupted)
-		return nil, false
-	}
-	if ev.Name == "response.failed" || ev.Name == "error" {
-		code, msg, resetsAt := parseUpstreamError(ev.Data)
-		status := http.StatusBadRequest
-		switch code {
-		case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota":
-			status = http.StatusTooManyRequests
-		case "", "server_error", "server_is_overloaded":
-			status = http.StatusBadGateway
-		}
-		if msg == "" {
-			msg = "the upstream failed the response"
-		}
-		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, outcomeFailed)
-		return nil, false
-	}
-	obj, perr := payload.Parse(ev.Data)
-	var resp []byte
-	if perr == nil {
-		resp, _ = obj.Get("response")
-	}
-	if resp == nil {
-		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
-			Message: "upstream " + ev.Name + " event carried no response object"}, outcomeInterrupted)
-		return nil, false
-	}
-	return resp, true
 }
