@@ -32,7 +32,7 @@ type bodyLimits struct {
 // bytes (so a small compressed bomb cannot expand past it). A body that stalls (no byte for
 // lim.idle) or trickles past lim.total is cut with 408. feed, when not nil, sees the (decoded)
 // body received so far after each read, so that it can be validated while the rest arrives.
-func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func([]byte) error) ([]byte, *apiError) {
+func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error) ([]byte, *apiError) {
 	limit := lim.size
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -44,20 +44,8 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func(
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
-	// The read deadline moves with each read that brings bytes (set at most once a second: it
-	// is a timer update), never past the whole body's deadline.
-	rc := http.NewResponseController(w)
-	start := time.Now()
-	end := start.Add(lim.total)
-	var moved time.Time
-	extend := func(now time.Time) {
-		if now.Sub(moved) < time.Second {
-			return
-		}
-		moved = now
-		rc.SetReadDeadline(minTime(now.Add(lim.idle), end))
-	}
-	extend(start)
+	sw.begin(w, lim)
+	defer sw.stop()
 	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
@@ -95,7 +83,7 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func(
 		}
 		m, err := src.Read(buf[n:])
 		if m > 0 {
-			extend(time.Now())
+			sw.progress()
 		}
 		n += m
 		if int64(n) > limit {
@@ -103,7 +91,6 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func(
 			return nil, errTooLarge(limit)
 		}
 		if err == io.EOF {
-			rc.SetReadDeadline(time.Time{})
 			return buf[:n], nil
 		}
 		if feed != nil && m > 0 {
@@ -122,6 +109,57 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, feed func(
 			}
 			return nil, bodyError(err, limit, enc)
 		}
+	}
+}
+
+// stallWatch cuts a request body that stalls (no byte for lim.idle) or trickles past
+// lim.total. It costs a timer per request, not a deadline update per read: only when the timer
+// finds the body stalled does it set the connection's read deadline to now, which ends the
+// pending read with os.ErrDeadlineExceeded.
+type stallWatch struct {
+	w     http.ResponseWriter
+	lim   bodyLimits
+	start time.Time
+	last  atomic.Int64 // unix nanoseconds of the last read that brought bytes
+	timer *time.Timer
+
+	mu          sync.Mutex
+	done, fired bool
+}
+
+func (sw *stallWatch) begin(w http.ResponseWriter, lim bodyLimits) {
+	sw.w, sw.lim, sw.start = w, lim, time.Now()
+	sw.last.Store(sw.start.UnixNano())
+	sw.timer = time.AfterFunc(lim.idle, sw.check)
+}
+
+func (sw *stallWatch) progress() { sw.last.Store(time.Now().UnixNano()) }
+
+func (sw *stallWatch) check() {
+	now := time.Now()
+	idle := now.Sub(time.Unix(0, sw.last.Load()))
+	left := min(sw.lim.idle-idle, sw.lim.total-now.Sub(sw.start))
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	switch {
+	case sw.done:
+	case left > 0:
+		sw.timer.Reset(left)
+	default:
+		sw.fired = true
+		http.NewResponseController(sw.w).SetReadDeadline(now)
+	}
+}
+
+// stop ends the watch once the body is read (or failed). A deadline it set is cleared: the
+// server's read of the connection while the answer streams must not hit it.
+func (sw *stallWatch) stop() {
+	sw.timer.Stop()
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.done = true
+	if sw.fired {
+		http.NewResponseController(sw.w).SetReadDeadline(time.Time{})
 	}
 }
 

@@ -124,9 +124,8 @@ func (x *exchange) includeUsage() bool {
 }
 
 // relayChatFromResponses answers a Chat client from an upstream Responses stream.
-func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
+func (x *exchange) relayChatFromResponses(rd *sse.Reader, held []sse.Event, first sse.Event) {
 	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.start.Unix(), "chatcmpl-"+x.t.ID)
-	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
 	feed := func(ev sse.Event) (done bool, ok bool) {
 		if len(ev.Data) == 0 {
@@ -179,9 +178,8 @@ func (x *exchange) relayChatFromResponses(upHeader http.Header, rd *sse.Reader, 
 
 // relayResponsesFromChat answers a Responses client from an upstream Chat chunk stream whose
 // first chunk was read already.
-func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader, first sse.Event) {
+func (x *exchange) relayResponsesFromChat(rd *sse.Reader, first sse.Event) {
 	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.start.Unix())
-	x.startSSE(upHeader)
 	rc := http.NewResponseController(x.w)
 	emit := func(evs []bridge.Event) bool {
 		for _, e := range evs {
@@ -240,8 +238,7 @@ func (x *exchange) relayResponsesFromChat(upHeader http.Header, rd *sse.Reader, 
 
 // relayChat passes an upstream Chat chunk stream through, chunk by chunk: the comments held
 // while waiting for the first chunk, the first chunk, and the rest as it comes.
-func (x *exchange) relayChat(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
-	x.startSSE(upHeader)
+func (x *exchange) relayChat(rd *sse.Reader, held []sse.Event, first sse.Event) {
 	rc := http.NewResponseController(x.w)
 	for _, ev := range held {
 		if !x.writeRaw(ev.Raw) {

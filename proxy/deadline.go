@@ -77,6 +77,7 @@ type call struct {
 	timer  *time.Timer
 	cause  atomic.Pointer[error]
 	idle   time.Duration // > 0 once live: each read extends the deadline by it
+	moved  time.Time     // when a read last moved the idle deadline
 }
 
 func newCall(parent context.Context) *call {
@@ -99,7 +100,7 @@ func (c *call) arm(d time.Duration, cause error) {
 
 // live switches to the idle deadline: from now on every read that brings bytes extends it.
 func (c *call) live(idle time.Duration) {
-	c.idle = idle
+	c.idle, c.moved = idle, time.Now()
 	c.arm(idle, errStreamIdleTimeout)
 }
 
@@ -125,10 +126,15 @@ type watchedBody struct {
 	c *call
 }
 
+// Read reads the body and moves the idle deadline, at most once a second (moving a timer costs
+// more than reading the clock): the silence allowed is between idle and idle plus a second.
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 && b.c.idle > 0 {
-		b.c.timer.Reset(b.c.idle)
+	if c := b.c; n > 0 && c.idle > 0 {
+		if now := time.Now(); now.Sub(c.moved) >= time.Second {
+			c.moved = now
+			c.timer.Reset(c.idle)
+		}
 	}
 	return n, err
 }

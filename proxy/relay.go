@@ -45,8 +45,9 @@ type exchange struct {
 	untranslatable int
 	// cred is the credential of the latest attempt (to name it in a refresh, and to redact it
 	// from what the upstream says); call is that attempt's upstream request.
-	cred Credential
-	call *call
+	cred   Credential
+	call   *call
+	answer *answer // the answer to relay, once an attempt found one
 	// storeDown counts attempts whose credential could not be read because the keychain is
 	// unavailable; storeErr says why, with advice.
 	storeDown int
@@ -55,6 +56,7 @@ type exchange struct {
 	// parser validated it while it arrived; trans is its translation, made on first need.
 	body   []byte
 	parser payload.Parser
+	stall  stallWatch // cuts a body that stalls while it is read
 	trans  *translated
 	// unchanged counts upstream bodies sent exactly as the client's (no serialization).
 	unchanged int
@@ -126,7 +128,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
-	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, x.parser.Feed)
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.stall, x.parser.Feed)
 	if e != nil {
 		x.reject(e, outcomeRejected)
 		return
@@ -184,6 +186,15 @@ func (x *exchange) dispatch() {
 			failures = append(failures, m.Name+": "+reason)
 		}
 	}
+	x.noAccountServed(tried, failures)
+}
+
+// noAccountServed answers a request that no account could take: why, in the OpenAI error
+// shape. (Apart from dispatch, whose frame the stream's stack carries.)
+//
+//go:noinline
+func (x *exchange) noAccountServed(tried int, failures []string) {
+	s := x.s
 	x.target, x.t.ResolvedModel = x.targets[0], x.targets[0]
 	if x.trans != nil && x.trans.err != nil && tried == x.untranslatable {
 		// Every account needed a translation, and nothing usable was left of the request.
@@ -292,9 +303,15 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 			case <-t.C:
 			}
 		}
-		v, why := x.attempt(m, body)
+		v, why, a := x.attempt(m, body)
+		if a != nil {
+			v, why = x.await(m, a)
+		}
 		switch v {
 		case served:
+			if x.answer != nil {
+				x.respond()
+			}
 			if x.t.Status < 400 {
 				// Only an account that produced an answer keeps the session.
 				m.succeeded()
@@ -331,20 +348,20 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	return false, reason
 }
 
-// attempt sends the request to m once and either relays the answer or says why not. Nothing
-// reaches the client before the upstream produced its first real event (or, for an answer the
-// client gets whole, the whole answer), so that any failure before it can move on.
-func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
+// attempt sends the request to m once and reads the answer's status. A 2xx answer comes back
+// (a) for await to look at; any other ends here, as the account's failure or, for the
+// client's own mistake, relayed.
+//
+// The request's phases run one after the other from tryAccount (attempt, await, respond), not
+// nested: net/http's first write of the answer's headers needs a deep stack, and a handler
+// goroutine whose stack once grew keeps the larger size for the rest of the stream, which
+// under load is a quarter of the relay's memory.
+func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 	s := x.s
 	ctx := x.r.Context()
 	start := s.now()
 	if x.firstSend.IsZero() {
 		x.firstSend = start
-	}
-	rec := Attempt{Account: m.Name}
-	finish := func(status int, err string) {
-		rec.Status, rec.Error, rec.Ms = status, err, ms(s.now().Sub(start))
-		x.t.Attempts = append(x.t.Attempts, rec)
 	}
 	cred, err := m.Credentials.Credential(ctx)
 	if err != nil {
@@ -359,8 +376,8 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 		default:
 			m.setLastError(reason)
 		}
-		finish(0, reason)
-		return nextAccount, reason
+		x.record(m, start, 0, reason)
+		return nextAccount, reason, nil
 	}
 	x.cred = cred
 	m.requests.Add(1)
@@ -373,97 +390,148 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string) {
 	resp, c, err := s.send(ctx, m, cred, path, x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
 	if err != nil {
 		reason := describeTransportError(err, cred.Token)
-		finish(0, reason)
+		x.record(m, start, 0, reason)
 		if errors.Is(err, errHeaderTimeout) {
-			return timedOut, reason
+			return timedOut, reason, nil
 		}
-		return transient, reason
+		return transient, reason, nil
 	}
-	defer c.end()
-	defer resp.Body.Close()
 	x.call = c
-	status := resp.StatusCode
-	if status/100 != 2 {
+	if resp.StatusCode/100 != 2 {
 		v, reason := x.classifyStatus(m, resp)
-		finish(status, reason)
-		return v, reason
+		x.record(m, start, resp.StatusCode, reason)
+		resp.Body.Close()
+		c.end()
+		return v, reason, nil
 	}
-	// broke says why the answer failed before anything reached the client.
+	return served, "", &answer{wr: wr, resp: resp, call: c, started: start, timeouts: tmo}
+}
+
+// record adds the attempt on m that began at start to the trace.
+func (x *exchange) record(m *member, start time.Time, status int, err string) {
+	x.t.Attempts = append(x.t.Attempts, Attempt{Account: m.Name, Status: status, Error: err, Ms: ms(x.s.now().Sub(start))})
+}
+
+// await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
+// a stream (the bookkeeping events before it are held back), or the whole answer when the
+// client gets it whole. Nothing has reached the client yet, so any failure here (a failure
+// event, a break, an empty stream, a timeout) moves the request on. Served means respond may
+// relay a (x.answer); otherwise a is closed.
+func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
+	c, status := a.call, a.resp.StatusCode
+	defer func() {
+		x.record(m, a.started, status, reason)
+		if v == served {
+			x.t.LatencyBreakdown.UpstreamHeadersMs = ms(x.s.now().Sub(x.firstSend))
+			x.answer = a
+		} else {
+			a.close()
+		}
+	}()
 	broke := func(what string, err error) (verdict, string) {
 		err = c.explain(err)
-		reason := what
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
-			reason += ": " + describeTransportError(err, cred.Token)
+			what += ": " + describeTransportError(err, x.cred.Token)
 		}
-		finish(status, reason)
 		if isTimeout(err) {
-			return timedOut, reason
+			return timedOut, what
 		}
-		return transient, reason
+		return transient, what
 	}
-	headers := func() {
-		finish(status, "")
-		x.t.LatencyBreakdown.UpstreamHeadersMs = ms(s.now().Sub(x.firstSend))
-	}
-	if !isEventStream(resp.Header) {
+	var err error
+	if !isEventStream(a.resp.Header) {
 		// A plain answer is read whole before any of it is relayed.
-		c.live(tmo.StreamIdle)
-		answer, err := io.ReadAll(io.LimitReader(c.body(resp.Body), maxEventBytes))
-		if err != nil {
+		c.live(a.timeouts.StreamIdle)
+		if a.plain, err = io.ReadAll(io.LimitReader(c.body(a.resp.Body), maxEventBytes)); err != nil {
 			return broke("the upstream answer broke off", err)
-		}
-		headers()
-		if wr == wireChatOverResponses || wr == wireResponsesOverChat {
-			x.translatePlain(wr, answer)
-		} else {
-			x.relayPlain(resp, answer)
 		}
 		return served, ""
 	}
-	c.arm(tmo.FirstEvent, errFirstEventTimeout)
-	rd := sse.NewReader(c.body(resp.Body), maxEventBytes)
-	// A 200 stream may still fail in its first event (quota, rate limit, overload) or break
-	// before it: hold the leading bookkeeping events back until the first real one.
-	held, first, ferr := peekStream(rd)
+	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
+	a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+	held, first, ferr := peekStream(a.rd)
 	if ferr != nil {
 		if len(held) == 0 {
 			return broke("the upstream stream ended before its first event", ferr)
 		}
 		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
 	}
-	if isFailureEvent(first.Name) || (wr.chatUpstream() && isChatError(first.Data)) {
-		first.Data = redact(first.Data, cred.Token)
+	if isFailureEvent(first.Name) || (a.wr.chatUpstream() && isChatError(first.Data)) {
+		// A 200 stream may still fail in its first event (quota, rate limit, overload).
+		first.Data = redact(first.Data, x.cred.Token)
 		code, msg, resetsAt := parseUpstreamError(first.Data)
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
-			finish(status, reason)
 			return v, reason
 		}
 		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
 	}
-	c.live(tmo.StreamIdle)
+	c.live(a.timeouts.StreamIdle)
+	a.held, a.first = held, first
 	if !x.req.stream {
 		// The client gets the answer whole: read it to its end before answering, so that a
 		// break anywhere in it still moves on.
-		final, err := collectFinal(rd, first)
-		if err != nil {
+		if a.final, err = collectFinal(a.rd, first); err != nil {
 			return broke("the upstream stream ended before response.completed", err)
 		}
-		headers()
-		x.answerFinal(wr, final, cred)
-		return served, ""
-	}
-	headers()
-	switch wr {
-	case wireChat:
-		x.relayChat(resp.Header, rd, held, first)
-	case wireResponsesOverChat:
-		x.relayResponsesFromChat(resp.Header, rd, first)
-	case wireChatOverResponses:
-		x.relayChatFromResponses(resp.Header, rd, held, first)
-	default:
-		x.relayStream(resp.Header, rd, held, first)
+		a.whole = true
 	}
 	return served, ""
+}
+
+// answer is an upstream answer attempt found fit to relay, waiting for respond.
+type answer struct {
+	wr       wire
+	resp     *http.Response
+	call     *call
+	started  time.Time // when the attempt began
+	timeouts Timeouts
+	plain    []byte // a non-streamed answer, read whole
+	// A streamed answer: the reader, the bookkeeping events held back and the first real
+	// event (a copy of Raw is not needed: nothing was read after it); or, for a client that
+	// wants the answer whole, its terminal event.
+	rd    *sse.Reader
+	held  []sse.Event
+	first sse.Event
+	final sse.Event
+	whole bool
+}
+
+func (a *answer) close() {
+	a.resp.Body.Close()
+	a.call.end()
+}
+
+// respond relays the answer attempt found to the client, in the client's wire.
+func (x *exchange) respond() {
+	a := x.answer
+	defer a.close()
+	switch {
+	case a.rd == nil && (a.wr == wireChatOverResponses || a.wr == wireResponsesOverChat):
+		x.translatePlain(a.wr, a.plain)
+		return
+	case a.rd == nil:
+		x.relayPlain(a.resp, a.plain)
+		return
+	case a.whole:
+		x.answerFinal(a.wr, a.final, x.cred)
+		return
+	}
+	// A stream: the headers leave first, from this shallow frame (see attempt).
+	x.startSSE(a.resp.Header)
+	if http.NewResponseController(x.w).Flush() != nil {
+		x.clientGone()
+		return
+	}
+	switch {
+	case a.wr == wireChat:
+		x.relayChat(a.rd, a.held, a.first)
+	case a.wr == wireResponsesOverChat:
+		x.relayResponsesFromChat(a.rd, a.first)
+	case a.wr == wireChatOverResponses:
+		x.relayChatFromResponses(a.rd, a.held, a.first)
+	default:
+		x.relayStream(a.rd, a.held, a.first)
+	}
 }
 
 // overrides are the values routing adds to the client's body for account m. They are part of

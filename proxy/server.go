@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -125,16 +127,58 @@ func New(opt Options) *Server {
 
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
+	t.MaxIdleConnsPerHost = 16
 	t.IdleConnTimeout = 90 * time.Second
 	// Bodies go through as they are: a compressed stream would hold events back in the
 	// decompressor, and the relay must flush each event at once.
 	t.DisableCompression = true
 	t.ForceAttemptHTTP2 = true
-	// Codex bodies are ~1 MB: larger buffers mean fewer system calls per request.
-	t.WriteBufferSize = 64 << 10
-	t.ReadBufferSize = 64 << 10
+	// Small buffers: a relay holds one upstream connection per stream in flight. Large bodies
+	// bypass the write buffer after the headers, and the event reader has its own.
+	t.WriteBufferSize = 2 << 10
+	t.ReadBufferSize = 2 << 10
 	return t
+}
+
+// startReclaimer hands freed memory back to the system once the relay has been idle (no
+// request in flight, none started) for IdleReclaim after serving: a burst of streams grows the
+// heap, and the runtime would otherwise return it only slowly. It runs a collection once per
+// busy spell, when nothing is waiting on the relay.
+func (s *Server) startReclaimer() (stop func()) {
+	if s.opt.IdleReclaim < 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(min(s.opt.IdleReclaim/4, time.Second))
+		defer tick.Stop()
+		last, quietSince, reclaimed := s.c.total.Load(), time.Now(), true
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if total := s.c.total.Load(); total != last || s.c.inFlight.Load() > 0 {
+					last, quietSince, reclaimed = total, now, false
+					continue
+				}
+				if !reclaimed && now.Sub(quietSince) >= s.opt.IdleReclaim {
+					s.reclaim()
+					reclaimed = true
+				}
+			}
+		}
+	}()
+	return cancel
+}
+
+// reclaim hands the memory a burst of requests left behind back to the system: what must stay
+// (the kept traces) is copied together first, pooled buffers are dropped (a sync.Pool empties
+// over two collections), and the freed pages are returned.
+func (s *Server) reclaim() {
+	s.traces.compact()
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // closeIdleConnections closes the upstream connections kept for reuse; requests open new
@@ -227,18 +271,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" {
-		// A known path with the wrong method is a 405, not a 404.
-		if _, p := s.mux.Handler(withMethod(r, http.MethodGet)); p != "/" {
-			wrongMethod(w, r, http.MethodGet)
-			return
-		}
-		if _, p := s.mux.Handler(withMethod(r, http.MethodPost)); p != "/" {
-			wrongMethod(w, r, http.MethodPost)
-			return
-		}
+	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
+		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// wrongMethod answers 405 for a known path asked with the wrong method, and reports whether
+// it did. (Apart from ServeHTTP, whose frame every request's stack carries.)
+//
+//go:noinline
+func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
+			wrongMethod(w, r, m)
+			return true
+		}
+	}
+	return false
 }
 
 func withMethod(r *http.Request, method string) *http.Request {
@@ -355,6 +405,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	defer stopRefresh()
 	stopQuota := s.startQuotaLoop()
 	defer stopQuota()
+	stopReclaim := s.startReclaimer()
+	defer stopReclaim()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -54,8 +54,7 @@ func isTerminalEvent(name string) bool {
 // idle timeout) before a terminal event, the client gets a well-formed response.failed with
 // code server_error (which the Codex CLI retries) rather than a silently truncated stream.
 // A failure event from the upstream is relayed redacted.
-func (x *exchange) relayStream(upHeader http.Header, rd *sse.Reader, held []sse.Event, first sse.Event) {
-	x.startSSE(upHeader)
+func (x *exchange) relayStream(rd *sse.Reader, held []sse.Event, first sse.Event) {
 	rc := http.NewResponseController(x.w)
 
 	var events int64

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -76,6 +78,31 @@ func (r *traceRing) add(t Trace) {
 		r.next, r.full = 0, true
 	}
 	r.mu.Unlock()
+}
+
+// compact copies every kept trace's strings and slices into fresh memory. The originals were
+// allocated amid a burst of requests, one here and one there, and each keeps a whole span of
+// the heap in use; copied while the relay is idle, they sit together, and the spans they
+// pinned can go back to the system.
+func (r *traceRing) compact() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clone := func(s string) string { return strings.Clone(s) }
+	for i := range r.buf {
+		t := &r.buf[i]
+		if t.ID == "" {
+			continue
+		}
+		t.ID, t.Model, t.ResolvedModel, t.Error = clone(t.ID), clone(t.Model), clone(t.ResolvedModel), clone(t.Error)
+		t.Attempts = slices.Clone(t.Attempts)
+		for j := range t.Attempts {
+			t.Attempts[j].Account, t.Attempts[j].Error = clone(t.Attempts[j].Account), clone(t.Attempts[j].Error)
+		}
+		t.DroppedTools = slices.Clone(t.DroppedTools)
+		for j := range t.DroppedTools {
+			t.DroppedTools[j] = clone(t.DroppedTools[j])
+		}
+	}
 }
 
 // recent returns up to limit traces, newest first.

@@ -34,11 +34,15 @@ var (
 const (
 	// bufSize is the size of the bufio.Reader. Events that fit in it are returned without
 	// copying (Raw points into the bufio buffer); larger ones are gathered in a scratch buffer.
-	bufSize = 32 << 10
-	// maxRetain is the largest scratch buffer kept for the next event: an occasional
-	// multi-megabyte event (a "response.completed" carrying the whole output) should not pin its
-	// memory for the rest of a long stream.
-	maxRetain = 1 << 20
+	// A relay holds one reader per stream in flight (next to the HTTP transport's own read
+	// buffer), so this is per-stream memory: the deltas of a Responses stream are a few hundred
+	// bytes, and the rarer large events (a finished output item, the final response) cost one
+	// copy.
+	bufSize = 1 << 10
+	// maxRetain is the largest scratch buffer kept for the next event: an occasional large
+	// event (a finished output item, a "response.completed" carrying the whole output) should
+	// not pin its memory for the rest of a long stream.
+	maxRetain = 64 << 10
 	// maxNames bounds the cache of event names (see intern).
 	maxNames = 64
 )
