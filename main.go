@@ -42,6 +42,7 @@ func main() {
 		os.Exit(0)
 	}
 	defer inst.Release()
+	app.SetMemoryLimit(os.Getenv)
 	relay, err := app.Open(app.Options{Logger: log})
 	if err != nil {
 		inst.Release()

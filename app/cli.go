@@ -184,6 +184,7 @@ func (c *CLI) serve(args []string) error {
 		}
 		c.Options.Logger = Logger(c.Stderr, getenv)
 	}
+	SetMemoryLimit(os.Getenv)
 	inst, other, err := ClaimInstance(c.configDir(), "serve")
 	if err != nil {
 		return err
@@ -643,13 +644,17 @@ func (c *CLI) bench(args []string) error {
 		small := fs.Int("small", 5000, "small requests per side")
 		concurrent := fs.Int("concurrent", 500, "concurrent streams")
 		soak := fs.Int("soak", 20000, "sequential requests for the memory soak")
-		inProcess := fs.Bool("in-process", false, "run the concurrent streams through the in-process relay too (no relay process)")
+		large := fs.Int("large-concurrent", 2000, "concurrent streams of the larger load")
+		rounds := fs.Int("rounds", 5, "times each load is repeated")
+		idle := fs.Duration("idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
+		inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak}
+		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak,
+			LargeConcurrent: *large, Rounds: *rounds, IdleWait: *idle}
 		if !*inProcess {
-			opt.StartRelay = startRelayProcess(c.Stderr)
+			opt.StartProcess = startBenchProcess(c.Stderr)
 		}
 		r, err := proxy.RunProxyBench(opt)
 		if err != nil {
@@ -660,21 +665,21 @@ func (c *CLI) bench(args []string) error {
 		}
 		printProxyBench(c.Stdout, r)
 		return nil
-	case "relay-process":
-		// The relay of `bench proxy` in a process of its own: one API-key account at
-		// --upstream and its base URL on the first line of output. Each "settle" line on stdin
-		// is answered with the settled RSS in bytes and the goroutine count; it ends when stdin
-		// closes (the benchmark stops it, or died).
+	case "relay-process", "bare-process":
+		// The relay (or the bare ReverseProxy) of `bench proxy` in a process of its own, in
+		// front of --upstream; its base URL on the first line of output. Each "settle" line on
+		// stdin is answered with the settled RSS in bytes and the goroutine count; it ends when
+		// stdin closes (the benchmark stops it, or died).
 		upstream := fs.String("upstream", "", "the fake upstream's base URL")
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		relay := proxy.BenchRelay(*upstream)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
 		ctx, stop := context.WithCancel(context.Background())
+		relay := proxy.BenchRelay(*upstream)
 		go func() {
 			defer stop()
 			sc := bufio.NewScanner(c.Stdin)
@@ -686,20 +691,29 @@ func (c *CLI) bench(args []string) error {
 			}
 		}()
 		fmt.Fprintf(c.Stdout, "http://%s/v1\n", ln.Addr())
+		if args[0] == "bare-process" {
+			srv := &http.Server{Handler: proxy.BareProxy(*upstream)}
+			go func() { <-ctx.Done(); srv.Close() }()
+			if err := srv.Serve(ln); err != http.ErrServerClosed {
+				return err
+			}
+			return nil
+		}
+		SetMemoryLimit(os.Getenv) // as serve and the tray app do
 		return relay.Serve(ctx, ln, time.Second)
 	}
 	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
 }
 
-// startRelayProcess runs `codexrelay bench relay-process` for RunProxyBench; what the child
-// says on stderr goes to stderr.
-func startRelayProcess(stderr io.Writer) func(upstream string) (*proxy.RelayProcess, error) {
-	return func(upstream string) (*proxy.RelayProcess, error) {
+// startBenchProcess runs `codexrelay bench relay-process` (or bare-process) for
+// RunProxyBench; what the child says on stderr goes to stderr.
+func startBenchProcess(stderr io.Writer) func(kind, upstream string) (*proxy.RelayProcess, error) {
+	return func(kind, upstream string) (*proxy.RelayProcess, error) {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(exe, "bench", "relay-process", "--upstream", upstream)
+		cmd := exec.Command(exe, "bench", kind+"-process", "--upstream", upstream)
 		cmd.Stderr = stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -747,9 +761,9 @@ func startRelayProcess(stderr io.Writer) func(upstream string) (*proxy.RelayProc
 
 func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
 	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
-	where := "relay process"
+	where := "processes of their own"
 	if !r.Concurrent.RelayProcess {
-		where = "one process for client, relay and upstream"
+		where = "one process for client, proxies and upstream"
 	}
 	fmt.Fprintln(w, "Relay against a direct call to an in-process fake upstream, on loopback (target in brackets):")
 	fmt.Fprintln(w)
@@ -760,8 +774,15 @@ func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
 		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
 	fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
 		r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
-	fmt.Fprintf(tw, "%d concurrent streams\t%d errors [0], peak RSS %s [<= 100 MB] (%s)\n",
-		r.Concurrent.Streams, r.Concurrent.Errors, mb(r.Concurrent.PeakRSSBytes), where)
+	for _, l := range []struct {
+		r      proxy.LoadResult
+		target string
+	}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
+		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
+			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
+	}
+	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
+		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
 	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
 		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
 	tw.Flush()

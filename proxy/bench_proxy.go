@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -26,13 +28,19 @@ type ProxyBenchOptions struct {
 	LargeRequests int // 1.16 MB streamed requests per side (default 100)
 	StreamEvents  int // events in the long stream (default 2000)
 	Concurrent    int // concurrent streams (default 500)
-	SoakRequests  int // sequential requests for the memory soak (default 20000)
-	// StartRelay, when set, starts a relay in a process of its own, serving one API-key
-	// account at upstream (a base URL ending in /v1). The concurrent streams and the soak then
-	// go through that relay, so that the memory and goroutine figures are the relay's alone
-	// (RSS is a figure per process), not those of one process holding the client and the
-	// upstream too.
-	StartRelay func(upstream string) (*RelayProcess, error)
+	// LargeConcurrent is the larger load's concurrent streams (default 2000); Rounds is how
+	// many times each load is repeated (default 5).
+	LargeConcurrent, Rounds int
+	// IdleWait is how long after the loads the relay's memory is read again (default 60 s).
+	IdleWait     time.Duration
+	SoakRequests int // sequential requests for the memory soak (default 20000)
+	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
+	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
+	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
+	// with. The loads and the soak then go through those processes, so that the memory and
+	// goroutine figures are theirs alone (RSS is a figure per process), not those of one
+	// process holding the client and the upstream too.
+	StartProcess func(kind, upstream string) (*RelayProcess, error)
 }
 
 // RelayProcess is a relay running apart for RunProxyBench.
@@ -43,6 +51,17 @@ type RelayProcess struct {
 	// like.
 	Settled func() (rss int64, goroutines int, err error)
 	Stop    func()
+}
+
+// BareProxy is the floor of `bench proxy`'s memory comparison: a plain
+// net/http/httputil.ReverseProxy to upstream (a base URL ending in /v1) with its defaults,
+// which flushes event streams as they come.
+func BareProxy(upstream string) http.Handler {
+	u, err := url.Parse(strings.TrimSuffix(upstream, "/v1"))
+	if err != nil {
+		panic(err)
+	}
+	return httputil.NewSingleHostReverseProxy(u)
 }
 
 // BenchRelay is the relay RunProxyBench measures, in its process or in one of its own: one
@@ -86,14 +105,16 @@ type ProxyBenchResult struct {
 		EventDelayP99Us float64 `json:"eventDelayP99Us"`
 		DirectDelayP50  float64 `json:"directDelayP50Us"`
 	} `json:"stream"`
-	Concurrent struct {
-		Streams int `json:"streams"`
-		Errors  int `json:"errors"`
-		// PeakRSSBytes is the relay process's peak during the streams when StartRelay was
-		// set (RelayProcess), else that of the one process holding client, relay and upstream.
-		PeakRSSBytes int64 `json:"peakRSSBytes"`
-		RelayProcess bool  `json:"relayProcess"`
-	} `json:"concurrent"`
+	// Concurrent is Concurrent streams at once, Rounds times; ConcurrentLarge the same with
+	// LargeConcurrent streams.
+	Concurrent      LoadResult `json:"concurrent"`
+	ConcurrentLarge LoadResult `json:"concurrentLarge"`
+	// Idle is the relay's resident memory before the loads and IdleWait after them.
+	Idle struct {
+		RSSBeforeBytes int64   `json:"rssBeforeBytes"`
+		RSSAfterBytes  int64   `json:"rssAfterBytes"`
+		AfterSeconds   float64 `json:"afterSeconds"`
+	} `json:"idle"`
 	Soak struct {
 		Requests            int   `json:"requests"`
 		RSSAfter1000Bytes   int64 `json:"rssAfter1000Bytes"`
@@ -101,6 +122,22 @@ type ProxyBenchResult struct {
 		GoroutinesIdle      int   `json:"goroutinesIdle"`
 		GoroutinesAfterSoak int   `json:"goroutinesAfterSoak"`
 	} `json:"soak"`
+}
+
+// LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
+// through the bare proxy.
+type LoadResult struct {
+	Streams int `json:"streams"`
+	Rounds  int `json:"rounds"`
+	Errors  int `json:"errors"` // streams that did not complete, through the relay
+	// PeakRSSBytes is the relay process's peak during the load when StartProcess was set
+	// (RelayProcess), else that of the one process holding client, relay and upstream;
+	// BarePeakRSSBytes the bare proxy's in the same conditions.
+	PeakRSSBytes     int64   `json:"peakRSSBytes"`
+	BarePeakRSSBytes int64   `json:"barePeakRSSBytes"`
+	BareErrors       int     `json:"bareErrors"`
+	PeakToBare       float64 `json:"peakToBare"`
+	RelayProcess     bool    `json:"relayProcess"`
 }
 
 // RunProxyBench sends the same requests to an in-process fake upstream directly and through a
@@ -116,7 +153,12 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	def(&opt.LargeRequests, 100)
 	def(&opt.StreamEvents, 2000)
 	def(&opt.Concurrent, 500)
+	def(&opt.LargeConcurrent, 2000)
+	def(&opt.Rounds, 5)
 	def(&opt.SoakRequests, 20000)
+	if opt.IdleWait <= 0 {
+		opt.IdleWait = 60 * time.Second
+	}
 	var res ProxyBenchResult
 
 	up, err := newBenchUpstream()
@@ -135,7 +177,7 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	defer func() { stop(); <-served }()
 	relayURL := "http://" + ln.Addr().String() + "/v1"
 	directURL := up.url + "/v1"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
 
 	post := func(base, body string) (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
@@ -272,57 +314,105 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	res.Stream.EventDelayP50Us, res.Stream.EventDelayP99Us = quantile(rd, 0.5), quantile(rd, 0.99)
 	res.Stream.DirectDelayP50 = quantile(dd, 0.5)
 
-	// Concurrent streams through the relay, in its own process when one can be started. The
-	// peak is that of this phase: the earlier ones (the parse-and-build passes above run with
-	// the collector paused) do not count.
-	streams := func(base string, pid int) (errors int, peak int64, err error) {
+	// Loads of concurrent streams through the relay, and through a bare ReverseProxy in front
+	// of the same upstream, each in its own process when one can be started. The peak is that
+	// of the load: the earlier phases (the parse-and-build passes above run with the collector
+	// paused) do not count.
+	streams := func(base string, pid, n, rounds int) (errors int, peak int64, err error) {
 		client.CloseIdleConnections()
 		if err := resetPeakRSS(pid); err != nil {
 			return 0, 0, err
 		}
-		var wg sync.WaitGroup
 		var errs atomic.Int64
-		start := make(chan struct{})
-		for i := 0; i < opt.Concurrent; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				resp, err := post(base, `{"model":"bench-slow","input":"go","stream":true}`)
-				if err == nil && resp.StatusCode == 200 {
-					b, rerr := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if rerr == nil && bytes.Contains(b, []byte("response.completed")) {
-						return
+		for range rounds {
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					resp, err := post(base, `{"model":"bench-slow","input":"go","stream":true}`)
+					if err == nil && resp.StatusCode == 200 {
+						b, rerr := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if rerr == nil && bytes.Contains(b, []byte("response.completed")) {
+							return
+						}
+					} else if err == nil {
+						resp.Body.Close()
 					}
-				} else if err == nil {
-					resp.Body.Close()
-				}
-				errs.Add(1)
-			}()
+					errs.Add(1)
+				}()
+			}
+			close(start)
+			wg.Wait()
 		}
-		close(start)
-		wg.Wait()
+		// A client that went away: the proxies see their connections close.
+		client.CloseIdleConnections()
 		return int(errs.Load()), procStatus(pid, "VmHWM"), nil
+	}
+	inProcess := func(h http.Handler) (*RelayProcess, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		srv := &http.Server{Handler: h}
+		go srv.Serve(ln)
+		return &RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}, nil
 	}
 	rp := &RelayProcess{URL: relayURL, Settled: func() (int64, int, error) {
 		rss, n := relay.SettledMemory()
 		return rss, n, nil
 	}, Stop: func() {}}
-	if opt.StartRelay != nil {
-		if rp, err = opt.StartRelay(directURL); err != nil {
-			return res, fmt.Errorf("starting the relay process: %w", err)
-		}
-		res.Concurrent.RelayProcess = true
-	}
-	defer rp.Stop()
-	if err := drain(post(rp.URL, small)); err != nil { // its catalog, its connections
-		return res, fmt.Errorf("relay: %w", err)
-	}
-	if res.Concurrent.Errors, res.Concurrent.PeakRSSBytes, err = streams(rp.URL, rp.PID); err != nil {
+	bare, err := inProcess(BareProxy(directURL))
+	if err != nil {
 		return res, err
 	}
-	res.Concurrent.Streams = opt.Concurrent
+	if opt.StartProcess != nil {
+		bare.Stop()
+		if rp, err = opt.StartProcess("relay", directURL); err != nil {
+			return res, fmt.Errorf("starting the relay process: %w", err)
+		}
+		if bare, err = opt.StartProcess("bare", directURL); err != nil {
+			rp.Stop()
+			return res, fmt.Errorf("starting the bare proxy process: %w", err)
+		}
+	}
+	defer rp.Stop()
+	defer bare.Stop()
+	for _, p := range []*RelayProcess{rp, bare} {
+		if err := drain(post(p.URL, small)); err != nil { // its catalog, its connections
+			return res, fmt.Errorf("warming up %s: %w", p.URL, err)
+		}
+	}
+	client.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond)
+	res.Idle.RSSBeforeBytes = procStatus(rp.PID, "VmRSS")
+	loads := []struct {
+		r *LoadResult
+		n int
+	}{{&res.Concurrent, opt.Concurrent}, {&res.ConcurrentLarge, opt.LargeConcurrent}}
+	for _, l := range loads {
+		l.r.Streams, l.r.Rounds, l.r.RelayProcess = l.n, opt.Rounds, opt.StartProcess != nil
+		if l.r.Errors, l.r.PeakRSSBytes, err = streams(rp.URL, rp.PID, l.n, opt.Rounds); err != nil {
+			return res, err
+		}
+	}
+	// The relay is left alone from here: its memory is read again IdleWait after the loads.
+	// The bare proxy's loads run meanwhile (its process, not the relay's).
+	loadsEnd := time.Now()
+	for _, l := range loads {
+		if l.r.BareErrors, l.r.BarePeakRSSBytes, err = streams(bare.URL, bare.PID, l.n, opt.Rounds); err != nil {
+			return res, err
+		}
+		if l.r.BarePeakRSSBytes > 0 {
+			l.r.PeakToBare = float64(l.r.PeakRSSBytes) / float64(l.r.BarePeakRSSBytes)
+		}
+	}
+	time.Sleep(time.Until(loadsEnd.Add(opt.IdleWait)))
+	res.Idle.RSSAfterBytes = procStatus(rp.PID, "VmRSS")
+	res.Idle.AfterSeconds = time.Since(loadsEnd).Seconds()
 
 	// Memory and goroutines of the relay over many sequential requests.
 	settle := func() (int64, int) {

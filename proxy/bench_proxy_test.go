@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -17,12 +18,13 @@ func TestProxyBenchRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few thousand requests")
 	}
-	started, settled := false, 0
+	started, settled := map[string]int{}, 0
 	r, err := proxy.RunProxyBench(proxy.ProxyBenchOptions{
-		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, SoakRequests: 1000,
-		// A "relay process" that is a relay in this process: the phases must go through it.
-		StartRelay: func(upstream string) (*proxy.RelayProcess, error) {
-			started = true
+		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, LargeConcurrent: 40, Rounds: 2,
+		IdleWait: 100 * time.Millisecond, SoakRequests: 1000,
+		// "Processes" that run in this process: the phases must go through them.
+		StartProcess: func(kind, upstream string) (*proxy.RelayProcess, error) {
+			started[kind]++
 			relay := proxy.BenchRelay(upstream)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -30,6 +32,12 @@ func TestProxyBenchRuns(t *testing.T) {
 			}
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan struct{})
+			if kind == "bare" {
+				srv := &http.Server{Handler: proxy.BareProxy(upstream)}
+				go func() { srv.Serve(ln); close(done) }()
+				return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
+					Stop: func() { srv.Close(); <-done; stop() }}, nil
+			}
 			go func() { relay.Serve(ctx, ln, time.Second); close(done) }()
 			return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
 				Settled: func() (int64, int, error) {
@@ -43,8 +51,16 @@ func TestProxyBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !started || settled < 3 || !r.Concurrent.RelayProcess || r.Concurrent.Streams != 30 || r.Concurrent.Errors != 0 || r.Concurrent.PeakRSSBytes <= 0 {
-		t.Fatalf("concurrent %+v", r.Concurrent)
+	if started["relay"] != 1 || started["bare"] != 1 || settled < 3 {
+		t.Fatalf("started %v, settled %d times", started, settled)
+	}
+	for _, l := range []proxy.LoadResult{r.Concurrent, r.ConcurrentLarge} {
+		if !l.RelayProcess || l.Rounds != 2 || l.Errors != 0 || l.BareErrors != 0 || l.PeakRSSBytes <= 0 || l.BarePeakRSSBytes <= 0 || l.PeakToBare <= 0 {
+			t.Fatalf("load %+v", l)
+		}
+	}
+	if r.Concurrent.Streams != 30 || r.ConcurrentLarge.Streams != 40 || r.Idle.RSSBeforeBytes <= 0 || r.Idle.RSSAfterBytes <= 0 || r.Idle.AfterSeconds < 0.1 {
+		t.Fatalf("loads %+v %+v, idle %+v", r.Concurrent, r.ConcurrentLarge, r.Idle)
 	}
 	if r.Small.DirectP50Us <= 0 || r.Small.RelayP50Us <= 0 {
 		t.Fatalf("small %+v", r.Small)
