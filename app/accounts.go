@@ -18,12 +18,13 @@ import (
 // Accounts returns the accounts' metadata in priority order.
 func (a *App) Accounts() []AccountMeta { return a.Settings().Accounts }
 
-var nameRE = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N} ._@+-]{0,63}$`)
+var nameRE = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N}._@+-]{0,63}$`)
 
-// ValidateName checks an account name: 1 to 64 letters, digits, spaces and . _ @ + -.
+// ValidateName checks an account name: a slug of 1 to 64 letters, digits and . _ @ + -,
+// starting with a letter or digit, so that it can be typed on a command line as it is.
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) || strings.TrimSpace(name) != name {
-		return fmt.Errorf("account name %q is not valid: use 1 to 64 letters, digits, spaces or . _ @ + -, starting with a letter or digit", name)
+	if !nameRE.MatchString(name) {
+		return fieldError(FieldName, fmt.Sprintf("%q is not valid: use 1 to 64 letters, digits or . _ @ + - (no spaces), starting with a letter or digit", name))
 	}
 	return nil
 }
@@ -32,15 +33,27 @@ func ValidateName(name string) error {
 func ValidateBaseURL(raw string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("base URL %q is not valid: use http(s)://host[:port]/path, e.g. https://api.openai.com/v1", raw)
+		return "", fieldError(FieldBaseURL, fmt.Sprintf("%q is not valid: use http(s)://host[:port]/path, e.g. https://api.openai.com/v1", raw))
 	}
 	if u.User != nil {
-		return "", errors.New("base URL must not carry credentials: the key is read from stdin and kept in the keychain")
+		return "", fieldError(FieldBaseURL, "must not carry credentials: the key is given apart and kept in the keychain")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("base URL must not have a query or fragment")
+		return "", fieldError(FieldBaseURL, "must not have a query or fragment")
 	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// ValidateKey checks an API key: not empty, no whitespace inside (a key pasted with its
+// neighbours is the usual mistake).
+func ValidateKey(key string) error {
+	switch {
+	case strings.TrimSpace(key) == "":
+		return fieldError(FieldKey, "is empty")
+	case strings.ContainsAny(strings.TrimSpace(key), " \t\r\n"):
+		return fieldError(FieldKey, "contains whitespace: give the key alone")
+	}
+	return nil
 }
 
 // NewAccount describes an account to add.
@@ -62,17 +75,17 @@ func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
 	switch proxy.Kind(na.Kind) {
 	case proxy.KindOpenAI:
 		if na.BaseURL == "" {
-			return m, errors.New("--base-url is required for openai accounts (e.g. https://api.openai.com/v1)")
+			return m, fieldError(FieldBaseURL, "is required for an API-key account, e.g. https://api.openai.com/v1")
 		}
-		if strings.TrimSpace(sec.APIKey) == "" {
-			return m, errors.New("the API key is empty: pipe it on stdin, e.g. `printenv OPENAI_API_KEY | codexrelay accounts add ...`")
+		if err := ValidateKey(sec.APIKey); err != nil {
+			return m, err
 		}
 	case proxy.KindChatGPT:
 		if sec.AccessToken == "" {
 			return m, errors.New("a chatgpt account needs a sign-in")
 		}
 	default:
-		return m, fmt.Errorf("unknown account kind %q: use openai or chatgpt", na.Kind)
+		return m, fieldError(FieldKind, fmt.Sprintf("%q is not an account kind: use openai or chatgpt", na.Kind))
 	}
 	if na.BaseURL != "" {
 		u, err := ValidateBaseURL(na.BaseURL)
@@ -86,7 +99,7 @@ func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
 		m.API = string(proxy.APIResponses)
 	case string(proxy.APIResponses), string(proxy.APIChat):
 	default:
-		return m, fmt.Errorf("unknown --api %q: use responses or chat", m.API)
+		return m, fieldError(FieldAPI, fmt.Sprintf("%q is not an API Codex Relay speaks: use responses or chat", m.API))
 	}
 	stored := false
 	err := a.update(func(s *Settings) error {
@@ -176,11 +189,8 @@ func (a *App) replaceSecret(id string, sec Secret) (AccountMeta, error) {
 // SetAPIKey replaces the key of an API-key account (after the upstream rejected the old one).
 func (a *App) SetAPIKey(name, key string) error {
 	key = strings.TrimSpace(key)
-	if key == "" {
-		return errors.New("the API key is empty")
-	}
-	if strings.ContainsAny(key, " \t\r\n") {
-		return errors.New("the API key contains whitespace: paste the key alone")
+	if err := ValidateKey(key); err != nil {
+		return err
 	}
 	for _, m := range a.Accounts() {
 		if m.Name != name {
@@ -278,7 +288,7 @@ func (a *App) MoveAccount(name string, to int) (int, error) {
 		}
 		n = len(s.Accounts)
 		if to < 1 || to > n {
-			return fmt.Errorf("position %d is out of range: use 1 to %d", to, n)
+			return fieldError(FieldPosition, fmt.Sprintf("%d is out of range: use 1 to %d", to, n))
 		}
 		m := s.Accounts[i]
 		s.Accounts = slices.Delete(s.Accounts, i, i+1)

@@ -368,8 +368,8 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		want string
 	}{
 		{[]string{"settings", "set", "stale-while-revalidate", "false"}, 0, "Set stale-while-revalidate to false."},
-		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
+		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "random"}, 1, "unknown routing strategy"},
 		{[]string{"settings", "set", "ttl-ms", "-5"}, 1, "positive"},

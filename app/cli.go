@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -23,7 +21,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/bench"
 )
 
 // Version is set at build time (-ldflags "-X github.com/codexrelay/codexrelay/app.Version=...").
@@ -113,6 +111,15 @@ func (c *CLI) Run(args []string) int {
 			fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
 			return 2
 		}
+		var fe *FieldError
+		if errors.As(err, &fe) && cliFlags[fe.Field] != "" {
+			if strings.HasPrefix(fe.Msg, "is ") || strings.HasPrefix(fe.Msg, "must ") {
+				fmt.Fprintf(c.Stderr, "codexrelay: %s %s\n", cliFlags[fe.Field], fe.Msg)
+			} else {
+				fmt.Fprintf(c.Stderr, "codexrelay: %s: %v\n", cliFlags[fe.Field], fe)
+			}
+			return 1
+		}
 		fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
 		return 1
 	}
@@ -124,6 +131,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// cliFlags names the flag that gives each field a FieldError can name.
+var cliFlags = map[string]string{
+	FieldName: "--name", FieldKind: "--kind", FieldBaseURL: "--base-url", FieldAPI: "--api",
+	FieldPosition: "--to", FieldKey: "the API key on stdin",
 }
 
 type usageError string
@@ -618,11 +631,11 @@ func (c *CLI) bench(args []string) error {
 		if *samples < 1 || *items < 1 || *attempts < 1 {
 			return usageError("--samples, --items and --attempts must be at least 1")
 		}
-		r := payload.RunBench(payload.BenchOptions{Samples: *samples, Items: *items, Attempts: *attempts})
+		r := bench.Serialization(bench.SerializationOptions{Samples: *samples, Items: *items, Attempts: *attempts})
 		if *asJSON {
 			return json.NewEncoder(c.Stdout).Encode(r)
 		}
-		printSerializationBench(c.Stdout, r)
+		r.Print(c.Stdout)
 		return nil
 	case "catalog":
 		samples := fs.Int("samples", 50, "groups of concurrent requests")
@@ -634,11 +647,11 @@ func (c *CLI) bench(args []string) error {
 		if *samples < 1 || *concurrent < 1 || *delay < 0 {
 			return usageError("--samples and --concurrent must be at least 1, --delay-ms at least 0")
 		}
-		r := proxy.RunCatalogBench(proxy.CatalogBenchOptions{Samples: *samples, Concurrent: *concurrent, Delay: time.Duration(*delay) * time.Millisecond})
+		r := bench.Catalog(bench.CatalogOptions{Samples: *samples, Concurrent: *concurrent, Delay: time.Duration(*delay) * time.Millisecond})
 		if *asJSON {
 			return json.NewEncoder(c.Stdout).Encode(r)
 		}
-		printCatalogBench(c.Stdout, r)
+		r.Print(c.Stdout)
 		return nil
 	case "proxy":
 		small := fs.Int("small", 5000, "small requests per side")
@@ -651,19 +664,23 @@ func (c *CLI) bench(args []string) error {
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		opt := proxy.ProxyBenchOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak,
+		opt := bench.ProxyOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak,
 			LargeConcurrent: *large, Rounds: *rounds, IdleWait: *idle}
 		if !*inProcess {
-			opt.StartProcess = startBenchProcess(c.Stderr)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			opt.StartProcess = bench.StartProcesses(exe, c.Stderr, func(kind string) []string { return []string{"bench", kind + "-process"} })
 		}
-		r, err := proxy.RunProxyBench(opt)
+		r, err := bench.Proxy(opt)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
 			return json.NewEncoder(c.Stdout).Encode(r)
 		}
-		printProxyBench(c.Stdout, r)
+		r.Print(c.Stdout)
 		return nil
 	case "relay-process", "bare-process":
 		// The relay (or the bare ReverseProxy) of `bench proxy` in a process of its own, in
@@ -674,150 +691,10 @@ func (c *CLI) bench(args []string) error {
 		if _, err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		ctx, stop := context.WithCancel(context.Background())
-		relay := proxy.BenchRelay(*upstream)
-		go func() {
-			defer stop()
-			sc := bufio.NewScanner(c.Stdin)
-			for sc.Scan() {
-				if sc.Text() == "settle" {
-					rss, n := relay.SettledMemory()
-					fmt.Fprintln(c.Stdout, rss, n)
-				}
-			}
-		}()
-		fmt.Fprintf(c.Stdout, "http://%s/v1\n", ln.Addr())
-		if args[0] == "bare-process" {
-			srv := &http.Server{Handler: proxy.BareProxy(*upstream)}
-			go func() { <-ctx.Done(); srv.Close() }()
-			if err := srv.Serve(ln); err != http.ErrServerClosed {
-				return err
-			}
-			return nil
-		}
-		SetMemoryLimit(os.Getenv) // as serve and the tray app do
-		return relay.Serve(ctx, ln, time.Second)
+		kind := strings.TrimSuffix(args[0], "-process")
+		return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { SetMemoryLimit(os.Getenv) })
 	}
 	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
-}
-
-// startBenchProcess runs `codexrelay bench relay-process` (or bare-process) for
-// RunProxyBench; what the child says on stderr goes to stderr.
-func startBenchProcess(stderr io.Writer) func(kind, upstream string) (*proxy.RelayProcess, error) {
-	return func(kind, upstream string) (*proxy.RelayProcess, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(exe, "bench", kind+"-process", "--upstream", upstream)
-		cmd.Stderr = stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		// A child that does not answer in time is killed: the benchmark fails, never hangs.
-		out := bufio.NewReader(stdout)
-		answer := func(timeout time.Duration) (string, error) {
-			t := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
-			defer t.Stop()
-			return out.ReadString('\n')
-		}
-		rp := &proxy.RelayProcess{PID: cmd.Process.Pid, Stop: func() {
-			stdin.Close()
-			t := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
-			cmd.Wait()
-			t.Stop()
-		}}
-		line, err := answer(30 * time.Second)
-		if err != nil {
-			rp.Stop()
-			return nil, fmt.Errorf("the relay process did not start: %w", err)
-		}
-		rp.URL = strings.TrimSpace(line)
-		rp.Settled = func() (rss int64, goroutines int, err error) {
-			if _, err := io.WriteString(stdin, "settle\n"); err != nil {
-				return 0, 0, err
-			}
-			line, err := answer(30 * time.Second)
-			if err == nil {
-				_, err = fmt.Sscan(line, &rss, &goroutines)
-			}
-			return rss, goroutines, err
-		}
-		return rp, nil
-	}
-}
-
-func printProxyBench(w io.Writer, r proxy.ProxyBenchResult) {
-	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
-	where := "processes of their own"
-	if !r.Concurrent.RelayProcess {
-		where = "one process for client, proxies and upstream"
-	}
-	fmt.Fprintln(w, "Relay against a direct call to an in-process fake upstream, on loopback (target in brackets):")
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us, relay p50 %.0f us: added p50 %.0f us [<= 100], p99 %.0f us [<= 1000]\n",
-		r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
-	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms, relay %.2f ms: added %.2f ms = %.2f parse+build passes of %.2f ms [<= 2]\n",
-		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
-	fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
-		r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
-	for _, l := range []struct {
-		r      proxy.LoadResult
-		target string
-	}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
-		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
-			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
-	}
-	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
-		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
-	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
-		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
-	tw.Flush()
-}
-
-func printCatalogBench(w io.Writer, r proxy.CatalogBenchResult) {
-	fmt.Fprintf(w, "Model catalog refresh: %d samples of %d concurrent requests on an expired catalog, discovery %.0f ms\n\n",
-		r.Samples, r.ConcurrentRequests, r.SimulatedCatalogProbeMs)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "variant\tmedian\tp95\trefreshes\t")
-	fmt.Fprintf(tw, "blocking baseline\t%.3f ms\t%.3f ms\t%d\t\n", r.Baseline.MedianMs, r.Baseline.P95Ms, r.Baseline.Refreshes)
-	fmt.Fprintf(tw, "stale-while-revalidate\t%.4f ms\t%.4f ms\t%d (expected %d)\t\n", r.Candidate.MedianMs, r.Candidate.P95Ms, r.Candidate.Refreshes, r.Candidate.ExpectedRefreshes)
-	tw.Flush()
-	fmt.Fprintf(w, "\nmedian preparation improvement: %.2f %%\n", 100*r.MedianPreparationImprovementRatio)
-}
-
-func printSerializationBench(w io.Writer, r payload.BenchResult) {
-	fmt.Fprintf(w, "Upstream payload serialization: %d samples, %d input items, %d attempts, %d bytes\n\n",
-		r.Samples, r.InputItems, r.Attempts, r.SerializedBytes)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measure\tbaseline\tper-request cache\tgain\t")
-	pct := func(b, c float64) string {
-		if b == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f %%", 100*(1-c/b))
-	}
-	fmt.Fprintf(tw, "full serializations\t%d\t%d\t%s\t\n", r.Baseline.FullSerializations, r.Candidate.FullSerializations,
-		pct(float64(r.Baseline.FullSerializations), float64(r.Candidate.FullSerializations)))
-	fmt.Fprintf(tw, "median\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.MedianMs, r.Candidate.MedianMs, pct(r.Baseline.MedianMs, r.Candidate.MedianMs))
-	fmt.Fprintf(tw, "p95\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.P95Ms, r.Candidate.P95Ms, pct(r.Baseline.P95Ms, r.Candidate.P95Ms))
-	tw.Flush()
-	fmt.Fprintf(w, "\none attempt: cache overhead %.4f ms (%.2f %%)\n", r.SingleAttemptOverheadMs, 100*r.SingleAttemptOverheadRatio)
-	fmt.Fprintf(w, "each later attempt: %.3f %% of a full serialization\n", 100*r.SubsequentAttemptCostRatio)
-	fmt.Fprintf(w, "parse + build: %.0f MB/s\n", r.ParseBuildMBps)
 }
 
 func (c *CLI) settingsCmd(args []string) error {

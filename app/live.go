@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,8 +27,11 @@ func (a *App) SetListen(addr string) error {
 // Like the toggle, it changes the running proxy at once; the environment variables only give
 // the values a start begins with.
 func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
-	if staleMaxAge < 0 || ttl < 0 {
-		return errors.New("durations must not be negative")
+	if staleMaxAge < 0 {
+		return fieldError(FieldStaleAge, "must not be negative")
+	}
+	if ttl < 0 {
+		return fieldError(FieldTTL, "must not be negative")
 	}
 	return a.update(func(s *Settings) error {
 		if staleMaxAge > 0 {
@@ -37,6 +39,12 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 		}
 		if ttl > 0 {
 			s.Catalog.TTLMs = ttl.Milliseconds()
+		}
+		// A stale catalog is one older than the TTL: a maximum stale age below it would
+		// never serve one.
+		opt, _ := catalogOptions(*s, func(string) string { return "" })
+		if opt.StaleMaxAge < opt.TTL {
+			return fieldError(FieldStaleAge, fmt.Sprintf("(%s) is shorter than the catalog TTL (%s): it must be at least as long", opt.StaleMaxAge, opt.TTL))
 		}
 		return nil
 	})
@@ -46,10 +54,10 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 // zero restores its default.
 func (a *App) SetTimeout(which string, d time.Duration) error {
 	if d < 0 {
-		return errors.New("a timeout must not be negative")
+		return fieldError(FieldTimeout, "must not be negative")
 	}
 	if d > 0 && d < time.Second {
-		return errors.New("a timeout under one second would cut healthy upstreams: give at least 1000 ms")
+		return fieldError(FieldTimeout, "must be at least one second: a shorter one would cut healthy upstreams")
 	}
 	return a.update(func(s *Settings) error {
 		switch which {
@@ -60,7 +68,7 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 		case "stream-idle":
 			s.Timeouts.StreamIdleMs = d.Milliseconds()
 		default:
-			return fmt.Errorf("unknown timeout %q: use header, first-event or stream-idle", which)
+			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use header, first-event or stream-idle", which))
 		}
 		return nil
 	})
@@ -79,13 +87,13 @@ func validStrategy(s string) error {
 	case "", proxy.StrategyPriority, proxy.StrategyRoundRobin:
 		return nil
 	}
-	return fmt.Errorf("unknown routing strategy %q: use %s or %s", s, proxy.StrategyPriority, proxy.StrategyRoundRobin)
+	return fieldError(FieldStrategy, fmt.Sprintf("must be %s or %s (unknown routing strategy %q)", proxy.StrategyPriority, proxy.StrategyRoundRobin, s))
 }
 
 // SetAlias makes name an alias of targets (tried in order); no targets removes it.
 func (a *App) SetAlias(name string, targets []string) error {
 	if name == "" {
-		return errors.New("an alias needs a name")
+		return fieldError(FieldAlias, "needs a name")
 	}
 	return a.update(func(s *Settings) error {
 		next := make(map[string][]string, len(s.Aliases)+1)
@@ -94,7 +102,7 @@ func (a *App) SetAlias(name string, targets []string) error {
 		}
 		if len(targets) == 0 {
 			if _, ok := next[name]; !ok {
-				return fmt.Errorf("no alias named %q", name)
+				return fieldError(FieldAlias, fmt.Sprintf("%q does not exist: there is no alias by that name", name))
 			}
 			delete(next, name)
 		} else {

@@ -22,21 +22,21 @@ const callbackPort = 1455
 func (a *App) CheckListen(addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
-		return fmt.Errorf("listen address %q is not valid: use host:port, e.g. %s", addr, DefaultListen)
+		return fieldError(FieldListen, fmt.Sprintf("%q is not valid: use host:port, e.g. %s", addr, DefaultListen))
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("listen address %q is not valid: the port must be a number from 0 to 65535", addr)
+		return fieldError(FieldListen, fmt.Sprintf("%q is not valid: the port must be a number from 0 to 65535", addr))
 	} else if n == callbackPort {
-		return errors.New("port 1455 is the Codex sign-in callback: choose another port")
+		return fieldError(FieldListen, "cannot use port 1455: it is the Codex sign-in callback's; choose another port")
 	}
 	if isLoopback(host) {
 		return nil
 	}
 	if !allowRemote {
-		return fmt.Errorf("listen address %q is not a loopback address: Codex Relay only listens on 127.0.0.1 or [::1] unless --allow-remote is given together with a local API key", addr)
+		return fieldError(FieldListen, fmt.Sprintf("%q is not a loopback address: Codex Relay only listens on 127.0.0.1 or [::1] unless remote access is allowed and the local API key is on", addr))
 	}
 	if !a.Settings().LocalAPIKey {
-		return errors.New("--allow-remote needs the local API key: turn it on first with `codexrelay local-key on`")
+		return fieldError(FieldListen, "may be non-loopback only with the local API key on: turn it on first")
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // BenchmarkLargeStreamedRequest sends the 1.16 MB Codex-shaped body through the relay.
@@ -17,7 +17,7 @@ func BenchmarkLargeStreamedRequest(b *testing.B) {
 	})
 	s := proxy.New(proxy.Options{})
 	s.SetAccounts([]proxy.Account{openaiAccount("a", up)})
-	body := payload.SyntheticResponsesBody(10000)
+	body := testkit.SyntheticResponsesBody(10000)
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -27,6 +27,9 @@ type CatalogOptions struct {
 	ClientVersion string
 	// DiscoveryTimeout bounds one account's model listing (default 15 s).
 	DiscoveryTimeout time.Duration
+	// Discover, when set, lists an account's models instead of asking its upstream (an
+	// embedder with its own list, a test, a benchmark).
+	Discover func(ctx context.Context, a Account) ([]Discovered, error)
 }
 
 const defaultClientVersion = "0.171.0"
@@ -112,6 +115,9 @@ func newCatalog(s *Server, opt CatalogOptions) *catalog {
 	c := &catalog{s: s, timeout: opt.DiscoveryTimeout, version: opt.ClientVersion, interval: opt.RefreshInterval,
 		lists: map[string]*accountList{}}
 	c.discover = c.discoverHTTP
+	if opt.Discover != nil {
+		c.discover = func(ctx context.Context, m *member) ([]Discovered, error) { return opt.Discover(ctx, m.Account) }
+	}
 	c.configure(opt.StaleWhileRevalidate, opt.StaleMaxAge, opt.TTL)
 	return c
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
+
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/codexrelay/codexrelay/proxy"
@@ -408,7 +410,7 @@ func TestLargeBodiesArrivingInPieces(t *testing.T) {
 	// error a one-shot parse gives, and never forwarded.
 	up := newUpstream(t, answerText("ok"))
 	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
-	good := payload.SyntheticResponsesBody(3000) // about 350 KB
+	good := testkit.SyntheticResponsesBody(3000) // about 350 KB
 	bad := bytes.Clone(good)
 	bad[len(bad)*2/3] = 0x01 // a control character inside a string, far into the input
 	_, want := payload.Parse(bad)

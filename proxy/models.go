@@ -131,6 +131,36 @@ func (s *Server) aliasErrors(st *catalogState) []string {
 // resolveModel runs the catalog's refresh rules for the request and turns the requested model
 // (or alias) into the target models to try. A model the known catalog lacks is a 404 naming
 // close matches; with no catalog at all, the request passes through as asked.
+// Resolution is what Resolve found for a model name.
+type Resolution struct {
+	// Models are the catalog's models a request for the name would try, in order (an alias may
+	// name several); none when the catalog knows none of them.
+	Models []string
+	// Refresh says how the catalog was brought up to date for it (seed 001).
+	Refresh RefreshCounts
+}
+
+// Resolve resolves a model name as a request would: through the catalog, refreshed as its
+// stale-while-revalidate rules say, and the aliases.
+func (s *Server) Resolve(ctx context.Context, model string) (Resolution, error) {
+	st, counts, err := s.catalog.resolve(ctx)
+	if err != nil {
+		return Resolution{Refresh: counts}, err
+	}
+	return Resolution{Models: s.targets(model, st), Refresh: counts}, nil
+}
+
+// targets are the catalog's models a request for model tries, in order.
+func (s *Server) targets(model string, st *catalogState) []string {
+	var targets []string
+	for _, t := range s.expand(model, st) {
+		if st.knows(t) {
+			targets = append(targets, t)
+		}
+	}
+	return targets
+}
+
 func (s *Server) resolveModel(ctx context.Context, x *exchange) *apiError {
 	st, counts, err := s.catalog.resolve(ctx)
 	x.t.ModelCatalogRefresh = counts
@@ -138,12 +168,7 @@ func (s *Server) resolveModel(ctx context.Context, x *exchange) *apiError {
 		return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
 	}
 	x.catalog = st
-	var targets []string
-	for _, t := range s.expand(x.req.model, st) {
-		if st.knows(t) {
-			targets = append(targets, t)
-		}
-	}
+	targets := s.targets(x.req.model, st)
 	if len(targets) == 0 {
 		msg := fmt.Sprintf("The model %q does not exist on any account of this relay", x.req.model)
 		if sug := st.suggestions(x.req.model); len(sug) > 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
@@ -86,7 +87,7 @@ func (x *exchange) end() {
 		s.c.misses.Add(x.t.Serialization.Misses)
 		s.c.direct.Add(x.t.Serialization.Direct)
 	}
-	x.t.LatencyBreakdown.TotalMs = ms(s.now().Sub(x.start))
+	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.start))
 	if x.t.Status >= 400 || x.t.Outcome == outcomeInterrupted || x.t.Outcome == outcomeFailed {
 		s.c.errors.Add(1)
 	}
@@ -115,7 +116,7 @@ func (x *exchange) reject(e *apiError, outcome string) {
 
 // prepared marks the end of the preparation phase.
 func (x *exchange) prepared() {
-	x.t.LatencyBreakdown.PreparationMs = ms(x.s.now().Sub(x.start))
+	x.t.LatencyBreakdown.PreparationMs = stat.Ms(x.s.now().Sub(x.start))
 }
 
 // handleResponses serves POST /v1/responses.
@@ -409,7 +410,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 
 // record adds the attempt on m that began at start to the trace.
 func (x *exchange) record(m *member, start time.Time, status int, err string) {
-	x.t.Attempts = append(x.t.Attempts, Attempt{Account: m.Name, Status: status, Error: err, Ms: ms(x.s.now().Sub(start))})
+	x.t.Attempts = append(x.t.Attempts, Attempt{Account: m.Name, Status: status, Error: err, Ms: stat.Ms(x.s.now().Sub(start))})
 }
 
 // await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
@@ -422,7 +423,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	defer func() {
 		x.record(m, a.started, status, reason)
 		if v == served {
-			x.t.LatencyBreakdown.UpstreamHeadersMs = ms(x.s.now().Sub(x.firstSend))
+			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.firstSend))
 			x.answer = a
 		} else {
 			a.close()

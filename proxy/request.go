@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
@@ -89,6 +88,3 @@ const (
 	routeResponses = "responses"
 	routeChat      = "chat"
 )
-
-// ms converts a duration to fractional milliseconds.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

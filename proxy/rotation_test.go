@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
+
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 const smallBody = `{"model":"gpt-5","input":"hi","stream":true}`
@@ -31,7 +32,7 @@ func TestRateLimitedStreamIsServedByTheNextAccountWithIdenticalBytes(t *testing.
 
 	// A compact Codex-sized body that routing leaves as it is goes to both accounts exactly as
 	// it arrived, without being serialized ("direct").
-	body := payload.SyntheticResponsesBody(1000)
+	body := testkit.SyntheticResponsesBody(1000)
 	resp := r.post(t, "/v1/responses", string(body))
 	got := readAll(t, resp)
 	if resp.StatusCode != 200 || !bytes.Contains(got, []byte("served by b")) {
@@ -78,7 +79,7 @@ func TestRotationReusesTheBuiltBody(t *testing.T) {
 
 	// Spaces between the members make the upstream body differ from the client's: it is built
 	// once (a miss), and the second account gets the same bytes from the cache (a hit).
-	compact := payload.SyntheticResponsesBody(1000)
+	compact := testkit.SyntheticResponsesBody(1000)
 	body := append([]byte("{ "), compact[1:]...)
 	resp := r.post(t, "/v1/responses", string(body))
 	if got := readAll(t, resp); resp.StatusCode != 200 || !bytes.Contains(got, []byte("served by b")) {
@@ -499,7 +500,7 @@ func TestHTTP2UpstreamsRateLimitingBeforeReadingTheBody(t *testing.T) {
 		return proxy.Account{Name: name, Kind: proxy.KindOpenAI, BaseURL: s.URL + "/v1", Credentials: proxy.Static{Token: "sk-" + name}}
 	}
 	r := newRelay(t, proxy.Options{Transport: tr}, account("a", limited), account("b", healthy))
-	body := payload.SyntheticResponsesBody(10000)
+	body := testkit.SyntheticResponsesBody(10000)
 	for i := range 5 { // each request finds a cooling down; make it ready again
 		r.ResetAccount("a")
 		resp := r.post(t, "/v1/responses", string(body))

@@ -181,9 +181,9 @@ func (s *Server) reclaim() {
 	debug.FreeOSMemory()
 }
 
-// closeIdleConnections closes the upstream connections kept for reuse; requests open new
-// ones as they need them.
-func (s *Server) closeIdleConnections() {
+// CloseIdleConnections closes the upstream connections kept for reuse; requests open new ones
+// as they need them.
+func (s *Server) CloseIdleConnections() {
 	if t, ok := s.opt.Transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}

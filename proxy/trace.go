@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
 )
 
 // Trace records one client request: what was asked, which accounts were tried and how long
@@ -149,5 +151,5 @@ func (r *traceRing) medianPreparation() float64 {
 		}
 	}
 	r.mu.Unlock()
-	return quantile(xs, 0.5)
+	return stat.Quantile(xs, 0.5)
 }

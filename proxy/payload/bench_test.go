@@ -5,10 +5,12 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 func TestSyntheticResponsesBody(t *testing.T) {
-	body := SyntheticResponsesBody(10000)
+	body := testkit.SyntheticResponsesBody(10000)
 	if d := math.Abs(float64(len(body))-1159229) / 1159229; d > 0.02 {
 		t.Fatalf("body is %d bytes, want about 1,159,229", len(body))
 	}
@@ -40,59 +42,16 @@ func TestSyntheticResponsesBody(t *testing.T) {
 			t.Errorf("no %s item", k)
 		}
 	}
-	if string(SyntheticResponsesBody(10000)) != string(body) {
+	if string(testkit.SyntheticResponsesBody(10000)) != string(body) {
 		t.Fatal("synthetic body is not deterministic")
 	}
 }
 
-func TestRunBenchSmall(t *testing.T) {
-	// 1000 items is above DirectBelow, so the candidate caches.
-	r := RunBench(BenchOptions{Samples: 3, Items: 1000, Attempts: 3})
-	if r.Samples != 3 || r.InputItems != 1000 || r.Attempts != 3 {
-		t.Fatalf("options not echoed: %+v", r)
-	}
-	if r.Baseline.FullSerializations != 3 || r.Candidate.FullSerializations != 1 {
-		t.Fatalf("full serializations = %d/%d, want 3/1", r.Baseline.FullSerializations, r.Candidate.FullSerializations)
-	}
-	o, err := Parse(SyntheticResponsesBody(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := len(Build(nil, o, accountOverrides)); r.SerializedBytes != want {
-		t.Fatalf("SerializedBytes = %d, want %d", r.SerializedBytes, want)
-	}
-	for name, v := range map[string]float64{"baseline median": r.Baseline.MedianMs, "baseline p95": r.Baseline.P95Ms,
-		"candidate median": r.Candidate.MedianMs, "candidate p95": r.Candidate.P95Ms, "MB/s": r.ParseBuildMBps} {
-		if !(v > 0) || math.IsInf(v, 0) {
-			t.Errorf("%s = %v", name, v)
-		}
-	}
-	if r.Baseline.P95Ms < r.Baseline.MedianMs || r.Candidate.P95Ms < r.Candidate.MedianMs {
-		t.Errorf("p95 below median: %+v", r)
-	}
-	// A body under DirectBelow is never cached: every attempt is a direct serialization.
-	small := RunBench(BenchOptions{Samples: 1, Items: 10, Attempts: 2})
-	if small.Baseline.FullSerializations != 2 || small.Candidate.FullSerializations != 2 {
-		t.Fatalf("small body: full serializations = %d/%d, want 2/2", small.Baseline.FullSerializations, small.Candidate.FullSerializations)
-	}
-	r0 := RunBench(BenchOptions{Samples: 1, Items: 700, Attempts: 0})
-	if r0.Attempts != 3 {
-		t.Fatalf("default attempts = %d", r0.Attempts)
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	xs := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	if m, p := quantile(xs, 0.5), quantile(xs, 0.95); m != 5 || p != 10 {
-		t.Fatalf("median %v p95 %v", m, p)
-	}
-	if quantile(nil, 0.5) != 0 || quantile([]float64{3}, 0.95) != 3 {
-		t.Fatal("edge cases")
-	}
-}
+// benchSink keeps the compiler from discarding benchmarked work.
+var benchSink int
 
 // benchBody is the size of the original measurement: 10,000 items, about 1.16 MB.
-var benchBody = SyntheticResponsesBody(10000)
+var benchBody = testkit.SyntheticResponsesBody(10000)
 
 func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(benchBody)))

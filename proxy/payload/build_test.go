@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"unsafe"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 func mustParse(t testing.TB, body string) *Object {
@@ -61,7 +63,7 @@ func TestBuildEmpty(t *testing.T) {
 }
 
 func TestBuildOneAllocation(t *testing.T) {
-	body := SyntheticResponsesBody(1000)
+	body := testkit.SyntheticResponsesBody(1000)
 	o := mustParse(t, string(body))
 	ov := []Override{{"store", []byte("false")}, {"model", []byte(`"gpt-5"`)}, {"added\u2028key", []byte("null")}}
 	out := Build(nil, o, ov)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // accountOverrides is what routing adds for one account.
@@ -14,7 +16,7 @@ var accountOverrides = []Override{{"store", []byte("false")}, {"stream", []byte(
 // bigObject parses a synthetic Responses body well above DirectBelow.
 func bigObject(t testing.TB) *Object {
 	t.Helper()
-	body := SyntheticResponsesBody(2000)
+	body := testkit.SyntheticResponsesBody(2000)
 	if len(body) < 2*DirectBelow {
 		t.Fatalf("synthetic body too small: %d", len(body))
 	}
@@ -51,7 +53,7 @@ func checkBody(t *testing.T, got []byte, o *Object, ov []Override) {
 }
 
 func TestCacheHit(t *testing.T) {
-	body := SyntheticResponsesBody(2000)
+	body := testkit.SyntheticResponsesBody(2000)
 	o, err := Parse(body)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestCacheKeyIsTheSerialization(t *testing.T) {
 }
 
 func TestCacheMissOnOtherInputIdentity(t *testing.T) {
-	body := SyntheticResponsesBody(2000)
+	body := testkit.SyntheticResponsesBody(2000)
 	o1, err1 := Parse(bytes.Clone(body))
 	o2, err2 := Parse(bytes.Clone(body))
 	if err1 != nil || err2 != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // oracle says whether Parse must accept data, using encoding/json as the reference: valid JSON,
@@ -161,7 +163,7 @@ func truncateForLog(b []byte) []byte {
 
 // FuzzParse checks Parse against encoding/json on arbitrary input.
 func FuzzParse(f *testing.F) {
-	f.Add(SyntheticResponsesBody(16))
+	f.Add(testkit.SyntheticResponsesBody(16))
 	for _, s := range []string{
 		``, `{}`, ` {"a":1} `, `[]`, `"x"`, `1`, `null`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
 		`{"a":"\ud800"}`, `{"a":"\ud83d\ude00"}`, `{"\udc00":1,"\ud800":2}`, `{"a":"\x"}`, `{"a":"\u12G4"}`,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // nested returns a body whose total nesting depth (top-level object included) is depth.
@@ -258,7 +260,7 @@ func TestParseManyKeys(t *testing.T) {
 
 func TestParseAllocations(t *testing.T) {
 	// Allocations depend on the number of top-level members, never on the size or depth of values.
-	body := SyntheticResponsesBody(2000)
+	body := testkit.SyntheticResponsesBody(2000)
 	o, err := Parse(body)
 	if err != nil {
 		t.Fatal(err)

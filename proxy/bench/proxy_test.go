@@ -1,4 +1,4 @@
-package proxy_test
+package bench_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/bench"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // TestProxyBenchRuns runs `bench proxy` small: every phase must complete without an error and
@@ -19,13 +19,13 @@ func TestProxyBenchRuns(t *testing.T) {
 		t.Skip("runs a few thousand requests")
 	}
 	started, settled := map[string]int{}, 0
-	r, err := proxy.RunProxyBench(proxy.ProxyBenchOptions{
+	r, err := bench.Proxy(bench.ProxyOptions{
 		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, LargeConcurrent: 40, Rounds: 2,
 		IdleWait: 100 * time.Millisecond, SoakRequests: 1000,
 		// "Processes" that run in this process: the phases must go through them.
-		StartProcess: func(kind, upstream string) (*proxy.RelayProcess, error) {
+		StartProcess: func(kind, upstream string) (*bench.Process, error) {
 			started[kind]++
-			relay := proxy.BenchRelay(upstream)
+			relay := bench.Relay(upstream)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, err
@@ -33,16 +33,16 @@ func TestProxyBenchRuns(t *testing.T) {
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			if kind == "bare" {
-				srv := &http.Server{Handler: proxy.BareProxy(upstream)}
+				srv := &http.Server{Handler: bench.BareProxy(upstream)}
 				go func() { srv.Serve(ln); close(done) }()
-				return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
+				return &bench.Process{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
 					Stop: func() { srv.Close(); <-done; stop() }}, nil
 			}
 			go func() { relay.Serve(ctx, ln, time.Second); close(done) }()
-			return &proxy.RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
+			return &bench.Process{URL: "http://" + ln.Addr().String() + "/v1", PID: os.Getpid(),
 				Settled: func() (int64, int, error) {
 					settled++
-					rss, n := relay.SettledMemory()
+					rss, n := bench.Settle(relay)
 					return rss, n, nil
 				},
 				Stop: func() { stop(); <-done }}, nil
@@ -54,7 +54,7 @@ func TestProxyBenchRuns(t *testing.T) {
 	if started["relay"] != 1 || started["bare"] != 1 || settled < 3 {
 		t.Fatalf("started %v, settled %d times", started, settled)
 	}
-	for _, l := range []proxy.LoadResult{r.Concurrent, r.ConcurrentLarge} {
+	for _, l := range []bench.LoadResult{r.Concurrent, r.ConcurrentLarge} {
 		if !l.RelayProcess || l.Rounds != 2 || l.Errors != 0 || l.BareErrors != 0 || l.PeakRSSBytes <= 0 || l.BarePeakRSSBytes <= 0 || l.PeakToBare <= 0 {
 			t.Fatalf("load %+v", l)
 		}
@@ -65,7 +65,7 @@ func TestProxyBenchRuns(t *testing.T) {
 	if r.Small.DirectP50Us <= 0 || r.Small.RelayP50Us <= 0 {
 		t.Fatalf("small %+v", r.Small)
 	}
-	if r.Large.Bytes != len(payload.SyntheticResponsesBody(10000)) || r.Large.RelayMs <= 0 || r.Large.ParseBuildMs <= 0 || r.Large.AddedPerPass == 0 {
+	if r.Large.Bytes != len(testkit.SyntheticResponsesBody(10000)) || r.Large.RelayMs <= 0 || r.Large.ParseBuildMs <= 0 || r.Large.AddedPerPass == 0 {
 		t.Fatalf("large %+v", r.Large)
 	}
 	if r.Stream.Events != 50 {

@@ -1,4 +1,4 @@
-package proxy
+package bench
 
 import (
 	"bufio"
@@ -19,11 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
-// ProxyBenchOptions configure RunProxyBench; zero values take the defaults.
-type ProxyBenchOptions struct {
+// ProxyOptions configure Proxy; zero values take the defaults.
+type ProxyOptions struct {
 	SmallRequests int // sequential small requests per side (default 5000)
 	LargeRequests int // 1.16 MB streamed requests per side (default 100)
 	StreamEvents  int // events in the long stream (default 2000)
@@ -40,15 +41,14 @@ type ProxyBenchOptions struct {
 	// with. The loads and the soak then go through those processes, so that the memory and
 	// goroutine figures are theirs alone (RSS is a figure per process), not those of one
 	// process holding the client and the upstream too.
-	StartProcess func(kind, upstream string) (*RelayProcess, error)
+	StartProcess func(kind, upstream string) (*Process, error)
 }
 
-// RelayProcess is a relay running apart for RunProxyBench.
-type RelayProcess struct {
+// Process is a proxy running apart for Proxy (see ServeProcess).
+type Process struct {
 	URL string // base URL, ending in /v1
 	PID int
-	// Settled reports the relay's Server.SettledMemory, so that idle counts compare like with
-	// like.
+	// Settled reports the process's Settle figures, so that idle counts compare like with like.
 	Settled func() (rss int64, goroutines int, err error)
 	Stop    func()
 }
@@ -64,26 +64,25 @@ func BareProxy(upstream string) http.Handler {
 	return httputil.NewSingleHostReverseProxy(u)
 }
 
-// BenchRelay is the relay RunProxyBench measures, in its process or in one of its own: one
-// API-key account at upstream (a base URL ending in /v1), no scheduled catalog refresh.
-func BenchRelay(upstream string) *Server {
-	relay := New(Options{Catalog: CatalogOptions{RefreshInterval: -1}})
-	relay.SetAccounts([]Account{{Name: "bench", Kind: KindOpenAI, BaseURL: upstream, Credentials: Static{Token: "sk-bench"}}})
+// Relay is the relay Proxy measures, in its process or in one of its own: one API-key account
+// at upstream (a base URL ending in /v1), no scheduled catalog refresh.
+func Relay(upstream string) *proxy.Server {
+	relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
+	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: upstream, Credentials: proxy.Static{Token: "sk-bench"}}})
 	return relay
 }
 
-// SettledMemory closes the relay's idle upstream connections and reports this process's
-// resident memory once its garbage is collected and freed memory handed back to the system, so
-// that two readings compare what is alive rather than what the collector kept, and its
-// goroutine count.
-func (s *Server) SettledMemory() (rss int64, goroutines int) {
-	s.closeIdleConnections()
+// Settle closes the relay's idle upstream connections and reports this process's resident
+// memory once its garbage is collected and freed memory handed back to the system, so that two
+// readings compare what is alive rather than what the collector kept, and its goroutine count.
+func Settle(s *proxy.Server) (rss int64, goroutines int) {
+	s.CloseIdleConnections()
 	debug.FreeOSMemory()
 	return procStatus(0, "VmRSS"), runtime.NumGoroutine()
 }
 
-// ProxyBenchResult is what `codexrelay bench proxy --json` prints.
-type ProxyBenchResult struct {
+// ProxyResult is what `codexrelay bench proxy --json` prints.
+type ProxyResult struct {
 	Small struct {
 		DirectP50Us float64 `json:"directP50Us"`
 		RelayP50Us  float64 `json:"relayP50Us"`
@@ -96,7 +95,7 @@ type ProxyBenchResult struct {
 		RelayMs      float64 `json:"relayMs"`
 		AddedMs      float64 `json:"addedMs"`
 		FirstByteMs  float64 `json:"relayFirstByteMs"`
-		ParseBuildMs float64 `json:"parseBuildMs"` // one parse-and-build pass of the same body (payload.PassMs)
+		ParseBuildMs float64 `json:"parseBuildMs"` // one parse-and-build pass of the same body (PassOnce)
 		AddedPerPass float64 `json:"addedPerPass"` // addedMs / parseBuildMs (target: at most 2)
 	} `json:"large"`
 	Stream struct {
@@ -140,10 +139,10 @@ type LoadResult struct {
 	RelayProcess     bool    `json:"relayProcess"`
 }
 
-// RunProxyBench sends the same requests to an in-process fake upstream directly and through a
+// Proxy sends the same requests to an in-process fake upstream directly and through a
 // relay on loopback, and measures what the relay adds. Client, relay and upstream share one
 // process, so the memory figures are an upper bound for the relay.
-func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
+func Proxy(opt ProxyOptions) (ProxyResult, error) {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -159,14 +158,14 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	if opt.IdleWait <= 0 {
 		opt.IdleWait = 60 * time.Second
 	}
-	var res ProxyBenchResult
+	var res ProxyResult
 
 	up, err := newBenchUpstream()
 	if err != nil {
 		return res, err
 	}
 	defer up.close()
-	relay := BenchRelay(up.url + "/v1")
+	relay := Relay(up.url + "/v1")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
@@ -233,14 +232,14 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	// The 1.16 MB Codex-shaped streamed request, and the unit of its target: one pass of
 	// parse-and-build of the same body as `bench serialization` measures it. The three are
 	// interleaved, so that a drift of the machine's speed moves them together.
-	large := string(payload.SyntheticResponsesBody(10000))
+	large := string(testkit.SyntheticResponsesBody(10000))
 	res.Large.Bytes = len(large)
 	var ld, lr, lfb, passes []float64
 	for i := 0; i < opt.LargeRequests+3; i++ {
 		if i%8 == 0 {
 			runtime.GC()
 		}
-		pass := payload.PassOnce([]byte(large))
+		pass := PassOnce([]byte(large))
 		runtime.GC() // the pass's garbage, outside the timings
 		order := []string{directURL, relayURL}
 		if i%2 == 1 {
@@ -352,17 +351,17 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 		client.CloseIdleConnections()
 		return int(errs.Load()), procStatus(pid, "VmHWM"), nil
 	}
-	inProcess := func(h http.Handler) (*RelayProcess, error) {
+	inProcess := func(h http.Handler) (*Process, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
 		srv := &http.Server{Handler: h}
 		go srv.Serve(ln)
-		return &RelayProcess{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}, nil
+		return &Process{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}, nil
 	}
-	rp := &RelayProcess{URL: relayURL, Settled: func() (int64, int, error) {
-		rss, n := relay.SettledMemory()
+	rp := &Process{URL: relayURL, Settled: func() (int64, int, error) {
+		rss, n := Settle(relay)
 		return rss, n, nil
 	}, Stop: func() {}}
 	bare, err := inProcess(BareProxy(directURL))
@@ -381,7 +380,7 @@ func RunProxyBench(opt ProxyBenchOptions) (ProxyBenchResult, error) {
 	}
 	defer rp.Stop()
 	defer bare.Stop()
-	for _, p := range []*RelayProcess{rp, bare} {
+	for _, p := range []*Process{rp, bare} {
 		if err := drain(post(p.URL, small)); err != nil { // its catalog, its connections
 			return res, fmt.Errorf("warming up %s: %w", p.URL, err)
 		}

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Print writes the result as the table `codexrelay bench serialization` shows.
+func (r SerializationResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "Upstream payload serialization: %d samples, %d input items, %d attempts, %d bytes\n\n",
+		r.Samples, r.InputItems, r.Attempts, r.SerializedBytes)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measure\tbaseline\tper-request cache\tgain\t")
+	pct := func(b, c float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f %%", 100*(1-c/b))
+	}
+	fmt.Fprintf(tw, "full serializations\t%d\t%d\t%s\t\n", r.Baseline.FullSerializations, r.Candidate.FullSerializations,
+		pct(float64(r.Baseline.FullSerializations), float64(r.Candidate.FullSerializations)))
+	fmt.Fprintf(tw, "median\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.MedianMs, r.Candidate.MedianMs, pct(r.Baseline.MedianMs, r.Candidate.MedianMs))
+	fmt.Fprintf(tw, "p95\t%.3f ms\t%.3f ms\t%s\t\n", r.Baseline.P95Ms, r.Candidate.P95Ms, pct(r.Baseline.P95Ms, r.Candidate.P95Ms))
+	tw.Flush()
+	fmt.Fprintf(w, "\none attempt: cache overhead %.4f ms (%.2f %%)\n", r.SingleAttemptOverheadMs, 100*r.SingleAttemptOverheadRatio)
+	fmt.Fprintf(w, "each later attempt: %.3f %% of a full serialization\n", 100*r.SubsequentAttemptCostRatio)
+	fmt.Fprintf(w, "parse + build: %.0f MB/s\n", r.ParseBuildMBps)
+}
+
+// Print writes the result as the table `codexrelay bench catalog` shows.
+func (r CatalogResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "Model catalog refresh: %d samples of %d concurrent requests on an expired catalog, discovery %.0f ms\n\n",
+		r.Samples, r.ConcurrentRequests, r.SimulatedCatalogProbeMs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "variant\tmedian\tp95\trefreshes\t")
+	fmt.Fprintf(tw, "blocking baseline\t%.3f ms\t%.3f ms\t%d\t\n", r.Baseline.MedianMs, r.Baseline.P95Ms, r.Baseline.Refreshes)
+	fmt.Fprintf(tw, "stale-while-revalidate\t%.4f ms\t%.4f ms\t%d (expected %d)\t\n", r.Candidate.MedianMs, r.Candidate.P95Ms, r.Candidate.Refreshes, r.Candidate.ExpectedRefreshes)
+	tw.Flush()
+	fmt.Fprintf(w, "\nmedian preparation improvement: %.2f %%\n", 100*r.MedianPreparationImprovementRatio)
+}
+
+// Print writes the result as the table `codexrelay bench proxy` shows, each figure with its
+// target in brackets.
+func (r ProxyResult) Print(w io.Writer) {
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+	where := "processes of their own"
+	if !r.Concurrent.RelayProcess {
+		where = "one process for client, proxies and upstream"
+	}
+	fmt.Fprintln(w, "Relay against a direct call to an in-process fake upstream, on loopback (target in brackets):")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us, relay p50 %.0f us: added p50 %.0f us [<= 100], p99 %.0f us [<= 1000]\n",
+		r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
+	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms, relay %.2f ms: added %.2f ms = %.2f parse+build passes of %.2f ms [<= 2]\n",
+		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
+	fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
+		r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
+	for _, l := range []struct {
+		r      LoadResult
+		target string
+	}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
+		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
+			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
+	}
+	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
+		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
+	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
+		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
+	tw.Flush()
+}

@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// SerializationOptions configure Serialization. Zero or negative fields take the defaults of
+// the original measurement (seed 000): 500 samples, 10,000 input items, 3 attempts.
+type SerializationOptions struct{ Samples, Items, Attempts int }
+
+// SerializationSide is the measurement of one side (baseline or candidate) of the benchmark.
+type SerializationSide struct {
+	FullSerializations int     `json:"fullSerializations"` // misses + direct builds in one sample
+	MedianMs           float64 `json:"medianMs"`
+	P95Ms              float64 `json:"p95Ms"`
+}
+
+// SerializationResult is what `codexrelay bench serialization --json` prints; times are in
+// milliseconds.
+type SerializationResult struct {
+	Samples         int `json:"samples"`
+	InputItems      int `json:"inputItems"`
+	Attempts        int `json:"attempts"`
+	SerializedBytes int `json:"serializedBytes"`
+
+	Baseline  SerializationSide `json:"baseline"`
+	Candidate SerializationSide `json:"candidate"`
+
+	MedianImprovementRatio     float64 `json:"medianImprovementRatio"`     // 1 - candidate/baseline median
+	SingleAttemptOverheadMs    float64 `json:"singleAttemptOverheadMs"`    // median(1 attempt cached) - median(1 attempt uncached)
+	SingleAttemptOverheadRatio float64 `json:"singleAttemptOverheadRatio"` // SingleAttemptOverheadMs / median(1 attempt uncached)
+	SubsequentAttemptCostRatio float64 `json:"subsequentAttemptCostRatio"` // median cost of a cache hit / median full build
+	ParseBuildMBps             float64 `json:"parseBuildMBps"`             // bytes / median time of one Parse+Build pass
+}
+
+// benchSink keeps the compiler from discarding benchmarked work.
+var benchSink int
+
+// Serialization measures the per-request serialization cache (seed 000) against direct
+// serialization on a synthetic Codex body, reproducing the original measurement: per sample, Attempts account attempts of the same
+// request (same overrides each time) through an uncached Cache (baseline) and through a fresh
+// Cache (candidate). Baseline and candidate samples are interleaved, alternating which side
+// runs first, after a warm-up.
+func Serialization(opt SerializationOptions) SerializationResult {
+	if opt.Samples <= 0 {
+		opt.Samples = 500
+	}
+	if opt.Items <= 0 {
+		opt.Items = 10000
+	}
+	if opt.Attempts <= 0 {
+		opt.Attempts = 3
+	}
+	body := testkit.SyntheticResponsesBody(opt.Items)
+	o, err := payload.Parse(body)
+	if err != nil {
+		panic("bench: the synthetic body does not parse: " + err.Error())
+	}
+	// What routing adds for an account; built once, outside the timings.
+	ov := []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}
+
+	// run performs the attempts of one request through c and returns the elapsed milliseconds.
+	run := func(c *payload.Cache, attempts int) float64 {
+		start := time.Now()
+		for range attempts {
+			benchSink += len(c.Body(o, "input", ov))
+		}
+		return ms(time.Since(start))
+	}
+	// pair measures one baseline and one candidate sample, in alternating order.
+	// The collector runs between samples, never inside one: otherwise a collection triggered
+	// by earlier samples' 1 MB allocations lands inside one side's timing at random and its
+	// noise is larger than the differences measured here.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	pair := func(k, attempts int) (base, cand float64) {
+		if k%8 == 0 {
+			runtime.GC()
+		}
+		if k%2 == 0 {
+			base = run(payload.NewUncached(), attempts)
+			cand = run(payload.NewCache(), attempts)
+		} else {
+			cand = run(payload.NewCache(), attempts)
+			base = run(payload.NewUncached(), attempts)
+		}
+		return base, cand
+	}
+
+	for k := range min(opt.Samples, 20) { // warm-up
+		pair(k, opt.Attempts)
+	}
+	var base, cand []float64
+	for k := range opt.Samples {
+		b, c := pair(k, opt.Attempts)
+		base, cand = append(base, b), append(cand, c)
+	}
+	// The one-attempt overhead is the median of paired differences: each pair runs back to
+	// back, so slow drifts of the machine cancel out. The difference is tiny against the
+	// noise of one sample, so this takes four times as many samples.
+	var base1, diff1 []float64
+	for k := range 4 * opt.Samples {
+		b, c := pair(k, 1)
+		base1, diff1 = append(base1, b), append(diff1, c-b)
+	}
+
+	// Cost of a hit on a warm cache, against a full build through an uncached cache.
+	warm := payload.NewCache()
+	warm.Body(o, "input", ov)
+	var hits, builds []float64
+	for k := range opt.Samples {
+		if k%8 == 0 {
+			runtime.GC()
+		}
+		hits = append(hits, run(warm, 1))
+		builds = append(builds, run(payload.NewUncached(), 1))
+	}
+
+	pass := PassMs(body, opt.Samples)
+
+	// Full serializations of one sample, counted by the caches themselves.
+	count := func(c *payload.Cache) int {
+		run(c, opt.Attempts)
+		s := c.Stats()
+		return s.Misses + s.Direct
+	}
+
+	r := SerializationResult{
+		Samples:         opt.Samples,
+		InputItems:      opt.Items,
+		Attempts:        opt.Attempts,
+		SerializedBytes: len(payload.Build(nil, o, ov)),
+		Baseline:        SerializationSide{count(payload.NewUncached()), quantile(base, 0.5), quantile(base, 0.95)},
+		Candidate:       SerializationSide{count(payload.NewCache()), quantile(cand, 0.5), quantile(cand, 0.95)},
+	}
+	r.MedianImprovementRatio = ratio(r.Baseline.MedianMs-r.Candidate.MedianMs, r.Baseline.MedianMs)
+	b1 := quantile(base1, 0.5)
+	r.SingleAttemptOverheadMs = quantile(diff1, 0.5)
+	r.SingleAttemptOverheadRatio = ratio(r.SingleAttemptOverheadMs, b1)
+	r.SubsequentAttemptCostRatio = ratio(quantile(hits, 0.5), quantile(builds, 0.5))
+	if pass > 0 {
+		r.ParseBuildMBps = float64(len(body)) / 1e6 / (pass / 1e3)
+	}
+	return r
+}
+
+// PassMs is the median time in milliseconds of samples passes of PassOnce, the collector
+// running between every eight of them, as in Serialization. This is the unit of the relay
+// benchmark's target for a large request.
+func PassMs(body []byte, samples int) float64 {
+	var passes []float64
+	for k := range samples {
+		if k%8 == 0 {
+			runtime.GC()
+		}
+		passes = append(passes, PassOnce(body))
+	}
+	return quantile(passes, 0.5)
+}
+
+// PassOnce times in milliseconds one pass of everything a request's body costs the relay
+// when it is serialized: Parse, then Build with an account's overrides into a new buffer, with
+// the collector paused.
+func PassOnce(body []byte) float64 {
+	ov := []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	start := time.Now()
+	p, err := payload.Parse(body)
+	if err != nil {
+		panic("bench: the benchmark body does not parse: " + err.Error())
+	}
+	benchSink += len(payload.Build(nil, p, ov))
+	return ms(time.Since(start))
+}
+
+// ratio returns a/b, or 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
