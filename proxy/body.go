@@ -13,9 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
+
+// Request bodies: read once (with a size limit, gzip or zstd, and a stall watch), validated
+// while they arrive, pooled, and shared with the upstream requests that send them.
 
 // DefaultMaxBody is the default limit of a request body, after decompression.
 const DefaultMaxBody = 64 << 20
@@ -163,6 +167,27 @@ func (sw *stallWatch) stop() {
 	}
 }
 
+func errTooLarge(limit int64) *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+		Message: fmt.Sprintf("request body is larger than the relay's limit of %d MiB", limit>>20)}
+}
+
+func bodyError(err error, limit int64, enc string) *apiError {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return errTooLarge(limit)
+	}
+	what := "request body"
+	if enc != "" {
+		what = enc + " request body"
+	}
+	msg := fmt.Sprintf("could not read the %s: %v", what, err)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		msg = "the request body is truncated or its compression is corrupt"
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_body", Message: msg}
+}
+
 // Request bodies are pooled: a Codex request is ~1 MB, and a fresh buffer per request costs
 // its zeroing and a share of garbage collection. A buffer goes back to the pool when its
 // request ends; only our own code holds it (upstream bodies are built into new buffers).
@@ -187,32 +212,36 @@ func putBodyBuffer(b []byte) {
 	bodyPool.Put(&b)
 }
 
-func errTooLarge(limit int64) *apiError {
-	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-		Message: fmt.Sprintf("request body is larger than the relay's limit of %d MiB", limit>>20)}
+// share makes the pooled buffer b one the request holds until it ends, and the upstream
+// requests sending it until their transports let go of it.
+func (x *exchange) share(b []byte) {
+	sb := &sharedBuffer{b: b}
+	sb.refs.Store(1)
+	if x.bufs == nil {
+		x.bufs = make(map[*byte]*sharedBuffer, 2)
+	}
+	x.bufs[unsafe.SliceData(b)] = sb
 }
 
-func bodyError(err error, limit int64, enc string) *apiError {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
-		return errTooLarge(limit)
-	}
-	what := "request body"
-	if enc != "" {
-		what = enc + " request body"
-	}
-	msg := fmt.Sprintf("could not read the %s: %v", what, err)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		msg = "the request body is truncated or its compression is corrupt"
-	}
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_body", Message: msg}
+// allocBody hands the serialization cache a pooled buffer for an upstream body: fresh
+// megabyte allocations cost their zeroing and page faults on every request.
+func (x *exchange) allocBody(n int) []byte {
+	b := getBodyBuffer(n)
+	x.share(b)
+	return b
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// newBody returns a function making readers of body for upstream requests. A body built into
+// a pooled buffer is held until the transport closes the reader.
+func (x *exchange) newBody(body []byte) func() io.ReadCloser {
+	sb := x.bufs[unsafe.SliceData(body)]
+	return func() io.ReadCloser {
+		if sb == nil {
+			return io.NopCloser(bytes.NewReader(body))
+		}
+		sb.refs.Add(1)
+		return &bodyReader{r: bytes.NewReader(body), sb: sb}
 	}
-	return s[:n] + "..."
 }
 
 // sharedBuffer is a pooled upstream body that several holders share: the request's exchange
@@ -260,3 +289,10 @@ func (r *bodyReader) Close() error {
 }
 
 var errBodyClosed = errors.New("request body read after close")
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -347,17 +347,9 @@ func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, er
 	if m.Kind == KindChatGPT {
 		u += "?client_version=" + url.QueryEscape(c.version)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := c.s.upstreamRequest(ctx, m, cred, http.MethodGet, u, "application/json")
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cred.Token)
-	req.Header.Set("Accept", "application/json")
-	if m.Kind == KindChatGPT {
-		if cred.AccountID != "" {
-			req.Header.Set("chatgpt-account-id", cred.AccountID)
-		}
-		req.Header.Set("originator", "codex_cli_rs")
 	}
 	resp, err := c.s.client.Do(req)
 	if err != nil {
@@ -462,4 +454,19 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// knows reports whether a request for model may be sent: the catalog lists it, some account
+// has no list yet, or there is no catalog at all.
+func (st *catalogState) knows(model string) bool {
+	return st == nil || st.listed == 0 || st.models[model] != nil || len(st.unlisted) > 0
+}
+
+// serves reports whether account may take model according to the catalog.
+func (st *catalogState) serves(account, model string) bool {
+	if st == nil || st.listed == 0 || st.unlisted[account] {
+		return true
+	}
+	e := st.models[model]
+	return e != nil && slices.Contains(e.Accounts, account)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // apiError is an error answered to the client in the OpenAI error shape:
@@ -40,4 +42,81 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.WriteHeader(e.Status)
 	w.Write(append(b, '\n'))
+}
+
+// errClass is what an upstream error code means for the account.
+type errClass int
+
+const (
+	errClient    errClass = iota // the request's own problem (a prompt too long, say): relayed
+	errQuota                     // a quota or rate limit: the account cools down, the next one serves
+	errTransient                 // an overload or server error: retried, then the next account
+)
+
+// classify is the one table of upstream error codes, used for error answers and for failure
+// events alike.
+func classify(code string) errClass {
+	switch code {
+	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+		return errQuota
+	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":
+		return errTransient
+	}
+	return errClient
+}
+
+// upstreamError is the error object of an upstream answer or event, in its several shapes:
+// {"error":{...}}, {"response":{"error":{...}}} and a bare {"code","message"}.
+type upstreamError struct {
+	Code            any    `json:"code"`
+	Type            string `json:"type"`
+	Message         string `json:"message"`
+	ResetsAt        int64  `json:"resets_at"`
+	ResetsInSeconds int64  `json:"resets_in_seconds"`
+}
+
+func (e *upstreamError) code() string {
+	switch c := e.Code.(type) {
+	case string:
+		if c != "" {
+			return c
+		}
+	case float64:
+		return strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	if e.Type == "usage_limit_reached" || e.Type == "insufficient_quota" {
+		return e.Type
+	}
+	return ""
+}
+
+func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
+	var v struct {
+		Error    json.RawMessage `json:"error"`
+		Response struct {
+			Error *upstreamError `json:"error"`
+		} `json:"response"`
+		upstreamError
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return "", strings.TrimSpace(string(body[:min(len(body), 200)])), 0
+	}
+	e := &v.upstreamError
+	if len(v.Error) > 0 {
+		var inner upstreamError
+		if json.Unmarshal(v.Error, &inner) == nil {
+			e = &inner
+		} else {
+			var s string
+			json.Unmarshal(v.Error, &s)
+			e.Message = s
+		}
+	} else if v.Response.Error != nil {
+		e = v.Response.Error
+	}
+	resetsAt = e.ResetsAt
+	if resetsAt == 0 && e.ResetsInSeconds > 0 {
+		resetsAt = time.Now().Unix() + e.ResetsInSeconds
+	}
+	return e.code(), e.Message, resetsAt
 }

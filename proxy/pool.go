@@ -3,7 +3,9 @@ package proxy
 import (
 	"cmp"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -397,4 +399,30 @@ func (p *pool) unavailable(model string, now time.Time) *apiError {
 	}
 	return &apiError{Status: 503, Type: "server_error", Code: "no_usable_account",
 		Message: msg + ". Enable an account or sign in again (`codexrelay accounts list`)."}
+}
+
+// cooldownEnd picks when a rate-limited account may be tried again: Retry-After (seconds or
+// HTTP date), else the reset time the upstream named, else the default.
+func cooldownEnd(now time.Time, retryAfter string, resetsAt int64) time.Time {
+	if retryAfter != "" {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && n >= 0 {
+			return now.Add(min(time.Duration(n*float64(time.Second)), maxCooldownLength))
+		}
+		if t, err := http.ParseTime(retryAfter); err == nil && t.After(now) {
+			return minTime(t, now.Add(maxCooldownLength))
+		}
+	}
+	if resetsAt > 0 {
+		if t := time.Unix(resetsAt, 0); t.After(now) {
+			return minTime(t, now.Add(maxCooldownLength))
+		}
+	}
+	return now.Add(defaultCooldown)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -51,18 +51,13 @@ func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, usageURL(m.BaseURL), nil)
+	req, err := s.upstreamRequest(ctx, m, cred, http.MethodGet, usageURL(m.BaseURL), "application/json")
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+cred.Token)
-	if cred.AccountID != "" {
-		req.Header.Set("chatgpt-account-id", cred.AccountID)
-	}
-	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("usage: %s", describeTransportError(err, cred.Token))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -8,7 +8,6 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -17,7 +16,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -245,104 +243,6 @@ func (s *Server) Stats() Snapshot {
 
 // Traces returns up to limit recent traces, newest first.
 func (s *Server) Traces(limit int) []Trace { return s.traces.recent(limit) }
-
-func (s *Server) routes() {
-	mux := http.NewServeMux()
-	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
-		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
-		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
-		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
-	}
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /relay/stats", s.handleStats)
-	mux.HandleFunc("GET /relay/traces", s.handleTraces)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
-			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
-	})
-	s.mux = mux
-}
-
-// ServeHTTP applies the loopback guards and the local key, then routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if e := s.guard(r); e != nil {
-		writeError(w, e)
-		return
-	}
-	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
-		return
-	}
-	s.mux.ServeHTTP(w, r)
-}
-
-// wrongMethod answers 405 for a known path asked with the wrong method, and reports whether
-// it did. (Apart from ServeHTTP, whose frame every request's stack carries.)
-//
-//go:noinline
-func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) bool {
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
-		if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
-			wrongMethod(w, r, m)
-			return true
-		}
-	}
-	return false
-}
-
-func withMethod(r *http.Request, method string) *http.Request {
-	r2 := *r
-	r2.Method = method
-	return &r2
-}
-
-func wrongMethod(w http.ResponseWriter, r *http.Request, allow string) {
-	w.Header().Set("Allow", allow)
-	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
-		Message: "method " + r.Method + " is not allowed on " + truncate(r.URL.Path, 200) + "; use " + allow})
-}
-
-// guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
-// rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
-// allowance is ever sent. Then the local API key, when one is set, is checked in constant time.
-func (s *Server) guard(r *http.Request) *apiError {
-	key := s.keyHash.Load()
-	if !((s.opt.AllowRemote || s.allowRemote.Load()) && key != nil) && !loopbackHost(r.Host) {
-		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_host",
-			Message: "Codex Relay only answers requests addressed to a loopback host (127.0.0.1, localhost, [::1])"}
-	}
-	if r.Header.Get("Origin") != "" {
-		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
-			Message: "Codex Relay does not answer requests from web pages (Origin header present)"}
-	}
-	if key != nil && r.URL.Path != "/health" {
-		got := r.Header.Get("X-Api-Key")
-		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			got = strings.TrimSpace(a[7:])
-		}
-		h := sha256.Sum256([]byte(got))
-		if got == "" || subtle.ConstantTimeCompare(h[:], key[:]) != 1 {
-			return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-				Message: "missing or wrong local API key: send the relay's local key as a bearer token (see Settings or `codexrelay codex-config`)"}
-		}
-	}
-	return nil
-}
-
-// loopbackHost reports whether a Host header names this machine's loopback interface.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	snap := s.snapshot()

@@ -1,0 +1,521 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+	"github.com/codexrelay/codexrelay/proxy/sse"
+)
+
+// Attempt: send the request to one account the route chose, classify its answer, and say
+// whether it can be relayed or why the next account should be tried. Nothing reaches the
+// client in this phase, so that any failure (an error status, a broken or silent stream, a
+// timeout) can move on.
+
+// verdicts of one upstream attempt.
+type verdict int
+
+const (
+	served       verdict = iota // the answer can be relayed (or, for the client's own mistake, was)
+	nextAccount                 // this account cannot serve now: try the next one
+	transient                   // retry once on the same account, then nextAccount
+	timedOut                    // no answer in time: the next account at once, and this one rests
+	unauthorized                // the credential was refused: refresh it once, else needs_login
+)
+
+// tryAccount runs the attempts on one account. It reports whether the request is finished
+// (answered, or the client went away) and otherwise why the account failed.
+//
+// A failure before the first byte reached the client (an error status, a broken or empty
+// stream, a timeout) moves the request on: a flaky one (5xx, a reset, a stream that broke) is
+// tried once more on the same account, a timeout is not. Each counts as the account's failure,
+// and the breaker makes an account that keeps failing rest.
+func (x *exchange) tryAccount(m *member) (done bool, reason string) {
+	// One body per account: a retry on the same account resends the same bytes.
+	body, err := x.wireFor(m).body(x, m)
+	if err != nil {
+		x.untranslatable++
+		return false, "cannot translate the request for this account: " + err.Error()
+	}
+	refreshed := false
+	for try := 0; try < 2; try++ {
+		if try > 0 && !refreshed {
+			t := time.NewTimer(x.s.opt.RetryBackoff)
+			select {
+			case <-x.r.Context().Done():
+				t.Stop()
+				return false, "client went away"
+			case <-t.C:
+			}
+		}
+		v, why, a := x.attempt(m, body)
+		if a != nil {
+			v, why = x.await(m, a)
+		}
+		switch v {
+		case served:
+			if x.answer != nil {
+				x.respond()
+			}
+			if x.t.Status < 400 {
+				// Only an account that produced an answer keeps the session.
+				m.succeeded()
+				x.s.pool.remember(x.req.session, m.key(), x.s.now())
+			}
+			return true, ""
+		case nextAccount:
+			m.failures.Add(1)
+			return false, why
+		case unauthorized:
+			m.failures.Add(1)
+			// A sign-in can be renewed: refresh once, then retry the request on this account.
+			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
+				if _, err := r.Refresh(x.r.Context(), x.cred); err == nil {
+					refreshed = true
+					try--
+					continue
+				} else {
+					why += "; refresh failed: " + redactString(err.Error(), x.cred.Token)
+				}
+			}
+			m.markNeedsLogin(why)
+			return false, why
+		}
+		if x.r.Context().Err() != nil {
+			return false, "client went away"
+		}
+		m.failures.Add(1)
+		if m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker) || v == timedOut {
+			return false, why
+		}
+		reason = why
+	}
+	return false, reason
+}
+
+// attempt sends the request to m once and reads the answer's status. A 2xx answer comes back
+// (a) for await to look at; any other ends here, as the account's failure or, for the
+// client's own mistake, relayed.
+//
+// The request's phases run one after the other from tryAccount (attempt, await, respond), not
+// nested: net/http's first write of the answer's headers needs a deep stack, and a handler
+// goroutine whose stack once grew keeps the larger size for the rest of the stream, which
+// under load is a quarter of the relay's memory.
+func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
+	s := x.s
+	ctx := x.r.Context()
+	start := s.now()
+	if x.firstSend.IsZero() {
+		x.firstSend = start
+	}
+	cred, err := m.Credentials.Credential(ctx)
+	if err != nil {
+		reason := "credential unavailable: " + err.Error()
+		switch {
+		case errors.Is(err, ErrNeedsLogin):
+			m.markNeedsLogin(reason)
+		case errors.Is(err, ErrSecretStoreUnavailable):
+			x.storeDown++
+			x.storeErr = err.Error()
+			m.setLastError(reason)
+		default:
+			m.setLastError(reason)
+		}
+		x.record(m, start, 0, reason)
+		return nextAccount, reason, nil
+	}
+	x.cred = cred
+	m.requests.Add(1)
+	wr := x.wireFor(m)
+	// ChatGPT accounts always stream; the others stream when the client does.
+	upStream := x.req.stream || m.Kind == KindChatGPT
+	tmo := s.Timeouts()
+	resp, c, err := s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
+	if err != nil {
+		reason := describeTransportError(err, cred.Token)
+		x.record(m, start, 0, reason)
+		if errors.Is(err, errHeaderTimeout) {
+			return timedOut, reason, nil
+		}
+		return transient, reason, nil
+	}
+	x.call = c
+	if resp.StatusCode/100 != 2 {
+		v, reason := x.classifyStatus(m, resp)
+		x.record(m, start, resp.StatusCode, reason)
+		resp.Body.Close()
+		c.end()
+		return v, reason, nil
+	}
+	return served, "", &answer{wire: wr, resp: resp, call: c, started: start, timeouts: tmo}
+}
+
+// await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
+// a stream (the bookkeeping events before it are held back), or the whole answer when the
+// client gets it whole. Nothing has reached the client yet, so any failure here (a failure
+// event, a break, an empty stream, a timeout) moves the request on. Served means respond may
+// relay a (x.answer); otherwise a is closed.
+func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
+	c, status := a.call, a.resp.StatusCode
+	defer func() {
+		x.record(m, a.started, status, reason)
+		if v == served {
+			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.firstSend))
+			x.answer = a
+		} else {
+			a.close()
+		}
+	}()
+	broke := func(what string, err error) (verdict, string) {
+		err = c.explain(err)
+		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
+			what += ": " + describeTransportError(err, x.cred.Token)
+		}
+		if isTimeout(err) {
+			return timedOut, what
+		}
+		return transient, what
+	}
+	var err error
+	if !isEventStream(a.resp.Header) {
+		// A plain answer is read whole before any of it is relayed.
+		c.live(a.timeouts.StreamIdle)
+		if a.plain, err = io.ReadAll(io.LimitReader(c.body(a.resp.Body), maxEventBytes)); err != nil {
+			return broke("the upstream answer broke off", err)
+		}
+		return served, ""
+	}
+	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
+	a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+	held, first, ferr := peekStream(a.rd)
+	if ferr != nil {
+		if len(held) == 0 {
+			return broke("the upstream stream ended before its first event", ferr)
+		}
+		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
+	}
+	if a.wire.firstFails(first) {
+		// A 200 stream may still fail in its first event (quota, rate limit, overload).
+		first.Data = redact(first.Data, x.cred.Token)
+		code, msg, resetsAt := parseUpstreamError(first.Data)
+		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
+			return v, reason
+		}
+		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
+	}
+	c.live(a.timeouts.StreamIdle)
+	a.held, a.first = held, first
+	if !x.req.stream {
+		// The client gets the answer whole: read it to its end before answering, so that a
+		// break anywhere in it still moves on.
+		if a.final, err = collectFinal(a.rd, first); err != nil {
+			return broke("the upstream stream ended before response.completed", err)
+		}
+		a.whole = true
+	}
+	return served, ""
+}
+
+// answer is an upstream answer attempt found fit to relay, waiting for respond.
+type answer struct {
+	wire     *wire
+	resp     *http.Response
+	call     *call
+	started  time.Time // when the attempt began
+	timeouts Timeouts
+	plain    []byte // a non-streamed answer, read whole
+	// A streamed answer: the reader, the bookkeeping events held back and the first real
+	// event (a copy of Raw is not needed: nothing was read after it); or, for a client that
+	// wants the answer whole, its terminal event.
+	rd    *sse.Reader
+	held  []sse.Event
+	first sse.Event
+	final sse.Event
+	whole bool
+}
+
+func (a *answer) close() {
+	a.resp.Body.Close()
+	a.call.end()
+}
+
+// classifyStatus decides what a non-2xx upstream answer means for the account and the request.
+// Answers that are the client's own mistake are relayed, redacted.
+func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string) {
+	// The upstream's text enters here: nothing of it goes further unredacted.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body = redact(body, x.cred.Token)
+	code, msg, resetsAt := parseUpstreamError(body)
+	status := resp.StatusCode
+	reason := fmt.Sprintf("HTTP %d", status)
+	if code != "" {
+		reason += " " + code
+	}
+	if msg != "" {
+		reason += ": " + truncate(msg, 200)
+	}
+	now := x.s.now()
+	switch {
+	case status/100 == 3:
+		// Never followed (the credential would go wherever it points), never relayed.
+		reason = fmt.Sprintf("HTTP %d: the upstream redirects (not followed): check the account's base URL", status)
+		if u, err := resp.Location(); err == nil {
+			reason = fmt.Sprintf("HTTP %d: the upstream redirects to %s (not followed): check the account's base URL", status, u.Host)
+		}
+		m.fail(now, false, reason, x.s.opt.Breaker)
+		return nextAccount, reason
+	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
+		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
+			resetsAt = t.Unix()
+		}
+		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
+		return nextAccount, reason
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return unauthorized, reason
+	case status == http.StatusNotFound:
+		m.blockModel(x.target, now.Add(modelBlockFor), reason)
+		return nextAccount, reason
+	case status == http.StatusRequestTimeout || status >= 500:
+		return transient, reason
+	}
+	// The client's own mistake: relay it.
+	x.t.Status, x.t.Outcome, x.t.Error = status, outcomeFailed, reason
+	copyRelayHeaders(x.w.Header(), resp.Header)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		x.w.Header().Set("Content-Type", ct)
+	}
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	x.w.WriteHeader(status)
+	n, _ := x.w.Write(body)
+	x.t.Bytes = int64(n)
+	return served, reason
+}
+
+// classifyCode decides what a failure event at the start of a 200 stream means. Quota and
+// rate limits cool the account down, overloads are transient, anything else (a prompt too
+// long, say) is the client's and is relayed.
+func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (verdict, string) {
+	reason := "stream failed at once: " + code
+	if msg != "" {
+		reason += ": " + truncate(msg, 200)
+	}
+	switch classify(code) {
+	case errQuota:
+		if t := m.quotaReset(x.s.now()); resetsAt == 0 && !t.IsZero() {
+			resetsAt = t.Unix()
+		}
+		m.coolDown(cooldownEnd(x.s.now(), "", resetsAt), reason)
+		return nextAccount, reason
+	case errTransient:
+		return transient, reason
+	}
+	return served, reason
+}
+
+// record adds the attempt on m that began at start to the trace.
+func (x *exchange) record(m *member, start time.Time, status int, err string) {
+	x.t.Attempts = append(x.t.Attempts, Attempt{Account: m.Name, Status: status, Error: err, Ms: stat.Ms(x.s.now().Sub(start))})
+}
+
+// maxEventBytes bounds one upstream SSE event (a response.completed event carries the whole output).
+const maxEventBytes = 64 << 20
+
+// maxHeld bounds how many leading bookkeeping events are held back while waiting for the
+// first event that tells whether the stream will succeed.
+const maxHeld = 8
+
+// peekStream reads the leading events that carry no output (response.created,
+// response.in_progress, comments) and the first event after them. The held events are copies;
+// comments past maxHeld are dropped rather than held (they carry nothing), so that a stream of
+// keep-alives alone still waits for a real event.
+func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return held, ev, err
+		}
+		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress"
+		if len(ev.Data) == 0 && len(held) >= maxHeld {
+			continue
+		}
+		if len(held) < maxHeld && (bookkeeping || len(ev.Data) == 0) {
+			held = append(held, sse.Event{Raw: bytes.Clone(ev.Raw), Name: ev.Name, Data: bytes.Clone(ev.Data)})
+			continue
+		}
+		return held, ev, nil
+	}
+}
+
+// collectFinal reads an upstream Responses stream to its terminal event and returns a copy of
+// it. An error means the stream ended or broke before one.
+func collectFinal(rd *sse.Reader, first sse.Event) (sse.Event, error) {
+	ev := first
+	var err error
+	for !isTerminalEvent(ev.Name) {
+		if ev, err = rd.Next(); err != nil {
+			return sse.Event{}, err
+		}
+	}
+	return sse.Event{Name: ev.Name, Data: bytes.Clone(ev.Data)}, nil
+}
+
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
+}
+
+func isFailureEvent(name string) bool { return name == "response.failed" || name == "error" }
+
+func isTerminalEvent(name string) bool {
+	switch name {
+	case "response.completed", "response.failed", "response.incomplete", "error":
+		return true
+	}
+	return false
+}
+
+// send posts body to the account. The returned call carries the request's deadlines: the
+// header timeout now (10 minutes for a non-streamed request, whose headers come with the whole
+// answer), then whatever the caller arms; end releases it.
+func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, session string, headerTimeout time.Duration) (*http.Response, *call, error) {
+	c := newCall(ctx)
+	if !stream {
+		headerTimeout = nonStreamHeaderTimeout
+	}
+	c.arm(headerTimeout, errHeaderTimeout)
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	req, err := s.upstreamRequest(c.ctx, m, cred, http.MethodPost, m.BaseURL+path, accept)
+	if err != nil {
+		c.end()
+		return nil, nil, err
+	}
+	req.Body, req.ContentLength = newBody(), int64(size)
+	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil }
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("session_id", session)
+	}
+	if m.Kind == KindChatGPT {
+		req.Header.Set("OpenAI-Beta", "responses=experimental")
+	}
+	// The transport itself, not an http.Client: the relay follows no redirects and keeps no
+	// cookies, and the client's copies of the request and its headers cost on every request.
+	resp, err := s.opt.Transport.RoundTrip(req)
+	if err != nil {
+		err = c.explain(err)
+		c.end()
+		return nil, nil, err
+	}
+	c.timer.Stop() // the caller arms what comes next
+	return resp, c, nil
+}
+
+// describeTransportError says why an upstream could not be reached or broke off, in words
+// that hold no secret (the error may quote what the upstream sent).
+func describeTransportError(err error, secrets ...string) string {
+	switch {
+	case isTimeout(err):
+		return err.Error()
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	msg := err.Error()
+	// url.Error repeats the method and URL; the URL never holds a secret, but keep it short.
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Post ") {
+		msg = msg[i+2:]
+	}
+	return "upstream unreachable: " + redactString(msg, secrets...)
+}
+
+// The causes a call's context is cancelled with when a deadline passes.
+var (
+	errHeaderTimeout     = errors.New("no response headers from the upstream within the timeout")
+	errFirstEventTimeout = errors.New("no event from the upstream within the first-event timeout after its headers")
+	errStreamIdleTimeout = errors.New("the upstream stream went silent for longer than the stream idle timeout")
+)
+
+func isTimeout(err error) bool {
+	return errors.Is(err, errHeaderTimeout) || errors.Is(err, errFirstEventTimeout) || errors.Is(err, errStreamIdleTimeout)
+}
+
+// call is one upstream request in flight. Its context is cancelled when the deadline armed
+// last passes, with that deadline's error as the cause; reads of the answer's body extend an
+// idle deadline (once the call is live).
+type call struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	cause  atomic.Pointer[error]
+	idle   time.Duration // > 0 once live: each read extends the deadline by it
+	moved  time.Time     // when a read last moved the idle deadline
+}
+
+func newCall(parent context.Context) *call {
+	c := &call{}
+	c.ctx, c.cancel = context.WithCancelCause(parent)
+	c.timer = time.AfterFunc(time.Hour, func() {
+		if p := c.cause.Load(); p != nil {
+			c.cancel(*p)
+		}
+	})
+	c.timer.Stop()
+	return c
+}
+
+// arm sets the deadline to d from now, cancelling with cause when it passes.
+func (c *call) arm(d time.Duration, cause error) {
+	c.cause.Store(&cause)
+	c.timer.Reset(d)
+}
+
+// live switches to the idle deadline: from now on every read that brings bytes extends it.
+func (c *call) live(idle time.Duration) {
+	c.idle, c.moved = idle, time.Now()
+	c.arm(idle, errStreamIdleTimeout)
+}
+
+// body wraps an answer's body so that its reads extend the idle deadline.
+func (c *call) body(rc io.ReadCloser) io.ReadCloser { return &watchedBody{rc, c} }
+
+// explain returns the deadline that cut the call, if one did, else err.
+func (c *call) explain(err error) error {
+	if cause := context.Cause(c.ctx); cause != nil && isTimeout(cause) {
+		return cause
+	}
+	return err
+}
+
+// end releases the call.
+func (c *call) end() {
+	c.timer.Stop()
+	c.cancel(nil)
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	c *call
+}
+
+// Read reads the body and moves the idle deadline, at most once a second (moving a timer costs
+// more than reading the clock): the silence allowed is between idle and idle plus a second.
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if c := b.c; n > 0 && c.idle > 0 {
+		if now := time.Now(); now.Sub(c.moved) >= time.Second {
+			c.moved = now
+			c.timer.Reset(c.idle)
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,330 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// A request travels the relay in four phases, one file each, read from top to bottom:
+//
+//	handler.go  admit: the guards, the body, the fields the relay routes on
+//	route.go    route: the model (catalog, aliases) and the accounts that may take it
+//	attempt.go  attempt: send to an account, classify its answer, move on when it failed
+//	respond.go  respond: relay the answer in the client's protocol
+//
+// wire.go describes the four ways a request travels to an account and back (Responses or
+// Chat Completions on each side); upstream.go builds every request sent to an upstream.
+
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
+		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
+		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
+		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
+	}
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /relay/stats", s.handleStats)
+	mux.HandleFunc("GET /relay/traces", s.handleTraces)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
+			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
+	})
+	s.mux = mux
+}
+
+// ServeHTTP applies the loopback guards and the local key, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e := s.guard(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
+// rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
+// allowance is ever sent. Then the local API key, when one is set, is checked in constant time.
+func (s *Server) guard(r *http.Request) *apiError {
+	key := s.keyHash.Load()
+	if !((s.opt.AllowRemote || s.allowRemote.Load()) && key != nil) && !loopbackHost(r.Host) {
+		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_host",
+			Message: "Codex Relay only answers requests addressed to a loopback host (127.0.0.1, localhost, [::1])"}
+	}
+	if r.Header.Get("Origin") != "" {
+		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
+			Message: "Codex Relay does not answer requests from web pages (Origin header present)"}
+	}
+	if key != nil && r.URL.Path != "/health" {
+		got := r.Header.Get("X-Api-Key")
+		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			got = strings.TrimSpace(a[7:])
+		}
+		h := sha256.Sum256([]byte(got))
+		if got == "" || subtle.ConstantTimeCompare(h[:], key[:]) != 1 {
+			return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+				Message: "missing or wrong local API key: send the relay's local key as a bearer token (see Settings or `codexrelay codex-config`)"}
+		}
+	}
+	return nil
+}
+
+// handleResponses serves POST /v1/responses.
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, routeResponses)
+}
+
+// handleChat serves POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, routeChat)
+}
+
+// serve runs a client request of either protocol: read and check it, resolve its model, and
+// dispatch it to the accounts.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
+	x := s.begin(w, r, route)
+	defer x.end()
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.stall, x.parser.Feed)
+	if e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	x.body = body
+	x.share(body)
+	req, e := parseClientRequest(route, body, r.Header, &x.parser)
+	if e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	x.req = req
+	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, req.stream
+	x.route()
+}
+
+// exchange is one client request on its way through the relay.
+type exchange struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	req   *clientRequest
+	t     Trace
+	start time.Time
+	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
+	firstSend time.Time
+	cache     *payload.Cache
+	// catalog is the catalog this request resolved its model with (nil: none could be had).
+	catalog *catalogState
+	// targets are the models to try, in order (an alias may name several); target is the
+	// one being tried.
+	targets []string
+	target  string
+	// tools is the target's filtered tools override (nil: none) and toolsDropped what it removed.
+	tools        *payload.Override
+	toolsDropped []string
+	// untranslatable counts accounts skipped because the request could not be translated.
+	untranslatable int
+	// cred is the credential of the latest attempt (to name it in a refresh, and to redact it
+	// from what the upstream says); call is that attempt's upstream request.
+	cred   Credential
+	call   *call
+	answer *answer // the answer to relay, once an attempt found one
+	// storeDown counts attempts whose credential could not be read because the keychain is
+	// unavailable; storeErr says why, with advice.
+	storeDown int
+	storeErr  string
+	// body is the client's body as it arrived (held in bufs, as it may go upstream as it is);
+	// parser validated it while it arrived; trans is its translation, made on first need.
+	body   []byte
+	parser payload.Parser
+	stall  stallWatch // cuts a body that stalls while it is read
+	trans  *translated
+	// unchanged counts upstream bodies sent exactly as the client's (no serialization).
+	unchanged int
+	// bufs are the pooled buffers upstream bodies were built into, by their first byte.
+	bufs map[*byte]*sharedBuffer
+}
+
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
+	s.c.total.Add(1)
+	s.c.inFlight.Add(1)
+	x := &exchange{s: s, w: w, r: r, start: s.now()}
+	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}}
+	return x
+}
+
+// clientRequest is a parsed client body: the top-level members as raw bytes plus the few
+// fields the relay routes on. The large input or messages array is never decoded.
+type clientRequest struct {
+	route   string // "responses" or "chat"
+	obj     *payload.Object
+	model   string
+	stream  bool
+	session string // affinity key: prompt_cache_key, else the session-id header
+	// sessionHeader is the client's session-id/session_id header, sent upstream as session_id.
+	sessionHeader string
+}
+
+// parseClientRequest validates the fields the relay relies on. Anything else in the body is
+// the upstream's business and goes through untouched. p is the parser that saw the body
+// arrive (nil: parse it now).
+func parseClientRequest(route string, body []byte, h http.Header, p *payload.Parser) (*clientRequest, *apiError) {
+	if p == nil {
+		p = new(payload.Parser)
+	}
+	obj, err := p.Finish(body)
+	if err != nil {
+		return nil, errInvalid("invalid_json", "", "the request body is not a valid JSON object: "+err.Error())
+	}
+	req := &clientRequest{route: route, obj: obj}
+	raw, ok := obj.Get("model")
+	if !ok {
+		return nil, errInvalid("missing_required_parameter", "model", "'model' is required")
+	}
+	if payload.KindOf(raw) != payload.KindString {
+		return nil, errInvalid("invalid_type", "model", "'model' must be a string, got "+payload.KindOf(raw).String())
+	}
+	if len(raw) > maxModelName+2 {
+		return nil, errInvalid("invalid_value", "model", fmt.Sprintf("'model' is longer than %d characters", maxModelName))
+	}
+	if req.model, err = payload.DecodeString(raw); err != nil || req.model == "" {
+		return nil, errInvalid("invalid_value", "model", "'model' must be a non-empty string")
+	}
+	if raw, ok := obj.Get("stream"); ok {
+		switch payload.KindOf(raw) {
+		case payload.KindTrue:
+			req.stream = true
+		case payload.KindFalse, payload.KindNull:
+		default:
+			return nil, errInvalid("invalid_type", "stream", "'stream' must be a boolean, got "+payload.KindOf(raw).String())
+		}
+	}
+	bigKey := "input"
+	if route == routeChat {
+		bigKey = "messages"
+	}
+	if raw, ok := obj.Get(bigKey); ok {
+		k := payload.KindOf(raw)
+		if route == routeChat && k != payload.KindArray {
+			return nil, errInvalid("invalid_type", bigKey, "'messages' must be an array, got "+k.String())
+		}
+		if k != payload.KindArray && k != payload.KindString {
+			return nil, errInvalid("invalid_type", bigKey, "'input' must be a string or an array, got "+k.String())
+		}
+	} else if route == routeChat {
+		return nil, errInvalid("missing_required_parameter", "messages", "'messages' is required")
+	}
+	req.sessionHeader = h.Get("Session-Id")
+	if req.sessionHeader == "" {
+		req.sessionHeader = h.Get("Session_id")
+	}
+	if raw, ok := obj.Get("prompt_cache_key"); ok && payload.KindOf(raw) == payload.KindString {
+		req.session, _ = payload.DecodeString(raw)
+	}
+	if req.session == "" {
+		req.session = req.sessionHeader
+	}
+	return req, nil
+}
+
+// maxModelName bounds a model name (real ones are far shorter).
+const maxModelName = 256
+
+const (
+	routeResponses = "responses"
+	routeChat      = "chat"
+)
+
+// reject answers e without having forwarded anything.
+func (x *exchange) reject(e *apiError, outcome string) {
+	x.t.Status, x.t.Outcome, x.t.Error = e.Status, outcome, e.Message
+	writeError(x.w, e)
+}
+
+// end records the trace and the counters.
+func (x *exchange) end() {
+	s := x.s
+	s.c.inFlight.Add(-1)
+	for _, sb := range x.bufs {
+		sb.release()
+	}
+	if x.cache != nil {
+		st := x.cache.Stats()
+		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct + x.unchanged)}
+		s.c.hits.Add(x.t.Serialization.Hits)
+		s.c.misses.Add(x.t.Serialization.Misses)
+		s.c.direct.Add(x.t.Serialization.Direct)
+	}
+	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.start))
+	if x.t.Status >= 400 || x.t.Outcome == outcomeInterrupted || x.t.Outcome == outcomeFailed {
+		s.c.errors.Add(1)
+	}
+	s.traces.add(x.t)
+	lvl := slogLevelFor(x.t)
+	s.log.Log(context.Background(), lvl, "request", "id", x.t.ID, "route", x.t.Route, "model", x.t.Model,
+		"stream", x.t.Stream, "status", x.t.Status, "outcome", x.t.Outcome, "attempts", len(x.t.Attempts),
+		"total_ms", x.t.LatencyBreakdown.TotalMs, "error", x.t.Error)
+}
+
+// Trace outcomes.
+const (
+	outcomeCompleted   = "completed"   // the answer reached the client whole
+	outcomeFailed      = "failed"      // the upstream answered with a failure, relayed to the client
+	outcomeInterrupted = "interrupted" // the upstream stream broke after bytes reached the client
+	outcomeCanceled    = "canceled"    // the client went away
+	outcomeRejected    = "rejected"    // refused before any upstream attempt (bad input, no account)
+	outcomeError       = "error"       // every account failed
+)
+
+// loopbackHost reports whether a Host header names this machine's loopback interface.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// wrongMethod answers 405 for a known path asked with the wrong method, and reports whether
+// it did. (Apart from ServeHTTP, whose frame every request's stack carries.)
+//
+//go:noinline
+func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
+			wrongMethod(w, r, m)
+			return true
+		}
+	}
+	return false
+}
+
+func withMethod(r *http.Request, method string) *http.Request {
+	r2 := *r
+	r2.Method = method
+	return &r2
+}
+
+func wrongMethod(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+		Message: "method " + r.Method + " is not allowed on " + truncate(r.URL.Path, 200) + "; use " + allow})
+}

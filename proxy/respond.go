@@ -1,0 +1,462 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/bridge"
+	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/sse"
+)
+
+// Respond: relay the answer an attempt found to the client, in the client's protocol, event
+// by event for a stream. A failure from here on cannot move on: the client gets a well-formed
+// end (response.failed, an error chunk) instead of a hang or a silently cut answer.
+
+// respond relays the answer attempt found to the client, in the client's wire.
+func (x *exchange) respond() {
+	a := x.answer
+	defer a.close()
+	switch {
+	case a.rd == nil:
+		a.wire.plain(x, a)
+	case a.whole:
+		a.wire.whole(x, a)
+	default:
+		// A stream: the headers leave first, from this shallow frame (see attempt).
+		x.startSSE(a.resp.Header)
+		if http.NewResponseController(x.w).Flush() != nil {
+			x.clientGone()
+			return
+		}
+		a.wire.stream(x, a)
+	}
+}
+
+func (x *exchange) startSSE(upHeader http.Header) {
+	h := x.w.Header()
+	copyRelayHeaders(h, upHeader)
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	x.w.WriteHeader(http.StatusOK)
+	x.t.Status = http.StatusOK
+}
+
+// relayStream sends the upstream's events to the client byte for byte, flushing as soon as no
+// further event is already waiting. If the upstream breaks off (or goes silent past the stream
+// idle timeout) before a terminal event, the client gets a well-formed response.failed with
+// code server_error (which the Codex CLI retries) rather than a silently truncated stream.
+// A failure event from the upstream is relayed redacted.
+func (x *exchange) relayStream(a *answer) {
+	rd, held, first := a.rd, a.held, a.first
+	rc := http.NewResponseController(x.w)
+
+	var events int64
+	terminal := ""
+	responseID := ""
+	write := x.writeRaw
+	for _, ev := range held {
+		if responseID == "" && ev.Name == "response.created" {
+			responseID = responseIDOf(ev.Data)
+		}
+		if !write(ev.Raw) {
+			x.clientGone()
+			return
+		}
+		events++
+	}
+	ev := first
+	var err error
+	for err == nil {
+		raw := ev.Raw
+		if isFailureEvent(ev.Name) {
+			raw = redact(raw, x.cred.Token)
+			if _, msg, _ := parseUpstreamError(redact(ev.Data, x.cred.Token)); msg != "" {
+				x.t.Error = truncate(msg, 200)
+			}
+		}
+		if !write(raw) {
+			x.clientGone()
+			return
+		}
+		events++
+		if isTerminalEvent(ev.Name) {
+			terminal = ev.Name
+		}
+		// Flush once nothing more is waiting: each event leaves as soon as it arrived.
+		if rd.Buffered() == 0 && rc.Flush() != nil {
+			x.clientGone()
+			return
+		}
+		ev, err = rd.Next()
+	}
+	rc.Flush()
+	switch {
+	case errors.Is(err, io.EOF) && terminal != "":
+		x.t.Outcome = outcomeCompleted
+		if terminal != "response.completed" && terminal != "response.incomplete" {
+			x.t.Outcome = outcomeFailed
+		}
+	case x.r.Context().Err() != nil:
+		x.clientGone()
+	default:
+		why := x.brokeOff(err, "response.completed")
+		x.t.Outcome, x.t.Error = outcomeInterrupted, why
+		if terminal == "" {
+			write(failedEvent(events, responseID, "server_error", why))
+			rc.Flush()
+		}
+	}
+}
+
+// relayChatFromResponses answers a Chat client from an upstream Responses stream.
+func (x *exchange) relayChatFromResponses(a *answer) {
+	rd, held, first := a.rd, a.held, a.first
+	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.start.Unix(), "chatcmpl-"+x.t.ID)
+	rc := http.NewResponseController(x.w)
+	feed := func(ev sse.Event) (done bool, ok bool) {
+		if len(ev.Data) == 0 {
+			return false, true
+		}
+		chunks, done, err := cs.Event(ev.Name, ev.Data)
+		for _, c := range chunks {
+			if !x.writeRaw(sse.AppendEvent(nil, "", c)) {
+				return true, false
+			}
+		}
+		if err != nil {
+			x.t.Outcome, x.t.Error = outcomeFailed, err.Error()
+		}
+		return done, true
+	}
+	for _, ev := range held {
+		if _, ok := feed(ev); !ok {
+			x.clientGone()
+			return
+		}
+	}
+	ev := first
+	var err error
+	done := false
+	for err == nil && !done {
+		var ok bool
+		if done, ok = feed(ev); !ok {
+			x.clientGone()
+			return
+		}
+		if rd.Buffered() == 0 && rc.Flush() != nil {
+			x.clientGone()
+			return
+		}
+		if !done {
+			ev, err = rd.Next()
+		}
+	}
+	if !done {
+		x.chatBrokeOff(rc, x.brokeOff(err, "response.completed"))
+		return
+	}
+	x.writeRaw([]byte("data: [DONE]\n\n"))
+	rc.Flush()
+	if x.t.Outcome == "" {
+		x.t.Outcome = outcomeCompleted
+	}
+}
+
+// relayResponsesFromChat answers a Responses client from an upstream Chat chunk stream whose
+// first chunk was read already.
+func (x *exchange) relayResponsesFromChat(a *answer) {
+	rd, first := a.rd, a.first
+	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.start.Unix())
+	rc := http.NewResponseController(x.w)
+	emit := func(evs []bridge.Event) bool {
+		for _, e := range evs {
+			if !x.writeRaw(sse.AppendEvent(nil, e.Name, e.Data)) {
+				return false
+			}
+		}
+		return true
+	}
+	if !emit(rs.Start()) {
+		x.clientGone()
+		return
+	}
+	rc.Flush()
+	ev := first
+	var err error
+	for ; ; ev, err = rd.Next() {
+		if err != nil {
+			if x.r.Context().Err() != nil {
+				x.clientGone()
+				return
+			}
+			why := x.brokeOff(err, "[DONE]")
+			x.t.Outcome, x.t.Error = outcomeInterrupted, why
+			emit(rs.Fail("server_error", why))
+			rc.Flush()
+			return
+		}
+		data := strings.TrimSpace(string(ev.Data))
+		if data == "" {
+			continue
+		}
+		if data == "[DONE]" {
+			emit(rs.End())
+			rc.Flush()
+			x.t.Outcome = outcomeCompleted
+			return
+		}
+		evs, cerr := rs.Chunk(ev.Data)
+		if cerr != nil {
+			x.t.Outcome, x.t.Error = outcomeFailed, cerr.Error()
+			emit(rs.Fail("server_error", cerr.Error()))
+			rc.Flush()
+			return
+		}
+		if !emit(evs) {
+			x.clientGone()
+			return
+		}
+		if rd.Buffered() == 0 && rc.Flush() != nil {
+			x.clientGone()
+			return
+		}
+	}
+}
+
+// relayChat passes an upstream Chat chunk stream through, chunk by chunk: the comments held
+// while waiting for the first chunk, the first chunk, and the rest as it comes.
+func (x *exchange) relayChat(a *answer) {
+	rd, held, first := a.rd, a.held, a.first
+	rc := http.NewResponseController(x.w)
+	for _, ev := range held {
+		if !x.writeRaw(ev.Raw) {
+			x.clientGone()
+			return
+		}
+	}
+	ev := first
+	var err error
+	for ; ; ev, err = rd.Next() {
+		if err != nil {
+			x.chatBrokeOff(rc, x.brokeOff(err, "[DONE]"))
+			return
+		}
+		raw := ev.Raw
+		if isChatError(ev.Data) {
+			raw = redact(raw, x.cred.Token)
+		}
+		if !x.writeRaw(raw) {
+			x.clientGone()
+			return
+		}
+		if rd.Buffered() == 0 && rc.Flush() != nil {
+			x.clientGone()
+			return
+		}
+		if strings.TrimSpace(string(ev.Data)) == "[DONE]" {
+			x.t.Outcome = outcomeCompleted
+			return
+		}
+	}
+}
+
+// relayPlain answers a non-streamed request with the upstream's answer, read whole.
+func (x *exchange) relayPlain(a *answer) {
+	resp, answer := a.resp, a.plain
+	h := x.w.Header()
+	copyRelayHeaders(h, resp.Header)
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(answer)))
+	x.w.WriteHeader(resp.StatusCode)
+	n, err := x.w.Write(answer)
+	x.t.Bytes, x.t.Status = int64(n), resp.StatusCode
+	if err != nil {
+		x.clientGone()
+		return
+	}
+	x.t.Outcome = outcomeCompleted
+}
+
+// plainChatFromResponses answers a Chat client from a whole Responses answer.
+func (x *exchange) plainChatFromResponses(a *answer) {
+	x.writeTranslated(bridge.ResponseToChatCompletion(a.plain, x.req.model))
+}
+
+// plainResponsesFromChat answers a Responses client from a whole Chat Completions answer.
+func (x *exchange) plainResponsesFromChat(a *answer) {
+	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, "resp_"+x.t.ID, x.start.Unix()))
+}
+
+// writeTranslated answers with a translated answer, or says it could not be translated.
+func (x *exchange) writeTranslated(out []byte, err error) {
+	if err != nil {
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, outcomeFailed)
+		return
+	}
+	x.writeJSONBody(out)
+}
+
+// answerWhole answers a Responses client that did not stream with the terminal event of an
+// upstream stream: the final response object, or the failure in the OpenAI error shape.
+func (x *exchange) answerWhole(a *answer) {
+	if resp, ok := x.finalResponse(a); ok {
+		x.writeJSONBody(resp)
+	}
+}
+
+// answerWholeAsChat is answerWhole for a Chat client: the final response, translated.
+func (x *exchange) answerWholeAsChat(a *answer) {
+	if resp, ok := x.finalResponse(a); ok {
+		x.writeTranslated(bridge.ResponseToChatCompletion(resp, x.req.model))
+	}
+}
+
+// finalResponse is the response object of the stream's terminal event. A failure event is
+// answered as an error (its status from the one classification table) and reported as not ok.
+func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
+	final := a.final
+	if final.Name == "response.failed" || final.Name == "error" {
+		code, msg, resetsAt := parseUpstreamError(redact(final.Data, x.cred.Token))
+		status := http.StatusBadRequest
+		switch classify(code) {
+		case errQuota:
+			status = http.StatusTooManyRequests
+		case errTransient:
+			status = http.StatusBadGateway
+		}
+		if msg == "" {
+			msg = "the upstream failed the response"
+		}
+		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, outcomeFailed)
+		return nil, false
+	}
+	obj, perr := payload.Parse(final.Data)
+	var resp []byte
+	if perr == nil {
+		resp, _ = obj.Get("response")
+	}
+	if resp == nil {
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
+			Message: "upstream " + final.Name + " event carried no response object"}, outcomeInterrupted)
+		return nil, false
+	}
+	return resp, true
+}
+
+// writeJSONBody answers 200 with a JSON body.
+func (x *exchange) writeJSONBody(b []byte) {
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	x.w.WriteHeader(http.StatusOK)
+	n, _ := x.w.Write(b)
+	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, outcomeCompleted
+}
+
+func (x *exchange) writeRaw(b []byte) bool {
+	n, err := x.w.Write(b)
+	x.t.Bytes += int64(n)
+	return err == nil
+}
+
+// brokeOff says why an upstream stream that was being relayed ended before its terminal
+// event: a timeout, a broken connection (redacted), or an end without the terminal event.
+func (x *exchange) brokeOff(err error, terminal string) string {
+	if x.call != nil {
+		err = x.call.explain(err)
+	}
+	switch {
+	case isTimeout(err):
+		return err.Error()
+	case errors.Is(err, io.EOF) || errors.Is(err, sse.ErrTruncated):
+		return "upstream stream ended before " + terminal
+	}
+	return "upstream stream broke: " + redactString(err.Error(), x.cred.Token)
+}
+
+func (x *exchange) clientGone() {
+	x.t.Outcome = outcomeCanceled
+	if x.t.Status == 0 {
+		x.t.Status = 499
+	}
+}
+
+// chatBrokeOff ends a Chat stream whose upstream broke off with an error chunk, unless the
+// client is the one that left.
+func (x *exchange) chatBrokeOff(rc *http.ResponseController, why string) {
+	if x.r.Context().Err() != nil {
+		x.clientGone()
+		return
+	}
+	x.t.Outcome, x.t.Error = outcomeInterrupted, why
+	x.writeRaw(chatErrorChunk("server_error", why))
+	rc.Flush()
+}
+
+// failedEvent builds a response.failed event in the shape the Codex CLI and the SDKs read.
+func failedEvent(seq int64, responseID, code, message string) []byte {
+	if responseID == "" {
+		responseID = "resp_relay_failed"
+	}
+	data, _ := json.Marshal(map[string]any{
+		"type":            "response.failed",
+		"sequence_number": seq,
+		"response": map[string]any{
+			"id": responseID, "object": "response", "status": "failed", "output": []any{},
+			"error": map[string]string{"code": code, "message": message},
+		},
+	})
+	return sse.AppendEvent(nil, "response.failed", data)
+}
+
+// responseIDOf reads the response id of a response.created event's data.
+func responseIDOf(data []byte) string {
+	var v struct {
+		Response struct {
+			ID string `json:"id"`
+		} `json:"response"`
+	}
+	json.Unmarshal(data, &v)
+	return v.Response.ID
+}
+
+// chatErrorChunk is the error a Chat stream ends with when the upstream broke off.
+func chatErrorChunk(code, message string) []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": "server_error", "code": code}})
+	return []byte("data: " + string(b) + "\n\n")
+}
+
+// isChatError reports whether a Chat stream's chunk is an error object rather than a chunk
+// (some servers answer 200 and then {"error":{...}}).
+func isChatError(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data[:min(len(data), 24)], []byte(`"error"`)) {
+		return false // a chunk starts {"id":...; only then is it worth decoding
+	}
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Choices json.RawMessage `json:"choices"`
+	}
+	return json.Unmarshal(data, &v) == nil && len(v.Error) > 0 && string(v.Error) != "null" && len(v.Choices) == 0
+}
+
+// relayHeaders are upstream headers worth passing on: request ids and the rate-limit headers
+// the Codex CLI reads to show the remaining quota.
+func copyRelayHeaders(dst, src http.Header) {
+	for k, v := range src {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "x-codex-") || strings.HasPrefix(lk, "openai-") ||
+			strings.HasPrefix(lk, "x-ratelimit-") || lk == "x-request-id" {
+			dst[k] = v
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Route: which model a request goes to (the catalog, refreshed as stale-while-revalidate
+// says, and the aliases) and which accounts may take it, in the order to try them.
+
+// route resolves the request's model, then tries the accounts that serve it.
+func (x *exchange) route() {
+	if e := x.s.resolveModel(x.r.Context(), x); e != nil {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	x.prepared()
+	x.dispatch()
+}
+
+func (s *Server) resolveModel(ctx context.Context, x *exchange) *apiError {
+	st, counts, err := s.catalog.resolve(ctx)
+	x.t.ModelCatalogRefresh = counts
+	if err != nil {
+		return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+	}
+	x.catalog = st
+	targets := s.targets(x.req.model, st)
+	if len(targets) == 0 {
+		msg := fmt.Sprintf("The model %q does not exist on any account of this relay", x.req.model)
+		if sug := st.suggestions(x.req.model); len(sug) > 0 {
+			msg += "; did you mean " + strings.Join(sug, ", ") + "?"
+		}
+		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: msg}
+	}
+	x.targets = targets
+	x.t.ResolvedModel = targets[0]
+	return nil
+}
+
+// targets are the catalog's models a request for model tries, in order.
+func (s *Server) targets(model string, st *catalogState) []string {
+	var targets []string
+	for _, t := range s.expand(model, st) {
+		if st.knows(t) {
+			targets = append(targets, t)
+		}
+	}
+	return targets
+}
+
+// expand resolves model through the aliases into real target models, in order, without
+// repeats. A name the catalog knows as a real model is never treated as an alias.
+func (s *Server) expand(model string, st *catalogState) []string {
+	aliases := s.aliasMap()
+	var out []string
+	var walk func(name string)
+	walk = func(name string) {
+		targets, isAlias := aliases[name]
+		if isAlias && (st == nil || st.models[name] == nil) {
+			for _, t := range targets {
+				walk(t)
+			}
+			return
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	walk(model)
+	return out
+}
+
+// prepared marks the end of the preparation phase.
+func (x *exchange) prepared() {
+	x.t.LatencyBreakdown.PreparationMs = stat.Ms(x.s.now().Sub(x.start))
+}
+
+// resolveModel runs the catalog's refresh rules for the request and turns the requested model
+// (or alias) into the target models to try. A model the known catalog lacks is a 404 naming
+// close matches; with no catalog at all, the request passes through as asked.
+// Resolution is what Resolve found for a model name.
+type Resolution struct {
+	// Models are the catalog's models a request for the name would try, in order (an alias may
+	// name several); none when the catalog knows none of them.
+	Models []string
+	// Refresh says how the catalog was brought up to date for it (seed 001).
+	Refresh RefreshCounts
+}
+
+// Resolve resolves a model name as a request would: through the catalog, refreshed as its
+// stale-while-revalidate rules say, and the aliases.
+func (s *Server) Resolve(ctx context.Context, model string) (Resolution, error) {
+	st, counts, err := s.catalog.resolve(ctx)
+	if err != nil {
+		return Resolution{Refresh: counts}, err
+	}
+	return Resolution{Models: s.targets(model, st), Refresh: counts}, nil
+}
+
+// dispatch tries the target models in order and, for each, the accounts that serve it, until
+// one answers or all failed.
+func (x *exchange) dispatch() {
+	s := x.s
+	x.cache = payload.NewCache()
+	x.cache.Alloc = x.allocBody
+	var failures []string
+	tried := 0
+	for _, target := range x.targets {
+		x.target = target
+		// The tool filtering of a target is worked out once, not per account tried.
+		x.tools, x.toolsDropped = x.toolsFor(target)
+		x.t.ResolvedModel = target
+		cands := s.pool.candidates(target, x.req.session, s.now(), func(m *member) bool {
+			return x.catalog.serves(m.Name, target)
+		})
+		for _, m := range cands {
+			if tried > 0 && !s.pool.current(m) {
+				continue // removed or disabled while this request was trying other accounts
+			}
+			if tried > 0 {
+				s.c.rotations.Add(1)
+				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", failures[len(failures)-1])
+			}
+			tried++
+			done, reason := x.tryAccount(m)
+			if done {
+				return
+			}
+			if x.r.Context().Err() != nil {
+				x.t.Status, x.t.Outcome = 499, outcomeCanceled
+				return
+			}
+			failures = append(failures, m.Name+": "+reason)
+		}
+	}
+	x.noAccountServed(tried, failures)
+}
+
+// toolsFor removes the tool types the target's catalog entry says it does not support. It
+// returns the override for "tools" (nil when nothing changes) and the dropped types.
+func (x *exchange) toolsFor(target string) (*payload.Override, []string) {
+	if x.catalog == nil {
+		return nil, nil
+	}
+	e := x.catalog.models[target]
+	raw, ok := x.req.obj.Get("tools")
+	if e == nil || len(e.UnsupportedTools) == 0 || !ok || payload.KindOf(raw) != payload.KindArray {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return nil, nil
+	}
+	kept := make([]json.RawMessage, 0, len(tools))
+	var dropped []string
+	for _, t := range tools {
+		var v struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(t, &v)
+		if slices.Contains(e.UnsupportedTools, v.Type) {
+			dropped = append(dropped, v.Type)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	b, _ := json.Marshal(kept)
+	return &payload.Override{Key: "tools", Value: b}, dropped
+}
+
+// noAccountServed answers a request that no account could take: why, in the OpenAI error
+// shape. (Apart from dispatch, whose frame the stream's stack carries.)
+//
+//go:noinline
+func (x *exchange) noAccountServed(tried int, failures []string) {
+	s := x.s
+	x.target, x.t.ResolvedModel = x.targets[0], x.targets[0]
+	if x.trans != nil && x.trans.err != nil && tried == x.untranslatable {
+		// Every account needed a translation, and nothing usable was left of the request.
+		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+x.target+
+			" (they speak the other API): "+x.trans.err.Error()), outcomeRejected)
+		return
+	}
+	if x.storeDown > 0 && x.storeDown == tried {
+		// Nothing an upstream or a retry can fix: say what to unlock or install.
+		x.reject(&apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "keychain_unavailable",
+			Message: "Codex Relay cannot read the accounts' secrets: " + x.storeErr}, outcomeError)
+		return
+	}
+	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
+	if tried == 0 {
+		x.reject(e, outcomeRejected)
+		return
+	}
+	// Every candidate failed before any byte reached the client. When no account is usable any
+	// more (all cooling down or signed out) the pool's answer says so and when to come back;
+	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
+	if len(s.pool.candidates(x.target, "", s.now(), func(*member) bool { return true })) == 0 {
+		e.Message = "every account failed: " + strings.Join(failures, "; ") + ". " + e.Message
+		x.reject(e, outcomeError)
+		return
+	}
+	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
+		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, outcomeError)
+}
