@@ -70,6 +70,8 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 				// Only an account that produced an answer keeps the session.
 				m.succeeded()
 				x.s.pool.remember(x.req.session, m.key(), x.s.now())
+				k := m.key()
+				x.s.lastServed.Store(&k)
 			}
 			return true, ""
 		case nextAccount:

@@ -20,11 +20,21 @@ const (
 	StateDisabled   = "disabled"
 )
 
-// Routing strategies.
+// Routing strategies: the order in which healthy accounts take requests (a session keeps its
+// account while it stays healthy, whatever the strategy).
 const (
-	StrategyPriority   = "priority"    // fill first: the first healthy account takes everything
-	StrategyRoundRobin = "round-robin" // accounts of equal priority take turns
+	// StrategyPriority fills the accounts in list order: the first healthy one takes every
+	// request, the next one only when it fails or rests.
+	StrategyPriority = "priority"
+	// StrategyRoundRobin has the healthy accounts take turns, in list order.
+	StrategyRoundRobin = "round-robin"
+	// StrategyMostQuotaLeft puts the accounts with the most quota left first: untouched
+	// accounts (API keys among them), then the ChatGPT accounts whose windows are least used.
+	StrategyMostQuotaLeft = "most-quota-left"
 )
+
+// Strategies lists the routing strategies, the default first.
+var Strategies = []string{StrategyPriority, StrategyRoundRobin, StrategyMostQuotaLeft}
 
 const (
 	defaultCooldown   = 60 * time.Second
@@ -219,8 +229,8 @@ type affinityEntry struct {
 }
 
 // set replaces the account list with new members, keeping the runtime state of accounts that
-// keep their key, kind and base URL.
-func (p *pool) set(accounts []Account) {
+// keep their key, kind and base URL, and returns the accounts that are new.
+func (p *pool) set(accounts []Account) (added []*member) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := make([]*member, 0, len(accounts))
@@ -235,6 +245,7 @@ func (p *pool) set(accounts []Account) {
 			m.health = old.health
 		} else {
 			m.health = &health{}
+			added = append(added, m)
 		}
 		next = append(next, m)
 		byKey[a.key()] = m
@@ -242,6 +253,14 @@ func (p *pool) set(accounts []Account) {
 	// Stable: equal priorities keep list order.
 	slices.SortStableFunc(next, func(a, b *member) int { return cmp.Compare(a.Priority, b.Priority) })
 	p.members, p.byKey = next, byKey
+	return added
+}
+
+// get returns the current account with this key, or nil.
+func (p *pool) get(key string) *member {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.byKey[key]
 }
 
 // current reports whether m is still an account of the pool and enabled: a request that
@@ -278,25 +297,11 @@ func (p *pool) candidates(model, session string, now time.Time, serves func(*mem
 			out = append(out, m)
 		}
 	}
-	// Within a priority, prefer untouched accounts, then the one with the most quota left.
-	slices.SortStableFunc(out, func(a, b *member) int {
-		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.usedScore(), b.usedScore())
-	})
-	if strategy == StrategyRoundRobin && len(out) > 1 {
-		turn := p.rr.Add(1) - 1
-		for i := 0; i < len(out); {
-			j := i
-			for j < len(out) && out[j].Priority == out[i].Priority {
-				j++
-			}
-			group := out[i:j]
-			rotate(group, int(turn%uint64(len(group))))
-			i = j
-		}
+	var turn uint64
+	if strategy == StrategyRoundRobin {
+		turn = p.rr.Add(1) - 1
 	}
+	order(out, strategy, turn)
 	if session != "" {
 		if key := p.affine(session, now); key != "" {
 			for i, m := range out {
@@ -309,6 +314,59 @@ func (p *pool) candidates(model, session string, now time.Time, serves func(*mem
 		}
 	}
 	return out
+}
+
+// anyUsable reports whether some account may take a request for model now (without taking a
+// round-robin turn).
+func (p *pool) anyUsable(model string, now time.Time) bool {
+	for _, m := range p.list() {
+		if m.usable(model, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// next is the account a new request (any model, no session) would go to first, without
+// taking a round-robin turn; nil when none is usable.
+func (p *pool) next(now time.Time) *member {
+	p.mu.RLock()
+	all, strategy := p.members, p.strategy
+	p.mu.RUnlock()
+	var out []*member
+	for _, m := range all {
+		if m.usable("", now) {
+			out = append(out, m)
+		}
+	}
+	order(out, strategy, p.rr.Load())
+	if len(out) == 0 {
+		return nil
+	}
+	return out[0]
+}
+
+// order sorts usable accounts into the order a strategy tries them: by priority group, and
+// within a group in list order (priority), in turn (round-robin, turn being the request's
+// turn) or by quota left (most-quota-left).
+func order(out []*member, strategy string, turn uint64) {
+	slices.SortStableFunc(out, func(a, b *member) int {
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 || strategy != StrategyMostQuotaLeft {
+			return c
+		}
+		return cmp.Compare(a.usedScore(), b.usedScore())
+	})
+	if strategy == StrategyRoundRobin && len(out) > 1 {
+		for i := 0; i < len(out); {
+			j := i
+			for j < len(out) && out[j].Priority == out[i].Priority {
+				j++
+			}
+			group := out[i:j]
+			rotate(group, int(turn%uint64(len(group))))
+			i = j
+		}
+	}
 }
 
 func rotate(s []*member, k int) {

@@ -31,17 +31,31 @@ func (s *Server) RefreshQuotas(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q, err := s.fetchQuota(ctx, m)
-			if err != nil {
-				s.log.Debug("quota read failed", "account", m.Name, "error", err)
-				return
-			}
-			m.mu.Lock()
-			m.quota = q
-			m.mu.Unlock()
+			s.refreshQuota(ctx, m)
 		}()
 	}
 	wg.Wait()
+}
+
+// refreshQuota reads the usage of one ChatGPT account; a failed read keeps the last figures.
+func (s *Server) refreshQuota(ctx context.Context, m *member) {
+	q, err := s.fetchQuota(ctx, m)
+	if err != nil {
+		s.log.Debug("quota read failed", "account", m.Name, "error", err)
+		return
+	}
+	m.mu.Lock()
+	m.quota = q
+	m.mu.Unlock()
+}
+
+// refreshQuotaSoon reads an enabled ChatGPT account's usage in the background, if the relay is
+// serving (a CLI process that only changes settings reads none).
+func (s *Server) refreshQuotaSoon(m *member) {
+	if m.Kind != KindChatGPT || m.Disabled || s.serving.Load() == 0 {
+		return
+	}
+	go s.refreshQuota(context.Background(), m)
 }
 
 func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {

@@ -38,7 +38,8 @@ func TestQuotaIsReadAndRoutingPrefersHeadroom(t *testing.T) {
 	withUsage(t, fresh, 0, 0, reset)
 	half := newUpstream(t, answerText("half"))
 	withUsage(t, half, 50, 10, reset)
-	r := newRelay(t, proxy.Options{Now: clk.Now}, chatgptAccount("busy", busy), chatgptAccount("half", half), chatgptAccount("fresh", fresh))
+	// The strategy that orders by quota (priority would keep the list order).
+	r := newRelay(t, proxy.Options{Now: clk.Now, Strategy: proxy.StrategyMostQuotaLeft}, chatgptAccount("busy", busy), chatgptAccount("half", half), chatgptAccount("fresh", fresh))
 	r.RefreshQuotas(context.Background())
 	q := r.account(t, "busy").Quota
 	if q == nil || q.PrimaryUsedPercent != 80 || q.SecondaryUsedPercent != 40 || !q.PrimaryResetsAt.Equal(reset) {

@@ -206,7 +206,7 @@ func (x *exchange) noAccountServed(tried int, failures []string) {
 	// Every candidate failed before any byte reached the client. When no account is usable any
 	// more (all cooling down or signed out) the pool's answer says so and when to come back;
 	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
-	if len(s.pool.candidates(x.target, "", s.now(), func(*member) bool { return true })) == 0 {
+	if !s.pool.anyUsable(x.target, s.now()) {
 		e.Message = "every account failed: " + strings.Join(failures, "; ") + ". " + e.Message
 		x.reject(e, outcomeError)
 		return

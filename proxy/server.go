@@ -42,7 +42,7 @@ type Options struct {
 	// IdleReclaim is how long the relay must be idle (no request in flight) after serving
 	// before it hands freed memory back to the system (default 10 s; negative: never).
 	IdleReclaim time.Duration
-	// Strategy is StrategyPriority (default) or StrategyRoundRobin.
+	// Strategy is StrategyPriority (default), StrategyRoundRobin or StrategyMostQuotaLeft.
 	Strategy string
 	// Transport sends upstream requests (default: a tuned http.Transport).
 	Transport http.RoundTripper
@@ -74,6 +74,10 @@ type Server struct {
 	seq         atomic.Uint64
 	allowRemote atomic.Bool
 	timeouts    atomic.Pointer[Timeouts]
+	// serving counts the Serve calls running (the quota loop reads quotas while one does).
+	serving atomic.Int32
+	// lastServed is the key of the account that served the last request that got an answer.
+	lastServed atomic.Pointer[string]
 	// generation is the settings generation the embedder last applied (SetSettingsGeneration).
 	generation atomic.Uint64
 }
@@ -194,8 +198,13 @@ func (s *Server) now() time.Time { return s.opt.Now() }
 // SetAccounts replaces the upstream accounts, in priority order. Runtime state (cooldowns,
 // counters) is kept for accounts that keep their name, kind and base URL.
 func (s *Server) SetAccounts(accounts []Account) {
-	s.pool.set(accounts)
+	added := s.pool.set(accounts)
 	s.catalog.invalidate()
+	// A ChatGPT account added while the relay serves shows its quota at once, not at the next
+	// round of the quota loop.
+	for _, m := range added {
+		s.refreshQuotaSoon(m)
+	}
 }
 
 // ResetAccount forgets the cooldown, model blocks and needs-login mark of the account with
@@ -204,6 +213,7 @@ func (s *Server) ResetAccount(key string) {
 	for _, m := range s.pool.list() {
 		if m.key() == key {
 			m.reset()
+			s.refreshQuotaSoon(m)
 		}
 	}
 }
@@ -238,6 +248,14 @@ func (s *Server) Stats() Snapshot {
 	snap := s.snapshot()
 	snap.Listen, _ = s.listen.Load().(string)
 	snap.SettingsGeneration = s.generation.Load()
+	if k := s.lastServed.Load(); k != nil {
+		if m := s.pool.get(*k); m != nil {
+			snap.LastServed = m.Name
+		}
+	}
+	if m := s.pool.next(s.now()); m != nil {
+		snap.Next = m.Name
+	}
 	return snap
 }
 
@@ -303,6 +321,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	s.SetListenAddr(ln.Addr().String())
 	stopRefresh := s.catalog.startSchedule()
 	defer stopRefresh()
+	s.serving.Add(1)
+	defer s.serving.Add(-1)
 	stopQuota := s.startQuotaLoop()
 	defer stopQuota()
 	stopReclaim := s.startReclaimer()

@@ -10,11 +10,15 @@ type Snapshot struct {
 	Listen   string `json:"listen,omitempty"`
 	UptimeMs int64  `json:"uptime_ms"`
 	// SettingsGeneration is the generation of the settings file the relay follows.
-	SettingsGeneration uint64         `json:"settings_generation"`
-	Catalog            CatalogStats   `json:"catalog"`
-	Serialization      Serialization  `json:"serialization"`
-	Requests           RequestStats   `json:"requests"`
-	Accounts           []AccountStats `json:"accounts"`
+	SettingsGeneration uint64 `json:"settings_generation"`
+	// LastServed is the account that answered the last request that got an answer; Next is
+	// the one a new request would go to first ("" when none can take one).
+	LastServed    string         `json:"last_served,omitempty"`
+	Next          string         `json:"next,omitempty"`
+	Catalog       CatalogStats   `json:"catalog"`
+	Serialization Serialization  `json:"serialization"`
+	Requests      RequestStats   `json:"requests"`
+	Accounts      []AccountStats `json:"accounts"`
 }
 
 // CatalogStats describes the model catalog (seed 001).
