@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // The Codex CLI's public OAuth client (see DESIGN.md). Sign-ins made here are the same kind
@@ -49,9 +51,32 @@ func (a *App) oauthConfig(redirect string) *oauth2.Config {
 	}
 }
 
-// oauthContext makes x/oauth2 use the app's HTTP client (tests may set a transport).
+// oauthContext makes x/oauth2 use the app's sign-in client.
 func (a *App) oauthContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: a.opt.Transport, Timeout: 30 * time.Second})
+	return context.WithValue(ctx, oauth2.HTTPClient, a.signInClient())
+}
+
+// signInClient sends the sign-in and token refresh requests (through the app's transport,
+// which tests may set) with the identity the relay's other upstream calls carry: the Codex
+// CLI's originator and user agent.
+func (a *App) signInClient() *http.Client {
+	base := a.opt.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, a.Proxy.UserAgent()}}
+}
+
+type identity struct {
+	base http.RoundTripper
+	ua   string
+}
+
+func (t identity) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("User-Agent", t.ua)
+	r.Header.Set("originator", proxy.Originator)
+	return t.base.RoundTrip(r)
 }
 
 // SignInChatGPT signs in with ChatGPT in the browser (authorization code with PKCE S256, the
@@ -147,7 +172,7 @@ type DeviceCode struct {
 // what to type; it then polls until the sign-in is done.
 func (a *App) SignInChatGPTDevice(ctx context.Context, name string, show func(DeviceCode)) (AccountMeta, error) {
 	iss := a.issuer()
-	client := &http.Client{Transport: a.opt.Transport, Timeout: 30 * time.Second}
+	client := a.signInClient()
 	var start struct {
 		DeviceAuthID string `json:"device_auth_id"`
 		UserCode     string `json:"user_code"`
