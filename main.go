@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	fyneapp "fyne.io/fyne/v2/app"
 
@@ -24,6 +25,12 @@ func main() {
 			code <- cli.Run(os.Args[1:])
 		}()
 		os.Exit(<-code)
+	}
+	// Fyne panics without a display. Say what to do instead, before anything is claimed or
+	// written.
+	if noDisplay() {
+		fmt.Fprintln(os.Stderr, "codexrelay: no display: use 'codexrelay serve' for the headless proxy")
+		os.Exit(1)
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
 	// One Codex Relay per user: a second launch brings the first one's dashboard to the front
@@ -50,4 +57,14 @@ func main() {
 		os.Exit(1)
 	}
 	ui.Run(fyneapp.NewWithID("io.github.codexrelay"), relay, log, inst)
+}
+
+// noDisplay says whether this is Linux or a BSD without an X11 or Wayland display to open the
+// tray app's windows on (macOS and Windows always have one).
+func noDisplay() bool {
+	switch runtime.GOOS {
+	case "linux", "freebsd", "openbsd", "netbsd", "dragonfly":
+		return os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == ""
+	}
+	return false
 }

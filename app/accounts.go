@@ -197,7 +197,7 @@ func (a *App) SetAPIKey(name, key string) error {
 			continue
 		}
 		if m.Kind != string(proxy.KindOpenAI) {
-			return fmt.Errorf("account %q is a ChatGPT sign-in: sign in again instead (`codexrelay accounts add --kind chatgpt`)", name)
+			return ErrSignInAccount(name)
 		}
 		_, err := a.replaceSecret(m.ID, Secret{APIKey: key})
 		return err
@@ -215,7 +215,15 @@ func (a *App) findAccount(name string) int {
 type ErrNoAccount string
 
 func (e ErrNoAccount) Error() string {
-	return fmt.Sprintf("no account named %q (see `codexrelay accounts list`)", string(e))
+	return fmt.Sprintf("no account named %q", string(e))
+}
+
+// ErrSignInAccount names a ChatGPT account given where an API key was expected: only a new
+// sign-in replaces its credential.
+type ErrSignInAccount string
+
+func (e ErrSignInAccount) Error() string {
+	return fmt.Sprintf("account %q is a ChatGPT sign-in, which has no API key: sign in again instead", string(e))
 }
 
 // ErrNameTaken names an account name that is in use already.
@@ -241,7 +249,7 @@ func (a *App) RemoveAccount(name string) error {
 		return err
 	}
 	if err := a.opt.Keychain.Delete(accountUser(removed.ID)); err != nil {
-		return fmt.Errorf("account %q removed, but its keychain entry (service %s, user %s) could not be deleted (`codexrelay accounts prune` retries): %w",
+		return fmt.Errorf("account %q removed, but its keychain entry (service %s, user %s) could not be deleted (removing the keychain entries that belong to no account retries it): %w",
 			name, a.opt.Keychain.service(), accountUser(removed.ID), err)
 	}
 	return nil

@@ -99,7 +99,7 @@ func Open(opt Options) (*App, error) {
 		Timeouts:  s.Timeouts.proxy(),
 	})
 	if err := a.Proxy.SetAliases(s.Aliases); err != nil {
-		return nil, fmt.Errorf("settings: %w (fix it with `codexrelay aliases`)", err)
+		return nil, fmt.Errorf("settings: %w (fix the aliases in %s)", err, filepath.Join(opt.ConfigDir, settingsName))
 	}
 	if s.LocalAPIKey {
 		key, err := a.opt.Keychain.Get(localKeyUser)

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,23 +9,16 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/proxy/bench"
 )
 
 // Version is set at build time (-ldflags "-X github.com/codexrelay/codexrelay/app.Version=...").
 var Version = "dev"
 
-// CLI runs the sub-commands of codexrelay; the tray app is started by main without arguments.
+// CLI runs the commands of codexrelay; the tray app is started by main without arguments.
 type CLI struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -36,131 +27,491 @@ type CLI struct {
 	Signals <-chan os.Signal
 }
 
-const usage = `Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.
+// A command is one entry of the command table: a command such as `serve`, a group such as
+// `accounts`, or a sub-command such as `accounts add`. The listing in the usage, the -h help
+// and the usage errors are all generated from these entries, so that what the CLI says about
+// a command cannot drift from what the command accepts.
+type command struct {
+	name    string   // the word that selects it
+	usage   []string // the synopsis after the command's path, one entry per form; empty: args
+	summary string   // one line for the listings
+	details string   // more for its -h help; optional
+	hidden  bool     // internal: left out of the listings, though it runs
 
-Usage:
-  codexrelay                          start the tray app (proxy on the configured address)
-  codexrelay serve [--listen ADDR] [--allow-remote]
-                                      run the proxy headless in the foreground
-  codexrelay accounts list [--json]   accounts and their state (never a secret)
-  codexrelay accounts add --name N --kind openai --base-url URL [--api responses|chat]
-                                      add an API-key account; the key is read from stdin
-  codexrelay accounts add --kind chatgpt [--name N] [--device]
-                                      sign in with ChatGPT in the browser (or with a code)
-  codexrelay accounts import-codex [--path FILE]
-                                      import the Codex CLI login (~/.codex/auth.json)
-  codexrelay accounts rename OLD NEW
-  codexrelay accounts remove N        remove an account and its keychain entry
-  codexrelay accounts enable|disable N
-  codexrelay accounts move N --to K   put account N at position K of the priority order
-  codexrelay codex-config [--write]   print, or merge with a backup, the provider block for
-                                      ~/.codex/config.toml
-  codexrelay local-key on|off|show    require a local API key from clients
-  codexrelay settings [set KEY VALUE] show or change a setting: listen, strategy
-                                      (priority|round-robin), stale-while-revalidate (true|false),
-                                      stale-max-age-ms, ttl-ms, header-timeout-ms,
-                                      first-event-timeout-ms, stream-idle-timeout-ms
-  codexrelay aliases [set NAME MODEL [MODEL...] | remove NAME]
-                                      model aliases; the targets are tried in order
-  codexrelay bench serialization [--samples 500 --items 10000 --attempts 3] [--json]
-  codexrelay bench catalog [--samples 50 --concurrent 8 --delay-ms 50] [--json]
-  codexrelay bench proxy [--in-process] [--json]
-                                      added latency against direct, event delay, load and memory
-  codexrelay version
+	args             string // its positional arguments as the synopsis shows them ("OLD NEW")
+	minArgs, maxArgs int    // how many positional arguments it takes; maxArgs -1: no limit
+	tooMany          string // the message for too many arguments, where the generic one misleads
 
-Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
-MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).
-`
+	// flags declares the command's flags on a fresh FlagSet and returns the function that runs
+	// the command, which reads the parsed values through the variables it closes over (so
+	// that every run, in tests many in one process, starts from the defaults). A command
+	// without flags sets run instead; a group with neither only selects a sub-command.
+	flags func(fs *flag.FlagSet) runFunc
+	run   runFunc
 
-// Run executes args (without the program name) and returns the exit code.
+	// flagOf names the flag or argument of this command that gave the value a FieldError
+	// names (e.g. "--to" for the position), given the positional arguments; nil or "": none,
+	// and the error is shown as the app words it.
+	flagOf func(field string, args []string) string
+
+	subs []*command // a group's sub-commands, in the order the listings show them
+}
+
+// runFunc runs a command with its positional arguments once its flags are parsed.
+type runFunc func(c *CLI, args []string) error
+
+// root is the command table. It is set in init, not by an initializer, because `help` reads
+// it: an initializer that reached it again through the help command would be a cycle.
+var root *command
+
+func init() {
+	root = &command{
+		name:    "codexrelay",
+		summary: "Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.",
+		details: `Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
+MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).`,
+		subs: []*command{serveCommand, accountsCommand, codexConfigCommand, localKeyCommand,
+			settingsCommand, aliasesCommand, benchCommand, versionCommand, helpCommand},
+	}
+}
+
+// versionCommand is `codexrelay version` (and --version).
+var versionCommand = &command{
+	name:    "version",
+	summary: "print the version",
+	run: func(c *CLI, _ []string) error {
+		fmt.Fprintln(c.Stdout, "codexrelay", Version)
+		return nil
+	},
+}
+
+// helpCommand is `codexrelay help [COMMAND...]`, the same as `codexrelay [COMMAND...] -h`.
+var helpCommand = &command{
+	name:    "help",
+	args:    "[COMMAND...]",
+	maxArgs: -1,
+	summary: "show this usage, or a command's (the same as COMMAND -h)",
+	run:     (*CLI).help,
+}
+
+// help prints the help of the command args name (the whole usage without any).
+func (c *CLI) help(args []string) error {
+	cmd, path, _, err := resolve(args)
+	if err != nil {
+		return err
+	}
+	printHelp(c.Stdout, cmd, path)
+	return nil
+}
+
+// Run executes args (without the program name) and returns the exit code: 0 on success and
+// for help, 1 when the command failed, 2 for a command line it does not accept.
 func (c *CLI) Run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(c.Stderr, usage)
+		printHelp(c.Stderr, root, root.name)
 		return 2
 	}
-	var err error
-	switch args[0] {
-	case "serve":
-		err = c.serve(args[1:])
-	case "accounts":
-		err = c.accounts(args[1:])
-	case "local-key":
-		err = c.localKey(args[1:])
-	case "settings":
-		err = c.settingsCmd(args[1:])
-	case "codex-config":
-		err = c.codexConfig(args[1:])
-	case "aliases":
-		err = c.aliasesCmd(args[1:])
-	case "bench":
-		err = c.bench(args[1:])
-	case "version", "--version":
-		fmt.Fprintln(c.Stdout, "codexrelay", Version)
-	case "help", "-h", "--help":
-		fmt.Fprint(c.Stdout, usage)
-	default:
-		fmt.Fprintf(c.Stderr, "codexrelay: unknown command %q\n\n%s", args[0], usage)
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	err := c.dispatch(args)
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(c.Stderr, "codexrelay: %s; run '%s -h' for usage\n", ue.msg, ue.path)
 		return 2
 	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	fmt.Fprintf(c.Stderr, "codexrelay: %v%s\n", err, cliAdvice(err))
+	return 1
+}
+
+// dispatch finds the command args name and runs it, or prints its help when -h or --help is
+// among its arguments.
+func (c *CLI) dispatch(args []string) error {
+	args, help := withoutHelp(args)
+	cmd, path, args, err := resolve(args)
+	switch {
+	case err != nil:
+		return err
+	case help:
+		printHelp(c.Stdout, cmd, path)
+		return nil
+	}
+	fs, run := cmd.flagSet(path)
+	pos, err := parse(fs, args)
+	if err == nil {
+		err = cmd.check(path, run, pos)
+	}
+	if err == nil {
+		err = run(c, pos)
+	}
+	return cmd.explain(err, path, pos)
+}
+
+// withoutHelp removes -h and --help (and Go's -help and --h) from args, up to a "--", and
+// says whether there was one.
+func withoutHelp(args []string) ([]string, bool) {
+	out := make([]string, 0, len(args))
+	help := false
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...), help
 		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
-			return 2
+		switch a {
+		case "-h", "--h", "-help", "--help":
+			help = true
+		default:
+			out = append(out, a)
 		}
-		var fe *FieldError
-		if errors.As(err, &fe) && cliFlags[fe.Field] != "" {
-			if strings.HasPrefix(fe.Msg, "is ") || strings.HasPrefix(fe.Msg, "must ") {
-				fmt.Fprintf(c.Stderr, "codexrelay: %s %s\n", cliFlags[fe.Field], fe.Msg)
-			} else {
-				fmt.Fprintf(c.Stderr, "codexrelay: %s: %v\n", cliFlags[fe.Field], fe)
+	}
+	return out, help
+}
+
+// resolve follows the sub-command names at the start of args down from the root and returns
+// the command they lead to, its path ("codexrelay accounts add") and the rest of args.
+func resolve(args []string) (*command, string, []string, error) {
+	cmd, path := root, root.name
+	for len(cmd.subs) > 0 && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub := cmd.sub(args[0])
+		if sub == nil {
+			what := "command"
+			if cmd != root {
+				what = cmdName(path) + " sub-command"
 			}
-			return 1
+			msg := fmt.Sprintf("unknown %s %q", what, args[0])
+			if s := suggest(args[0], cmd.subNames()); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return cmd, path, nil, &usageError{msg: msg, path: path}
 		}
-		fmt.Fprintf(c.Stderr, "codexrelay: %v\n", err)
-		return 1
+		cmd, path, args = sub, path+" "+sub.name, args[1:]
 	}
-	return 0
+	return cmd, path, args, nil
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
+// sub returns the sub-command called name, hidden ones included, or nil.
+func (cmd *command) sub(name string) *command {
+	for _, s := range cmd.subs {
+		if s.name == name {
+			return s
+		}
 	}
-	return many
+	return nil
 }
 
-// cliFlags names the flag that gives each field a FieldError can name.
-var cliFlags = map[string]string{
-	FieldName: "--name", FieldKind: "--kind", FieldBaseURL: "--base-url", FieldAPI: "--api",
-	FieldPosition: "--to", FieldKey: "the API key on stdin",
+// subNames lists the names of the sub-commands the listings show.
+func (cmd *command) subNames() []string {
+	var names []string
+	for _, s := range cmd.subs {
+		if !s.hidden {
+			names = append(names, s.name)
+		}
+	}
+	return names
 }
 
-type usageError string
+// flagSet returns a fresh FlagSet with cmd's flags, named after its path, and the function
+// that runs cmd with them (nil for a group).
+func (cmd *command) flagSet(path string) (*flag.FlagSet, runFunc) {
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by Run, help by printHelp
+	if cmd.flags != nil {
+		return fs, cmd.flags(fs)
+	}
+	return fs, cmd.run
+}
 
-func (e usageError) Error() string { return string(e) }
+// check refuses a group without its sub-command and a wrong number of positional arguments.
+func (cmd *command) check(path string, run runFunc, args []string) error {
+	name := cmdName(path)
+	switch {
+	case run == nil:
+		return usagef("%s needs a sub-command: %s", name, strings.Join(cmd.subNames(), ", "))
+	case len(args) < cmd.minArgs:
+		return usagef("%s needs %s", name, cmd.args)
+	case cmd.maxArgs < 0 || len(args) <= cmd.maxArgs:
+		return nil
+	case cmd.tooMany != "":
+		return usagef("%s", cmd.tooMany)
+	case cmd.maxArgs == 0:
+		return usagef("%s takes no argument", name)
+	}
+	// Arguments are never echoed: one may be a key given where stdin was meant.
+	return usagef("%s takes only %s, not %d arguments", name, cmd.args, len(args))
+}
 
-// parse parses flags that may stand before, between or after the positional arguments.
+// explain ties err to the command line of cmd: a usage error to the command's help, and a
+// FieldError to the flag or argument that gave the value.
+func (cmd *command) explain(err error, path string, args []string) error {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.path == "" {
+		ue.path = path
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) && cmd.flagOf != nil {
+		if name := cmd.flagOf(fe.Field, args); name != "" {
+			return &flagError{flag: name, err: fe}
+		}
+	}
+	return err
+}
+
+// cmdName is the command of a path without the program name ("accounts add"), or the
+// program name for the root.
+func cmdName(path string) string {
+	if name, ok := strings.CutPrefix(path, root.name+" "); ok {
+		return name
+	}
+	return path
+}
+
+// usageError is a command line a command does not accept: Run prints it on one line with a
+// pointer to the command's help and exits 2.
+type usageError struct {
+	msg  string
+	path string // the command whose help to point at; "" until dispatch sets the one that ran
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usageError of the command that runs.
+func usagef(format string, a ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, a...)}
+}
+
+// flagError is a FieldError shown against the flag or argument that gave the value:
+// "--base-url is required ..." where the message reads on from the flag's name, else
+// "--to: position 9 is out of range: ...".
+type flagError struct {
+	flag string
+	err  *FieldError
+}
+
+func (e *flagError) Error() string {
+	if strings.HasPrefix(e.err.Msg, "is ") || strings.HasPrefix(e.err.Msg, "must ") {
+		return e.flag + " " + e.err.Msg
+	}
+	return e.flag + ": " + e.err.Error()
+}
+
+func (e *flagError) Unwrap() error { return e.err }
+
+// fieldFlags returns a command's flagOf from a map of fields to the flags that give them.
+func fieldFlags(flags map[string]string) func(string, []string) string {
+	return func(field string, _ []string) string { return flags[field] }
+}
+
+// cliAdvice is what a command line user can run about an error the app words for any
+// caller; "" if nothing.
+func cliAdvice(err error) string {
+	var noAccount ErrNoAccount
+	var signIn ErrSignInAccount
+	var noLogin ErrNoCodexLogin
+	switch {
+	case errors.As(err, &noLogin):
+		return " (`codexrelay accounts add --kind chatgpt`)"
+	case errors.As(err, &noAccount):
+		return " (see `codexrelay accounts list`)"
+	case errors.As(err, &signIn):
+		return " (`codexrelay accounts add --kind chatgpt`)"
+	}
+	return ""
+}
+
+// parse parses flags that may stand before, between or after the positional arguments and
+// returns those. A negative number where a flag could start is a value, not a flag, so that
+// `settings set ttl-ms -5` reaches the check of the value.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
+		for len(args) > 0 && isNegativeNumber(args[0]) {
+			pos, args = append(pos, args[0]), args[1:]
+		}
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError(err.Error())
+			return nil, flagUsageError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
 			return pos, nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos, args = append(pos, args[0]), args[1:]
 	}
+}
+
+// isNegativeNumber says whether arg is a number with a minus sign, such as -5.
+func isNegativeNumber(arg string) bool {
+	_, err := strconv.ParseFloat(arg, 64)
+	return err == nil && strings.HasPrefix(arg, "-")
+}
+
+// flagUsageError turns an error of the flag package into a usageError of the command fs
+// belongs to, with a suggestion for a mistyped flag.
+func flagUsageError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if s := suggest(name, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean --%s?)", s)
+		}
+	}
+	if fs.Name() != root.name {
+		msg = cmdName(fs.Name()) + ": " + msg
+	}
+	return &usageError{msg: msg, path: fs.Name()}
+}
+
+// suggest returns the name a mistyped word most likely meant: the closest of names at most
+// two edits away, or else the first one the word is a prefix of (or that is a prefix of the
+// word); "" when none is that near.
+func suggest(word string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		d := editDistance(word, n)
+		if d > 2 && word != "" && (strings.HasPrefix(n, word) || strings.HasPrefix(word, n)) {
+			d = 2
+		}
+		if d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b: the fewest insertions, deletions
+// and substitutions of a character that turn a into b.
+func editDistance(a, b string) int {
+	s, t := []rune(a), []rune(b)
+	prev := make([]int, len(t)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := range s {
+		cur := make([]int, len(t)+1)
+		cur[0] = i + 1
+		for j := range t {
+			cost := 1
+			if s[i] == t[j] {
+				cost = 0
+			}
+			cur[j+1] = min(prev[j+1]+1, cur[j]+1, prev[j]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(t)]
+}
+
+// The listings start a command's summary in summaryColumn and wrap it at lineWidth.
+const (
+	summaryColumn = 36
+	lineWidth     = 100
+)
+
+// printHelp writes the help of cmd: its usage line with its summary (for a group, those of
+// every command in it), its details and its flags. The root's help is the usage of
+// codexrelay.
+func printHelp(w io.Writer, cmd *command, path string) {
+	if cmd == root {
+		fmt.Fprintf(w, "%s\n\n", root.summary)
+	}
+	fmt.Fprintln(w, "Usage:")
+	if cmd == root {
+		listLine(w, root.name, "start the tray app (proxy on the configured address)")
+	}
+	list(w, cmd, path)
+	if len(cmd.subs) > 0 {
+		fmt.Fprintf(w, "\nRun '%s COMMAND -h' for the flags and details of a command.\n", path)
+	}
+	if cmd.details != "" {
+		fmt.Fprintf(w, "\n%s\n", cmd.details)
+	}
+	fs, _ := cmd.flagSet(path)
+	printFlags(w, fs)
+}
+
+// list writes the usage lines of cmd, if it runs, and of the commands under it, each with its
+// summary; hidden sub-commands are left out.
+func list(w io.Writer, cmd *command, path string) {
+	if cmd.flags != nil || cmd.run != nil {
+		forms := cmd.usage
+		if len(forms) == 0 {
+			forms = []string{cmd.args}
+		}
+		for i, form := range forms {
+			summary := ""
+			if i == len(forms)-1 {
+				summary = cmd.summary
+			}
+			listLine(w, strings.TrimSpace(path+" "+form), summary)
+		}
+	}
+	for _, sub := range cmd.subs {
+		if !sub.hidden {
+			list(w, sub, path+" "+sub.name)
+		}
+	}
+}
+
+// listLine writes one usage line with its summary: beside it in the summary column when there
+// is room, else from the next line; the summary wraps at the line width.
+func listLine(w io.Writer, line, summary string) {
+	indent := strings.Repeat(" ", 2+summaryColumn)
+	out := "  " + line
+	if summary == "" || len(out) >= len(indent) {
+		fmt.Fprintln(w, out)
+		if summary == "" {
+			return
+		}
+		out = ""
+	}
+	out += indent[len(out):]
+	for i, word := range strings.Fields(summary) {
+		switch {
+		case i == 0:
+		case len(out)+1+len(word) > lineWidth:
+			fmt.Fprintln(w, out)
+			out = indent
+		default:
+			out += " "
+		}
+		out += word
+	}
+	fmt.Fprintln(w, out)
+}
+
+// printFlags writes the flags of fs, if it has any, one a line: "--name ARG", what it does
+// and its default. It says what flag.PrintDefaults says, with the double dashes the usage
+// lines use.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if arg != "" {
+			name += " " + arg
+		}
+		switch def := f.DefValue; def {
+		case "", "0", "false", "0s":
+		default:
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isString := g.Get().(string); isString {
+					def = strconv.Quote(def)
+				}
+			}
+			usage += fmt.Sprintf(" (default %s)", def)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, usage)
+	})
+	tw.Flush()
 }
 
 // Logger is the structured logger of the app: text on stderr, level from CODEXRELAY_LOG_LEVEL.
@@ -172,6 +523,7 @@ func Logger(w io.Writer, getenv func(string) string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
 }
 
+// open opens the app on the CLI's options and shows a warning the settings left.
 func (c *CLI) open() (*App, error) {
 	a, err := Open(c.Options)
 	if err != nil {
@@ -183,69 +535,28 @@ func (c *CLI) open() (*App, error) {
 	return a, nil
 }
 
-func (c *CLI) serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	listen := fs.String("listen", "", "address to listen on (default $CODEXRELAY_LISTEN, the setting, or "+DefaultListen+")")
-	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback address (needs the local API key)")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if c.Options.Logger == nil {
-		getenv := c.Options.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		c.Options.Logger = Logger(c.Stderr, getenv)
-	}
-	SetMemoryLimit(os.Getenv)
-	inst, other, err := ClaimInstance(c.configDir(), "serve")
-	if err != nil {
-		return err
-	}
-	if other != nil {
-		return fmt.Errorf("Codex Relay is already running: %s. Use that relay, or stop it first", other)
-	}
-	defer inst.Release()
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	sig := c.Signals
-	if sig == nil {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sig = ch
-	}
-	svc := a.NewServeService(*listen, *allowRemote)
-	svc.Instance = inst
-	if err := svc.Start(); err != nil {
-		return err
-	}
-	defer svc.Stop()
-	go a.Watch(ctx)
-	if len(a.Accounts()) == 0 {
-		a.log.Warn("no upstream account yet: add one with `codexrelay accounts add` (requests get 503 until then)")
-	}
-	if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 {
-		a.log.Warn("keychain entries that belong to no account: remove them with `codexrelay accounts prune`", "entries", len(orphans))
-	}
-	select {
-	case <-sig:
-		return nil
-	case <-svc.Done():
-		return svc.Status().Err
-	}
-}
-
 // configDir is the settings folder this CLI works on.
 func (c *CLI) configDir() string {
 	if c.Options.ConfigDir != "" {
 		return c.Options.ConfigDir
 	}
 	return DefaultConfigDir()
+}
+
+// change opens the app and makes one change with do, which returns what it did; it says so,
+// and then whether a running Codex Relay applied it.
+func (c *CLI) change(do func(a *App) (string, error)) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	did, err := do(a)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.Stdout, did)
+	c.applied(a)
+	return nil
 }
 
 // applied says whether a running Codex Relay follows the change just written: it waits up to
@@ -297,577 +608,10 @@ func healthOf(client *http.Client, addr string) (uint64, string, error) {
 	return h.Generation, h.Listen, err
 }
 
-func (c *CLI) accounts(args []string) error {
-	if len(args) == 0 {
-		return usageError("accounts needs a sub-command: list, add, remove, enable, disable, move")
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("accounts "+sub, flag.ContinueOnError)
-	switch sub {
-	case "list":
-		asJSON := fs.Bool("json", false, "print JSON")
-		if _, err := parse(fs, args); err != nil {
-			return err
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		if err := c.printAccounts(a, *asJSON); err != nil {
-			return err
-		}
-		if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 && !*asJSON {
-			fmt.Fprintf(c.Stdout, "\n%d keychain %s of Codex Relay belong to no account (left by an interrupted add or an older version): remove them with `codexrelay accounts prune`.\n",
-				len(orphans), plural(len(orphans), "entry", "entries"))
-		}
-		return nil
-	case "add":
-		name := fs.String("name", "", "account name")
-		kind := fs.String("kind", "", "openai or chatgpt")
-		baseURL := fs.String("base-url", "", "upstream base URL, e.g. https://api.openai.com/v1")
-		api := fs.String("api", "responses", "wire API of an openai account: responses or chat")
-		device := fs.Bool("device", false, "chatgpt: sign in with a code on another device (no browser here)")
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) > 0 {
-			// Never echo it: it may well be the key itself.
-			return usageError("unexpected argument after the flags: the API key is read from stdin, never from the command line")
-		}
-		if *kind == "" || (*name == "" && *kind != "chatgpt") {
-			return usageError("accounts add needs --name and --kind")
-		}
-		if *kind == "chatgpt" {
-			return c.signIn(*name, *baseURL, *device)
-		}
-		if *kind != "openai" {
-			return usageError(fmt.Sprintf("unknown --kind %q: use openai or chatgpt", *kind))
-		}
-		key, err := c.readKey()
-		if err != nil {
-			return err
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		m, err := a.AddAccount(NewAccount{Name: *name, Kind: *kind, BaseURL: *baseURL, API: *api}, Secret{APIKey: key})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "Added account %q (%s, %s API, %s); its key is in the system keychain.\n", m.Name, m.Kind, m.API, m.BaseURL)
-		c.applied(a)
-		return nil
-	case "import-codex":
-		path := fs.String("path", "", "the Codex auth.json (default $CODEX_HOME/auth.json or ~/.codex/auth.json)")
-		if _, err := parse(fs, args); err != nil {
-			return err
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		m, outcome, err := a.ImportCodex(*path)
-		if err != nil {
-			return err
-		}
-		switch outcome {
-		case Unchanged:
-			fmt.Fprintf(c.Stdout, "The Codex login is already account %q; nothing changed.\n", m.Name)
-			return nil
-		case Renewed:
-			fmt.Fprintf(c.Stdout, "Account %q now has the Codex login's new sign-in; its tokens are in the system keychain.\n", m.Name)
-		default:
-			fmt.Fprintf(c.Stdout, "Imported the Codex login as account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Kind)
-		}
-		c.applied(a)
-		fmt.Fprintln(c.Stdout)
-		fmt.Fprintln(c.Stdout, "From now on let Codex talk through the relay, so that only one program refreshes this sign-in")
-		fmt.Fprintln(c.Stdout, "(refresh tokens are single-use: two programs refreshing the same one log each other out).")
-		fmt.Fprintln(c.Stdout, "Point Codex at the relay with:  codexrelay codex-config --write")
-		return nil
-	case "rename":
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) != 2 {
-			return usageError("accounts rename needs the old and the new name")
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		if err := a.RenameAccount(pos[0], pos[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "Renamed account %q to %q.\n", pos[0], pos[1])
-		c.applied(a)
-		return nil
-	case "remove", "enable", "disable", "move":
-		to := 0
-		if sub == "move" {
-			fs.IntVar(&to, "to", 0, "new position, 1 = tried first")
-		}
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return usageError(fmt.Sprintf("accounts %s needs exactly one account name", sub))
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		var msg string
-		switch sub {
-		case "remove":
-			err = a.RemoveAccount(pos[0])
-			msg = fmt.Sprintf("Removed account %q and its keychain entry.", pos[0])
-		case "enable":
-			err = a.SetAccountEnabled(pos[0], true)
-			msg = fmt.Sprintf("Enabled account %q: it takes requests again.", pos[0])
-		case "disable":
-			err = a.SetAccountEnabled(pos[0], false)
-			msg = fmt.Sprintf("Disabled account %q: it takes no request until you enable it.", pos[0])
-		case "move":
-			if to == 0 {
-				return usageError("accounts move needs --to K")
-			}
-			var n int
-			n, err = a.MoveAccount(pos[0], to)
-			msg = fmt.Sprintf("Moved account %q to position %d of %d.", pos[0], to, n)
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.Stdout, msg)
-		c.applied(a)
-		return nil
-	case "prune":
-		if pos, err := parse(fs, args); err != nil {
-			return err
-		} else if len(pos) != 0 {
-			return usageError("accounts prune takes no argument")
-		}
-		a, err := c.open()
-		if err != nil {
-			return err
-		}
-		removed, err := a.PruneSecrets()
-		if err != nil {
-			return err
-		}
-		if len(removed) == 0 {
-			fmt.Fprintln(c.Stdout, "Every keychain entry of Codex Relay belongs to an account; nothing to remove.")
-			return nil
-		}
-		fmt.Fprintf(c.Stdout, "Removed %d keychain %s that belonged to no account: %s.\n", len(removed), plural(len(removed), "entry", "entries"), strings.Join(removed, ", "))
-		return nil
-	}
-	return usageError(fmt.Sprintf("unknown accounts sub-command %q", sub))
-}
-
-// readKey reads an API key from stdin: the first line, trimmed.
-func (c *CLI) readKey() (string, error) {
-	if f, ok := c.Stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprint(c.Stderr, "API key (input is read from stdin; pipe it to avoid the terminal): ")
-		}
-	}
-	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("cannot read the API key from stdin: %w", err)
-	}
-	key := strings.TrimSpace(line)
-	if key == "" {
-		return "", errors.New("no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts add ...`")
-	}
-	return key, nil
-}
-
-func (c *CLI) printAccounts(a *App, asJSON bool) error {
-	metas := a.Accounts()
-	stats, live := a.liveStats()
-	type row struct {
-		Name    string       `json:"name"`
-		Kind    string       `json:"kind"`
-		API     string       `json:"api"`
-		BaseURL string       `json:"base_url"`
-		State   string       `json:"state"`
-		Email   string       `json:"email,omitempty"`
-		Quota   *proxy.Quota `json:"quota,omitempty"`
-		Error   string       `json:"last_error,omitempty"`
-	}
-	byName := map[string]proxy.AccountStats{}
-	for _, s := range stats {
-		byName[s.Name] = s
-	}
-	rows := make([]row, 0, len(metas))
-	for _, m := range metas {
-		st := byName[m.Name]
-		if st.State == "" {
-			st.State = "ready"
-			if m.Disabled {
-				st.State = "disabled"
-			}
-		}
-		rows = append(rows, row{m.Name, m.Kind, m.API, a.baseURL(m), st.State, m.Email, st.Quota, st.LastError})
-	}
-	if asJSON {
-		enc := json.NewEncoder(c.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(c.Stdout, "no accounts yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin),")
-		fmt.Fprintln(c.Stdout, "`codexrelay accounts add --kind chatgpt`, or `codexrelay accounts import-codex`")
-		return nil
-	}
-	pct := func(p float64, reset time.Time) string {
-		s := fmt.Sprintf("%.0f%%", p)
-		if !reset.IsZero() {
-			s += " (resets " + reset.Local().Format("Jan 2 15:04") + ")"
-		}
-		return s
-	}
-	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tBASE URL")
-	for i, r := range rows {
-		h5, wk := "-", "-"
-		if r.Quota != nil {
-			h5, wk = pct(r.Quota.PrimaryUsedPercent, r.Quota.PrimaryResetsAt), pct(r.Quota.SecondaryUsedPercent, r.Quota.SecondaryResetsAt)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, r.BaseURL)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if !live {
-		fmt.Fprintln(c.Stdout, "(no Codex Relay is running on "+a.ListenAddr()+": states are as stored; quotas read just now)")
-	}
-	return nil
-}
-
-// liveStats asks a Codex Relay running on the configured address for its account states;
-// without one, it reads the ChatGPT quotas itself.
-func (a *App) liveStats() ([]proxy.AccountStats, bool) {
-	addr := a.ListenAddr()
-	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
-		addr = info.Listen
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)
-	if key, _ := a.LocalKey(); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	client := &http.Client{Timeout: time.Second}
-	if resp, err := client.Do(req); err == nil {
-		defer resp.Body.Close()
-		var snap proxy.Snapshot
-		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
-			return snap.Accounts, true
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a.Proxy.RefreshQuotas(ctx)
-	return a.Proxy.Stats().Accounts, false
-}
-
-func (c *CLI) localKey(args []string) error {
-	if len(args) != 1 {
-		return usageError("local-key needs on, off or show")
-	}
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "on":
-		key, err := a.SetLocalKey(true)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "Local API key on; clients must send it as a bearer token:\n%s\n", key)
-		c.applied(a)
-	case "off":
-		if _, err := a.SetLocalKey(false); err != nil {
-			return err
-		}
-		fmt.Fprintln(c.Stdout, "Local API key off: clients need no key.")
-		c.applied(a)
-	case "show":
-		key, err := a.LocalKey()
-		if err != nil {
-			return err
-		}
-		if key == "" {
-			fmt.Fprintln(c.Stdout, "local API key is off")
-			return nil
-		}
-		fmt.Fprintln(c.Stdout, key)
-	default:
-		return usageError("local-key needs on, off or show")
-	}
-	return nil
-}
-
-func (c *CLI) bench(args []string) error {
-	if len(args) == 0 {
-		return usageError("bench needs serialization, catalog or proxy")
-	}
-	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	switch args[0] {
-	case "serialization":
-		samples := fs.Int("samples", 500, "samples of each variant")
-		items := fs.Int("items", 10000, "Responses input items in the synthetic payload")
-		attempts := fs.Int("attempts", 3, "attempts (accounts tried) per request")
-		if _, err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if *samples < 1 || *items < 1 || *attempts < 1 {
-			return usageError("--samples, --items and --attempts must be at least 1")
-		}
-		r := bench.Serialization(bench.SerializationOptions{Samples: *samples, Items: *items, Attempts: *attempts})
-		if *asJSON {
-			return json.NewEncoder(c.Stdout).Encode(r)
-		}
-		r.Print(c.Stdout)
-		return nil
-	case "catalog":
-		samples := fs.Int("samples", 50, "groups of concurrent requests")
-		concurrent := fs.Int("concurrent", 8, "requests per group")
-		delay := fs.Int("delay-ms", 50, "simulated discovery time in milliseconds")
-		if _, err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if *samples < 1 || *concurrent < 1 || *delay < 0 {
-			return usageError("--samples and --concurrent must be at least 1, --delay-ms at least 0")
-		}
-		r := bench.Catalog(bench.CatalogOptions{Samples: *samples, Concurrent: *concurrent, Delay: time.Duration(*delay) * time.Millisecond})
-		if *asJSON {
-			return json.NewEncoder(c.Stdout).Encode(r)
-		}
-		r.Print(c.Stdout)
-		return nil
-	case "proxy":
-		small := fs.Int("small", 5000, "small requests per side")
-		concurrent := fs.Int("concurrent", 500, "concurrent streams")
-		soak := fs.Int("soak", 20000, "sequential requests for the memory soak")
-		large := fs.Int("large-concurrent", 2000, "concurrent streams of the larger load")
-		rounds := fs.Int("rounds", 5, "times each load is repeated")
-		idle := fs.Duration("idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
-		inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
-		if _, err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		opt := bench.ProxyOptions{SmallRequests: *small, Concurrent: *concurrent, SoakRequests: *soak,
-			LargeConcurrent: *large, Rounds: *rounds, IdleWait: *idle}
-		if !*inProcess {
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			opt.StartProcess = bench.StartProcesses(exe, c.Stderr, func(kind string) []string { return []string{"bench", kind + "-process"} })
-		}
-		r, err := bench.Proxy(opt)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(c.Stdout).Encode(r)
-		}
-		r.Print(c.Stdout)
-		return nil
-	case "relay-process", "bare-process":
-		// The relay (or the bare ReverseProxy) of `bench proxy` in a process of its own, in
-		// front of --upstream; its base URL on the first line of output. Each "settle" line on
-		// stdin is answered with the settled RSS in bytes and the goroutine count; it ends when
-		// stdin closes (the benchmark stops it, or died).
-		upstream := fs.String("upstream", "", "the fake upstream's base URL")
-		if _, err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		kind := strings.TrimSuffix(args[0], "-process")
-		return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { SetMemoryLimit(os.Getenv) })
-	}
-	return usageError(fmt.Sprintf("unknown benchmark %q", args[0]))
-}
-
-func (c *CLI) settingsCmd(args []string) error {
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	if len(args) == 0 {
-		s := a.Settings()
-		cat := a.Proxy.Stats().Catalog
-		strategy := s.Strategy
-		if strategy == "" {
-			strategy = "priority"
-		}
-		tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "settings file\t%s\n", filepath.Join(a.ConfigDir(), settingsName))
-		fmt.Fprintf(tw, "listen\t%s\n", a.ListenAddr())
-		fmt.Fprintf(tw, "strategy\t%s\n", strategy)
-		fmt.Fprintf(tw, "stale-while-revalidate\t%v\n", cat.SWREnabled)
-		fmt.Fprintf(tw, "stale-max-age-ms\t%d\n", cat.StaleMaxAgeMs)
-		fmt.Fprintf(tw, "ttl-ms\t%d\n", cat.TTLMs)
-		fmt.Fprintf(tw, "local-api-key\t%v\n", s.LocalAPIKey)
-		tmo := a.Proxy.Timeouts()
-		fmt.Fprintf(tw, "header-timeout-ms\t%d\n", tmo.Header.Milliseconds())
-		fmt.Fprintf(tw, "first-event-timeout-ms\t%d\n", tmo.FirstEvent.Milliseconds())
-		fmt.Fprintf(tw, "stream-idle-timeout-ms\t%d\n", tmo.StreamIdle.Milliseconds())
-		return tw.Flush()
-	}
-	if len(args) != 3 || args[0] != "set" {
-		return usageError("settings takes no argument, or set KEY VALUE")
-	}
-	key, val := args[1], args[2]
-	ms := func() (time.Duration, error) {
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%s must be a positive number of milliseconds", key)
-		}
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	switch key {
-	case "listen":
-		err = a.SetListen(val)
-	case "strategy":
-		err = a.SetStrategy(val)
-	case "stale-while-revalidate":
-		b, perr := strconv.ParseBool(val)
-		if perr != nil {
-			return usageError("stale-while-revalidate takes true or false")
-		}
-		err = a.SetStaleWhileRevalidate(b)
-	case "stale-max-age-ms":
-		d, derr := ms()
-		if derr != nil {
-			return derr
-		}
-		err = a.SetCatalogTiming(d, 0)
-	case "ttl-ms":
-		d, derr := ms()
-		if derr != nil {
-			return derr
-		}
-		err = a.SetCatalogTiming(0, d)
-	case "header-timeout-ms", "first-event-timeout-ms", "stream-idle-timeout-ms":
-		n, perr := strconv.ParseInt(val, 10, 64)
-		if perr != nil || n < 0 {
-			return fmt.Errorf("%s must be a number of milliseconds (0 restores the default)", key)
-		}
-		err = a.SetTimeout(strings.TrimSuffix(key, "-timeout-ms"), time.Duration(n)*time.Millisecond)
-	default:
-		return usageError(fmt.Sprintf("unknown setting %q: use listen, strategy, stale-while-revalidate, stale-max-age-ms, ttl-ms, header-timeout-ms, first-event-timeout-ms or stream-idle-timeout-ms", key))
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
-	c.applied(a)
-	return nil
-}
-
-func (c *CLI) aliasesCmd(args []string) error {
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(args) == 0 || (len(args) == 1 && args[0] == "list"):
-		aliases := a.Settings().Aliases
-		if len(aliases) == 0 {
-			fmt.Fprintln(c.Stdout, "no aliases: add one with `codexrelay aliases set NAME MODEL [MODEL...]`")
-			return nil
-		}
-		names := make([]string, 0, len(aliases))
-		for k := range aliases {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Fprintf(c.Stdout, "%s -> %s\n", k, strings.Join(aliases[k], ", "))
-		}
-		return nil
-	case len(args) >= 3 && args[0] == "set":
-		if err := a.SetAlias(args[1], args[2:]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "Alias %s now names %s.\n", args[1], strings.Join(args[2:], ", "))
-		c.applied(a)
-		return nil
-	case len(args) == 2 && args[0] == "remove":
-		if err := a.SetAlias(args[1], nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "Removed alias %s.\n", args[1])
-		c.applied(a)
-		return nil
-	}
-	return usageError("aliases takes list, set NAME MODEL [MODEL...] or remove NAME")
-}
-
-func (c *CLI) signIn(name, baseURL string, device bool) error {
-	if baseURL != "" {
-		return usageError("--base-url is set with CODEXRELAY_CHATGPT_BASE_URL for chatgpt accounts")
-	}
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var m AccountMeta
-	if device {
-		m, err = a.SignInChatGPTDevice(ctx, name, func(d DeviceCode) {
-			fmt.Fprintf(c.Stdout, "On any device, open %s and enter the code %s\nWaiting for the sign-in...\n", d.VerificationURL, d.UserCode)
-		})
-	} else {
-		m, err = a.SignInChatGPT(ctx, name, func(u string) error {
-			fmt.Fprintf(c.Stdout, "Opening the ChatGPT sign-in in your browser. If nothing opens, visit:\n%s\n", u)
-			return openBrowser(u)
-		})
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.Stdout, "Signed in: account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Email)
-	c.applied(a)
-	return nil
-}
-
-func (c *CLI) codexConfig(args []string) error {
-	fs := flag.NewFlagSet("codex-config", flag.ContinueOnError)
-	write := fs.Bool("write", false, "merge the block into the Codex config (a backup is written first)")
-	path := fs.String("path", "", "the Codex config (default $CODEX_HOME/config.toml or ~/.codex/config.toml)")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	a, err := c.open()
-	if err != nil {
-		return err
-	}
-	if !*write {
-		fmt.Fprint(c.Stdout, a.CodexConfig())
-		return nil
-	}
-	w, err := a.WriteCodexConfig(*path)
-	if err != nil {
-		return err
-	}
-	switch w.Change {
-	case Unchanged:
-		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
-	case ConfigCreated:
-		fmt.Fprintf(c.Stdout, "Created %s: it points Codex at the relay (model_provider = \"codexrelay\").\n", w.Path)
-	default:
-		fmt.Fprintf(c.Stdout, "Updated %s: it points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s.\n", w.Path, w.Backup)
-	}
-	return nil
+	return many
 }

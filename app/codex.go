@@ -46,6 +46,13 @@ const (
 	Unchanged Outcome = "unchanged" // the account has this very login already
 )
 
+// ErrNoCodexLogin says that the Codex CLI has no login where it was looked for.
+type ErrNoCodexLogin string
+
+func (e ErrNoCodexLogin) Error() string {
+	return fmt.Sprintf("no Codex login at %s: sign in with `codex login` first, or sign in with ChatGPT in Codex Relay", string(e))
+}
+
 // maxAuthFile bounds the Codex auth.json read by ImportCodex.
 const maxAuthFile = 1 << 20
 
@@ -58,7 +65,7 @@ func (a *App) ImportCodex(path string) (AccountMeta, Outcome, error) {
 	}
 	b, err := readRegularFile(path, maxAuthFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return AccountMeta{}, "", fmt.Errorf("no Codex login at %s: sign in with `codex login` first, or use `codexrelay accounts add --kind chatgpt`", path)
+		return AccountMeta{}, "", ErrNoCodexLogin(path)
 	}
 	if err != nil {
 		return AccountMeta{}, "", err

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy"
@@ -74,7 +75,7 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 	})
 }
 
-// SetStrategy sets the routing strategy: priority or round-robin.
+// SetStrategy sets the routing strategy: priority, round-robin or most-quota-left.
 func (a *App) SetStrategy(strategy string) error {
 	if err := validStrategy(strategy); err != nil {
 		return err
@@ -84,10 +85,12 @@ func (a *App) SetStrategy(strategy string) error {
 
 func validStrategy(s string) error {
 	switch s {
-	case "", proxy.StrategyPriority, proxy.StrategyRoundRobin:
+	case "", proxy.StrategyPriority, proxy.StrategyRoundRobin, proxy.StrategyMostQuotaLeft:
 		return nil
 	}
-	return fieldError(FieldStrategy, fmt.Sprintf("must be %s or %s (unknown routing strategy %q)", proxy.StrategyPriority, proxy.StrategyRoundRobin, s))
+	n := len(proxy.Strategies)
+	return fieldError(FieldStrategy, fmt.Sprintf("must be %s or %s (unknown routing strategy %q)",
+		strings.Join(proxy.Strategies[:n-1], ", "), proxy.Strategies[n-1], s))
 }
 
 // SetAlias makes name an alias of targets (tried in order); no targets removes it.

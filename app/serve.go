@@ -53,13 +53,26 @@ func isLoopback(host string) bool {
 func (a *App) Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("cannot listen on %s: the port is taken (is another Codex Relay running? `codexrelay serve --listen 127.0.0.1:PORT` picks another)", addr)
+		return nil, &portTakenError{addr: addr, err: err}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
 	return ln, nil
 }
+
+// portTakenError is a listen address whose port another program holds. It unwraps to the
+// listener's error, so that errors.Is(err, syscall.EADDRINUSE) tells it apart.
+type portTakenError struct {
+	addr string
+	err  error
+}
+
+func (e *portTakenError) Error() string {
+	return fmt.Sprintf("cannot listen on %s: the port is taken (is another Codex Relay running?)", e.addr)
+}
+
+func (e *portTakenError) Unwrap() error { return e.err }
 
 // SetLocalKey turns the local API key on (storing a new one, returned once) or off. Every
 // running relay reads the change from the settings file: the new key from the keychain.

@@ -29,7 +29,7 @@ type Settings struct {
 	// under the settings lock; a running relay reports the generation it follows on /health.
 	Generation uint64 `json:"generation"`
 	Listen     string `json:"listen,omitempty"`
-	Strategy   string `json:"strategy,omitempty"` // priority (default) or round-robin
+	Strategy   string `json:"strategy,omitempty"` // priority (default), round-robin or most-quota-left
 	// LocalAPIKey requires clients to present the relay's own key (kept in the keychain).
 	LocalAPIKey bool `json:"local_api_key,omitempty"`
 	// LocalKeyRev changes each time a new local key is stored, so that a running relay reads it.

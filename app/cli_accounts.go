@@ -1,0 +1,388 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// accountsCommand is `codexrelay accounts`: the upstream accounts and their keychain entries.
+var accountsCommand = &command{
+	name: "accounts",
+	subs: []*command{
+		{
+			name:    "list",
+			usage:   []string{"[--json]"},
+			summary: "accounts and their state (never a secret)",
+			flags: func(fs *flag.FlagSet) runFunc {
+				asJSON := fs.Bool("json", false, "print JSON")
+				return func(c *CLI, _ []string) error { return c.listAccounts(*asJSON) }
+			},
+		},
+		{
+			name: "add",
+			usage: []string{
+				"--name N --kind openai --base-url URL [--api responses|chat]",
+				"--kind chatgpt [--name N] [--device]",
+			},
+			summary: "add an API-key account (the key is read from stdin), or sign in with ChatGPT in the browser (or with a code)",
+			tooMany: "unexpected argument after the flags: the API key is read from stdin, never from the command line",
+			flags:   addFlags,
+			flagOf:  fieldFlags(addFields),
+		},
+		{
+			name:    "import-codex",
+			usage:   []string{"[--path FILE]"},
+			summary: "import the Codex CLI login (~/.codex/auth.json)",
+			flags: func(fs *flag.FlagSet) runFunc {
+				path := fs.String("path", "", "the Codex auth.json `FILE` (default $CODEX_HOME/auth.json or ~/.codex/auth.json)")
+				return func(c *CLI, _ []string) error { return c.importCodex(*path) }
+			},
+		},
+		{
+			name: "rename", args: "OLD NEW", minArgs: 2, maxArgs: 2,
+			summary: "rename an account",
+			run:     (*CLI).renameAccount,
+		},
+		{
+			name: "remove", args: "NAME", minArgs: 1, maxArgs: 1,
+			summary: "remove an account and its keychain entry",
+			run:     (*CLI).removeAccount,
+		},
+		{
+			name: "enable", args: "NAME", minArgs: 1, maxArgs: 1,
+			summary: "take an account back into rotation",
+			run:     func(c *CLI, args []string) error { return c.enableAccount(args[0], true) },
+		},
+		{
+			name: "disable", args: "NAME", minArgs: 1, maxArgs: 1,
+			summary: "take an account out of rotation",
+			run:     func(c *CLI, args []string) error { return c.enableAccount(args[0], false) },
+		},
+		{
+			name: "move", args: "NAME", minArgs: 1, maxArgs: 1,
+			usage:   []string{"NAME --to K"},
+			summary: "put account NAME at position K of the priority order (1 is tried first)",
+			flags: func(fs *flag.FlagSet) runFunc {
+				to := fs.Int("to", 0, "the new position `K`: 1 is tried first")
+				return func(c *CLI, args []string) error { return c.moveAccount(args[0], *to) }
+			},
+			flagOf: fieldFlags(map[string]string{FieldPosition: "--to"}),
+		},
+		{
+			name: "set-key", args: "NAME", minArgs: 1, maxArgs: 1,
+			summary: "replace the API key of an account; the new key is read from stdin",
+			tooMany: "accounts set-key takes only NAME: the API key is read from stdin, never from the command line",
+			run:     (*CLI).setKey,
+			flagOf:  fieldFlags(map[string]string{FieldKey: "the API key on stdin"}),
+		},
+		{
+			name:    "prune",
+			summary: "remove keychain entries of Codex Relay that no account names (left by an interrupted add)",
+			run:     func(c *CLI, _ []string) error { return c.prune() },
+		},
+	},
+}
+
+// addFields names the flags of `accounts add` that give the fields an AddAccount error names.
+var addFields = map[string]string{
+	FieldName: "--name", FieldKind: "--kind", FieldBaseURL: "--base-url", FieldAPI: "--api",
+	FieldKey: "the API key on stdin",
+}
+
+// addFlags declares the flags of `accounts add`.
+func addFlags(fs *flag.FlagSet) runFunc {
+	var na NewAccount
+	fs.StringVar(&na.Name, "name", "", "the account's `NAME`")
+	fs.StringVar(&na.Kind, "kind", "", "the account's `KIND`: openai (an API key) or chatgpt (a ChatGPT sign-in)")
+	fs.StringVar(&na.BaseURL, "base-url", "", "the upstream base `URL`, e.g. https://api.openai.com/v1")
+	fs.StringVar(&na.API, "api", "responses", "the wire `API` of an openai account: responses or chat")
+	device := fs.Bool("device", false, "chatgpt: sign in with a code on another device (no browser here)")
+	return func(c *CLI, _ []string) error { return c.addAccount(na, *device) }
+}
+
+// addAccount adds an API-key account with the key on stdin, or signs in with ChatGPT.
+func (c *CLI) addAccount(na NewAccount, device bool) error {
+	if na.Kind == "" || (na.Name == "" && na.Kind != "chatgpt") {
+		return usagef("accounts add needs --name and --kind")
+	}
+	if na.Kind == "chatgpt" {
+		return c.signIn(na.Name, na.BaseURL, device)
+	}
+	if na.Kind != "openai" {
+		return usagef("unknown --kind %q: use openai or chatgpt", na.Kind)
+	}
+	key, err := c.readKey("accounts add ...")
+	if err != nil {
+		return err
+	}
+	return c.change(func(a *App) (string, error) {
+		m, err := a.AddAccount(na, Secret{APIKey: key})
+		return fmt.Sprintf("Added account %q (%s, %s API, %s); its key is in the system keychain.", m.Name, m.Kind, m.API, m.BaseURL), err
+	})
+}
+
+// signIn adds a ChatGPT account by a sign-in in the browser, or with a device code.
+func (c *CLI) signIn(name, baseURL string, device bool) error {
+	if baseURL != "" {
+		return usagef("--base-url is set with CODEXRELAY_CHATGPT_BASE_URL for chatgpt accounts")
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var m AccountMeta
+	if device {
+		m, err = a.SignInChatGPTDevice(ctx, name, func(d DeviceCode) {
+			fmt.Fprintf(c.Stdout, "On any device, open %s and enter the code %s\nWaiting for the sign-in...\n", d.VerificationURL, d.UserCode)
+		})
+	} else {
+		m, err = a.SignInChatGPT(ctx, name, func(u string) error {
+			fmt.Fprintf(c.Stdout, "Opening the ChatGPT sign-in in your browser. If nothing opens, visit:\n%s\n", u)
+			return openBrowser(u)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "Signed in: account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Email)
+	c.applied(a)
+	return nil
+}
+
+// readKey reads an API key from stdin: the first line, trimmed. usage is the command line
+// the advice for an empty stdin shows after the pipe ("accounts add ...").
+func (c *CLI) readKey(usage string) (string, error) {
+	if f, ok := c.Stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprint(c.Stderr, "API key (input is read from stdin; pipe it to avoid the terminal): ")
+		}
+	}
+	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("cannot read the API key from stdin: %w", err)
+	}
+	key := strings.TrimSpace(line)
+	if key == "" {
+		return "", fmt.Errorf("no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay %s`", usage)
+	}
+	return key, nil
+}
+
+// importCodex imports the Codex CLI login from path (or its default place).
+func (c *CLI) importCodex(path string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	m, outcome, err := a.ImportCodex(path)
+	if err != nil {
+		return err
+	}
+	switch outcome {
+	case Unchanged:
+		fmt.Fprintf(c.Stdout, "The Codex login is already account %q; nothing changed.\n", m.Name)
+		return nil
+	case Renewed:
+		fmt.Fprintf(c.Stdout, "Account %q now has the Codex login's new sign-in; its tokens are in the system keychain.\n", m.Name)
+	default:
+		fmt.Fprintf(c.Stdout, "Imported the Codex login as account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Kind)
+	}
+	c.applied(a)
+	fmt.Fprintln(c.Stdout)
+	fmt.Fprintln(c.Stdout, "From now on let Codex talk through the relay, so that only one program refreshes this sign-in")
+	fmt.Fprintln(c.Stdout, "(refresh tokens are single-use: two programs refreshing the same one log each other out).")
+	fmt.Fprintln(c.Stdout, "Point Codex at the relay with:  codexrelay codex-config --write")
+	return nil
+}
+
+// renameAccount is `accounts rename OLD NEW`.
+func (c *CLI) renameAccount(args []string) error {
+	return c.change(func(a *App) (string, error) {
+		return fmt.Sprintf("Renamed account %q to %q.", args[0], args[1]), a.RenameAccount(args[0], args[1])
+	})
+}
+
+// removeAccount is `accounts remove NAME`.
+func (c *CLI) removeAccount(args []string) error {
+	return c.change(func(a *App) (string, error) {
+		return fmt.Sprintf("Removed account %q and its keychain entry.", args[0]), a.RemoveAccount(args[0])
+	})
+}
+
+// enableAccount is `accounts enable NAME` and `accounts disable NAME`.
+func (c *CLI) enableAccount(name string, enabled bool) error {
+	return c.change(func(a *App) (string, error) {
+		if enabled {
+			return fmt.Sprintf("Enabled account %q: it takes requests again.", name), a.SetAccountEnabled(name, true)
+		}
+		return fmt.Sprintf("Disabled account %q: it takes no request until you enable it.", name), a.SetAccountEnabled(name, false)
+	})
+}
+
+// moveAccount is `accounts move NAME --to K`.
+func (c *CLI) moveAccount(name string, to int) error {
+	if to == 0 {
+		return usagef("accounts move needs --to K")
+	}
+	return c.change(func(a *App) (string, error) {
+		n, err := a.MoveAccount(name, to)
+		return fmt.Sprintf("Moved account %q to position %d of %d.", name, to, n), err
+	})
+}
+
+// setKey is `accounts set-key NAME`: it replaces the account's API key with the one on stdin.
+func (c *CLI) setKey(args []string) error {
+	key, err := c.readKey("accounts set-key " + args[0])
+	if err != nil {
+		return err
+	}
+	return c.change(func(a *App) (string, error) {
+		return fmt.Sprintf("Replaced the key of account %q; it is in the system keychain.", args[0]), a.SetAPIKey(args[0], key)
+	})
+}
+
+// prune is `accounts prune`: it removes the keychain entries no account names.
+func (c *CLI) prune() error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	removed, err := a.PruneSecrets()
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(c.Stdout, "Every keychain entry of Codex Relay belongs to an account; nothing to remove.")
+		return nil
+	}
+	fmt.Fprintf(c.Stdout, "Removed %d keychain %s that belonged to no account: %s.\n", len(removed), plural(len(removed), "entry", "entries"), strings.Join(removed, ", "))
+	return nil
+}
+
+// listAccounts is `accounts list`: the accounts, then the keychain entries no account names.
+func (c *CLI) listAccounts(asJSON bool) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	if err := c.printAccounts(a, asJSON); err != nil {
+		return err
+	}
+	if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 && !asJSON {
+		fmt.Fprintf(c.Stdout, "\n%d keychain %s of Codex Relay belong to no account (left by an interrupted add or an older version): remove them with `codexrelay accounts prune`.\n",
+			len(orphans), plural(len(orphans), "entry", "entries"))
+	}
+	return nil
+}
+
+// accountRow is one account as `accounts list` shows it.
+type accountRow struct {
+	Name    string       `json:"name"`
+	Kind    string       `json:"kind"`
+	API     string       `json:"api"`
+	BaseURL string       `json:"base_url"`
+	State   string       `json:"state"`
+	Email   string       `json:"email,omitempty"`
+	Quota   *proxy.Quota `json:"quota,omitempty"`
+	Error   string       `json:"last_error,omitempty"`
+}
+
+// printAccounts prints the accounts with their live state, as a table or as JSON.
+func (c *CLI) printAccounts(a *App, asJSON bool) error {
+	stats, live := a.liveStats()
+	rows := accountRows(a, stats)
+	if asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(c.Stdout, "no accounts yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (key on stdin),")
+		fmt.Fprintln(c.Stdout, "`codexrelay accounts add --kind chatgpt`, or `codexrelay accounts import-codex`")
+		return nil
+	}
+	pct := func(p float64, reset time.Time) string {
+		s := fmt.Sprintf("%.0f%%", p)
+		if !reset.IsZero() {
+			s += " (resets " + reset.Local().Format("Jan 2 15:04") + ")"
+		}
+		return s
+	}
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tBASE URL")
+	for i, r := range rows {
+		h5, wk := "-", "-"
+		if r.Quota != nil {
+			h5, wk = pct(r.Quota.PrimaryUsedPercent, r.Quota.PrimaryResetsAt), pct(r.Quota.SecondaryUsedPercent, r.Quota.SecondaryResetsAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, r.BaseURL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !live {
+		fmt.Fprintln(c.Stdout, "(no Codex Relay is running on "+a.ListenAddr()+": states are as stored; quotas read just now)")
+	}
+	return nil
+}
+
+// accountRows joins the accounts' metadata with their stats, in priority order.
+func accountRows(a *App, stats []proxy.AccountStats) []accountRow {
+	byName := map[string]proxy.AccountStats{}
+	for _, s := range stats {
+		byName[s.Name] = s
+	}
+	rows := make([]accountRow, 0, len(a.Accounts()))
+	for _, m := range a.Accounts() {
+		st := byName[m.Name]
+		if st.State == "" {
+			st.State = "ready"
+			if m.Disabled {
+				st.State = "disabled"
+			}
+		}
+		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.baseURL(m), st.State, m.Email, st.Quota, st.LastError})
+	}
+	return rows
+}
+
+// liveStats asks a Codex Relay running on the configured address for its account states;
+// without one, it reads the ChatGPT quotas itself.
+func (a *App) liveStats() ([]proxy.AccountStats, bool) {
+	addr := a.ListenAddr()
+	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
+		addr = info.Listen
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)
+	if key, _ := a.LocalKey(); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	client := &http.Client{Timeout: time.Second}
+	if resp, err := client.Do(req); err == nil {
+		defer resp.Body.Close()
+		var snap proxy.Snapshot
+		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
+			return snap.Accounts, true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.Proxy.RefreshQuotas(ctx)
+	return a.Proxy.Stats().Accounts, false
+}

@@ -1,0 +1,129 @@
+package app
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/bench"
+)
+
+// benchCommand is `codexrelay bench`: the benchmarks, which print a table or one JSON object.
+var benchCommand = &command{
+	name: "bench",
+	subs: []*command{
+		{
+			name:    "serialization",
+			usage:   []string{"[--samples 500] [--items 10000] [--attempts 3] [--json]"},
+			summary: "the per-request serialization cache against serializing every attempt",
+			flags:   benchSerializationFlags,
+		},
+		{
+			name:    "catalog",
+			usage:   []string{"[--samples 50] [--concurrent 8] [--delay-ms 50] [--json]"},
+			summary: "the catalog's stale-while-revalidate against a blocking refresh",
+			flags:   benchCatalogFlags,
+		},
+		{
+			name:    "proxy",
+			usage:   []string{"[--in-process] [--idle-wait 60s] [--json]"},
+			summary: "added latency against a direct call, event delay, load and memory",
+			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process.",
+			flags:   benchProxyFlags,
+		},
+		benchProcessCommand("relay"),
+		benchProcessCommand("bare"),
+	},
+}
+
+// result is what a benchmark returns: figures that print as a table or as JSON.
+type result interface{ Print(w io.Writer) }
+
+// printResult prints r as a table, or as one JSON object.
+func (c *CLI) printResult(r result, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(c.Stdout).Encode(r)
+	}
+	r.Print(c.Stdout)
+	return nil
+}
+
+// benchSerializationFlags declares the flags of `bench serialization`.
+func benchSerializationFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.SerializationOptions
+	fs.IntVar(&opt.Samples, "samples", 500, "samples of each variant")
+	fs.IntVar(&opt.Items, "items", 10000, "Responses input items in the synthetic payload")
+	fs.IntVar(&opt.Attempts, "attempts", 3, "attempts (accounts tried) per request")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Samples < 1 || opt.Items < 1 || opt.Attempts < 1 {
+			return usagef("--samples, --items and --attempts must be at least 1")
+		}
+		return c.printResult(bench.Serialization(opt), *asJSON)
+	}
+}
+
+// benchCatalogFlags declares the flags of `bench catalog`.
+func benchCatalogFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.CatalogOptions
+	fs.IntVar(&opt.Samples, "samples", 50, "groups of concurrent requests")
+	fs.IntVar(&opt.Concurrent, "concurrent", 8, "requests per group")
+	delay := fs.Int("delay-ms", 50, "simulated discovery time in milliseconds")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Samples < 1 || opt.Concurrent < 1 || *delay < 0 {
+			return usagef("--samples and --concurrent must be at least 1, --delay-ms at least 0")
+		}
+		opt.Delay = time.Duration(*delay) * time.Millisecond
+		return c.printResult(bench.Catalog(opt), *asJSON)
+	}
+}
+
+// benchProxyFlags declares the flags of `bench proxy`.
+func benchProxyFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.ProxyOptions
+	fs.IntVar(&opt.SmallRequests, "small", 5000, "small requests per side")
+	fs.IntVar(&opt.Concurrent, "concurrent", 500, "concurrent streams")
+	fs.IntVar(&opt.SoakRequests, "soak", 20000, "sequential requests for the memory soak")
+	fs.IntVar(&opt.LargeConcurrent, "large-concurrent", 2000, "concurrent streams of the larger load")
+	fs.IntVar(&opt.Rounds, "rounds", 5, "times each load is repeated")
+	fs.DurationVar(&opt.IdleWait, "idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
+	inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if !*inProcess {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			opt.StartProcess = bench.StartProcesses(exe, c.Stderr, func(kind string) []string { return []string{"bench", kind + "-process"} })
+		}
+		r, err := bench.Proxy(opt)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
+	}
+}
+
+// benchProcessCommand is `bench relay-process` or `bench bare-process`, internal: the relay
+// (or the bare ReverseProxy) of `bench proxy` in a process of its own, in front of
+// --upstream, its base URL on the first line of output. Each "settle" line on stdin is
+// answered with the settled RSS in bytes and the goroutine count; it ends when stdin closes
+// (the benchmark stops it, or died).
+func benchProcessCommand(kind string) *command {
+	return &command{
+		name:    kind + "-process",
+		usage:   []string{"--upstream URL"},
+		summary: "internal to bench proxy: the " + kind + " proxy in a process of its own",
+		hidden:  true,
+		flags: func(fs *flag.FlagSet) runFunc {
+			upstream := fs.String("upstream", "", "the fake upstream's base `URL`")
+			return func(c *CLI, _ []string) error {
+				return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { SetMemoryLimit(os.Getenv) })
+			}
+		},
+	}
+}
