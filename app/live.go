@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,30 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 		}
 		return nil
 	})
+}
+
+// SetNotification switches one kind of desktop notification on or off.
+func (a *App) SetNotification(kind string, on bool) error {
+	if !slices.Contains(NotifyKinds, kind) {
+		return fmt.Errorf("unknown notification kind %q", kind)
+	}
+	return a.update(func(s *Settings) error {
+		off := slices.DeleteFunc(slices.Clone(s.Notifications.Off), func(k string) bool { return k == kind })
+		if !on {
+			off = append(off, kind)
+		}
+		s.Notifications.Off = off
+		return nil
+	})
+}
+
+// SetLowCapacityThreshold sets the share (1 to 99 percent) of the pool's five-hour capacity
+// under which the tray app warns.
+func (a *App) SetLowCapacityThreshold(percent int) error {
+	if percent < 1 || percent > 99 {
+		return fieldError("low-capacity threshold", "must be a percentage from 1 to 99")
+	}
+	return a.update(func(s *Settings) error { s.Notifications.LowCapacityPercent = percent; return nil })
 }
 
 // SetStrategy sets the routing strategy: priority, round-robin or most-quota-left.

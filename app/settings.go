@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -33,12 +34,14 @@ type Settings struct {
 	// LocalAPIKey requires clients to present the relay's own key (kept in the keychain).
 	LocalAPIKey bool `json:"local_api_key,omitempty"`
 	// LocalKeyRev changes each time a new local key is stored, so that a running relay reads it.
-	LocalKeyRev  int                 `json:"local_api_key_rev,omitempty"`
-	Catalog      CatalogSettings     `json:"catalog"`
-	Timeouts     TimeoutSettings     `json:"timeouts,omitzero"`
-	Aliases      map[string][]string `json:"aliases,omitempty"`
-	StartAtLogin bool                `json:"start_at_login,omitempty"`
-	Accounts     []AccountMeta       `json:"accounts"`
+	LocalKeyRev int             `json:"local_api_key_rev,omitempty"`
+	Catalog     CatalogSettings `json:"catalog"`
+	Timeouts    TimeoutSettings `json:"timeouts,omitzero"`
+	// Notifications are the desktop notifications the tray app sends.
+	Notifications NotificationSettings `json:"notifications,omitzero"`
+	Aliases       map[string][]string  `json:"aliases,omitempty"`
+	StartAtLogin  bool                 `json:"start_at_login,omitempty"`
+	Accounts      []AccountMeta        `json:"accounts"`
 }
 
 // CatalogSettings tune the model catalog; zero values mean the defaults (env overrides win).
@@ -46,6 +49,41 @@ type CatalogSettings struct {
 	StaleWhileRevalidate *bool `json:"stale_while_revalidate,omitempty"`
 	StaleMaxAgeMs        int64 `json:"stale_max_age_ms,omitempty"`
 	TTLMs                int64 `json:"ttl_ms,omitempty"`
+}
+
+// NotificationSettings switch the desktop notifications off by kind (all are on by default)
+// and set the pool's low-capacity threshold.
+type NotificationSettings struct {
+	Off []string `json:"off,omitempty"` // the kinds switched off (Notify* constants)
+	// LowCapacityPercent is the share of the pool's five-hour capacity left under which the
+	// tray app warns (default 20).
+	LowCapacityPercent int `json:"low_capacity_percent,omitempty"`
+}
+
+// The kinds of desktop notifications.
+const (
+	NotifyNeedsLogin  = "needs_login"  // an account needs a sign-in, or its key was rejected
+	NotifyLimit       = "limit"        // an account hit its limit (with the reset time)
+	NotifyAllResting  = "all_resting"  // every account rests (naming the first back)
+	NotifyWindowReset = "window_reset" // an account's usage window reset
+	NotifyLowCapacity = "low_capacity" // the pool's five-hour capacity fell below the threshold
+)
+
+// NotifyKinds lists the notification kinds in the order the settings show them.
+var NotifyKinds = []string{NotifyNeedsLogin, NotifyLimit, NotifyAllResting, NotifyWindowReset, NotifyLowCapacity}
+
+// DefaultLowCapacityPercent is the default low-capacity threshold.
+const DefaultLowCapacityPercent = 20
+
+// Enabled reports whether notifications of kind are on.
+func (n NotificationSettings) Enabled(kind string) bool { return !slices.Contains(n.Off, kind) }
+
+// Threshold is the low-capacity threshold in percent.
+func (n NotificationSettings) Threshold() int {
+	if n.LowCapacityPercent <= 0 {
+		return DefaultLowCapacityPercent
+	}
+	return n.LowCapacityPercent
 }
 
 // TimeoutSettings bound the waits for an upstream, in milliseconds; zero means the default

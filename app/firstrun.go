@@ -1,0 +1,267 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// CodexLogin describes the login the Codex CLI keeps (~/.codex/auth.json), without importing it.
+type CodexLogin struct {
+	Path  string
+	Found bool
+	// Kind is "chatgpt" for a ChatGPT sign-in, "openai" for an API key.
+	Kind  string
+	Email string // the ChatGPT sign-in's email, when it has one
+	// Account is the name of the account that already holds this login ("" when none does).
+	Account string
+}
+
+// FindCodexLogin looks at the Codex CLI's login: whether there is one to import, whose, and
+// whether an account holds it already.
+func (a *App) FindCodexLogin() CodexLogin {
+	l := CodexLogin{Path: filepath.Join(a.CodexHome(), "auth.json")}
+	b, err := readRegularFile(l.Path, maxAuthFile)
+	if err != nil {
+		return l
+	}
+	var auth codexAuth
+	if json.Unmarshal(b, &auth) != nil {
+		return l
+	}
+	var held func(Secret) bool
+	switch {
+	case auth.Tokens != nil && auth.Tokens.AccessToken != "":
+		claims := parseIDToken(auth.Tokens.IDToken)
+		id := auth.Tokens.AccountID
+		if id == "" {
+			id = claims.AccountID
+		}
+		l.Found, l.Kind, l.Email = true, "chatgpt", claims.Email
+		held = func(s Secret) bool {
+			return s.AccessToken == auth.Tokens.AccessToken || (id != "" && s.AccountID == id)
+		}
+	case auth.APIKey != nil && *auth.APIKey != "":
+		l.Found, l.Kind = true, "openai"
+		held = func(s Secret) bool { return s.APIKey == *auth.APIKey }
+	default:
+		return l
+	}
+	for _, m := range a.Accounts() {
+		if c := a.credsFor(m.ID); c != nil && m.Kind == l.Kind {
+			if s, err := c.secret(); err == nil && held(s) {
+				l.Account = m.Name
+				break
+			}
+		}
+	}
+	return l
+}
+
+// CodexSetup says whether the Codex CLI's configuration points it at this relay.
+type CodexSetup struct {
+	Path       string
+	Configured bool
+	// Why says what is missing when it is not configured ("no config.toml yet", "model_provider
+	// is openai", ...).
+	Why string
+}
+
+// CodexConfigured reads the Codex CLI's config.toml and says whether Codex sends its requests
+// through this relay: model_provider names the relay's provider, whose base URL is this relay's
+// and which sends the local key when one is required.
+func (a *App) CodexConfigured() CodexSetup {
+	st := CodexSetup{Path: filepath.Join(a.CodexHome(), "config.toml")}
+	b, err := os.ReadFile(st.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		st.Why = "there is no " + st.Path + " yet"
+		return st
+	}
+	if err != nil {
+		st.Why = err.Error()
+		return st
+	}
+	var cfg struct {
+		ModelProvider  string                    `toml:"model_provider"`
+		ModelProviders map[string]map[string]any `toml:"model_providers"`
+	}
+	if err := toml.Unmarshal(b, &cfg); err != nil {
+		st.Why = "it is not valid TOML"
+		return st
+	}
+	want := a.codexProvider()
+	ours := cfg.ModelProviders[codexProviderID]
+	switch {
+	case cfg.ModelProvider != codexProviderID:
+		st.Why = fmt.Sprintf("Codex uses the provider %q", cmpOr(cfg.ModelProvider, "openai"))
+	case ours == nil:
+		st.Why = "it has no [model_providers." + codexProviderID + "] table"
+	case ours["base_url"] != want["base_url"]:
+		st.Why = fmt.Sprintf("it points Codex at %v, not at this relay (%v)", ours["base_url"], want["base_url"])
+	case want["env_key"] != nil && ours["env_key"] != want["env_key"]:
+		st.Why = "the relay requires its local key, and Codex does not send it"
+	default:
+		st.Configured = true
+	}
+	return st
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// RelayTest is what a test request through the relay found.
+type RelayTest struct {
+	Model   string
+	Account string // the account that answered
+	Status  int
+	Elapsed time.Duration
+	Reply   string // the start of the answer's text
+}
+
+// TestRelay sends one small real request through the relay listening on addr, as Codex would:
+// the model Codex is configured with (or the catalog's first), a short prompt, the local key
+// when one is required. It spends a few tokens on one account.
+func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
+	var t RelayTest
+	base := "http://" + addr
+	key, _ := a.LocalKey()
+	get := func(path string, v any) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered HTTP %d", path, resp.StatusCode)
+		}
+		return json.NewDecoder(resp.Body).Decode(v)
+	}
+	t.Model = a.codexModel()
+	if t.Model == "" {
+		var list struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if err := get("/v1/models", &list); err != nil {
+			return t, fmt.Errorf("the relay could not list its models: %w", err)
+		}
+		if len(list.Data) == 0 {
+			return t, errors.New("the relay's accounts list no model")
+		}
+		t.Model = list.Data[0].ID
+	}
+	body, _ := json.Marshal(map[string]any{"model": t.Model, "input": "Reply with the single word OK.", "stream": false, "store": false})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/responses", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return t, fmt.Errorf("the relay did not answer: %w", err)
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	t.Status, t.Elapsed = resp.StatusCode, time.Since(start)
+	var traces []struct {
+		Attempts []struct {
+			Account string `json:"account"`
+		} `json:"attempts"`
+	}
+	if get("/relay/traces?limit=1", &traces) == nil && len(traces) > 0 && len(traces[0].Attempts) > 0 {
+		t.Account = traces[0].Attempts[len(traces[0].Attempts)-1].Account
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		json.Unmarshal(answer, &e)
+		return t, fmt.Errorf("the test request got HTTP %d: %s", resp.StatusCode, cmpOr(e.Error.Message, strings.TrimSpace(string(answer))))
+	}
+	var r struct {
+		OutputText string `json:"output_text"`
+		Output     []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+	}
+	json.Unmarshal(answer, &r)
+	t.Reply = r.OutputText
+	for _, o := range r.Output {
+		for _, c := range o.Content {
+			t.Reply += c.Text
+		}
+	}
+	t.Reply = truncateText(strings.TrimSpace(t.Reply), 80)
+	return t, nil
+}
+
+// codexModel is the model Codex's config.toml names, or "".
+func (a *App) codexModel() string {
+	b, err := os.ReadFile(filepath.Join(a.CodexHome(), "config.toml"))
+	if err != nil {
+		return ""
+	}
+	var cfg struct {
+		Model string `toml:"model"`
+	}
+	toml.Unmarshal(b, &cfg)
+	return cfg.Model
+}
+
+func truncateText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// FirstRun is what UseCodexLogin did, step by step.
+type FirstRun struct {
+	Account  AccountMeta
+	Imported Outcome
+	Config   CodexConfigWrite
+	Test     RelayTest
+	// TestErr is why the test request failed; the import and the configuration stand.
+	TestErr error
+}
+
+// UseCodexLogin is the first run's one action: import the Codex CLI's login, point Codex at the
+// relay (config.toml, with a backup) and send a test request through the relay on addr ("" to
+// skip the test, when the relay is not serving). An error in the first two steps stops it.
+func (a *App) UseCodexLogin(ctx context.Context, addr string) (FirstRun, error) {
+	var fr FirstRun
+	var err error
+	if fr.Account, fr.Imported, err = a.ImportCodex(""); err != nil {
+		return fr, err
+	}
+	if fr.Config, err = a.WriteCodexConfig(""); err != nil {
+		return fr, fmt.Errorf("the Codex login was imported as %q, but Codex could not be configured: %w", fr.Account.Name, err)
+	}
+	if addr != "" {
+		fr.Test, fr.TestErr = a.TestRelay(ctx, addr)
+	}
+	return fr, nil
+}

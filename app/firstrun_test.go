@@ -1,0 +1,60 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUseCodexLoginInOneAction: a new user with a Codex CLI login gets, in one action, the
+// login imported, Codex pointed at the relay (with a backup of its config) and a real test
+// request answered through the relay. Doing it again finds the login already there.
+func TestUseCodexLoginInOneAction(t *testing.T) {
+	k := testKeychain(t)
+	cleanKeychain(t, k)
+	backend := newCodexBackend(t, func(string) bool { return true })
+	codexHome := t.TempDir()
+	env := map[string]string{"CODEX_HOME": codexHome, "CODEXRELAY_CHATGPT_BASE_URL": backend.URL + "/backend-api/codex"}
+	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(k string) string { return env[k] }}
+	access := jwt(map[string]any{"exp": time.Now().Add(time.Hour).Unix()})
+	os.WriteFile(filepath.Join(codexHome, "auth.json"), []byte(`{"tokens":{"id_token":"`+idToken("dev@example.com", "acct-9")+
+		`","access_token":"`+access+`","refresh_token":"rt-1","account_id":"acct-9"}}`), 0o600)
+	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte("model = \"gpt-5-codex\"\n"), 0o600)
+
+	a, svc := runningRelay(t, opt)
+	if l := a.FindCodexLogin(); !l.Found || l.Kind != "chatgpt" || l.Email != "dev@example.com" || l.Account != "" {
+		t.Fatalf("login before: %+v", l)
+	}
+	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, `provider "openai"`) {
+		t.Fatalf("setup before: %+v", st)
+	}
+	fr, err := a.UseCodexLogin(context.Background(), svc.Status().Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr.Account.Name != "dev@example.com" || fr.Imported != Added || fr.Config.Change != ConfigUpdated || fr.Config.Backup == "" {
+		t.Fatalf("first run: %+v", fr)
+	}
+	if fr.TestErr != nil || fr.Test.Status != 200 || fr.Test.Model != "gpt-5-codex" || fr.Test.Account != "dev@example.com" {
+		t.Fatalf("test request: %+v %v", fr.Test, fr.TestErr)
+	}
+	if st := a.CodexConfigured(); !st.Configured {
+		t.Fatalf("setup after: %+v", st)
+	}
+	if l := a.FindCodexLogin(); l.Account != "dev@example.com" {
+		t.Fatalf("login after: %+v", l)
+	}
+	again, err := a.UseCodexLogin(context.Background(), "")
+	if err != nil || again.Imported != Unchanged || again.Config.Change != Unchanged {
+		t.Fatalf("second time: %+v %v", again, err)
+	}
+	// Turning the local key on breaks the configuration until it is written again.
+	runCLI(t, opt, "", "local-key", "on")
+	a.Reload()
+	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "local key") {
+		t.Fatalf("with the local key: %+v", st)
+	}
+}
