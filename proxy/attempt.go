@@ -290,7 +290,7 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 		return transient, reason
 	}
 	// The client's own mistake: relay it.
-	x.t.Status, x.t.Outcome, x.t.Error = status, outcomeFailed, reason
+	x.t.Status, x.t.Outcome, x.t.Error = status, OutcomeFailed, reason
 	copyRelayHeaders(x.w.Header(), resp.Header)
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		x.w.Header().Set("Content-Type", ct)

@@ -100,14 +100,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	defer x.end()
 	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.stall, x.parser.Feed)
 	if e != nil {
-		x.reject(e, outcomeRejected)
+		x.reject(e, OutcomeRejected)
 		return
 	}
 	x.body = body
 	x.share(body)
 	req, e := parseClientRequest(route, body, r.Header, &x.parser)
 	if e != nil {
-		x.reject(e, outcomeRejected)
+		x.reject(e, OutcomeRejected)
 		return
 	}
 	x.req = req
@@ -269,7 +269,7 @@ func (x *exchange) end() {
 		s.c.direct.Add(x.t.Serialization.Direct)
 	}
 	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.start))
-	if x.t.Status >= 400 || x.t.Outcome == outcomeInterrupted || x.t.Outcome == outcomeFailed {
+	if x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)
@@ -279,14 +279,14 @@ func (x *exchange) end() {
 		"total_ms", x.t.LatencyBreakdown.TotalMs, "error", x.t.Error)
 }
 
-// Trace outcomes.
+// Trace outcomes (Trace.Outcome): how a request ended.
 const (
-	outcomeCompleted   = "completed"   // the answer reached the client whole
-	outcomeFailed      = "failed"      // the upstream answered with a failure, relayed to the client
-	outcomeInterrupted = "interrupted" // the upstream stream broke after bytes reached the client
-	outcomeCanceled    = "canceled"    // the client went away
-	outcomeRejected    = "rejected"    // refused before any upstream attempt (bad input, no account)
-	outcomeError       = "error"       // every account failed
+	OutcomeCompleted   = "completed"   // the answer reached the client whole
+	OutcomeFailed      = "failed"      // the upstream answered with a failure, relayed to the client
+	OutcomeInterrupted = "interrupted" // the upstream stream broke after bytes reached the client
+	OutcomeCanceled    = "canceled"    // the client went away
+	OutcomeRejected    = "rejected"    // refused before any upstream attempt (bad input, no account)
+	OutcomeError       = "error"       // every account failed
 )
 
 // loopbackHost reports whether a Host header names this machine's loopback interface.

@@ -99,15 +99,15 @@ func (x *exchange) relayStream(a *answer) {
 	rc.Flush()
 	switch {
 	case errors.Is(err, io.EOF) && terminal != "":
-		x.t.Outcome = outcomeCompleted
+		x.t.Outcome = OutcomeCompleted
 		if terminal != "response.completed" && terminal != "response.incomplete" {
-			x.t.Outcome = outcomeFailed
+			x.t.Outcome = OutcomeFailed
 		}
 	case x.r.Context().Err() != nil:
 		x.clientGone()
 	default:
 		why := x.brokeOff(err, "response.completed")
-		x.t.Outcome, x.t.Error = outcomeInterrupted, why
+		x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 		if terminal == "" {
 			write(failedEvent(events, responseID, "server_error", why))
 			rc.Flush()
@@ -131,7 +131,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 			}
 		}
 		if err != nil {
-			x.t.Outcome, x.t.Error = outcomeFailed, err.Error()
+			x.t.Outcome, x.t.Error = OutcomeFailed, err.Error()
 		}
 		return done, true
 	}
@@ -165,7 +165,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 	x.writeRaw([]byte("data: [DONE]\n\n"))
 	rc.Flush()
 	if x.t.Outcome == "" {
-		x.t.Outcome = outcomeCompleted
+		x.t.Outcome = OutcomeCompleted
 	}
 }
 
@@ -197,7 +197,7 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 				return
 			}
 			why := x.brokeOff(err, "[DONE]")
-			x.t.Outcome, x.t.Error = outcomeInterrupted, why
+			x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 			emit(rs.Fail("server_error", why))
 			rc.Flush()
 			return
@@ -209,12 +209,12 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 		if data == "[DONE]" {
 			emit(rs.End())
 			rc.Flush()
-			x.t.Outcome = outcomeCompleted
+			x.t.Outcome = OutcomeCompleted
 			return
 		}
 		evs, cerr := rs.Chunk(ev.Data)
 		if cerr != nil {
-			x.t.Outcome, x.t.Error = outcomeFailed, cerr.Error()
+			x.t.Outcome, x.t.Error = OutcomeFailed, cerr.Error()
 			emit(rs.Fail("server_error", cerr.Error()))
 			rc.Flush()
 			return
@@ -261,7 +261,7 @@ func (x *exchange) relayChat(a *answer) {
 			return
 		}
 		if strings.TrimSpace(string(ev.Data)) == "[DONE]" {
-			x.t.Outcome = outcomeCompleted
+			x.t.Outcome = OutcomeCompleted
 			return
 		}
 	}
@@ -283,7 +283,7 @@ func (x *exchange) relayPlain(a *answer) {
 		x.clientGone()
 		return
 	}
-	x.t.Outcome = outcomeCompleted
+	x.t.Outcome = OutcomeCompleted
 }
 
 // plainChatFromResponses answers a Chat client from a whole Responses answer.
@@ -299,7 +299,7 @@ func (x *exchange) plainResponsesFromChat(a *answer) {
 // writeTranslated answers with a translated answer, or says it could not be translated.
 func (x *exchange) writeTranslated(out []byte, err error) {
 	if err != nil {
-		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, outcomeFailed)
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "could not translate the upstream answer: " + err.Error()}, OutcomeFailed)
 		return
 	}
 	x.writeJSONBody(out)
@@ -336,7 +336,7 @@ func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 		if msg == "" {
 			msg = "the upstream failed the response"
 		}
-		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, outcomeFailed)
+		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, OutcomeFailed)
 		return nil, false
 	}
 	obj, perr := payload.Parse(final.Data)
@@ -346,7 +346,7 @@ func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 	}
 	if resp == nil {
 		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
-			Message: "upstream " + final.Name + " event carried no response object"}, outcomeInterrupted)
+			Message: "upstream " + final.Name + " event carried no response object"}, OutcomeInterrupted)
 		return nil, false
 	}
 	return resp, true
@@ -359,7 +359,7 @@ func (x *exchange) writeJSONBody(b []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	x.w.WriteHeader(http.StatusOK)
 	n, _ := x.w.Write(b)
-	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, outcomeCompleted
+	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, OutcomeCompleted
 }
 
 func (x *exchange) writeRaw(b []byte) bool {
@@ -384,7 +384,7 @@ func (x *exchange) brokeOff(err error, terminal string) string {
 }
 
 func (x *exchange) clientGone() {
-	x.t.Outcome = outcomeCanceled
+	x.t.Outcome = OutcomeCanceled
 	if x.t.Status == 0 {
 		x.t.Status = 499
 	}
@@ -397,7 +397,7 @@ func (x *exchange) chatBrokeOff(rc *http.ResponseController, why string) {
 		x.clientGone()
 		return
 	}
-	x.t.Outcome, x.t.Error = outcomeInterrupted, why
+	x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 	x.writeRaw(chatErrorChunk("server_error", why))
 	rc.Flush()
 }

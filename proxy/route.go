@@ -18,7 +18,7 @@ import (
 // route resolves the request's model, then tries the accounts that serve it.
 func (x *exchange) route() {
 	if e := x.s.resolveModel(x.r.Context(), x); e != nil {
-		x.reject(e, outcomeRejected)
+		x.reject(e, OutcomeRejected)
 		return
 	}
 	x.prepared()
@@ -135,7 +135,7 @@ func (x *exchange) dispatch() {
 				return
 			}
 			if x.r.Context().Err() != nil {
-				x.t.Status, x.t.Outcome = 499, outcomeCanceled
+				x.t.Status, x.t.Outcome = 499, OutcomeCanceled
 				return
 			}
 			failures = append(failures, m.Name+": "+reason)
@@ -189,18 +189,18 @@ func (x *exchange) noAccountServed(tried int, failures []string) {
 	if x.trans != nil && x.trans.err != nil && tried == x.untranslatable {
 		// Every account needed a translation, and nothing usable was left of the request.
 		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+x.target+
-			" (they speak the other API): "+x.trans.err.Error()), outcomeRejected)
+			" (they speak the other API): "+x.trans.err.Error()), OutcomeRejected)
 		return
 	}
 	if x.storeDown > 0 && x.storeDown == tried {
 		// Nothing an upstream or a retry can fix: say what to unlock or install.
 		x.reject(&apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "keychain_unavailable",
-			Message: "Codex Relay cannot read the accounts' secrets: " + x.storeErr}, outcomeError)
+			Message: "Codex Relay cannot read the accounts' secrets: " + x.storeErr}, OutcomeError)
 		return
 	}
 	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
 	if tried == 0 {
-		x.reject(e, outcomeRejected)
+		x.reject(e, OutcomeRejected)
 		return
 	}
 	// Every candidate failed before any byte reached the client. When no account is usable any
@@ -208,9 +208,9 @@ func (x *exchange) noAccountServed(tried int, failures []string) {
 	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
 	if !s.pool.anyUsable(x.target, s.now()) {
 		e.Message = "every account failed: " + strings.Join(failures, "; ") + ". " + e.Message
-		x.reject(e, outcomeError)
+		x.reject(e, OutcomeError)
 		return
 	}
 	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
-		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, outcomeError)
+		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, OutcomeError)
 }

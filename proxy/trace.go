@@ -129,9 +129,9 @@ func (r *traceRing) recent(limit int) []Trace {
 // slogLevelFor logs ordinary requests at debug level and failures at warn.
 func slogLevelFor(t Trace) slog.Level {
 	switch {
-	case t.Outcome == outcomeRejected && t.Status < 500 && t.Status != 429:
+	case t.Outcome == OutcomeRejected && t.Status < 500 && t.Status != 429:
 		return slog.LevelInfo
-	case t.Status >= 400 || t.Outcome == outcomeInterrupted || t.Outcome == outcomeFailed || t.Outcome == outcomeError:
+	case t.Status >= 400 || t.Outcome == OutcomeInterrupted || t.Outcome == OutcomeFailed || t.Outcome == OutcomeError:
 		return slog.LevelWarn
 	}
 	return slog.LevelDebug
