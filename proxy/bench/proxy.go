@@ -140,9 +140,48 @@ type LoadResult struct {
 }
 
 // Proxy sends the same requests to an in-process fake upstream directly and through a
-// relay on loopback, and measures what the relay adds. Client, relay and upstream share one
-// process, so the memory figures are an upper bound for the relay.
+// relay on loopback, and measures what the relay adds: small requests, the 1.16 MB request, a
+// long event stream, loads of concurrent streams against a bare proxy, the idle memory after
+// them and a soak. Without StartProcess, client, relay and upstream share one process, so the
+// memory figures are an upper bound for the relay.
 func Proxy(opt ProxyOptions) (ProxyResult, error) {
+	opt.defaults()
+	var res ProxyResult
+	up, err := newBenchUpstream()
+	if err != nil {
+		return res, err
+	}
+	defer up.close()
+	relay := Relay(up.url + "/v1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
+	defer func() { stop(); <-served }()
+	r := &proxyRun{
+		opt: opt, res: &res, up: up, relay: relay,
+		relayURL:  "http://" + ln.Addr().String() + "/v1",
+		directURL: up.url + "/v1",
+		client:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}},
+	}
+	defer func() {
+		if r.rp != nil {
+			r.rp.Stop()
+			r.bare.Stop()
+		}
+	}()
+	for _, phase := range []func() error{r.small, r.large, r.stream, r.loads, r.soak} {
+		if err := phase(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (opt *ProxyOptions) defaults() {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -158,108 +197,112 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 	if opt.IdleWait <= 0 {
 		opt.IdleWait = 60 * time.Second
 	}
-	var res ProxyResult
+}
 
-	up, err := newBenchUpstream()
+// proxyRun is one run of Proxy: its phases fill res in turn.
+type proxyRun struct {
+	opt                 ProxyOptions
+	res                 *ProxyResult
+	up                  *benchUpstream
+	relay               *proxy.Server
+	relayURL, directURL string
+	client              *http.Client
+	// rp and bare are the proxies the loads and the soak go through (set by loads, both or
+	// neither; Proxy stops them).
+	rp, bare *Process
+}
+
+const smallBody = `{"model":"bench-small","input":"ping","stream":false}`
+
+func (r *proxyRun) post(base, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	return r.client.Do(req)
+}
+
+// drain reads a whole answer and fails unless it was a 200.
+func drain(resp *http.Response, err error) error {
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer up.close()
-	relay := Relay(up.url + "/v1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, err
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
-	defer func() { stop(); <-served }()
-	relayURL := "http://" + ln.Addr().String() + "/v1"
-	directURL := up.url + "/v1"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
 
-	post := func(base, body string) (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		return client.Do(req)
-	}
-	drain := func(resp *http.Response, err error) error {
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
-
-	// Small non-streamed requests, alternating sides.
-	small := `{"model":"bench-small","input":"ping","stream":false}`
+// small times small non-streamed requests, alternating sides.
+func (r *proxyRun) small() error {
 	for i := 0; i < 200; i++ { // warm-up: connections, catalog
-		if err := drain(post(relayURL, small)); err != nil {
-			return res, fmt.Errorf("relay: %w", err)
+		if err := drain(r.post(r.relayURL, smallBody)); err != nil {
+			return fmt.Errorf("relay: %w", err)
 		}
-		drain(post(directURL, small))
+		drain(r.post(r.directURL, smallBody))
 	}
 	var direct, relayed []float64
-	for i := 0; i < opt.SmallRequests; i++ {
+	for i := 0; i < r.opt.SmallRequests; i++ {
 		for side := 0; side < 2; side++ {
-			base := directURL
+			base := r.directURL
 			if (i+side)%2 == 1 {
-				base = relayURL
+				base = r.relayURL
 			}
 			t0 := time.Now()
-			if err := drain(post(base, small)); err != nil {
-				return res, err
+			if err := drain(r.post(base, smallBody)); err != nil {
+				return err
 			}
 			d := float64(time.Since(t0).Nanoseconds()) / 1e3
-			if base == relayURL {
+			if base == r.relayURL {
 				relayed = append(relayed, d)
 			} else {
 				direct = append(direct, d)
 			}
 		}
 	}
-	res.Small.DirectP50Us = quantile(direct, 0.5)
-	res.Small.RelayP50Us = quantile(relayed, 0.5)
-	res.Small.AddedP50Us = res.Small.RelayP50Us - res.Small.DirectP50Us
-	res.Small.AddedP99Us = quantile(relayed, 0.99) - quantile(direct, 0.99)
+	s := &r.res.Small
+	s.DirectP50Us = quantile(direct, 0.5)
+	s.RelayP50Us = quantile(relayed, 0.5)
+	s.AddedP50Us = s.RelayP50Us - s.DirectP50Us
+	s.AddedP99Us = quantile(relayed, 0.99) - quantile(direct, 0.99)
+	return nil
+}
 
-	// The 1.16 MB Codex-shaped streamed request, and the unit of its target: one pass of
-	// parse-and-build of the same body as `bench serialization` measures it. The three are
-	// interleaved, so that a drift of the machine's speed moves them together.
+// large times the 1.16 MB Codex-shaped streamed request, and the unit of its target: one
+// pass of parse-and-build of the same body as `bench serialization` measures it. The three are
+// interleaved, so that a drift of the machine's speed moves them together.
+func (r *proxyRun) large() error {
 	large := string(testkit.SyntheticResponsesBody(10000))
-	res.Large.Bytes = len(large)
+	l := &r.res.Large
+	l.Bytes = len(large)
 	var ld, lr, lfb, passes []float64
-	for i := 0; i < opt.LargeRequests+3; i++ {
+	for i := 0; i < r.opt.LargeRequests+3; i++ {
 		if i%8 == 0 {
 			runtime.GC()
 		}
 		pass := PassOnce([]byte(large))
 		runtime.GC() // the pass's garbage, outside the timings
-		order := []string{directURL, relayURL}
+		order := []string{r.directURL, r.relayURL}
 		if i%2 == 1 {
-			order[0], order[1] = relayURL, directURL
+			order[0], order[1] = r.relayURL, r.directURL
 		}
 		for _, base := range order {
 			t0 := time.Now()
-			resp, err := post(base, large)
+			resp, err := r.post(base, large)
 			if err != nil {
-				return res, err
+				return err
 			}
 			fb := time.Since(t0)
 			if err := drain(resp, nil); err != nil {
-				return res, err
+				return err
 			}
 			if i < 3 {
 				continue
 			}
 			total := float64(time.Since(t0).Nanoseconds()) / 1e6
-			if base == relayURL {
+			if base == r.relayURL {
 				lr = append(lr, total)
 				lfb = append(lfb, float64(fb.Nanoseconds())/1e6)
 			} else {
@@ -270,181 +313,204 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			passes = append(passes, pass)
 		}
 	}
-	res.Large.DirectMs, res.Large.RelayMs = quantile(ld, 0.5), quantile(lr, 0.5)
-	res.Large.AddedMs = res.Large.RelayMs - res.Large.DirectMs
-	res.Large.FirstByteMs = quantile(lfb, 0.5)
-	if res.Large.ParseBuildMs = quantile(passes, 0.5); res.Large.ParseBuildMs > 0 {
-		res.Large.AddedPerPass = res.Large.AddedMs / res.Large.ParseBuildMs
+	l.DirectMs, l.RelayMs = quantile(ld, 0.5), quantile(lr, 0.5)
+	l.AddedMs = l.RelayMs - l.DirectMs
+	l.FirstByteMs = quantile(lfb, 0.5)
+	if l.ParseBuildMs = quantile(passes, 0.5); l.ParseBuildMs > 0 {
+		l.AddedPerPass = l.AddedMs / l.ParseBuildMs
 	}
+	return nil
+}
 
-	// A long stream of small events: the delay from the upstream's write to the client's read.
-	streamDelays := func(base string) ([]float64, error) {
-		body := fmt.Sprintf(`{"model":"bench-ticks","input":"go","stream":true,"metadata":{"events":"%d"}}`, opt.StreamEvents)
-		resp, err := post(base, body)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var delays []float64
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if i := bytes.Index(line, []byte(`"t":`)); i >= 0 {
-				j := i + 4
-				k := j
-				for k < len(line) && line[k] >= '0' && line[k] <= '9' {
-					k++
-				}
-				sent, _ := strconv.ParseInt(string(line[j:k]), 10, 64)
-				delays = append(delays, float64(time.Since(up.epoch).Nanoseconds()-sent)/1e3)
-			}
-		}
-		return delays, sc.Err()
-	}
-	dd, err := streamDelays(directURL)
+// stream times a long stream of small events: the delay from the upstream's write to the
+// client's read.
+func (r *proxyRun) stream() error {
+	dd, err := r.streamDelays(r.directURL)
 	if err != nil {
-		return res, err
+		return err
 	}
-	rd, err := streamDelays(relayURL)
+	rd, err := r.streamDelays(r.relayURL)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Stream.Events = len(rd)
-	res.Stream.EventDelayP50Us, res.Stream.EventDelayP99Us = quantile(rd, 0.5), quantile(rd, 0.99)
-	res.Stream.DirectDelayP50 = quantile(dd, 0.5)
+	s := &r.res.Stream
+	s.Events = len(rd)
+	s.EventDelayP50Us, s.EventDelayP99Us = quantile(rd, 0.5), quantile(rd, 0.99)
+	s.DirectDelayP50 = quantile(dd, 0.5)
+	return nil
+}
 
-	// Loads of concurrent streams through the relay, and through a bare ReverseProxy in front
-	// of the same upstream, each in its own process when one can be started. The peak is that
-	// of the load: the earlier phases (the parse-and-build passes above run with the collector
-	// paused) do not count.
-	streams := func(base string, pid, n, rounds int) (errors int, peak int64, err error) {
-		client.CloseIdleConnections()
-		if err := resetPeakRSS(pid); err != nil {
-			return 0, 0, err
-		}
-		var errs atomic.Int64
-		for range rounds {
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					resp, err := post(base, `{"model":"bench-slow","input":"go","stream":true}`)
-					if err == nil && resp.StatusCode == 200 {
-						b, rerr := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if rerr == nil && bytes.Contains(b, []byte("response.completed")) {
-							return
-						}
-					} else if err == nil {
-						resp.Body.Close()
-					}
-					errs.Add(1)
-				}()
-			}
-			close(start)
-			wg.Wait()
-		}
-		// A client that went away: the proxies see their connections close.
-		client.CloseIdleConnections()
-		return int(errs.Load()), procStatus(pid, "VmHWM"), nil
-	}
-	inProcess := func(h http.Handler) (*Process, error) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		srv := &http.Server{Handler: h}
-		go srv.Serve(ln)
-		return &Process{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}, nil
-	}
-	rp := &Process{URL: relayURL, Settled: func() (int64, int, error) {
-		rss, n := Settle(relay)
-		return rss, n, nil
-	}, Stop: func() {}}
-	bare, err := inProcess(BareProxy(directURL))
+func (r *proxyRun) streamDelays(base string) ([]float64, error) {
+	body := fmt.Sprintf(`{"model":"bench-ticks","input":"go","stream":true,"metadata":{"events":"%d"}}`, r.opt.StreamEvents)
+	resp, err := r.post(base, body)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	if opt.StartProcess != nil {
-		bare.Stop()
-		if rp, err = opt.StartProcess("relay", directURL); err != nil {
-			return res, fmt.Errorf("starting the relay process: %w", err)
-		}
-		if bare, err = opt.StartProcess("bare", directURL); err != nil {
-			rp.Stop()
-			return res, fmt.Errorf("starting the bare proxy process: %w", err)
-		}
-	}
-	defer rp.Stop()
-	defer bare.Stop()
-	for _, p := range []*Process{rp, bare} {
-		if err := drain(post(p.URL, small)); err != nil { // its catalog, its connections
-			return res, fmt.Errorf("warming up %s: %w", p.URL, err)
+	defer resp.Body.Close()
+	var delays []float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if i := bytes.Index(line, []byte(`"t":`)); i >= 0 {
+			j := i + 4
+			k := j
+			for k < len(line) && line[k] >= '0' && line[k] <= '9' {
+				k++
+			}
+			sent, _ := strconv.ParseInt(string(line[j:k]), 10, 64)
+			delays = append(delays, float64(time.Since(r.up.epoch).Nanoseconds()-sent)/1e3)
 		}
 	}
-	client.CloseIdleConnections()
-	time.Sleep(200 * time.Millisecond)
-	res.Idle.RSSBeforeBytes = procStatus(rp.PID, "VmRSS")
+	return delays, sc.Err()
+}
+
+// loads runs loads of concurrent streams through the relay, and through a bare ReverseProxy
+// in front of the same upstream, each in its own process when one can be started, and reads
+// the relay's memory before them and IdleWait after them. The peak is that of the load: the
+// earlier phases (the parse-and-build passes run with the collector paused) do not count. The
+// proxies stay up for the soak.
+func (r *proxyRun) loads() (err error) {
+	if err := r.startProxies(); err != nil {
+		return err
+	}
+	res, opt := r.res, r.opt
+	res.Idle.RSSBeforeBytes = procStatus(r.rp.PID, "VmRSS")
 	loads := []struct {
 		r *LoadResult
 		n int
 	}{{&res.Concurrent, opt.Concurrent}, {&res.ConcurrentLarge, opt.LargeConcurrent}}
 	for _, l := range loads {
 		l.r.Streams, l.r.Rounds, l.r.RelayProcess = l.n, opt.Rounds, opt.StartProcess != nil
-		if l.r.Errors, l.r.PeakRSSBytes, err = streams(rp.URL, rp.PID, l.n, opt.Rounds); err != nil {
-			return res, err
+		if l.r.Errors, l.r.PeakRSSBytes, err = r.streams(r.rp, l.n); err != nil {
+			return err
 		}
 	}
 	// The relay is left alone from here: its memory is read again IdleWait after the loads.
 	// The bare proxy's loads run meanwhile (its process, not the relay's).
 	loadsEnd := time.Now()
 	for _, l := range loads {
-		if l.r.BareErrors, l.r.BarePeakRSSBytes, err = streams(bare.URL, bare.PID, l.n, opt.Rounds); err != nil {
-			return res, err
+		if l.r.BareErrors, l.r.BarePeakRSSBytes, err = r.streams(r.bare, l.n); err != nil {
+			return err
 		}
 		if l.r.BarePeakRSSBytes > 0 {
 			l.r.PeakToBare = float64(l.r.PeakRSSBytes) / float64(l.r.BarePeakRSSBytes)
 		}
 	}
 	time.Sleep(time.Until(loadsEnd.Add(opt.IdleWait)))
-	res.Idle.RSSAfterBytes = procStatus(rp.PID, "VmRSS")
+	res.Idle.RSSAfterBytes = procStatus(r.rp.PID, "VmRSS")
 	res.Idle.AfterSeconds = time.Since(loadsEnd).Seconds()
+	return nil
+}
 
-	// Memory and goroutines of the relay over many sequential requests.
+// startProxies sets r.rp and r.bare: the in-process relay and a bare proxy on a port of this
+// process, or both in processes of their own with StartProcess; both warmed up.
+func (r *proxyRun) startProxies() error {
+	if r.opt.StartProcess == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: BareProxy(r.directURL)}
+		go srv.Serve(ln)
+		relay := r.relay
+		r.rp = &Process{URL: r.relayURL, Settled: func() (int64, int, error) {
+			rss, n := Settle(relay)
+			return rss, n, nil
+		}, Stop: func() {}}
+		r.bare = &Process{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}
+	} else {
+		rp, err := r.opt.StartProcess("relay", r.directURL)
+		if err != nil {
+			return fmt.Errorf("starting the relay process: %w", err)
+		}
+		bare, err := r.opt.StartProcess("bare", r.directURL)
+		if err != nil {
+			rp.Stop()
+			return fmt.Errorf("starting the bare proxy process: %w", err)
+		}
+		r.rp, r.bare = rp, bare
+	}
+	for _, p := range []*Process{r.rp, r.bare} {
+		if err := drain(r.post(p.URL, smallBody)); err != nil { // its catalog, its connections
+			return fmt.Errorf("warming up %s: %w", p.URL, err)
+		}
+	}
+	r.client.CloseIdleConnections()
+	time.Sleep(200 * time.Millisecond)
+	return nil
+}
+
+// streams runs n concurrent streams through p, Rounds times, and reports how many did not
+// complete and p's peak resident memory meanwhile.
+func (r *proxyRun) streams(p *Process, n int) (errors int, peak int64, err error) {
+	r.client.CloseIdleConnections()
+	if err := resetPeakRSS(p.PID); err != nil {
+		return 0, 0, err
+	}
+	var errs atomic.Int64
+	for range r.opt.Rounds {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				resp, err := r.post(p.URL, `{"model":"bench-slow","input":"go","stream":true}`)
+				if err == nil && resp.StatusCode == 200 {
+					b, rerr := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if rerr == nil && bytes.Contains(b, []byte("response.completed")) {
+						return
+					}
+				} else if err == nil {
+					resp.Body.Close()
+				}
+				errs.Add(1)
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	// A client that went away: the proxies see their connections close.
+	r.client.CloseIdleConnections()
+	return int(errs.Load()), procStatus(p.PID, "VmHWM"), nil
+}
+
+// soak reads the relay's memory and goroutines over many sequential requests.
+func (r *proxyRun) soak() (err error) {
 	settle := func() (int64, int) {
-		rss, n, serr := rp.Settled()
+		rss, n, serr := r.rp.Settled()
 		if serr != nil && err == nil {
 			err = serr
 		}
 		return rss, n
 	}
-	client.CloseIdleConnections()
+	s := &r.res.Soak
+	r.client.CloseIdleConnections()
 	time.Sleep(100 * time.Millisecond) // the relay sees the connections close
-	_, res.Soak.GoroutinesIdle = settle()
-	res.Soak.Requests = opt.SoakRequests
-	for i := 1; i <= opt.SoakRequests; i++ {
-		if err := drain(post(rp.URL, `{"model":"bench-small","input":"ping","stream":true}`)); err != nil {
-			return res, err
+	_, s.GoroutinesIdle = settle()
+	s.Requests = r.opt.SoakRequests
+	for i := 1; i <= r.opt.SoakRequests; i++ {
+		if err := drain(r.post(r.rp.URL, `{"model":"bench-small","input":"ping","stream":true}`)); err != nil {
+			return err
 		}
 		if i == 1000 {
-			res.Soak.RSSAfter1000Bytes, _ = settle()
+			s.RSSAfter1000Bytes, _ = settle()
 		}
 	}
-	res.Soak.RSSAfterAllBytes, _ = settle()
-	client.CloseIdleConnections()
+	s.RSSAfterAllBytes, _ = settle()
+	r.client.CloseIdleConnections()
 	for i := 0; i < 50; i++ {
-		if _, res.Soak.GoroutinesAfterSoak = settle(); res.Soak.GoroutinesAfterSoak <= res.Soak.GoroutinesIdle {
+		if _, s.GoroutinesAfterSoak = settle(); s.GoroutinesAfterSoak <= s.GoroutinesIdle {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		return res, fmt.Errorf("relay: %w", err)
+		return fmt.Errorf("relay: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // resetPeakRSS starts the peak resident memory (VmHWM) of process pid (0: this one) over from
