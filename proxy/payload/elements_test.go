@@ -1,0 +1,66 @@
+package payload
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestElements(t *testing.T) {
+	for _, in := range []string{
+		`[]`, ` [ ] `, `[1]`, `[ 1 , "a,]" , {"k":[1,2,{"x":"]"}]} , [[]] , null , true ,-2.5e3]`,
+		`["\"]\\", "\u005d"]`, "[\n\t{\"a\":1}\n]",
+	} {
+		got, err := Elements([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d elements, want %d", in, len(got), len(want))
+		}
+		for i := range got {
+			if string(got[i]) != string(want[i]) {
+				t.Errorf("%s: element %d = %s, want %s", in, i, got[i], want[i])
+			}
+		}
+	}
+	for _, bad := range []string{``, `{}`, `[1,2`, `"[1]"`} {
+		if _, err := Elements([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzElements checks the split against encoding/json on every array Parse accepts.
+func FuzzElements(f *testing.F) {
+	f.Add(`{"a":[1,"x",{"b":[]}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		o, err := Parse([]byte(body))
+		if err != nil {
+			return
+		}
+		raw, ok := o.Get("a")
+		if !ok || KindOf(raw) != KindArray {
+			return
+		}
+		got, err := Elements(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil {
+			return // Parse accepts a few things encoding/json does not (documented in Parse)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d elements, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("element %d = %s, want %s", i, got[i], want[i])
+			}
+		}
+	})
+}
