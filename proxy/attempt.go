@@ -30,6 +30,7 @@ const (
 	transient                   // retry once on the same account, then nextAccount
 	timedOut                    // no answer in time: the next account at once, and this one rests
 	unauthorized                // the credential was refused: refresh it once, else needs_login
+	fallback                    // the upstream refused a WebSocket: the same account over HTTP
 )
 
 // tryAccount runs the attempts on one account. It reports whether the request is finished
@@ -42,12 +43,12 @@ const (
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	// One body per account: a retry on the same account resends the same bytes.
 	body, err := x.wireFor(m).body(x, m)
-	if err != nil {
-		x.untranslatable++
-		return false, "cannot translate the request for this account: " + err.Error()
-	}
 	refreshed := false
 	for try := 0; try < 2; try++ {
+		if err != nil {
+			x.untranslatable++
+			return false, "cannot translate the request for this account: " + err.Error()
+		}
 		if try > 0 && !refreshed {
 			t := time.NewTimer(x.s.opt.RetryBackoff)
 			select {
@@ -77,6 +78,10 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		case nextAccount:
 			m.failures.Add(1)
 			return false, why
+		case fallback:
+			body, err = x.wireFor(m).body(x, m)
+			try--
+			continue
 		case unauthorized:
 			m.failures.Add(1)
 			// A sign-in can be renewed: refresh once, then retry the request on this account.
@@ -141,7 +146,19 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 	// ChatGPT accounts always stream; the others stream when the client does.
 	upStream := x.req.stream || m.Kind == KindChatGPT
 	tmo := s.Timeouts()
-	resp, c, err := s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
+	var resp *http.Response
+	var c *call
+	if wr.socket {
+		var sent int
+		resp, c, sent, err = x.sendSocket(ctx, m, cred, tmo.Header)
+		x.t.UpstreamBytes += int64(sent)
+		if errors.Is(err, errNoSocket) {
+			return fallback, "", nil
+		}
+	} else {
+		resp, c, err = s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
+		x.t.UpstreamBytes += int64(len(body))
+	}
 	if err != nil {
 		reason := describeTransportError(err, cred.Token)
 		x.record(m, start, 0, reason)

@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
+		mux.HandleFunc("GET "+prefix+"/responses", s.handleResponsesSocket)
 		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
 		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
@@ -104,6 +105,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 		return
 	}
 	x.body = body
+	x.t.ClientBytes = int64(len(body))
 	x.share(body)
 	req, e := parseClientRequest(route, body, r.Header, &x.parser)
 	if e != nil {
@@ -156,13 +158,15 @@ type exchange struct {
 	unchanged int
 	// bufs are the pooled buffers upstream bodies were built into, by their first byte.
 	bufs map[*byte]*sharedBuffer
+	// turn is the WebSocket turn this request is (nil: an HTTP request).
+	turn *socketTurn
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
 	s.c.total.Add(1)
 	s.c.inFlight.Add(1)
 	x := &exchange{s: s, w: w, r: r, start: s.now()}
-	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}}
+	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
 	return x
 }
 
@@ -189,6 +193,12 @@ func parseClientRequest(route string, body []byte, h http.Header, p *payload.Par
 	if err != nil {
 		return nil, errInvalid("invalid_json", "", "the request body is not a valid JSON object: "+err.Error())
 	}
+	return clientFields(route, obj, h)
+}
+
+// clientFields reads and checks the fields the relay routes on from a parsed client body.
+func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequest, *apiError) {
+	var err error
 	req := &clientRequest{route: route, obj: obj}
 	raw, ok := obj.Get("model")
 	if !ok {

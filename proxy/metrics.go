@@ -26,6 +26,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("codexrelay_request_errors_total", "counter", "Client requests that ended in an error.", snap.Requests.Errors)
 	metric("codexrelay_rotations_total", "counter", "Moves of a request to the next account.", snap.Requests.Rotations)
 	metric("codexrelay_requests_in_flight", "gauge", "Client requests being served.", snap.Requests.InFlight)
+	metric("codexrelay_websockets_open", "gauge", "Client WebSocket connections open.", snap.Requests.WebSockets)
 	metric("codexrelay_serialization_total", "counter", "Upstream body builds by path.", snap.Serialization.Hits, `result="hit"`)
 	metric("codexrelay_serialization_total", "counter", "", snap.Serialization.Misses, `result="miss"`)
 	metric("codexrelay_serialization_total", "counter", "", snap.Serialization.Direct, `result="direct"`)

@@ -57,6 +57,9 @@ type member struct {
 type health struct {
 	requests atomic.Int64
 	failures atomic.Int64
+	// noSocketUntil (unix nanoseconds) is when the upstream may be asked for a WebSocket again,
+	// after it refused one (0: never refused).
+	noSocketUntil atomic.Int64
 
 	mu             sync.Mutex
 	cooldownUntil  time.Time

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	Catalog CatalogOptions
 	// TraceBufferSize is how many recent traces /relay/traces keeps (default 500).
 	TraceBufferSize int
+	// ConversationBudget bounds the conversations the WebSocket connections keep, all together
+	// (default 512 MiB); past it the least recently used connection's is forgotten.
+	ConversationBudget int64
 }
 
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
@@ -80,6 +84,13 @@ type Server struct {
 	lastServed atomic.Pointer[string]
 	// generation is the settings generation the embedder last applied (SetSettingsGeneration).
 	generation atomic.Uint64
+	// sockets holds the open client WebSockets (*socketConn), to drain them when the relay
+	// stops; convs bounds their conversations; socketHTTP dials upstream sockets.
+	sockets    sync.Map
+	convOnce   sync.Once
+	convs      *convBudget
+	socketOnce sync.Once
+	socketHTTP *http.Client
 }
 
 // New returns a Server with no accounts.
@@ -189,6 +200,20 @@ func (s *Server) CloseIdleConnections() {
 	if t, ok := s.opt.Transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}
+}
+
+// waitSockets waits until the client sockets have closed, or ctx ends.
+func (s *Server) waitSockets(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.c.sockets.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -318,6 +343,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		BaseContext:       func(net.Listener) context.Context { return hardCtx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	hs.RegisterOnShutdown(s.drainSockets)
 	s.SetListenAddr(ln.Addr().String())
 	stopRefresh := s.catalog.startSchedule()
 	defer stopRefresh()
@@ -338,6 +364,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	dctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	err := hs.Shutdown(dctx)
+	if err == nil {
+		// Shutdown does not wait for hijacked connections: the sockets finish their turn.
+		err = s.waitSockets(dctx)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("drain time over: cutting remaining requests", "in_flight", s.c.inFlight.Load())
 		hardStop()

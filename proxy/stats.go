@@ -40,6 +40,8 @@ type RequestStats struct {
 	Errors    int64 `json:"errors"`
 	Rotations int64 `json:"rotations"`
 	InFlight  int64 `json:"in_flight"`
+	// WebSockets counts the client WebSocket connections open now.
+	WebSockets int64 `json:"websockets_open"`
 	// MedianPreparationMs is the median latencyBreakdown.preparationMs of the recent traces.
 	MedianPreparationMs float64 `json:"median_preparation_ms"`
 }
@@ -72,6 +74,7 @@ type Quota struct {
 // counters are the proxy's running totals.
 type counters struct {
 	total, errors, rotations, inFlight atomic.Int64
+	sockets                            atomic.Int64
 	hits, misses, direct               atomic.Int64
 }
 
@@ -85,7 +88,7 @@ func (s *Server) snapshot() Snapshot {
 		},
 		Requests: RequestStats{
 			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
-			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(),
+			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(), WebSockets: s.c.sockets.Load(),
 			MedianPreparationMs: s.traces.medianPreparation(),
 		},
 	}

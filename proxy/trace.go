@@ -28,6 +28,15 @@ type Trace struct {
 	Serialization       Serialization `json:"serialization"`
 	DroppedTools        []string      `json:"droppedTools,omitempty"`
 	Bytes               int64         `json:"bytes"` // bytes relayed to the client
+	// Transport is how the client came: "http" or "websocket" (one trace per turn).
+	Transport string `json:"transport"`
+	// ClientBytes is the size of the client's request (a WebSocket frame for a turn);
+	// UpstreamBytes sums the bodies (or frames) sent upstream, every attempt included.
+	ClientBytes   int64 `json:"clientBytes"`
+	UpstreamBytes int64 `json:"upstreamBytes"`
+	// Incremental says that a WebSocket turn went upstream as the client sent it (new items
+	// after previous_response_id) rather than with the conversation replayed.
+	Incremental bool `json:"incremental,omitempty"`
 }
 
 // Attempt is one upstream try of a request.

@@ -20,6 +20,8 @@ type wire struct {
 	// chat says that the account speaks Chat Completions: requests go to /chat/completions,
 	// and a 200 stream may carry an error object where its first chunk should be.
 	chat bool
+	// socket says that the request goes over the client connection's upstream WebSocket.
+	socket bool
 	// body builds the upstream body for account m (through the request's serialization cache).
 	body func(x *exchange, m *member) ([]byte, error)
 	// stream relays an upstream stream to a streaming client: the held events, the first real
@@ -46,6 +48,10 @@ var (
 	// Responses client, Chat account: translated both ways.
 	responsesOverChat = &wire{name: "responses over chat", chat: true, body: responsesOverChatBody,
 		stream: (*exchange).relayResponsesFromChat, plain: (*exchange).plainResponsesFromChat}
+	// A WebSocket turn, Responses account over WebSocket: the frame is built when it is sent,
+	// as it depends on the upstream socket (socketwire.go); the events relay as a stream.
+	responsesOverSocket = &wire{name: "responses over websocket", socket: true, body: func(*exchange, *member) ([]byte, error) { return nil, nil },
+		stream: (*exchange).relayStream}
 )
 
 // wireFor is the wire between the request's client and account m.
@@ -58,6 +64,8 @@ func (x *exchange) wireFor(m *member) *wire {
 		return chatOverResponses
 	case chatAccount:
 		return responsesOverChat
+	case x.turn != nil && x.s.speaksSocket(m):
+		return responsesOverSocket
 	}
 	return responsesWire
 }
@@ -84,7 +92,7 @@ func responsesBody(x *exchange, m *member) ([]byte, error) {
 		ov = append(ov, *x.tools)
 		x.noteDroppedTools()
 	}
-	return x.upstreamBody(x.req.obj, "input", append(ov, backendRules(m)...)), nil
+	return x.upstreamBody(x.replayObj(), "input", append(ov, backendRules(m)...)), nil
 }
 
 func chatBody(x *exchange, m *member) ([]byte, error) {
@@ -162,7 +170,7 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 	}
 	t := &translated{}
 	var out []byte
-	out, t.dropped, t.err = to(x.body)
+	out, t.dropped, t.err = to(x.replayBody())
 	if t.err == nil {
 		var perr error
 		if t.obj, perr = payload.Parse(out); perr != nil {
@@ -172,6 +180,25 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 	x.t.DroppedTools = append(x.t.DroppedTools, t.dropped...)
 	x.trans = t
 	return t
+}
+
+// replayObj is the request as one whole Responses body: the client's, or for a WebSocket
+// turn the conversation replayed (built on first need).
+func (x *exchange) replayObj() *payload.Object {
+	if x.turn == nil {
+		return x.req.obj
+	}
+	o, _ := x.turn.full()
+	return o
+}
+
+// replayBody is the bytes of replayObj.
+func (x *exchange) replayBody() []byte {
+	if x.turn == nil {
+		return x.body
+	}
+	_, b := x.turn.full()
+	return b
 }
 
 // includeUsage reports whether a Chat client asked for the usage chunk.

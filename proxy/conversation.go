@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Conversation state of a WebSocket connection. Over a socket the Codex CLI sends, after its
+// first turn, only the new input items and the id of the response they follow
+// (previous_response_id). The relay keeps, per connection, the whole input of the conversation
+// so far: each turn's input items as the client sent them and the output items of each
+// completed response as the upstream sent them, byte for byte. An account reached over HTTP,
+// or any account after a rotation, gets that whole input replayed.
+
+// conversation is one connection's history: one chain of items, and for each response id the
+// relay saw complete, how many items of the chain it closes. A turn that follows an older
+// response (the client forked, or retried after a failure) cuts the chain back to it.
+type conversation struct {
+	items [][]byte
+	ends  map[string]int
+	size  int64 // bytes of items
+	// budget and el account for this conversation in the relay-wide budget.
+	budget *convBudget
+	el     *list.Element
+}
+
+// maxConversationBytes bounds one connection's history. A conversation over it is forgotten:
+// its next turn that names a previous response gets previous_response_not_found, as from an
+// upstream that forgot it, and the client starts over with the whole input.
+const maxConversationBytes = 64 << 20
+
+// defaultConversationBudget bounds the histories of all connections together; past it the
+// least recently used connection's history is forgotten.
+const defaultConversationBudget = 512 << 20
+
+func newConversation(b *convBudget) *conversation {
+	c := &conversation{ends: map[string]int{}, budget: b}
+	b.mu.Lock()
+	c.el = b.lru.PushFront(c)
+	b.mu.Unlock()
+	return c
+}
+
+// upTo returns the items the conversation held when response id completed.
+func (c *conversation) upTo(id string) ([][]byte, bool) {
+	c.budget.mu.Lock()
+	defer c.budget.mu.Unlock()
+	n, ok := c.ends[id]
+	if !ok {
+		return nil, false
+	}
+	c.budget.lru.MoveToFront(c.el)
+	return c.items[:n:n], true
+}
+
+// commit records a completed turn: the chain cut back to the first base items, then the
+// turn's input and output, closed by response id.
+func (c *conversation) commit(base int, input, output [][]byte, id string) {
+	b := c.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.el == nil {
+		return // closed
+	}
+	if base < len(c.items) {
+		for _, it := range c.items[base:] {
+			c.size -= int64(len(it))
+			b.used -= int64(len(it))
+		}
+		clear(c.items[base:])
+		c.items = c.items[:base]
+		for k, n := range c.ends {
+			if n > base {
+				delete(c.ends, k)
+			}
+		}
+	}
+	for _, group := range [][][]byte{input, output} {
+		for _, it := range group {
+			c.items = append(c.items, it)
+			c.size += int64(len(it))
+			b.used += int64(len(it))
+		}
+	}
+	c.ends[id] = len(c.items)
+	b.lru.MoveToFront(c.el)
+	if c.size > maxConversationBytes {
+		b.forget(c)
+	}
+	for b.used > b.limit {
+		oldest := b.lru.Back().Value.(*conversation)
+		if oldest.size == 0 {
+			break
+		}
+		b.forget(oldest)
+	}
+}
+
+// close drops the conversation's history (the connection closed).
+func (c *conversation) close() {
+	b := c.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.el == nil {
+		return
+	}
+	b.forget(c)
+	b.lru.Remove(c.el)
+	c.el = nil
+}
+
+// convBudget is the relay-wide bound of the conversations' histories, least recently used
+// first out.
+type convBudget struct {
+	mu    sync.Mutex
+	lru   list.List
+	used  int64
+	limit int64
+	// forgotten counts histories dropped for the bound.
+	forgotten int64
+}
+
+// forget drops c's history. Called with b.mu held.
+func (b *convBudget) forget(c *conversation) {
+	if c.size > 0 {
+		b.forgotten++
+	}
+	b.used -= c.size
+	c.size = 0
+	clear(c.items)
+	c.items = c.items[:0]
+	clear(c.ends)
+}
+
+// inputItems splits a Responses input value into its items: the elements of an array, or, for
+// a string, the one user message it stands for.
+func inputItems(raw []byte) ([][]byte, error) {
+	switch payload.KindOf(raw) {
+	case payload.KindString:
+		s, err := payload.DecodeString(raw)
+		if err != nil {
+			return nil, err
+		}
+		item := append([]byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":`), payload.AppendString(nil, s)...)
+		return [][]byte{append(item, "}]}"...)}, nil
+	case payload.KindArray:
+		return payload.Elements(raw)
+	}
+	return nil, nil
+}
+
+// joinItems is the JSON array of items.
+func joinItems(groups ...[][]byte) []byte {
+	n := 2
+	for _, g := range groups {
+		for _, it := range g {
+			n += len(it) + 1
+		}
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	first := true
+	for _, g := range groups {
+		for _, it := range g {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, it...)
+		}
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,525 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// The Responses API over a WebSocket, as the Codex CLI speaks it with supports_websockets:
+// GET /v1/responses with Upgrade: websocket, then JSON text frames {"type":"response.create",
+// ...} from the client, each answered with the events of one response, one JSON event per text
+// frame, exactly as the SSE stream would carry them.
+//
+// Each turn runs as an ordinary request through the four phases (handler, route, attempt,
+// respond): the socket is only another way in and out. What the socket adds is the
+// conversation: after its first turn the client sends only the new input items and the id of
+// the response they follow, so the relay keeps the conversation (conversation.go) to replay it
+// whole to an account reached over HTTP, or to any account after a rotation. An account whose
+// upstream speaks WebSocket gets one upstream socket per client connection and, while the
+// conversation stays on it, only the new items (socketwire.go).
+
+// SocketBeta is the OpenAI-Beta value of the WebSocket transport the Codex CLI sends and the
+// upstreams expect.
+const SocketBeta = "responses_websockets=2026-02-06"
+
+// Transports a trace names.
+const (
+	TransportHTTP      = "http"
+	TransportWebSocket = "websocket"
+)
+
+// handleResponsesSocket serves GET /v1/responses: the WebSocket transport. The loopback
+// guards and the local key have been applied (ServeHTTP) before the upgrade.
+func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+			Message: "method GET is not allowed on " + truncate(r.URL.Path, 200) + "; use POST, or GET with Upgrade: websocket for the WebSocket transport"})
+		return
+	}
+	// The Origin check is the guard's (any Origin is refused before this point).
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return // Accept has answered the client
+	}
+	c.SetReadLimit(s.opt.MaxBodyBytes)
+	sc := &socketConn{s: s, c: c, header: r.Header.Clone(), drained: make(chan struct{})}
+	sc.ctx, sc.cancel = context.WithCancel(r.Context())
+	sc.conv = newConversation(s.convBudget())
+	sc.serve()
+}
+
+// socketConn is one client WebSocket connection.
+type socketConn struct {
+	s      *Server
+	c      *websocket.Conn
+	ctx    context.Context // cancelled when the client leaves or the relay stops
+	cancel context.CancelFunc
+	header http.Header // the upgrade request's headers (the session id)
+	conv   *conversation
+	// up is the connection's upstream socket, to the account that served its last turn over
+	// WebSocket (nil: none open).
+	up *upstreamSocket
+	// last is the parameters of the last response.create (for response.append) and lastID
+	// the id of the last response that completed.
+	last   *payload.Object
+	lastID string
+	// drained is closed when the relay stops: the connection closes after its current turn.
+	drained   chan struct{}
+	drainOnce sync.Once
+	warmups   int
+}
+
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// serve reads the client's frames and answers them one turn at a time, until the client
+// closes or the relay stops. A read goroutine watches the socket while a turn runs, so that a
+// client that leaves cancels its upstream request at once.
+func (sc *socketConn) serve() {
+	s := sc.s
+	s.c.sockets.Add(1)
+	s.sockets.Store(sc, struct{}{})
+	defer func() {
+		s.sockets.Delete(sc)
+		s.c.sockets.Add(-1)
+		sc.cancel()
+		sc.conv.close()
+		if sc.up != nil {
+			sc.up.close()
+		}
+	}()
+	frames := make(chan frame, 4)
+	go func() {
+		defer close(frames)
+		for {
+			typ, data, err := sc.c.Read(sc.ctx)
+			if err != nil {
+				sc.cancel() // the client left (or sent a frame over the size limit: closed with 1009)
+				return
+			}
+			select {
+			case frames <- frame{typ, data}:
+			case <-sc.ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return
+			}
+			sc.handle(f)
+			continue
+		case <-sc.drained:
+		}
+		sc.c.Close(websocket.StatusGoingAway, "the relay is stopping")
+		return
+	}
+}
+
+// drain closes the connection after its current turn (the relay stops).
+func (sc *socketConn) drain() { sc.drainOnce.Do(func() { close(sc.drained) }) }
+
+// handle answers one client frame with exactly one terminal event.
+func (sc *socketConn) handle(f frame) {
+	if f.typ != websocket.MessageText {
+		sc.sendError(errInvalid("invalid_frame", "", "binary frames are not supported: send each request as one JSON text frame"))
+		return
+	}
+	obj, err := payload.Parse(f.data)
+	if err != nil {
+		sc.sendError(errInvalid("invalid_json", "", "the frame is not a valid JSON object: "+err.Error()))
+		return
+	}
+	typ, _ := stringMember(obj, "type")
+	switch typ {
+	case "response.create":
+		sc.create(obj, len(f.data))
+	case "response.append":
+		sc.appendTurn(obj, len(f.data))
+	default:
+		sc.sendError(errInvalid("unknown_event_type", "type", fmt.Sprintf("unknown frame type %q: send response.create", truncate(typ, 64))))
+	}
+}
+
+// create runs a response.create frame: a warm-up, or a turn that follows the conversation
+// from previous_response_id (none: a conversation of its own input).
+func (sc *socketConn) create(obj *payload.Object, size int) {
+	prev, ok := stringMember(obj, "previous_response_id")
+	if raw, has := obj.Get("previous_response_id"); has && !ok && payload.KindOf(raw) != payload.KindNull {
+		sc.sendError(errInvalid("invalid_type", "previous_response_id", "'previous_response_id' must be a string"))
+		return
+	}
+	var base [][]byte
+	if prev != "" {
+		if base, ok = sc.conv.upTo(prev); !ok {
+			sc.sendError(&apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "previous_response_not_found",
+				Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", truncate(prev, 100))})
+			return
+		}
+	}
+	var input [][]byte
+	if raw, has := obj.Get("input"); has {
+		k := payload.KindOf(raw)
+		if k != payload.KindArray && k != payload.KindString {
+			sc.sendError(errInvalid("invalid_type", "input", "'input' must be a string or an array, got "+k.String()))
+			return
+		}
+		input, _ = inputItems(raw)
+	}
+	sc.last = obj
+	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input}
+	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
+		sc.warmUp(t)
+		return
+	}
+	sc.run(t, size)
+}
+
+// appendTurn runs a response.append frame: its input items continue the last completed
+// response, with the parameters of the last response.create.
+func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
+	if sc.last == nil || sc.lastID == "" {
+		sc.sendError(errInvalid("no_previous_response", "", "response.append continues the last response of this connection, and none has completed yet: send response.create"))
+		return
+	}
+	input, _ := obj.Get("input")
+	if input == nil {
+		input = []byte("[]")
+	}
+	b := payload.Build(nil, sc.last, []payload.Override{
+		{Key: "type", Value: []byte(`"response.create"`)},
+		{Key: "input", Value: input},
+		{Key: "previous_response_id", Value: payload.AppendString(nil, sc.lastID)},
+		{Key: "generate", Value: nil},
+	})
+	o, err := payload.Parse(b)
+	if err != nil {
+		sc.sendError(errInvalid("invalid_json", "input", "response.append's input is not valid: "+err.Error()))
+		return
+	}
+	sc.create(o, size)
+}
+
+// warmUp answers a generate:false frame without an upstream request: it only prepares the
+// conversation (instructions, tools, the input so far), which the relay keeps itself; the
+// response it answers is the one the next turn follows.
+func (sc *socketConn) warmUp(t *socketTurn) {
+	sc.warmups++
+	id := "resp_relay_warmup_" + strconv.FormatUint(sc.s.seq.Add(1), 10)
+	model, _ := stringMember(t.obj, "model")
+	resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":%%q,"model":%s,"output":[],"usage":{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}}`,
+		id, sc.s.now().Unix(), payload.AppendString(nil, model))
+	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
+	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
+	sc.conv.commit(len(t.base), t.input, nil, id)
+	sc.lastID = id
+}
+
+// run runs one turn as a request through the relay's phases, with the socket as its client.
+func (sc *socketConn) run(t *socketTurn, size int) {
+	s := sc.s
+	w := &socketWriter{sc: sc, turn: t, h: http.Header{}}
+	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(sc.ctx)
+	x := s.begin(w, r, routeResponses)
+	x.turn = t
+	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
+	defer x.end()
+	req, e := clientFields(routeResponses, t.obj, sc.header)
+	if e != nil {
+		x.reject(e, OutcomeRejected)
+		w.finish(x)
+		return
+	}
+	req.stream = true // a socket's turns always stream
+	x.req = req
+	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, true
+	x.route()
+	w.finish(x)
+	if t.completedID != "" {
+		sc.conv.commit(len(t.base), t.input, t.output, t.completedID)
+		sc.lastID = t.completedID
+	}
+}
+
+// socketTurn is one response.create of a connection: the frame, the conversation it follows
+// and, once built, the whole input replayed for an account that cannot follow it.
+type socketTurn struct {
+	sc    *socketConn
+	obj   *payload.Object // the frame as the client sent it
+	prev  string          // previous_response_id ("": none)
+	base  [][]byte        // the conversation's items up to prev
+	input [][]byte        // the frame's input items
+	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
+	// built on first need.
+	replay     *payload.Object
+	replayBody []byte
+	// What the turn answered: the id and output items of its completed (or incomplete)
+	// response, copied; and whether a terminal event reached the client.
+	completedID string
+	output      [][]byte
+	terminal    bool
+}
+
+// full returns the turn as an HTTP Responses body: the whole conversation's input, streamed.
+func (t *socketTurn) full() (*payload.Object, []byte) {
+	if t.replay == nil {
+		t.replayBody = payload.Build(nil, t.obj, []payload.Override{
+			{Key: "type"}, {Key: "generate"}, {Key: "previous_response_id"},
+			{Key: "input", Value: joinItems(t.base, t.input)},
+			{Key: "stream", Value: []byte("true")},
+		})
+		o, err := payload.Parse(t.replayBody)
+		if err != nil {
+			panic("proxy: a replayed body does not parse: " + err.Error()) // built from parsed parts
+		}
+		t.replay = o
+	}
+	return t.replay, t.replayBody
+}
+
+// send writes one event to the client; false when it is gone.
+func (sc *socketConn) send(data []byte) bool {
+	return sc.c.Write(sc.ctx, websocket.MessageText, data) == nil
+}
+
+// sendError answers a frame with an error event in the shape of the WebSocket transport:
+// {"type":"error","status":400,"error":{"type","code","message","param"}}.
+func (sc *socketConn) sendError(e *apiError) {
+	sc.send(errorEvent(e.Status, e))
+}
+
+func errorEvent(status int, e any) []byte {
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Status int    `json:"status"`
+		Error  any    `json:"error"`
+	}{"error", status, e})
+	return b
+}
+
+// socketWriter is the ResponseWriter a turn's exchange answers through: the SSE events the
+// respond phase writes leave as text frames, one per event; a plain answer (an error, a whole
+// response) is turned into its event when the turn ends.
+type socketWriter struct {
+	sc     *socketConn
+	turn   *socketTurn
+	h      http.Header
+	status int
+	sse    bool
+	buf    []byte // SSE bytes not yet ending an event
+	plain  []byte // a plain answer's body
+	err    error
+	events int64
+}
+
+func (w *socketWriter) Header() http.Header { return w.h }
+
+func (w *socketWriter) WriteHeader(status int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = status
+	w.sse = status == http.StatusOK && strings.HasPrefix(w.h.Get("Content-Type"), "text/event-stream")
+}
+
+func (w *socketWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if !w.sse {
+		w.plain = append(w.plain, b...)
+		return len(b), nil
+	}
+	w.buf = append(w.buf, b...)
+	for {
+		name, data, n, ok := nextEvent(w.buf)
+		if !ok {
+			break
+		}
+		if data != nil {
+			w.event(name, data)
+		}
+		w.buf = w.buf[n:]
+		if w.err != nil {
+			return 0, w.err
+		}
+	}
+	if len(w.buf) == 0 {
+		w.buf = nil
+	}
+	return len(b), nil
+}
+
+// FlushError: every event leaves as it is written.
+func (w *socketWriter) FlushError() error { return w.err }
+
+// event sends one event's data as a frame, and notes what the turn answered.
+func (w *socketWriter) event(name string, data []byte) {
+	if name == "" {
+		name = eventType(data)
+	}
+	if !w.sc.send(data) {
+		w.err = errClientGone
+		return
+	}
+	w.events++
+	if isTerminalEvent(name) {
+		w.turn.terminal = true
+		if name == "response.completed" || name == "response.incomplete" {
+			w.turn.completedID, w.turn.output = responseOutput(data)
+		}
+	}
+}
+
+// finish turns a plain answer into its event: an error status into an error event, a whole
+// response (a translated answer) into response.completed. A turn that ended with nothing
+// terminal sent (the client is still there) gets an error, so that each frame has its answer.
+func (w *socketWriter) finish(x *exchange) {
+	if w.err != nil || w.sc.ctx.Err() != nil || w.turn.terminal {
+		return
+	}
+	switch {
+	case w.status >= 400 || (w.status != 0 && w.status != http.StatusOK):
+		var v struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(w.plain, &v) != nil || len(v.Error) == 0 {
+			v.Error, _ = json.Marshal(&apiError{Type: "upstream_error", Message: truncate(strings.TrimSpace(string(w.plain)), 500)})
+		}
+		w.sc.send(errorEvent(w.status, v.Error))
+		w.turn.terminal = true
+	case !w.sse && len(w.plain) > 0:
+		w.event("response.completed", append(append([]byte(`{"type":"response.completed","response":`), w.plain...), '}'))
+	default:
+		w.sc.sendError(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "the turn ended without an answer: " + x.t.Error})
+	}
+}
+
+var errClientGone = fmt.Errorf("the client closed the WebSocket")
+
+// nextEvent reads the first whole event of SSE bytes b: its name, its data (nil for an event
+// without data, such as a comment) and its length; ok is false until b holds a whole event.
+// The relay's respond phase writes whole events, so b is almost always exactly one.
+func nextEvent(b []byte) (name string, data []byte, n int, ok bool) {
+	pos := 0
+	for pos < len(b) {
+		i := bytes.IndexAny(b[pos:], "\r\n")
+		if i < 0 {
+			return "", nil, 0, false
+		}
+		i += pos
+		line := b[pos:i]
+		next := i + 1
+		if b[i] == '\r' {
+			if next == len(b) {
+				return "", nil, 0, false // a "\r\n" may be split
+			}
+			if b[next] == '\n' {
+				next++
+			}
+		}
+		pos = next
+		if len(line) == 0 {
+			return name, data, pos, true
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			name = string(value)
+		case "data":
+			if data == nil {
+				data = make([]byte, 0, len(value))
+			} else {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+		}
+	}
+	return "", nil, 0, false
+}
+
+// eventType is the "type" of an event's data.
+func eventType(data []byte) string {
+	if o, err := payload.Parse(data); err == nil {
+		t, _ := stringMember(o, "type")
+		return t
+	}
+	return ""
+}
+
+// responseOutput reads the id and the output items (copied) of a terminal event's response.
+func responseOutput(data []byte) (string, [][]byte) {
+	o, err := payload.Parse(data)
+	if err != nil {
+		return "", nil
+	}
+	raw, ok := o.Get("response")
+	if !ok {
+		return "", nil
+	}
+	r, err := payload.Parse(raw)
+	if err != nil {
+		return "", nil
+	}
+	id, _ := stringMember(r, "id")
+	out, _ := r.Get("output")
+	items, _ := payload.Elements(out)
+	for i, it := range items {
+		items[i] = bytes.Clone(it)
+	}
+	return id, items
+}
+
+// stringMember is a string member of o ("", false when absent or not a string).
+func stringMember(o *payload.Object, key string) (string, bool) {
+	raw, ok := o.Get(key)
+	if !ok || payload.KindOf(raw) != payload.KindString {
+		return "", false
+	}
+	s, err := payload.DecodeString(raw)
+	return s, err == nil
+}
+
+// drainSockets asks every open client socket to close after its current turn.
+func (s *Server) drainSockets() {
+	s.sockets.Range(func(k, _ any) bool {
+		k.(*socketConn).drain()
+		return true
+	})
+}
+
+// openSockets counts the client sockets open now.
+func (s *Server) openSockets() int64 { return s.c.sockets.Load() }
+
+// convBudget is the relay's bound of the conversations' histories, made on first need.
+func (s *Server) convBudget() *convBudget {
+	s.convOnce.Do(func() {
+		limit := s.opt.ConversationBudget
+		if limit <= 0 {
+			limit = defaultConversationBudget
+		}
+		s.convs = &convBudget{limit: limit}
+	})
+	return s.convs
+}
