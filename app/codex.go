@@ -154,22 +154,28 @@ func (a *App) codexProvider() map[string]any {
 		host = "127.0.0.1"
 	}
 	base := "http://" + net.JoinHostPort(host, port) + "/v1"
-	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models"}
+	// supports_websockets: the relay serves the Responses API over WebSocket too, so that
+	// Codex sends only each turn's new items instead of the whole conversation.
+	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
+		"supports_websockets": true}
 	if a.Settings().LocalAPIKey {
 		p["env_key"] = codexLocalKeyEnv
 	}
 	return p
 }
 
-var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "env_key"}
+var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "supports_websockets", "env_key"}
 
 func (a *App) providerBlock() string {
 	p := a.codexProvider()
 	var b strings.Builder
 	b.WriteString("[model_providers." + codexProviderID + "]\n")
 	for _, k := range providerKeyOrder {
-		if v, ok := p[k].(string); ok {
+		switch v := p[k].(type) {
+		case string:
 			fmt.Fprintf(&b, "%s = %q\n", k, v) // a TOML basic string: the values are plain ASCII
+		case bool:
+			fmt.Fprintf(&b, "%s = %t\n", k, v)
 		}
 	}
 	return b.String()

@@ -69,6 +69,7 @@ model = "gpt-5-mini"
 	if cfg.ModelProvider != "codexrelay" || cfg.Model != "gpt-5-codex" || cfg.Approval != "on-request" ||
 		relay["base_url"] != "http://127.0.0.1:7455/v1" || relay["wire_api"] != "responses" || relay["name"] != "Codex Relay" ||
 		relay["model_catalog_url"] != "http://127.0.0.1:7455/v1/models" || relay["request_max_retries"] != int64(7) ||
+		relay["supports_websockets"] != true ||
 		cfg.ModelProviders["ollama"]["name"] != "Ollama" || cfg.Profiles["fast"]["model"] != "gpt-5-mini" {
 		t.Fatalf("merged config %+v", cfg)
 	}
