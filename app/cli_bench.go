@@ -33,6 +33,13 @@ var benchCommand = &command{
 			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process.",
 			flags:   benchProxyFlags,
 		},
+		{
+			name:    "conversation",
+			usage:   []string{"[--turns 20] [--rounds 5] [--json]"},
+			summary: "a growing conversation over HTTP and over WebSocket: bytes per turn and added time",
+			details: "The same phase runs inside bench proxy; this runs it alone.",
+			flags:   benchConversationFlags,
+		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
 	},
@@ -62,6 +69,23 @@ func benchSerializationFlags(fs *flag.FlagSet) runFunc {
 			return usagef("--samples, --items and --attempts must be at least 1")
 		}
 		return c.printResult(bench.Serialization(opt), *asJSON)
+	}
+}
+
+// benchConversationFlags declares the flags of `bench conversation`.
+func benchConversationFlags(fs *flag.FlagSet) runFunc {
+	turns := fs.Int("turns", 20, "turns of the conversation")
+	rounds := fs.Int("rounds", 5, "times the conversation is played each way")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if *turns < 1 || *rounds < 1 {
+			return usagef("--turns and --rounds must be at least 1")
+		}
+		r, err := bench.Conversation(*turns, *rounds)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
 	}
 }
 

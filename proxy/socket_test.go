@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -589,5 +590,32 @@ func TestSocketWithTheSDK(t *testing.T) {
 	}
 	if resp.OutputText() != "answer 0" || resp.ID != "resp_ws_0" {
 		t.Fatalf("SDK got %q (%s)", resp.OutputText(), resp.ID)
+	}
+}
+
+// When the relay stops, an idle socket is closed with 1001 (going away) and Serve returns.
+func TestSocketClosesWhenTheRelayStops(t *testing.T) {
+	up := newWSUpstream(t)
+	s := proxy.New(proxy.Options{})
+	s.SetAccounts([]proxy.Account{up.account("a")})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, 5*time.Second) }()
+	r := &relay{Server: s, URL: "http://" + ln.Addr().String()}
+	c := r.dial(t)
+	if outputText(turn(t, c, createFrame("", userItem("hi")))) != "answer 0" {
+		t.Fatal("no answer")
+	}
+	stop()
+	_, _, err = c.Read(context.Background())
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("socket ended with %v, want close 1001", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

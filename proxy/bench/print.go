@@ -64,9 +64,34 @@ func (r ProxyResult) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
 			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
 	}
+	c := r.Conversation
+	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
+		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)
 	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
 		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
 	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
 		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
 	tw.Flush()
+	if len(c.PerTurn) > 0 {
+		fmt.Fprintln(w)
+		c.Print(w)
+	}
 }
+
+// Print writes the result as the table `codexrelay bench conversation` shows.
+func (c ConversationResult) Print(w io.Writer) {
+	{
+		fmt.Fprintf(w, "%d-turn conversation played %d times each way, %.1f MB of history at the end; last %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n\n",
+			c.Turns, c.Rounds, float64(c.HistoryBytes)/1e6, min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)
+		fmt.Fprintln(w, "Conversation, turn by turn (bytes in, client to relay and relay to upstream; the relay's added time):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "turn\tHTTP in\tHTTP up\tWS in\tWS up\tHTTP added\tWS added\t")
+		for _, t := range c.PerTurn {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f ms\t%.2f ms\t\n", t.Turn, kb(t.HTTPClientBytes), kb(t.HTTPUpstreamBytes),
+				kb(t.WSClientBytes), kb(t.WSUpstreamBytes), t.HTTPAddedMs, t.WSAddedMs)
+		}
+		tw.Flush()
+	}
+}
+
+func kb(b int64) string { return fmt.Sprintf("%.0f KB", float64(b)/1e3) }

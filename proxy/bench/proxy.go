@@ -35,6 +35,9 @@ type ProxyOptions struct {
 	// IdleWait is how long after the loads the relay's memory is read again (default 60 s).
 	IdleWait     time.Duration
 	SoakRequests int // sequential requests for the memory soak (default 20000)
+	// ConversationTurns is the turns of the conversation phase (default 20, about 1.2 MB of
+	// history at the end) and ConversationRounds how many times it is played (default 5).
+	ConversationTurns, ConversationRounds int
 	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
 	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
 	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
@@ -121,6 +124,8 @@ type ProxyResult struct {
 		GoroutinesIdle      int   `json:"goroutinesIdle"`
 		GoroutinesAfterSoak int   `json:"goroutinesAfterSoak"`
 	} `json:"soak"`
+	// Conversation compares a growing conversation over HTTP and over WebSocket.
+	Conversation ConversationResult `json:"conversation"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -173,7 +178,7 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.large, r.stream, r.loads, r.soak} {
+	for _, phase := range []func() error{r.small, r.large, r.stream, r.conversation, r.loads, r.soak} {
 		if err := phase(); err != nil {
 			return res, err
 		}
@@ -194,6 +199,8 @@ func (opt *ProxyOptions) defaults() {
 	def(&opt.LargeConcurrent, 2000)
 	def(&opt.Rounds, 5)
 	def(&opt.SoakRequests, 20000)
+	def(&opt.ConversationTurns, 20)
+	def(&opt.ConversationRounds, 5)
 	if opt.IdleWait <= 0 {
 		opt.IdleWait = 60 * time.Second
 	}

@@ -21,7 +21,7 @@ func TestProxyBenchRuns(t *testing.T) {
 	started, settled := map[string]int{}, 0
 	r, err := bench.Proxy(bench.ProxyOptions{
 		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, LargeConcurrent: 40, Rounds: 2,
-		IdleWait: 100 * time.Millisecond, SoakRequests: 1000,
+		IdleWait: 100 * time.Millisecond, SoakRequests: 1000, ConversationTurns: 6, ConversationRounds: 1,
 		// "Processes" that run in this process: the phases must go through them.
 		StartProcess: func(kind, upstream string) (*bench.Process, error) {
 			started[kind]++
@@ -72,6 +72,16 @@ func TestProxyBenchRuns(t *testing.T) {
 	}
 	if r.Stream.Events != 50 {
 		t.Fatalf("stream %+v", r.Stream)
+	}
+	c := r.Conversation
+	if c.Turns != 6 || len(c.PerTurn) != 6 || c.LastUploadRatio <= 0 || c.LastUploadRatio >= 0.5 {
+		t.Fatalf("conversation %+v", c)
+	}
+	for i, pt := range c.PerTurn {
+		// Over HTTP the whole history goes each turn; over WebSocket only the turn's items.
+		if i > 0 && (pt.HTTPUpstreamBytes <= c.PerTurn[i-1].HTTPUpstreamBytes || pt.WSUpstreamBytes > c.PerTurn[0].WSUpstreamBytes+64) {
+			t.Fatalf("conversation turn %+v after %+v", pt, c.PerTurn[i-1])
+		}
 	}
 	if r.Soak.Requests != 1000 || r.Soak.RSSAfter1000Bytes <= 0 || r.Soak.RSSAfterAllBytes <= 0 || r.Soak.GoroutinesAfterSoak > r.Soak.GoroutinesIdle {
 		t.Fatalf("soak %+v", r.Soak)
