@@ -196,6 +196,11 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	}()
 	broke := func(what string, err error) (verdict, string) {
 		err = c.explain(err)
+		if a.wire.socket && x.turn.sc.up.reused && !isTimeout(err) {
+			// An upstream may close a socket left idle between turns: the same account
+			// again, on a new socket with the conversation replayed, is no failure of it.
+			return fallback, what + " (on a socket kept from an earlier turn: retried on a new one)"
+		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
 			what += ": " + describeTransportError(err, x.cred.Token)
 		}
@@ -226,6 +231,11 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload).
 		first.Data = redact(first.Data, x.cred.Token)
 		code, msg, resetsAt := parseUpstreamError(first.Data)
+		if a.wire.socket && x.t.Incremental && code == "previous_response_not_found" {
+			// The upstream socket lost the conversation: replay it whole on a new one.
+			x.turn.sc.up.close()
+			return fallback, "the upstream socket lost the conversation: replayed on a new one"
+		}
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
 			return v, reason
 		}

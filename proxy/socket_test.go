@@ -619,3 +619,46 @@ func TestSocketClosesWhenTheRelayStops(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An upstream that closes a socket left idle between turns, or that lost the conversation,
+// costs nothing: the turn goes again to the same account on a new socket with the whole
+// conversation, the account is not blamed and the client sees one ordinary turn.
+func TestSocketUpstreamClosedOrForgot(t *testing.T) {
+	for _, how := range []string{"closed", "forgot"} {
+		t.Run(how, func(t *testing.T) {
+			up := newWSUpstream(t)
+			up.answer = func(n int, c *websocket.Conn, f map[string]any) bool {
+				switch {
+				case n == 0 && how == "closed":
+					for _, ev := range textEvents("resp_first", "gpt-5-codex", "answer 0") {
+						c.Write(context.Background(), websocket.MessageText, []byte(sseData(ev)))
+					}
+					c.Close(websocket.StatusNormalClosure, "idle")
+					return true
+				case n == 1 && how == "forgot":
+					c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"error","status":400,"error":{"type":"invalid_request_error","code":"previous_response_not_found","message":"Previous response with id 'resp_ws_0' not found.","param":"previous_response_id"}}`))
+					return true
+				}
+				return false
+			}
+			r := newRelay(t, proxy.Options{RetryBackoff: time.Hour}, up.account("a"))
+			c := r.dial(t)
+			id := responseID(t, turn(t, c, createFrame("", userItem("one"))))
+			evs := turn(t, c, createFrame(id, userItem("two")))
+			if last(evs)["type"] != "response.completed" {
+				t.Fatalf("second turn ended with %v", last(evs))
+			}
+			frames := up.got()
+			final := frames[len(frames)-1]
+			if field(t, final, "previous_response_id") != nil || !bytes.Contains(field(t, final, "input"), []byte(`"answer 0"`)) {
+				t.Fatalf("the turn was not replayed whole: %s", final)
+			}
+			if len(up.headers) != 2 {
+				t.Errorf("%d upstream sockets, want 2", len(up.headers))
+			}
+			if st := r.account(t, "a"); st.Failures != 0 || st.State != proxy.StateReady {
+				t.Errorf("account blamed: %+v", st)
+			}
+		})
+	}
+}

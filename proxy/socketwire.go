@@ -58,6 +58,9 @@ type upstreamSocket struct {
 	key  string // the account's key
 	last string // the id of the last response that completed on it ("": none)
 	dead bool   // broken, or cut in the middle of a turn: not to be used again
+	// reused says that the socket served an earlier turn: an upstream may close an idle
+	// socket, so a break before the first event of a turn on it is retried on a new one.
+	reused bool
 }
 
 func (u *upstreamSocket) close() {
@@ -73,42 +76,54 @@ func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, h
 	sc := x.turn.sc
 	c := newCall(ctx)
 	c.arm(headerTimeout, errHeaderTimeout)
-	if up := sc.up; up != nil && (up.key != m.key() || up.dead) {
-		up.close()
-		sc.up = nil
-	}
-	if sc.up == nil {
-		conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.req.sessionHeader)
-		if err != nil {
-			if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-				if noSocketStatus(resp.StatusCode) {
-					m.noSocketUntil.Store(x.s.now().Add(noSocketFor).UnixNano())
-					resp.Body.Close()
-					c.end()
-					return nil, nil, 0, errNoSocket
+	sent := 0
+	for {
+		if up := sc.up; up != nil && (up.key != m.key() || up.dead) {
+			up.close()
+			sc.up = nil
+		}
+		if sc.up == nil {
+			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.req.sessionHeader)
+			if err != nil {
+				if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+					if noSocketStatus(resp.StatusCode) {
+						m.noSocketUntil.Store(x.s.now().Add(noSocketFor).UnixNano())
+						resp.Body.Close()
+						c.end()
+						return nil, nil, sent, errNoSocket
+					}
+					c.timer.Stop()
+					return resp, c, sent, nil // refused: an answer for classifyStatus
 				}
-				c.timer.Stop()
-				return resp, c, 0, nil // refused: an answer for classifyStatus
+				err = c.explain(err)
+				c.end()
+				return nil, nil, sent, err
 			}
+			sc.up = &upstreamSocket{c: conn, key: m.key()}
+		} else {
+			sc.up.reused = true
+		}
+		up := sc.up
+		frame := x.socketFrame(m, up)
+		sent += len(frame)
+		err := up.c.Write(c.ctx, websocket.MessageText, frame)
+		if err == nil {
+			break
+		}
+		up.close()
+		if !up.reused || c.ctx.Err() != nil {
 			err = c.explain(err)
 			c.end()
-			return nil, nil, 0, err
+			return nil, nil, sent, err
 		}
-		sc.up = &upstreamSocket{c: conn, key: m.key()}
+		// An upstream may close a socket left idle between turns: open a new one.
 	}
 	up := sc.up
-	frame := x.socketFrame(m, up)
-	if err := up.c.Write(c.ctx, websocket.MessageText, frame); err != nil {
-		up.dead = true
-		err = c.explain(err)
-		c.end()
-		return nil, nil, len(frame), err
-	}
 	// The frame is the request: what follows is the answer's first event (await arms its wait).
 	c.timer.Stop()
 	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
 		Body: &socketTurnBody{up: up, ctx: c.ctx}}
-	return resp, c, len(frame), nil
+	return resp, c, sent, nil
 }
 
 // socketFrame is the response.create frame for m: the client's frame as it came (the new
