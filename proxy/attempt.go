@@ -64,6 +64,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		}
 		switch v {
 		case served:
+			x.t.Account = m.Name
 			if x.answer != nil {
 				x.respond()
 			}

@@ -38,6 +38,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /relay/stats", s.handleStats)
 	mux.HandleFunc("GET /relay/traces", s.handleTraces)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /relay/usage", s.handleUsage)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
@@ -114,6 +115,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	}
 	x.req = req
 	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, req.stream
+	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
 	x.route()
 }
 
@@ -283,6 +285,9 @@ func (x *exchange) end() {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)
+	if hook := s.traceHook.Load(); hook != nil {
+		(*hook)(x.t)
+	}
 	lvl := slogLevelFor(x.t)
 	s.log.Log(context.Background(), lvl, "request", "id", x.t.ID, "route", x.t.Route, "model", x.t.Model,
 		"stream", x.t.Stream, "status", x.t.Status, "outcome", x.t.Outcome, "attempts", len(x.t.Attempts),

@@ -88,6 +88,7 @@ func (x *exchange) relayStream(a *answer) {
 		events++
 		if isTerminalEvent(ev.Name) {
 			terminal = ev.Name
+			x.noteUsage(ev.Data)
 		}
 		// Flush once nothing more is waiting: each event leaves as soon as it arrived.
 		if rd.Buffered() == 0 && rc.Flush() != nil {
@@ -123,6 +124,9 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 	feed := func(ev sse.Event) (done bool, ok bool) {
 		if len(ev.Data) == 0 {
 			return false, true
+		}
+		if isTerminalEvent(ev.Name) {
+			x.noteUsage(ev.Data)
 		}
 		chunks, done, err := cs.Event(ev.Name, ev.Data)
 		for _, c := range chunks {
@@ -212,6 +216,7 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 			x.t.Outcome = OutcomeCompleted
 			return
 		}
+		x.noteChunkUsage(ev.Data)
 		evs, cerr := rs.Chunk(ev.Data)
 		if cerr != nil {
 			x.t.Outcome, x.t.Error = OutcomeFailed, cerr.Error()
@@ -252,6 +257,7 @@ func (x *exchange) relayChat(a *answer) {
 		if isChatError(ev.Data) {
 			raw = redact(raw, x.cred.Token)
 		}
+		x.noteChunkUsage(ev.Data)
 		if !x.writeRaw(raw) {
 			x.clientGone()
 			return
@@ -276,6 +282,7 @@ func (x *exchange) relayPlain(a *answer) {
 		h.Set("Content-Type", ct)
 	}
 	h.Set("Content-Length", strconv.Itoa(len(answer)))
+	x.noteUsage(answer)
 	x.w.WriteHeader(resp.StatusCode)
 	n, err := x.w.Write(answer)
 	x.t.Bytes, x.t.Status = int64(n), resp.StatusCode
@@ -288,11 +295,13 @@ func (x *exchange) relayPlain(a *answer) {
 
 // plainChatFromResponses answers a Chat client from a whole Responses answer.
 func (x *exchange) plainChatFromResponses(a *answer) {
+	x.noteUsage(a.plain)
 	x.writeTranslated(bridge.ResponseToChatCompletion(a.plain, x.req.model))
 }
 
 // plainResponsesFromChat answers a Responses client from a whole Chat Completions answer.
 func (x *exchange) plainResponsesFromChat(a *answer) {
+	x.noteUsage(a.plain)
 	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, "resp_"+x.t.ID, x.start.Unix()))
 }
 
@@ -339,6 +348,7 @@ func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, OutcomeFailed)
 		return nil, false
 	}
+	x.noteUsage(final.Data)
 	obj, perr := payload.Parse(final.Data)
 	var resp []byte
 	if perr == nil {

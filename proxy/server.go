@@ -91,6 +91,38 @@ type Server struct {
 	convs      *convBudget
 	socketOnce sync.Once
 	socketHTTP *http.Client
+	// traceHook sees every finished request's trace; usage serves /relay/usage.
+	traceHook atomic.Pointer[func(Trace)]
+	usage     atomic.Pointer[http.Handler]
+}
+
+// SetTraceHook has f called with the trace of every finished request (nil: none), on the
+// request's goroutine as it ends: f must not block (the usage ledger queues and returns).
+func (s *Server) SetTraceHook(f func(Trace)) {
+	if f == nil {
+		s.traceHook.Store(nil)
+		return
+	}
+	s.traceHook.Store(&f)
+}
+
+// SetUsageHandler serves GET /relay/usage with h (nil: the route answers that no usage is
+// kept). The loopback guards and the local key apply first, as on every route.
+func (s *Server) SetUsageHandler(h http.Handler) {
+	if h == nil {
+		s.usage.Store(nil)
+		return
+	}
+	s.usage.Store(&h)
+}
+
+func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
+	if h := s.usage.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "usage_unavailable",
+		Message: "this relay keeps no usage ledger (it is off, or could not be opened: see the log)"})
 }
 
 // New returns a Server with no accounts.

@@ -37,6 +37,14 @@ type Trace struct {
 	// Incremental says that a WebSocket turn went upstream as the client sent it (new items
 	// after previous_response_id) rather than with the conversation replayed.
 	Incremental bool `json:"incremental,omitempty"`
+	// Account is the account that answered ("" when none did); Usage the tokens its answer
+	// reported (nil when it reported none).
+	Account string `json:"account,omitempty"`
+	Usage   *Usage `json:"usage,omitempty"`
+	// Session is the request's affinity key (prompt_cache_key or the session header) and
+	// Project the workspace the Codex CLI named in x-codex-turn-metadata ("" when none).
+	Session string `json:"session,omitempty"`
+	Project string `json:"project,omitempty"`
 }
 
 // Attempt is one upstream try of a request.

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"path"
+	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Usage: the tokens an upstream says a request cost, read from what the respond phase relays
+// anyway (the terminal event of a Responses stream, the usage chunk of a Chat stream, a whole
+// answer), for the trace and the usage ledger. Nothing is parsed for it that is not at the end
+// of an answer.
+
+// Usage is the token usage of one request, as the upstream reported it.
+type Usage struct {
+	InputTokens int64 `json:"inputTokens"`
+	// CachedTokens are the part of InputTokens read from the prompt cache.
+	CachedTokens int64 `json:"cachedTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+	// ReasoningTokens are the part of OutputTokens spent reasoning.
+	ReasoningTokens int64 `json:"reasoningTokens"`
+}
+
+// wireUsage is a usage object in either protocol's names.
+type wireUsage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	OutputTokens       int64 `json:"output_tokens"`
+	PromptTokens       int64 `json:"prompt_tokens"`
+	CompletionTokens   int64 `json:"completion_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	OutputTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// parseTokenUsage reads the usage of a Responses object, a Responses event carrying one
+// ({"response":{...}}), a Chat completion or a Chat chunk. nil when there is none.
+func parseTokenUsage(b []byte) *Usage {
+	o, err := payload.Parse(b)
+	if err != nil {
+		return nil
+	}
+	if raw, ok := o.Get("response"); ok && payload.KindOf(raw) == payload.KindObject {
+		if o, err = payload.Parse(raw); err != nil {
+			return nil
+		}
+	}
+	raw, ok := o.Get("usage")
+	if !ok || payload.KindOf(raw) != payload.KindObject {
+		return nil
+	}
+	var w wireUsage
+	if json.Unmarshal(raw, &w) != nil {
+		return nil
+	}
+	u := &Usage{InputTokens: w.InputTokens + w.PromptTokens, OutputTokens: w.OutputTokens + w.CompletionTokens}
+	for _, d := range []*struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	}{w.InputTokensDetails, w.PromptTokensDetails} {
+		if d != nil {
+			u.CachedTokens += d.CachedTokens
+		}
+	}
+	for _, d := range []*struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	}{w.OutputTokensDetails, w.CompletionTokensDetails} {
+		if d != nil {
+			u.ReasoningTokens += d.ReasoningTokens
+		}
+	}
+	return u
+}
+
+// noteUsage records in the trace the usage b carries, if any.
+func (x *exchange) noteUsage(b []byte) {
+	if u := parseTokenUsage(b); u != nil {
+		x.t.Usage = u
+	}
+}
+
+// noteChunkUsage records the usage of a Chat chunk that carries one (the last chunk, when the
+// client or the relay asked for include_usage): most chunks are skipped by a byte search.
+func (x *exchange) noteChunkUsage(data []byte) {
+	if bytes.Contains(data, []byte(`"usage":{`)) {
+		x.noteUsage(data)
+	}
+}
+
+// projectOf names the workspace the Codex CLI says a turn runs in: its x-codex-turn-metadata
+// (a header, or the same key in the body's client_metadata) is a JSON object whose cwd, or
+// failing that its first workspace path, ends with the project's directory name.
+func projectOf(header string, obj *payload.Object) string {
+	meta := header
+	if meta == "" && obj != nil {
+		if raw, ok := obj.Get("client_metadata"); ok && payload.KindOf(raw) == payload.KindObject {
+			var cm map[string]json.RawMessage
+			if json.Unmarshal(raw, &cm) == nil {
+				json.Unmarshal(cm["x-codex-turn-metadata"], &meta)
+			}
+		}
+	}
+	if meta == "" || len(meta) > 64<<10 {
+		return ""
+	}
+	var v struct {
+		Cwd        string                     `json:"cwd"`
+		Workspaces map[string]json.RawMessage `json:"workspaces"`
+	}
+	if json.Unmarshal([]byte(meta), &v) != nil {
+		return ""
+	}
+	dir := v.Cwd
+	if dir == "" {
+		for p := range v.Workspaces {
+			if dir == "" || p < dir {
+				dir = p
+			}
+		}
+	}
+	dir = strings.TrimRight(strings.ReplaceAll(dir, `\`, "/"), "/")
+	if dir == "" {
+		return ""
+	}
+	return truncate(path.Base(dir), 120)
+}
