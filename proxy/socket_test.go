@@ -250,6 +250,9 @@ func TestSocketIncrementalTurnsOnOneUpstreamSocket(t *testing.T) {
 	if n := r.Stats().Requests.WebSockets; n != 1 {
 		t.Errorf("websockets_open = %d, want 1", n)
 	}
+	if resp, err := http.Get(r.URL + "/metrics"); err != nil || !strings.Contains(string(readAll(t, resp)), "\ncodexrelay_websockets_open 1\n") {
+		t.Errorf("/metrics does not count the open socket (%v)", err)
+	}
 	c.Close(websocket.StatusNormalClosure, "")
 	eventually(t, "the socket to close", func() bool { return r.Stats().Requests.WebSockets == 0 })
 }
