@@ -94,6 +94,12 @@ func (sc *socketConn) serve() {
 	s.c.sockets.Add(1)
 	s.sockets.Store(sc, struct{}{})
 	defer func() {
+		if p := recover(); p != nil {
+			// A bug in a turn closes this connection (1011), not the relay.
+			s.log.Error("websocket turn panicked", "panic", fmt.Sprint(p))
+			sc.c.Close(websocket.StatusInternalError, "internal error in the relay")
+		}
+		sc.c.CloseNow()
 		s.sockets.Delete(sc)
 		s.c.sockets.Add(-1)
 		sc.cancel()
