@@ -285,6 +285,9 @@ func (x *exchange) end() {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)
+	if x.t.Usage != nil {
+		s.tokens.add(x.t.Account, x.t.ResolvedModel, x.t.Usage)
+	}
 	if hook := s.traceHook.Load(); hook != nil {
 		(*hook)(x.t)
 	}

@@ -46,6 +46,16 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			metric("codexrelay_account_state", "gauge", "Account state (1 for the current one).", v, name, `state="`+st+`"`)
 		}
 	}
+	s.tokens.each(func(account, model string, u Usage) {
+		l := []string{`account="` + escapeLabel(account) + `"`, `model="` + escapeLabel(model) + `"`}
+		for _, k := range []struct {
+			kind string
+			n    int64
+		}{{"input", u.InputTokens}, {"cached", u.CachedTokens}, {"output", u.OutputTokens}, {"reasoning", u.ReasoningTokens}} {
+			metric("codexrelay_tokens_total", "counter", "Tokens the upstreams reported, by account, served model and kind (cached is part of input, reasoning part of output).",
+				k.n, append(l, `kind="`+k.kind+`"`)...)
+		}
+	})
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write([]byte(b.String()))
 }

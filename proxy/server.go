@@ -93,6 +93,7 @@ type Server struct {
 	socketHTTP *http.Client
 	// traceHook sees every finished request's trace; usage serves /relay/usage.
 	traceHook atomic.Pointer[func(Trace)]
+	tokens    tokenCounters
 	usage     atomic.Pointer[http.Handler]
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
@@ -133,4 +135,46 @@ func projectOf(header string, obj *payload.Object) string {
 		return ""
 	}
 	return truncate(path.Base(dir), 120)
+}
+
+// tokenCounters are the tokens answered since the relay started, by account and served model,
+// for /metrics.
+type tokenCounters struct {
+	mu sync.Mutex
+	m  map[[2]string]*Usage
+}
+
+func (c *tokenCounters) add(account, model string, u *Usage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[2]string]*Usage{}
+	}
+	t := c.m[[2]string{account, model}]
+	if t == nil {
+		t = &Usage{}
+		c.m[[2]string{account, model}] = t
+	}
+	t.InputTokens += u.InputTokens
+	t.CachedTokens += u.CachedTokens
+	t.OutputTokens += u.OutputTokens
+	t.ReasoningTokens += u.ReasoningTokens
+}
+
+// each calls f for every account and model, in order.
+func (c *tokenCounters) each(f func(account, model string, u Usage)) {
+	c.mu.Lock()
+	keys := make([][2]string, 0, len(c.m))
+	for k := range c.m {
+		keys = append(keys, k)
+	}
+	vals := make(map[[2]string]Usage, len(c.m))
+	for k, v := range c.m {
+		vals[k] = *v
+	}
+	c.mu.Unlock()
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	for _, k := range keys {
+		f(k[0], k[1], vals[k])
+	}
 }

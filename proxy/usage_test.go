@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -53,6 +54,14 @@ func TestUsageReachesTheTrace(t *testing.T) {
 			}
 			if tr.Account != tc.account.Name || tr.Project != "codexrelay" {
 				t.Errorf("account %q project %q", tr.Account, tr.Project)
+			}
+			m, err := http.Get(r.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("codexrelay_tokens_total{account=%q,model=%q,kind=\"output\"} %d\n", tc.account.Name, tr.ResolvedModel, tc.want.OutputTokens)
+			if body := string(readAll(t, m)); !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
 			}
 			mu.Lock()
 			defer mu.Unlock()
