@@ -7,11 +7,15 @@ import (
 	"os"
 	"runtime"
 
+	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/ui"
 )
+
+// appID is the application's identifier (FyneApp.toml's ID).
+const appID = "io.github.codexrelay"
 
 func main() {
 	if len(os.Args) > 1 {
@@ -56,7 +60,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
 		os.Exit(1)
 	}
-	ui.Run(fyneapp.NewWithID("io.github.codexrelay"), relay, log, inst)
+	// The tray's title (and the notifications' sender) come from the app's metadata, which only
+	// a build by the fyne tool would embed: set it here for every build.
+	fyneapp.SetMetadata(fyne.AppMetadata{ID: appID, Name: "Codex Relay", Version: app.Version})
+	ui.Run(fyneapp.NewWithID(appID), relay, log, inst)
 }
 
 // noDisplay says whether this is Linux or a BSD without an X11 or Wayland display to open the

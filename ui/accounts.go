@@ -1,16 +1,15 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -18,187 +17,116 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// accountsWindow lists the accounts in priority order and adds, orders, enables and removes them.
+// accountsWindow lists the accounts in priority order, each with its state, its usage and a
+// "…" menu of what can be done to it (replace its key or sign in again, rename, enable or
+// disable, move, remove), and adds accounts through the Add account dialog.
 type accountsWindow struct {
 	u   *UI
 	win fyne.Window
+	// shown says whether the window is open: a hidden one is not kept up to date.
+	shown bool
 
 	rows  []accountRow
-	shown string // signature of rows on screen
+	views []accountItemView // what the list shows
 	list  *widget.List
 	none  *widget.RichText
+	order *widget.RichText
+	// status says what the last action did ("Added “work”.").
+	status *widget.Label
 
-	// The API-key form.
-	name, baseURL, key          *widget.Entry
-	api                         *widget.Select
-	nameErr, urlErr, keyErr     *widget.Label
-	addErr                      *widget.Label
-	add, signIn, importCodexBtn *widget.Button
+	// The dialogs last opened, for the tests to drive.
+	add    *addDialog
+	ask    *valueDialog
+	remove *removeDialog
+	signin *signInDialog
 }
 
-// accountRow is one account as the window shows it: settings merged with live state.
+// accountRow is one account as the window shows it: its settings and its live state.
 type accountRow struct {
-	meta  app.AccountMeta
-	state string
-	err   string
+	meta app.AccountMeta
+	live proxy.AccountStats
 }
+
+// accountsWindowSize fits seven accounts without scrolling.
+var accountsWindowSize = fyne.NewSize(780, 560)
 
 func newAccountsWindow(u *UI) *accountsWindow {
 	a := &accountsWindow{u: u}
-	a.win = u.toolWindow("Accounts – Codex Relay", a.build(), fyne.NewSize(760, 720))
+	a.win = u.toolWindow("Accounts – Codex Relay", a.build(), accountsWindowSize)
+	a.win.SetCloseIntercept(func() { a.shown = false; a.win.Hide() })
 	return a
 }
 
 func (a *accountsWindow) build() fyne.CanvasObject {
 	a.list = widget.NewList(
-		func() int { return len(a.rows) },
-		a.newRow,
-		func(id widget.ListItemID, o fyne.CanvasObject) { a.updateRow(id, o) })
+		func() int { return len(a.views) },
+		func() fyne.CanvasObject { return newAccountItem() },
+		func(id widget.ListItemID, o fyne.CanvasObject) {
+			if id < len(a.views) {
+				it := o.(*accountItem)
+				it.Set(a.views[id])
+				it.menu.OnTapped = func() { a.openMenu(id, it.menu) }
+			}
+		})
 	a.list.OnSelected = func(widget.ListItemID) { a.list.UnselectAll() }
-	a.none = note("No accounts yet. Add one below: the relay needs at least one to route requests.")
-
-	a.name = widget.NewEntry()
-	a.name.SetPlaceHolder("work")
-	a.baseURL = widget.NewEntry()
-	a.baseURL.SetPlaceHolder("https://api.openai.com/v1")
-	a.api = widget.NewSelect([]string{string(proxy.APIResponses), string(proxy.APIChat)}, nil)
-	a.api.SetSelected(string(proxy.APIResponses))
-	a.key = widget.NewPasswordEntry()
-	a.key.SetPlaceHolder("sk-…")
-	a.nameErr, a.urlErr, a.keyErr, a.addErr = errorLabel(), errorLabel(), errorLabel(), errorLabel()
-	a.add = widget.NewButtonWithIcon("Add account", theme.ContentAddIcon(), a.addAPIKey)
-	a.add.Importance = widget.HighImportance
-
-	form := container.New(layout.NewFormLayout(),
-		widget.NewLabel("Name"), container.NewVBox(a.name, a.nameErr),
-		widget.NewLabel("Base URL"), container.NewVBox(a.baseURL, a.urlErr),
-		widget.NewLabel("API"), a.api,
-		widget.NewLabel("API key"), container.NewVBox(a.key, a.keyErr),
-	)
-
-	a.signIn = widget.NewButtonWithIcon("Sign in with ChatGPT…", theme.LoginIcon(), a.signInChatGPT)
-	a.importCodexBtn = widget.NewButtonWithIcon("Import from Codex", theme.DownloadIcon(), a.importCodex)
-
-	bottom := container.NewVBox(
-		widget.NewSeparator(),
-		heading("Add a ChatGPT account"),
-		note("Sign in in the browser, or import the login the Codex CLI keeps in ~/.codex/auth.json."),
-		container.NewHBox(a.signIn, a.importCodexBtn),
-		widget.NewSeparator(),
-		heading("Add an API-key account"),
-		note("Any OpenAI-compatible endpoint. The key goes to the system keychain, never to a file."),
-		form,
-		container.NewHBox(layout.NewSpacer(), a.add),
-		a.addErr,
-	)
-	top := container.NewVBox(heading("Accounts, in priority order"), a.none)
-	return container.NewPadded(container.NewBorder(top, bottom, nil, nil, a.list))
+	a.none = note("No account yet. Add one: the relay needs at least one to send requests to.")
+	a.none.Hide()
+	a.order = note("")
+	add := widget.NewButtonWithIcon("Add account…", theme.ContentAddIcon(), func() { a.showAdd(addChatGPT) })
+	add.Importance = widget.HighImportance
+	a.status = widget.NewLabel("")
+	a.status.Wrapping = fyne.TextWrapWord
+	a.status.Hide()
+	top := container.NewVBox(
+		container.NewBorder(nil, nil, nil, add, heading("Accounts, in list order")),
+		a.none)
+	bottom := container.NewVBox(a.status, a.order)
+	// The compact theme fits seven accounts in the window without scrolling.
+	return container.NewThemeOverride(container.NewPadded(container.NewBorder(top, bottom, nil, nil, a.list)), compact{})
 }
 
-// Each list row: position, name, kind and detail, state; enable check, up, down, remove.
-func (a *accountsWindow) newRow() fyne.CanvasObject {
-	pos := widget.NewLabel("9.")
-	name := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	name.Truncation = fyne.TextTruncateEllipsis
-	detail := widget.NewRichText(&widget.TextSegment{Style: widget.RichTextStyle{
-		ColorName: theme.ColorNamePlaceHolder, Inline: true, SizeName: theme.SizeNameText}})
-	detail.Truncation = fyne.TextTruncateEllipsis
-	stateL := widget.NewLabel("")
-	enabled := widget.NewCheck("Enabled", nil)
-	up := widget.NewButtonWithIcon("", theme.MoveUpIcon(), nil)
-	down := widget.NewButtonWithIcon("", theme.MoveDownIcon(), nil)
-	remove := widget.NewButtonWithIcon("", theme.DeleteIcon(), nil)
-	remove.Importance = widget.LowImportance
-	controls := container.NewCenter(container.NewHBox(stateL, enabled, up, down, remove))
-	return container.NewBorder(nil, nil, container.NewCenter(pos), controls, container.NewVBox(name, detail))
-}
-
-func (a *accountsWindow) updateRow(id widget.ListItemID, o fyne.CanvasObject) {
-	if id >= len(a.rows) {
-		return
-	}
-	r := a.rows[id]
-	c := o.(*fyne.Container)
-	// Border puts the center object first, then left, then right.
-	texts := c.Objects[0].(*fyne.Container).Objects
-	pos := c.Objects[1].(*fyne.Container).Objects[0].(*widget.Label)
-	controls := c.Objects[2].(*fyne.Container).Objects[0].(*fyne.Container).Objects
-	pos.SetText(strconv.Itoa(id+1) + ".")
-	texts[0].(*widget.Label).SetText(r.meta.Name)
-	detail := texts[1].(*widget.RichText)
-	detail.Segments[0].(*widget.TextSegment).Text = accountDetail(r)
-	detail.Refresh()
-	stateL := controls[0].(*widget.Label)
-	stateL.Importance = stateImportance(r.state)
-	stateL.SetText(stateText(r.state))
-	enabled := controls[1].(*widget.Check)
-	enabled.OnChanged = nil
-	enabled.SetChecked(!r.meta.Disabled)
-	name := r.meta.Name
-	enabled.OnChanged = func(on bool) { a.setEnabled(name, on) }
-	up, down, remove := controls[2].(*widget.Button), controls[3].(*widget.Button), controls[4].(*widget.Button)
-	up.OnTapped = func() { a.move(name, id) } // 1-based: id is the position above
-	down.OnTapped = func() { a.move(name, id+2) }
-	remove.OnTapped = func() { a.confirmRemove(name) }
-	if id == 0 {
-		up.Disable()
-	} else {
-		up.Enable()
-	}
-	if id == len(a.rows)-1 {
-		down.Disable()
-	} else {
-		down.Enable()
-	}
-}
-
-func accountDetail(r accountRow) string {
-	parts := []string{kindText(proxy.Kind(r.meta.Kind))}
-	if r.meta.Email != "" {
-		parts = append(parts, r.meta.Email)
-	}
-	if r.meta.BaseURL != "" {
-		parts = append(parts, r.meta.BaseURL)
-	}
-	if r.meta.Kind == string(proxy.KindOpenAI) && r.meta.API != "" {
-		parts = append(parts, r.meta.API+" API")
-	}
-	if r.err != "" {
-		parts = append(parts, "last error: "+r.err)
-	}
-	return strings.Join(parts, " · ")
-}
-
-// show merges the saved accounts with the live state and redraws the list if it changed.
+// show merges the saved accounts with the live state and refreshes the list if it changed.
 func (a *accountsWindow) show(v view) {
 	live := map[string]proxy.AccountStats{}
 	for _, s := range v.snap.Accounts {
 		live[s.Name] = s
 	}
 	metas := a.u.relay.Accounts()
+	now := a.u.now()
 	rows := make([]accountRow, 0, len(metas))
-	var sig strings.Builder
-	for _, m := range metas {
-		r := accountRow{meta: m, state: proxy.StateReady}
+	views := make([]accountItemView, 0, len(metas))
+	for i, m := range metas {
+		r := accountRow{meta: m, live: proxy.AccountStats{Name: m.Name, Kind: proxy.Kind(m.Kind), State: proxy.StateReady}}
 		if s, ok := live[m.Name]; ok {
-			r.state, r.err = s.State, s.LastError
+			r.live = s
 		}
 		if m.Disabled {
-			r.state = proxy.StateDisabled
+			r.live.State = proxy.StateDisabled
 		}
 		rows = append(rows, r)
-		fmt.Fprintf(&sig, "%s|%s|%s|%t|%s|%s\n", m.Name, m.Kind, r.state, m.Disabled, r.err, m.BaseURL)
+		views = append(views, newAccountItemView(r, i, v.snap, now))
 	}
 	a.rows = rows
-	if len(rows) == 0 {
-		a.none.Show()
-	} else {
-		a.none.Hide()
-	}
-	if s := sig.String(); s != a.shown {
-		a.shown = s
+	setVisible(a.none, len(rows) == 0)
+	setNote(a.order, orderNote(a.u.relay.Settings().Strategy))
+	if !slices.Equal(views, a.views) {
+		a.views = views
 		a.list.Refresh()
+		redraws.Add(1)
 	}
+}
+
+// orderNote says what the list's order means under the routing strategy.
+func orderNote(strategy string) string {
+	switch strategy {
+	case proxy.StrategyRoundRobin:
+		return "Routing: round-robin. The healthy accounts take turns, in this order."
+	case proxy.StrategyMostQuotaLeft:
+		return "Routing: most quota left. Untouched accounts first, then the ones with the most room; " +
+			"this order breaks ties."
+	}
+	return "Routing: priority. The first healthy account takes every request; the next one only " +
+		"when it fails, reaches its limit or rests."
 }
 
 // reload shows the accounts again after a change made here.
@@ -207,163 +135,236 @@ func (a *accountsWindow) reload() {
 	a.show(a.u.last)
 }
 
-// fail reports err: keychain failures in a dialog with their advice, others in a dialog too.
+// done reports what an action did, under the list.
+func (a *accountsWindow) done(text string) {
+	setMessage(a.status, text, widget.SuccessImportance)
+	a.reload()
+}
+
+// fail reports err in a dialog (a keychain failure with its advice).
 func (a *accountsWindow) fail(err error) {
+	setMessage(a.status, "", widget.SuccessImportance)
 	a.u.showError(a.win, err)
 	a.reload()
 }
 
+// rowMenu is the "…" menu of the account in row id.
+func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
+	r := a.rows[id]
+	name := r.meta.Name
+	var items []*fyne.MenuItem
+	if r.meta.Kind == string(proxy.KindOpenAI) {
+		items = append(items, fyne.NewMenuItem("Replace key…", func() { a.replaceKey(name) }))
+	} else {
+		items = append(items, fyne.NewMenuItem("Sign in again…", func() { a.signIn(name) }))
+	}
+	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
+	if r.meta.Disabled {
+		items = append(items, fyne.NewMenuItem("Enable", func() { a.setEnabled(name, true) }))
+	} else {
+		items = append(items, fyne.NewMenuItem("Disable", func() { a.setEnabled(name, false) }))
+	}
+	up := fyne.NewMenuItem("Move up", func() { a.move(name, id) }) // positions are 1-based
+	up.Disabled = id == 0
+	down := fyne.NewMenuItem("Move down", func() { a.move(name, id+2) })
+	down.Disabled = id == len(a.rows)-1
+	items = append(items, up, down, fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem("Remove…", func() { a.confirmRemove(name) }))
+	return fyne.NewMenu(name, items...)
+}
+
+// openMenu shows row id's menu under its "…" button.
+func (a *accountsWindow) openMenu(id int, button fyne.CanvasObject) {
+	if id >= len(a.rows) {
+		return
+	}
+	widget.ShowPopUpMenuAtRelativePosition(a.rowMenu(id), a.win.Canvas(),
+		fyne.NewPos(0, button.Size().Height), button)
+}
+
+// setEnabled enables or disables an account, off the UI thread (saving the settings may wait
+// for another process's lock).
 func (a *accountsWindow) setEnabled(name string, on bool) {
-	if err := a.u.relay.SetAccountEnabled(name, on); err != nil {
-		a.fail(err)
-		return
-	}
-	a.reload()
-}
-
-func (a *accountsWindow) move(name string, to int) {
-	if _, err := a.u.relay.MoveAccount(name, to); err != nil {
-		a.fail(err)
-		return
-	}
-	a.reload()
-}
-
-func (a *accountsWindow) confirmRemove(name string) {
-	dialog.ShowConfirm("Remove account?",
-		fmt.Sprintf("Remove %q from Codex Relay and delete its secret from the keychain?\nThis cannot be undone.", name),
-		func(ok bool) {
-			if !ok {
-				return
-			}
-			a.u.async(func() {
-				err := a.u.relay.RemoveAccount(name)
-				fyne.Do(func() {
-					if err != nil {
-						a.fail(err)
-						return
-					}
-					a.reload()
-				})
-			})
-		}, a.win)
-}
-
-// validate checks the API-key form and shows each problem next to its field.
-func (a *accountsWindow) validate() (app.NewAccount, app.Secret, bool) {
-	ok := true
-	name := strings.TrimSpace(a.name.Text)
-	if name == "" {
-		setError(a.nameErr, errors.New("enter a name, e.g. work"))
-		ok = false
-	} else {
-		err := app.ValidateName(name)
-		setError(a.nameErr, err)
-		ok = ok && err == nil
-	}
-	base, err := app.ValidateBaseURL(a.baseURL.Text)
-	if strings.TrimSpace(a.baseURL.Text) == "" {
-		err = errors.New("enter the endpoint's base URL, e.g. https://api.openai.com/v1")
-	}
-	setError(a.urlErr, err)
-	ok = ok && err == nil
-	key := strings.TrimSpace(a.key.Text)
-	if key == "" {
-		setError(a.keyErr, errors.New("enter the API key"))
-		ok = false
-	} else {
-		setError(a.keyErr, nil)
-	}
-	return app.NewAccount{Name: name, Kind: string(proxy.KindOpenAI), BaseURL: base, API: a.api.Selected},
-		app.Secret{APIKey: key}, ok
-}
-
-// addAPIKey validates the form, then stores the account (the keychain may be slow or prompt).
-func (a *accountsWindow) addAPIKey() {
-	setError(a.addErr, nil)
-	na, sec, ok := a.validate()
-	if !ok {
-		return
-	}
-	a.add.Disable()
 	a.u.async(func() {
-		_, err := a.u.relay.AddAccount(na, sec)
+		err := a.u.relay.SetAccountEnabled(name, on)
 		fyne.Do(func() {
-			a.add.Enable()
-			if err != nil {
-				var ke *app.KeychainError
-				if errors.As(err, &ke) {
-					a.u.showError(a.win, err)
-				}
-				setError(a.addErr, err)
-				return
-			}
-			a.name.SetText("")
-			a.key.SetText("")
-			setMessage(a.addErr, fmt.Sprintf("Added %q.", na.Name), widget.SuccessImportance)
-			a.reload()
-		})
-	})
-}
-
-// signInChatGPT runs the browser sign-in, showing progress and a Cancel button meanwhile.
-func (a *accountsWindow) signInChatGPT() {
-	ctx, cancel := context.WithCancel(context.Background())
-	link := widget.NewHyperlink("", nil)
-	link.Hide()
-	msg := widget.NewLabel("Opening the ChatGPT sign-in page in your browser…\nCome back here when you have signed in.")
-	bar := widget.NewProgressBarInfinite()
-	d := dialog.NewCustom("Sign in with ChatGPT", "Cancel", widthBox(420, msg, bar, link), a.win)
-	d.SetOnClosed(cancel)
-	d.Show()
-	a.signIn.Disable()
-	a.u.async(func() {
-		meta, err := a.u.relay.SignInChatGPT(ctx, "", func(raw string) error {
-			fyne.Do(func() {
-				if err := link.SetURLFromString(raw); err == nil {
-					link.SetText("If the browser did not open, click here")
-					link.Show()
-				}
-			})
-			return a.u.openURL(raw)
-		})
-		fyne.Do(func() {
-			a.signIn.Enable()
-			bar.Stop()
-			d.Hide()
-			cancel()
 			switch {
-			case errors.Is(err, context.Canceled):
 			case err != nil:
-				a.fail(fmt.Errorf("ChatGPT sign-in failed: %w", err))
+				a.fail(err)
+			case on:
+				a.done(fmt.Sprintf("Enabled “%s”: it takes requests again.", name))
 			default:
-				dialog.ShowInformation("Signed in", fmt.Sprintf("Added the ChatGPT account %q.", meta.Name), a.win)
-				a.reload()
+				a.done(fmt.Sprintf("Disabled “%s”: it takes no request until you enable it.", name))
 			}
 		})
 	})
 }
 
-// importCodex imports the Codex CLI login from ~/.codex/auth.json.
-func (a *accountsWindow) importCodex() {
-	a.importCodexBtn.Disable()
+// move moves an account to position to (1-based), off the UI thread.
+func (a *accountsWindow) move(name string, to int) {
 	a.u.async(func() {
-		meta, outcome, err := a.u.relay.ImportCodex("")
+		n, err := a.u.relay.MoveAccount(name, to)
 		fyne.Do(func() {
-			a.importCodexBtn.Enable()
 			if err != nil {
-				a.fail(fmt.Errorf("could not import the Codex login: %w", err))
+				a.fail(err)
 				return
 			}
-			text := fmt.Sprintf("Added %q from the Codex CLI login.", meta.Name)
-			switch outcome {
-			case app.Unchanged:
-				text = fmt.Sprintf("The Codex CLI login is already account %q.", meta.Name)
-			case app.Renewed:
-				text = fmt.Sprintf("Account %q now has the Codex CLI login's new sign-in.", meta.Name)
-			}
-			dialog.ShowInformation("Imported", text, a.win)
-			a.reload()
+			a.done(fmt.Sprintf("Moved “%s” to position %d of %d.", name, to, n))
 		})
 	})
+}
+
+// rename asks for a new name; app's message about a bad or taken name shows under the field.
+func (a *accountsWindow) rename(name string) {
+	a.ask = a.newValueDialog(valueSpec{
+		title: "Rename “" + name + "”", label: "New name", initial: name, confirm: "Rename",
+		hint:  "Letters, digits and . _ @ + - (no spaces), e.g. work or dev@example.com.",
+		apply: func(v string) error { return a.u.relay.RenameAccount(name, strings.TrimSpace(v)) },
+		done: func(v string) {
+			a.done(fmt.Sprintf("Renamed “%s” to “%s”.", name, strings.TrimSpace(v)))
+		},
+	})
+}
+
+// replaceKey asks for a new API key and stores it in the keychain (the relay tries the
+// account again at once).
+func (a *accountsWindow) replaceKey(name string) {
+	a.ask = a.newValueDialog(valueSpec{
+		title: "Replace the key of “" + name + "”", label: "New API key", confirm: "Replace key", secret: true,
+		hint:  "Paste the key alone. It goes to the system keychain, never to a file.",
+		apply: func(v string) error { return a.u.relay.SetAPIKey(name, v) },
+		done: func(string) {
+			a.done(fmt.Sprintf("Replaced the key of “%s”: the relay tries it again at once.", name))
+		},
+	})
+}
+
+// confirmRemove asks before removing an account; Cancel is the default.
+func (a *accountsWindow) confirmRemove(name string) {
+	a.remove = newRemoveDialog(a.win, name, func() {
+		a.u.async(func() {
+			err := a.u.relay.RemoveAccount(name)
+			fyne.Do(func() {
+				if err != nil {
+					a.fail(err)
+					return
+				}
+				a.done(fmt.Sprintf("Removed “%s” and its keychain entry.", name))
+			})
+		})
+	})
+}
+
+// signIn runs a ChatGPT sign-in: for a new account (name "") or to renew one. Only one runs
+// at a time (its callback holds the sign-in port): while one is open, this brings it to the
+// front instead.
+func (a *accountsWindow) signIn(name string) {
+	if a.signin != nil && a.signin.open {
+		a.win.Show()
+		a.win.RequestFocus()
+		return
+	}
+	a.signin = newSignInDialog(a.u, a.win, name, func(meta app.AccountMeta) {
+		if name == "" {
+			a.done(fmt.Sprintf("Signed in: added the ChatGPT account “%s”.", meta.Name))
+		} else {
+			a.done(fmt.Sprintf("Signed in again: “%s” has a new sign-in.", meta.Name))
+		}
+	})
+}
+
+// accountItemView is one row of the list, as shown.
+type accountItemView struct {
+	pos, name, badge string
+	detail           string
+	state            textView
+	usage            string
+}
+
+// newAccountItemView is row i.
+func newAccountItemView(r accountRow, i int, snap proxy.Snapshot, now time.Time) accountItemView {
+	return accountItemView{
+		pos: strconv.Itoa(i+1) + ".", name: r.meta.Name, badge: servingBadge(r.meta.Name, snap),
+		detail: accountDetail(r), state: accountState(r.live, now), usage: usageShort(r.live.Quota),
+	}
+}
+
+// accountDetail is the kind of an account and whose or where it is, with its last error when
+// it is not ready: "ChatGPT · dev@example.com", "API key · https://api.openai.com/v1".
+func accountDetail(r accountRow) string {
+	parts := []string{kindText(proxy.Kind(r.meta.Kind))}
+	if r.meta.Email != "" && r.meta.Email != r.meta.Name {
+		parts = append(parts, r.meta.Email)
+	}
+	if r.meta.BaseURL != "" {
+		parts = append(parts, r.meta.BaseURL)
+	}
+	if r.meta.Kind == string(proxy.KindOpenAI) && r.meta.API == string(proxy.APIChat) {
+		parts = append(parts, "Chat Completions")
+	}
+	if r.live.LastError != "" && r.live.State != proxy.StateReady {
+		parts = append(parts, r.live.LastError)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// accountItem is one row of the accounts list: state dot, position, name (with the serving
+// badge) over its detail, state over usage, and the "…" menu button.
+type accountItem struct {
+	widget.BaseWidget
+	dot    *dot
+	pos    *textCell
+	name   *nameCell
+	detail *textCell
+	state  *textCell
+	usage  *textCell
+	menu   *widget.Button
+	box    *fyne.Container
+}
+
+// accountItemRight is the width of the state and usage column.
+const accountItemRight = 190
+
+func newAccountItem() *accountItem {
+	it := &accountItem{
+		dot: newDot(), pos: newTextCell(fyne.TextAlignTrailing), name: newNameCell(),
+		detail: newTextCell(fyne.TextAlignLeading), state: newTextCell(fyne.TextAlignTrailing),
+		usage: newTextCell(fyne.TextAlignTrailing),
+		menu:  widget.NewButtonWithIcon("", theme.MoreHorizontalIcon(), nil),
+	}
+	it.menu.Importance = widget.LowImportance
+	left := container.NewVBox(container.NewHBox(container.NewCenter(it.dot), container.New(&sized{min: fyne.NewSize(28, 0)}, it.pos)))
+	right := container.NewHBox(
+		container.New(&sized{min: fyne.NewSize(accountItemRight, 0)}, container.NewVBox(it.state, it.usage)),
+		container.NewCenter(it.menu))
+	it.box = container.NewBorder(nil, nil, left, right, container.NewVBox(it.name, it.detail))
+	it.ExtendBaseWidget(it)
+	return it
+}
+
+// Set shows v.
+func (it *accountItem) Set(v accountItemView) {
+	it.dot.SetTone(v.state.tone)
+	it.pos.Set(textView{v.pos, toneDim})
+	it.name.Set(v.name, v.badge)
+	it.detail.Set(textView{v.detail, toneDim})
+	it.state.Set(v.state)
+	it.usage.Set(textView{v.usage, toneDim})
+}
+
+// CreateRenderer implements fyne.Widget.
+func (it *accountItem) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(it.box) }
+
+// fieldOf names the form field an error from app is about: a *app.FieldError names it, and a
+// taken name is the name's ("" for an error about no one field).
+func fieldOf(err error) string {
+	var fe *app.FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	var taken app.ErrNameTaken
+	if errors.As(err, &taken) {
+		return app.FieldName
+	}
+	return ""
 }

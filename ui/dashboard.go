@@ -1,8 +1,7 @@
 package ui
 
 import (
-	"image/color"
-	"slices"
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -18,61 +16,80 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// DashboardSize is the dashboard window's size.
+// DashboardSize is the dashboard window's default size. It shrinks to 800x500 without
+// clipping: the tables' columns flex with the width (and the least important go first).
 var DashboardSize = fyne.NewSize(1140, 760)
 
 // DashboardOptions connect a dashboard to the rest of the app; every field may be nil.
 type DashboardOptions struct {
 	// Status is the listener's status; nil means "running on Snapshot.Listen".
 	Status func() app.ServiceStatus
-	// CodexConfig is the provider block shown while there is no account.
-	CodexConfig func() string
+	// CodexSetup says whether Codex points at the relay; nil hides the Codex row.
+	CodexSetup func() app.CodexSetup
+	// ConfigureCodex merges the provider block into Codex's config.toml; nil hides Configure.
+	ConfigureCodex func() (app.CodexConfigWrite, error)
+	// CodexLogin is the Codex CLI's login, which the first-run card offers to use.
+	CodexLogin func() app.CodexLogin
+	// Strategy is the routing strategy, named in the accounts' heading; nil leaves it out.
+	Strategy func() string
+	// UseCodexLogin is the first run's one action (import, configure, test request).
+	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
+	// SignIn starts a ChatGPT sign-in; AddKey opens the API-key form.
+	SignIn, AddKey func()
 	// OpenAccounts and OpenSettings open those windows; nil hides their buttons.
 	OpenAccounts, OpenSettings func()
-	// CopyText puts text on the clipboard; nil hides the Copy button.
-	CopyText func(string)
-	// Now is the clock for countdowns (default time.Now).
+	// Resume resumes a paused relay; nil hides its button.
+	Resume func()
+	// Now is the clock the cooldown and reset times are read against (default time.Now).
 	Now func() time.Time
 	// PruneSecrets removes keychain entries that no account names; nil hides its button.
 	PruneSecrets func()
+	// Async runs a slow action off the UI thread (default: a goroutine); its result comes
+	// back with fyne.Do.
+	Async func(func())
+	// Changed asks for a fresh view after an action (default: nothing).
+	Changed func()
 }
 
-// Dashboard shows what the proxy is doing: the catalog, the serialization cache, request
-// counts, the accounts and the recent requests. It reads everything from one view at a time.
+// Dashboard shows what the relay is doing: its state, whether Codex points at it, the
+// accounts (which one served last, which one serves next, their usage) and the recent
+// requests, with the internals in a Diagnostics section that starts closed. Until there is an
+// account it shows the first-run card instead. It reads everything from one view at a time
+// and redraws only what changed.
 type Dashboard struct {
 	src     Source
 	opt     DashboardOptions
 	content fyne.CanvasObject
-	now     time.Time
+	last    view
 
-	stateDot  *canvas.Circle
+	stateDot  *dot
 	stateText *widget.Label
 	status    *widget.Label
+	resume    *widget.Button
 	notice    *widget.Label
+	catalog   *widget.Label
 	orphans   *widget.Label
 	orphanRow *fyne.Container
 
-	catAge, catModels, catTTL, catSWR, catStaleMax  *stat
-	refBackground, refBlocking, refShared, refTotal *stat
-	serHits, serMisses, serDirect, serRate          *stat
-	reqTotal, reqErrors, reqRotations, reqInFlight  *stat
-	reqPrep                                         *stat
-	catalogErr                                      *widget.Label
+	codex *codexRow
+	first *firstRunCard
+	// firstBox holds the first-run card; firstMode says whether it shows instead of the tables.
+	firstBox  fyne.CanvasObject
+	firstMode bool
 
+	accounts        *accountsTable
+	accountsTitle   *widget.Label
 	accountsSummary *canvas.Text
-	accounts        []proxy.AccountStats
-	accountsTable   *widget.Table
-	accountsBox     *fyne.Container
 	accountsSection *fyne.Container
-
+	requests        *requestsTable
 	requestsSummary *canvas.Text
-	traces          []proxy.Trace
-	requestsTable   *widget.Table
 	requestsSection *fyne.Container
+	diag            *diagnostics
+	// middle scrolls the recent requests and the Diagnostics section below them: the requests
+	// take the height left, at least a few rows, and an open Diagnostics scrolls into view.
+	middle *container.Scroll
 
-	empty       *fyne.Container
-	emptyConfig *widget.Label
-	body        *fyne.Container
+	body *fyne.Container
 }
 
 // NewDashboard builds a dashboard that shows src; call Refresh (or let the UI's poller do
@@ -80,6 +97,9 @@ type Dashboard struct {
 func NewDashboard(src Source, opt DashboardOptions) *Dashboard {
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Async == nil {
+		opt.Async = func(f func()) { go f() }
 	}
 	d := &Dashboard{src: src, opt: opt}
 	d.build()
@@ -92,13 +112,23 @@ func (d *Dashboard) Content() fyne.CanvasObject { return d.content }
 // Refresh reads the source now and shows it (UI thread).
 func (d *Dashboard) Refresh() {
 	snap := d.src.Stats()
-	var st app.ServiceStatus
+	v := view{snap: snap, traces: d.src.Traces(recentTraces)}
 	if d.opt.Status != nil {
-		st = d.opt.Status()
+		v.svc = d.opt.Status()
 	} else {
-		st = app.ServiceStatus{Addr: snap.Listen, Running: snap.Listen != ""}
+		v.svc = app.ServiceStatus{Addr: snap.Listen, Running: snap.Listen != ""}
 	}
-	d.show(view{snap: snap, traces: d.src.Traces(recentTraces), svc: st})
+	if d.opt.CodexSetup != nil {
+		st := d.opt.CodexSetup()
+		v.codex = &st
+	}
+	if d.opt.CodexLogin != nil && len(snap.Accounts) == 0 {
+		v.login = d.opt.CodexLogin()
+	}
+	if d.opt.Strategy != nil {
+		v.strategy = d.opt.Strategy()
+	}
+	d.show(v)
 }
 
 func (d *Dashboard) build() {
@@ -108,13 +138,20 @@ func (d *Dashboard) build() {
 	icon.SetMinSize(fyne.NewSize(40, 40))
 	title := widget.NewLabelWithStyle("Codex Relay", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	title.SizeName = theme.SizeNameSubHeadingText
-	d.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
-	dot := container.NewCenter(container.NewGridWrap(fyne.NewSize(10, 10), d.stateDot))
+	d.stateDot = newDot()
 	d.stateText = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	d.status = widget.NewLabel("")
 	d.status.Truncation = fyne.TextTruncateEllipsis
-	statusLine := container.NewBorder(nil, nil, container.NewHBox(dot, d.stateText), nil, d.status)
+	statusLine := container.NewBorder(nil, nil, container.NewHBox(d.stateDot, d.stateText), nil, d.status)
 	var buttons []fyne.CanvasObject
+	d.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() {
+		if d.opt.Resume != nil {
+			d.opt.Resume()
+		}
+	})
+	d.resume.Importance = widget.HighImportance
+	d.resume.Hide()
+	buttons = append(buttons, d.resume)
 	if d.opt.OpenAccounts != nil {
 		buttons = append(buttons, widget.NewButtonWithIcon("Accounts…", theme.AccountIcon(), d.opt.OpenAccounts))
 	}
@@ -126,203 +163,193 @@ func (d *Dashboard) build() {
 		container.NewCenter(container.NewHBox(buttons...)),
 		container.NewVBox(title, statusLine))
 	d.notice = errorLabel()
+	d.catalog = errorLabel()
 	d.orphans = widget.NewLabel("")
 	d.orphans.Importance = widget.WarningImportance
 	d.orphans.Wrapping = fyne.TextWrapWord
-	orphanButtons := []fyne.CanvasObject{}
+	var orphanButtons []fyne.CanvasObject
 	if d.opt.PruneSecrets != nil {
 		orphanButtons = append(orphanButtons, widget.NewButtonWithIcon("Remove them", theme.DeleteIcon(), d.opt.PruneSecrets))
 	}
 	d.orphanRow = container.NewBorder(nil, nil, nil, container.NewHBox(orphanButtons...), d.orphans)
 	d.orphanRow.Hide()
-	header = container.NewVBox(header, d.notice, d.orphanRow)
+	d.codex = newCodexRow(&d.opt)
 
-	// Figures, in four panels.
-	d.catAge, d.catModels, d.catTTL = newStat("Age"), newStat("Models"), newStat("TTL")
-	d.catSWR, d.catStaleMax = newStat("Stale-while-revalidate"), newStat("Maximum stale age")
-	d.refBackground, d.refBlocking = newStat("Background"), newStat("Blocking")
-	d.refShared, d.refTotal = newStat("Shared"), newStat("Refreshes run")
-	d.serHits, d.serMisses, d.serDirect, d.serRate = newStat("Hits"), newStat("Misses"), newStat("Direct"), newStat("Hit rate")
-	d.reqTotal, d.reqErrors, d.reqRotations = newStat("Total"), newStat("Errors"), newStat("Rotations")
-	d.reqInFlight, d.reqPrep = newStat("In flight"), newStat("Median preparation")
-	panels := container.NewGridWithColumns(4,
-		panel("Model catalog", d.catAge, d.catModels, d.catTTL, d.catSWR, d.catStaleMax),
-		panel("Catalog refreshes", d.refBackground, d.refBlocking, d.refShared, d.refTotal),
-		panel("Serialization cache", d.serHits, d.serMisses, d.serDirect, d.serRate),
-		panel("Requests", d.reqTotal, d.reqErrors, d.reqRotations, d.reqInFlight, d.reqPrep),
-	)
-	d.catalogErr = errorLabel()
+	// The first-run card, or the accounts and the recent requests.
+	d.first = newFirstRunCard(&d.opt)
+	d.first.closed = func() { d.show(d.last) }
+	d.firstBox = container.NewVScroll(d.first.box)
+	d.firstBox.Hide()
 
-	// Accounts and recent requests.
-	d.accountsTable = d.newAccountsTable()
-	d.accountsBox = container.New(&sized{}, d.accountsTable)
+	d.accounts = newAccountsTable()
+	d.accountsTitle = heading("Accounts")
 	d.accountsSummary = dim("")
 	d.accountsSection = container.NewVBox(
-		container.NewHBox(heading("Accounts"), container.NewCenter(d.accountsSummary)), d.accountsBox)
-
-	d.requestsTable = d.newRequestsTable()
+		container.NewHBox(d.accountsTitle, container.NewCenter(d.accountsSummary)), d.accounts.box)
+	d.requests = newRequestsTable()
 	d.requestsSummary = dim("")
 	d.requestsSection = container.NewBorder(
-		container.NewHBox(heading("Recent requests"), container.NewCenter(d.requestsSummary)), nil, nil, nil, d.requestsTable)
+		container.NewHBox(heading("Recent requests"), container.NewCenter(d.requestsSummary)), nil, nil, nil, d.requests.box)
+	d.diag = newDiagnostics(diagnosticsSpec)
+	d.middle = container.NewVScroll(container.New(fillFirst{}, d.requestsSection, d.diag.box))
+	d.diag.opened = d.revealDiagnostics
 
-	d.empty = d.buildEmpty()
-	d.empty.Hide()
-
-	top := container.NewVBox(header, widget.NewSeparator(), panels, d.catalogErr, d.accountsSection)
-	d.body = container.NewBorder(top, nil, nil, nil, d.requestsSection, container.NewVScroll(d.empty))
+	top := container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
+	d.body = container.NewBorder(top, nil, nil, nil, d.middle, d.firstBox)
 	d.content = container.NewThemeOverride(container.NewPadded(d.body), compact{})
 }
 
-// buildEmpty is what the dashboard shows until there is an account: how to add one, and how
-// to point Codex at the relay.
-func (d *Dashboard) buildEmpty() *fyne.Container {
-	_, cmdBox := code(strings.Join([]string{
-		"# sign in with ChatGPT in the browser",
-		"codexrelay accounts add --name me --kind chatgpt",
-		"# or reuse the Codex CLI's login",
-		"codexrelay accounts import-codex",
-		"# or an OpenAI-compatible API key",
-		"printenv OPENAI_API_KEY | codexrelay accounts add --name api --kind openai --base-url https://api.openai.com/v1",
-	}, "\n"))
-	var cfgBox fyne.CanvasObject
-	d.emptyConfig, cfgBox = code("")
-	addRow := []fyne.CanvasObject{}
-	if d.opt.OpenAccounts != nil {
-		b := widget.NewButtonWithIcon("Accounts…", theme.ContentAddIcon(), d.opt.OpenAccounts)
-		b.Importance = widget.HighImportance
-		addRow = append(addRow, b)
-	}
-	cfgRow := []fyne.CanvasObject{}
-	if d.opt.CopyText != nil {
-		cfgRow = append(cfgRow, widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
-			d.opt.CopyText(d.emptyConfig.Text + "\n")
-		}))
-	}
-	return container.NewVBox(
-		heading("Add your first account"),
-		note("Codex Relay sends each request to a healthy account and moves on to the next one when an account "+
-			"hits its quota or fails. Add accounts in the Accounts window, or from a terminal:"),
-		cmdBox,
-		container.NewHBox(addRow...),
-		widget.NewSeparator(),
-		heading("Point Codex at the relay"),
-		note("Add this provider block to ~/.codex/config.toml (the tray's Configure Codex… merges it for you, "+
-			"with a backup). Any OpenAI client can use the same base URL."),
-		cfgBox,
-		container.NewHBox(cfgRow...),
-	)
-}
-
-// show puts one view on screen (UI thread).
+// show puts one view on screen (UI thread), redrawing only what changed.
 func (d *Dashboard) show(v view) {
-	d.now = d.opt.Now()
+	d.last = v
+	now := d.opt.Now()
 	snap := v.snap
 
-	s, line := trayState(snap, v.svc)
-	d.stateDot.FillColor = stateColor(s)
-	d.stateDot.Refresh()
-	word := s.String()
-	if s == stateStopped && v.svc.Running {
-		word = "Not serving" // listening, but no account can take a request
-	}
-	d.stateText.SetText(word)
-	d.status.SetText("·  " + line)
+	s, word, detail := headerStatus(snap, v.svc)
+	d.stateDot.SetTone(s.tone())
+	setText(d.stateText, word)
+	setText(d.status, "·  "+detail)
+	setVisible(d.resume, v.svc.Paused && d.opt.Resume != nil)
 	setMessage(d.notice, v.notice, widget.WarningImportance)
+	catalogErr := ""
+	if snap.Catalog.LastError != "" {
+		catalogErr = "The model catalog could not be read: " + snap.Catalog.LastError
+	}
+	setMessage(d.catalog, catalogErr, widget.WarningImportance)
 	if n := len(v.orphans); n > 0 {
 		what := strconv.Itoa(n) + " keychain entries of Codex Relay belong"
 		if n == 1 {
 			what = "1 keychain entry of Codex Relay belongs"
 		}
-		d.orphans.SetText(what + " to no account (left by an interrupted add or an older version).")
-		d.orphanRow.Show()
-	} else if d.orphanRow.Visible() {
-		d.orphanRow.Hide()
+		setText(d.orphans, what+" to no account (left by an interrupted add or an older version).")
 	}
+	setVisible(d.orphanRow, len(v.orphans) > 0)
+	d.codex.show(v.codex)
 
-	c := snap.Catalog
-	d.catAge.set(age(c.AgeMs))
-	d.catModels.set(count(int64(c.Models)))
-	d.catTTL.set(minutes(c.TTLMs))
-	d.catSWR.set(onOff(c.SWREnabled))
-	d.catStaleMax.set(minutes(c.StaleMaxAgeMs))
-	d.refBackground.set(count(c.Refresh.Background))
-	d.refBlocking.set(count(c.Refresh.Blocking))
-	d.refShared.set(count(c.Refresh.Shared))
-	d.refTotal.set(count(c.Refreshes))
-	if c.LastError != "" {
-		setMessage(d.catalogErr, "Model catalog: "+c.LastError, widget.WarningImportance)
+	first := len(snap.Accounts) == 0 || d.first.active()
+	relayout := first != d.firstMode
+	if relayout {
+		d.firstMode = first
+		setVisible(d.firstBox, first)
+		setVisible(d.accountsSection, !first)
+		setVisible(d.requestsSection, !first)
+		setVisible(d.diag.box, !first)
+		setVisible(d.middle, !first)
+	}
+	if first {
+		d.first.show(v.login)
 	} else {
-		setMessage(d.catalogErr, "", widget.WarningImportance)
-	}
-
-	z := snap.Serialization
-	d.serHits.set(count(z.Hits))
-	d.serMisses.set(count(z.Misses))
-	d.serDirect.set(count(z.Direct))
-	d.serRate.set(percent(z.Hits, z.Hits+z.Misses))
-
-	r := snap.Requests
-	d.reqTotal.set(count(r.Total))
-	d.reqErrors.set(count(r.Errors))
-	d.reqRotations.set(count(r.Rotations))
-	d.reqInFlight.set(count(r.InFlight))
-	if r.Total == 0 || r.MedianPreparationMs == 0 { // no request reached an upstream yet
-		d.reqPrep.set("–")
-	} else {
-		d.reqPrep.set(millis(r.MedianPreparationMs))
-	}
-
-	relayout := false // sizes or sections changed: lay the whole body out again
-	if len(snap.Accounts) == 0 {
-		if d.opt.CodexConfig != nil {
-			if cfg := strings.TrimRight(d.opt.CodexConfig(), "\n"); cfg != d.emptyConfig.Text {
-				d.emptyConfig.SetText(cfg)
-			}
+		setText(d.accountsTitle, accountsHeading(v.strategy))
+		setDim(d.accountsSummary, accountsSummary(snap.Accounts))
+		if d.accounts.show(snap, now) {
+			relayout = true
 		}
-		if !d.empty.Visible() {
-			d.accountsSection.Hide()
-			d.requestsSection.Hide()
-			d.empty.Show()
-			d.body.Refresh()
+		d.requests.show(v.traces)
+		switch len(v.traces) {
+		case 0:
+			setDim(d.requestsSummary, "none yet")
+		case 1:
+			setDim(d.requestsSummary, "the last one")
+		default:
+			setDim(d.requestsSummary, "the last "+strconv.Itoa(len(v.traces))+", newest first")
 		}
-		d.accounts, d.traces = nil, nil
-		return
+		d.diag.show(snap)
 	}
-	if d.empty.Visible() {
-		d.empty.Hide()
-		d.accountsSection.Show()
-		d.requestsSection.Show()
-		relayout = true
-	}
-
-	d.accounts = snap.Accounts
-	setDim(d.accountsSummary, accountsSummary(snap.Accounts))
-	// The accounts table is as tall as its rows (three to six), the requests take the rest.
-	rows := min(max(len(d.accounts), 3), 6)
-	h := (rowHeight()+compact{}.Size(theme.SizeNamePadding))*float32(rows+1) + 2
-	if want := fyne.NewSize(0, h); d.accountsBox.Layout.(*sized).min != want {
-		d.accountsBox.Layout.(*sized).min = want
-		relayout = true
-	}
-	setRowHeights(d.accountsTable, len(d.accounts))
-	setRowHeights(d.requestsTable, len(v.traces))
 	if relayout {
 		d.body.Refresh()
+		redraws.Add(1)
 	}
-	d.accountsTable.Refresh()
-
-	d.traces = v.traces
-	switch len(v.traces) {
-	case 0:
-		setDim(d.requestsSummary, "none yet")
-	case 1:
-		setDim(d.requestsSummary, "the last one")
-	default:
-		setDim(d.requestsSummary, "the last "+strconv.Itoa(len(v.traces))+", newest first")
-	}
-	d.requestsTable.Refresh()
 }
 
+// headerStatus is the dashboard header's state word and status line; the line never repeats
+// the word ("Paused · requests are refused until you resume", not "Paused · Paused").
+func headerStatus(snap proxy.Snapshot, st app.ServiceStatus) (s state, word, detail string) {
+	s, line := trayState(snap, st)
+	switch {
+	case st.Paused:
+		return s, "Paused", "requests are refused until you resume"
+	case st.Err != nil:
+		return s, "Stopped", st.Err.Error()
+	case !st.Running:
+		return s, "Stopped", "the relay has not started"
+	case s == stateStopped:
+		return s, "Not serving", line // listening, but no account can take a request
+	}
+	return s, s.String(), line
+}
+
+// accountsHeading is the accounts section's title, with the routing strategy that orders
+// them: "Accounts · priority order", "Accounts · round-robin", "Accounts · most quota left".
+func accountsHeading(strategy string) string {
+	switch strategy {
+	case "":
+		return "Accounts"
+	case proxy.StrategyPriority:
+		return "Accounts · priority order"
+	case proxy.StrategyMostQuotaLeft:
+		return "Accounts · most quota left"
+	}
+	return "Accounts · " + strategy
+}
+
+// ShowDiagnostics opens the Diagnostics section (for screenshots).
+func (d *Dashboard) ShowDiagnostics() { d.diag.setOpen(true) }
+
+// revealDiagnostics scrolls the Diagnostics section, just opened, to the top of the view (as
+// far as the scrolling goes), so that opening it shows it even in a small window.
+func (d *Dashboard) revealDiagnostics() {
+	// The panels' height follows from the width they are laid out at: the first layout gives
+	// them their width, the second the height that follows.
+	d.middle.Refresh()
+	d.middle.Refresh()
+	d.middle.ScrollToOffset(fyne.NewPos(0, d.diag.box.Position().Y))
+}
+
+// fillFirst lays its objects out top to bottom, each at least its minimum height: the first
+// takes whatever height the others leave.
+type fillFirst struct{}
+
+// fillGap is the space between two objects of a fillFirst.
+const fillGap = 4
+
+func (fillFirst) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var s fyne.Size
+	n := 0
+	for _, o := range objs {
+		if o.Visible() {
+			m := o.MinSize()
+			s.Width = max(s.Width, m.Width)
+			s.Height += m.Height
+			n++
+		}
+	}
+	s.Height += fillGap * float32(max(n-1, 0))
+	return s
+}
+
+func (fillFirst) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	var rest float32
+	for _, o := range objs[1:] {
+		if o.Visible() {
+			rest += o.MinSize().Height + fillGap
+		}
+	}
+	var y float32
+	for i, o := range objs {
+		if !o.Visible() {
+			continue
+		}
+		h := o.MinSize().Height
+		if i == 0 {
+			h = max(size.Height-rest, h)
+		}
+		o.Move(fyne.NewPos(0, y))
+		o.Resize(fyne.NewSize(size.Width, h))
+		y += h + fillGap
+	}
+}
+
+// accountsSummary counts the accounts by state: "3 configured · 1 ready · 1 resting".
 func accountsSummary(accts []proxy.AccountStats) string {
 	n := map[string]int{}
 	for _, a := range accts {
@@ -336,260 +363,3 @@ func accountsSummary(accts []proxy.AccountStats) string {
 	}
 	return strings.Join(parts, " · ")
 }
-
-func stateColor(s state) color.Color {
-	switch s {
-	case stateServing:
-		return theme.Color(theme.ColorNameSuccess)
-	case stateDegraded:
-		return theme.Color(theme.ColorNameWarning)
-	case statePaused:
-		return theme.Color(theme.ColorNameDisabled)
-	}
-	return theme.Color(theme.ColorNameError)
-}
-
-// setRowHeights gives a table's header and first n rows the compact row height (a table
-// measures its template before the dashboard's theme applies to it).
-func setRowHeights(t *widget.Table, n int) {
-	h := rowHeight()
-	for i := -1; i < n; i++ {
-		t.SetRowHeight(i, h)
-	}
-}
-
-// rowHeight is the height of a table row (a label, or a bar a little shorter) in the
-// dashboard's compact theme.
-func rowHeight() float32 {
-	th := compact{}
-	text := fyne.MeasureText("Xy", th.Size(theme.SizeNameText), fyne.TextStyle{})
-	return text.Height + 2*th.Size(theme.SizeNameInnerPadding)
-}
-
-// Accounts table.
-
-const (
-	acName = iota
-	acKind
-	acState
-	acCooldown
-	acFiveHour
-	acWeekly
-	acRequests
-	acLastError
-	acColumns
-)
-
-var accountHeaders = [acColumns]string{"Account", "Kind", "State", "Cooldown", "5-hour quota", "Weekly quota", "Requests", "Last error"}
-var accountWidths = [acColumns]float32{150, 75, 115, 100, 200, 200, 80, 180}
-
-// cellView is what one table cell shows: text, or a bar when bar is set.
-type cellView struct {
-	text  string
-	imp   widget.Importance
-	align fyne.TextAlign // numbers are right-aligned
-	bar   bool
-	frac  float64 // 0..1
-}
-
-// accountCell is the content of one accounts-table cell.
-func accountCell(a proxy.AccountStats, col int, now time.Time) cellView {
-	switch col {
-	case acName:
-		return cellView{text: a.Name}
-	case acKind:
-		return cellView{text: kindText(a.Kind)}
-	case acState:
-		return cellView{text: stateText(a.State), imp: stateImportance(a.State)}
-	case acCooldown:
-		if a.CooldownUntil != nil && a.State == proxy.StateCooldown {
-			return cellView{text: countdown(*a.CooldownUntil, now), imp: widget.WarningImportance}
-		}
-		return cellView{text: "–", imp: widget.LowImportance}
-	case acFiveHour, acWeekly:
-		if a.Kind != proxy.KindChatGPT || a.Quota == nil {
-			return cellView{text: "–", imp: widget.LowImportance}
-		}
-		used, resets := a.Quota.PrimaryUsedPercent, a.Quota.PrimaryResetsAt
-		if col == acWeekly {
-			used, resets = a.Quota.SecondaryUsedPercent, a.Quota.SecondaryResetsAt
-		}
-		return cellView{text: quotaText(used, resets, now), bar: true, frac: min(max(used/100, 0), 1)}
-	case acRequests:
-		return cellView{text: count(a.Requests), align: fyne.TextAlignTrailing}
-	case acLastError:
-		if a.LastError == "" {
-			return cellView{text: "–", imp: widget.LowImportance}
-		}
-		return cellView{text: a.LastError, imp: widget.DangerImportance}
-	}
-	return cellView{}
-}
-
-func stateImportance(st string) widget.Importance {
-	switch st {
-	case proxy.StateReady:
-		return widget.SuccessImportance
-	case proxy.StateCooldown:
-		return widget.WarningImportance
-	case proxy.StateNeedsLogin:
-		return widget.DangerImportance
-	}
-	return widget.LowImportance
-}
-
-func (d *Dashboard) newAccountsTable() *widget.Table {
-	t := widget.NewTable(
-		func() (int, int) { return len(d.accounts), acColumns },
-		newCell,
-		func(id widget.TableCellID, o fyne.CanvasObject) {
-			if id.Row < len(d.accounts) {
-				updateCell(o, accountCell(d.accounts[id.Row], id.Col, d.now))
-			}
-		})
-	setHeaders(t, accountHeaders[:], accountWidths[:], acRequests)
-	return t
-}
-
-// Recent requests table.
-
-const (
-	rqTime = iota
-	rqModel
-	rqTried
-	rqStatus
-	rqAttempts
-	rqPrep
-	rqTotal
-	rqColumns
-)
-
-var requestHeaders = [rqColumns]string{"Time", "Model", "Accounts tried", "Status", "Attempts", "Preparation", "Total"}
-var requestWidths = [rqColumns]float32{90, 270, 280, 140, 85, 110, 100}
-
-// requestCell is the content of one recent-requests cell.
-func requestCell(t proxy.Trace, col int) cellView {
-	switch col {
-	case rqTime:
-		return cellView{text: t.Time.Local().Format("15:04:05")}
-	case rqModel:
-		return cellView{text: modelText(t)}
-	case rqTried:
-		return cellView{text: triedText(t)}
-	case rqStatus:
-		imp := widget.SuccessImportance
-		switch {
-		case t.Status >= 400 || t.Outcome == "interrupted" || t.Outcome == "error" || t.Outcome == "failed":
-			imp = widget.DangerImportance
-		case t.Outcome == "canceled":
-			imp = widget.WarningImportance
-		}
-		return cellView{text: statusText(t), imp: imp}
-	case rqAttempts:
-		return cellView{text: strconv.Itoa(len(t.Attempts)), align: fyne.TextAlignTrailing}
-	case rqPrep:
-		return cellView{text: millis(t.LatencyBreakdown.PreparationMs), align: fyne.TextAlignTrailing}
-	case rqTotal:
-		return cellView{text: millis(t.LatencyBreakdown.TotalMs), align: fyne.TextAlignTrailing}
-	}
-	return cellView{}
-}
-
-func (d *Dashboard) newRequestsTable() *widget.Table {
-	t := widget.NewTable(
-		func() (int, int) { return len(d.traces), rqColumns },
-		newTextCell,
-		func(id widget.TableCellID, o fyne.CanvasObject) {
-			if id.Row < len(d.traces) {
-				setLabel(o.(*widget.Label), requestCell(d.traces[id.Row], id.Col))
-			}
-		})
-	setHeaders(t, requestHeaders[:], requestWidths[:], rqAttempts, rqPrep, rqTotal)
-	return t
-}
-
-// Table cells: a label, or a quota bar with its figure, in one template.
-
-func newCell() fyne.CanvasObject {
-	bar := widget.NewProgressBar()
-	bar.TextFormatter = func() string { return "" } // the figure sits beside the bar, readable on any fill
-	over := container.NewThemeOverride(container.New(layout.NewCustomPaddedLayout(8, 8, 0, 0), bar), barTheme{})
-	figure := widget.NewLabel("")
-	quota := container.NewBorder(nil, nil, container.New(&sized{min: fyne.NewSize(52, 0)}, over), nil, figure)
-	quota.Hide()
-	return container.NewStack(newTextCell(), quota)
-}
-
-func updateCell(o fyne.CanvasObject, v cellView) {
-	c := o.(*fyne.Container)
-	l := c.Objects[0].(*widget.Label)
-	quota := c.Objects[1].(*fyne.Container)
-	if !v.bar {
-		quota.Hide()
-		l.Show()
-		setLabel(l, v)
-		return
-	}
-	l.Hide()
-	figure := quota.Objects[0].(*widget.Label)
-	over := quota.Objects[1].(*fyne.Container).Objects[0].(*container.ThemeOverride)
-	bar := over.Content.(*fyne.Container).Objects[0].(*widget.ProgressBar)
-	setLabel(figure, v)
-	over.Theme = barTheme{level: v.frac}
-	bar.Value = v.frac
-	quota.Show()
-	over.Refresh()
-}
-
-func newTextCell() fyne.CanvasObject {
-	l := widget.NewLabel("")
-	l.Truncation = fyne.TextTruncateEllipsis
-	return l
-}
-
-func setLabel(l *widget.Label, v cellView) {
-	if l.Text != v.text || l.Importance != v.imp || l.Alignment != v.align {
-		l.Text, l.Importance, l.Alignment = v.text, v.imp, v.align
-		l.Refresh()
-	}
-}
-
-// setHeaders names a table's columns (right-aligning those in trailing) and sets their widths.
-func setHeaders(t *widget.Table, names []string, widths []float32, trailing ...int) {
-	t.ShowHeaderRow = true
-	t.CreateHeader = func() fyne.CanvasObject {
-		return widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	}
-	t.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
-		if id.Col >= 0 && id.Col < len(names) {
-			l := o.(*widget.Label)
-			l.Alignment = fyne.TextAlignLeading
-			if slices.Contains(trailing, id.Col) {
-				l.Alignment = fyne.TextAlignTrailing
-			}
-			l.SetText(names[id.Col])
-		}
-	}
-	for i, w := range widths {
-		t.SetColumnWidth(i, w)
-	}
-	t.OnSelected = func(widget.TableCellID) { t.UnselectAll() } // a read-only view
-}
-
-// barTheme colours a quota bar by how much is used: primary, then warning, then error.
-type barTheme struct{ level float64 }
-
-func (b barTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	if n == theme.ColorNamePrimary {
-		switch {
-		case b.level >= 0.9:
-			return base().Color(theme.ColorNameError, v)
-		case b.level >= 0.75:
-			return base().Color(theme.ColorNameWarning, v)
-		}
-	}
-	return compact{}.Color(n, v)
-}
-func (barTheme) Font(s fyne.TextStyle) fyne.Resource     { return compact{}.Font(s) }
-func (barTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return compact{}.Icon(n) }
-func (barTheme) Size(n fyne.ThemeSizeName) float32       { return compact{}.Size(n) }

@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 func newTestDashboard(t *testing.T, src Source) (*Dashboard, fyne.Window) {
@@ -26,6 +30,17 @@ func newTestDashboard(t *testing.T, src Source) (*Dashboard, fyne.Window) {
 	return d, w
 }
 
+// accountCells are the accounts table's rows on screen.
+func accountCells(c fyne.CanvasObject) []*accountRowCells {
+	var rows []*accountRowCells
+	visit(c, func(o fyne.CanvasObject) {
+		if r, ok := o.(*accountRowCells); ok {
+			rows = append(rows, r)
+		}
+	})
+	return rows
+}
+
 func TestDashboardShowsTheSnapshot(t *testing.T) {
 	src := sample()
 	d, w := newTestDashboard(t, src)
@@ -35,35 +50,54 @@ func TestDashboardShowsTheSnapshot(t *testing.T) {
 	mustShow(t, c,
 		"Degraded", // header state: one of three accounts is ready
 		"·  Listening on http://127.0.0.1:7455/v1 · 1 of 3 accounts ready",
-		// catalog
-		"4 min", "14", "10 min", "On", "30 min", "17", "1", "6", "19",
-		// serialization: hits, misses, direct, hit rate 1912/3158
-		"1,912", "1,246", "58", "60.5%",
-		// requests
-		"1,284", "7", "23", "2", "0.41 ms",
-		// accounts table
-		"personal", "team", "api", "Ready", "Cooling down", "Needs sign-in", "4 min 32 s",
-		"ChatGPT", "API key", "912", "341", "429 usage_limit_reached", "401 invalid_api_key",
+		// accounts table: names, the serving badge, kinds, states with the clock time a rest ends
+		"personal", "team", "api", "ChatGPT", "API key", "Ready", "Limit until 14:36", "Key rejected",
+		"912", "341", "429 usage_limit_reached", "401 invalid_api_key",
 		// recent requests table
 		"codex → gpt-5.1-codex", "team → personal", "200", "0.38 ms", "4.2 s",
 		"gpt-5.1", "503 error", "2.5 ms", "96 ms",
 	)
-	if got := d.status.Text; !strings.Contains(got, "1 of 3 accounts ready") {
-		t.Errorf("status %q", got)
+	if got := d.accountsSummary.Text; got != "3 configured · 1 ready · 1 resting · 1 needs sign-in" {
+		t.Errorf("accounts summary %q", got)
+	}
+	rows := accountCells(c)
+	if len(rows) != 3 {
+		t.Fatalf("%d account rows", len(rows))
+	}
+	if got := rows[0].name.badge.text.Text; got != "in use" || !rows[0].name.badge.Visible() {
+		t.Errorf("personal's badge %q", got)
+	}
+	if rows[1].name.badge.Visible() {
+		t.Errorf("team has a badge %q", rows[1].name.badge.text.Text)
 	}
 	// The five-hour and weekly bars of the one ChatGPT account with a quota, and their figures.
-	var bars []float64
-	visit(c, func(o fyne.CanvasObject) {
-		if b, ok := o.(*widget.ProgressBar); ok {
-			bars = append(bars, b.Value)
-		}
-	})
-	if len(bars) != 2 || bars[0] != 0.37 || bars[1] != 0.62 {
-		t.Errorf("quota bars %v, want [0.37 0.62]", bars)
+	if u, ok := rows[0].fiveHour.Used(); !ok || u != 0.37 {
+		t.Errorf("five-hour bar %v %v", u, ok)
+	}
+	if u, ok := rows[0].weekly.Used(); !ok || u != 0.62 {
+		t.Errorf("weekly bar %v %v", u, ok)
+	}
+	if _, ok := rows[2].fiveHour.Used(); ok {
+		t.Error("an API-key account shows a quota bar")
 	}
 	mustShow(t, c, "37%", "62%")
-	if d.empty.Visible() {
-		t.Error("the no-account help shows although there are accounts")
+
+	// The internals are in the Diagnostics section, closed by default.
+	if d.diag.open || d.diag.detail.Visible() {
+		t.Error("Diagnostics is open at first")
+	}
+	for label, want := range map[string]string{
+		"Age": "4 min", "Models": "14", "TTL": "10 min", "Stale-while-revalidate": "On", "Maximum stale age": "30 min",
+		"Background": "17", "Blocking": "1", "Shared": "6", "Refreshes run": "19",
+		"Hits": "1,912", "Misses": "1,246", "Direct": "58", "Hit rate": "60.5%",
+		"Total": "1,284", "Errors": "7", "Rotations": "23", "In flight": "2", "Median preparation": "0.41 ms",
+	} {
+		if got := d.diag.value(label); got != want {
+			t.Errorf("diagnostics %s: %q, want %q", label, got, want)
+		}
+	}
+	if d.firstBox.Visible() {
+		t.Error("the first-run card shows although there are accounts")
 	}
 }
 
@@ -71,31 +105,95 @@ func TestDashboardFollowsTheSnapshot(t *testing.T) {
 	src := sample()
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
-	if got := d.reqTotal.value.Text; got != "1,284" {
-		t.Fatalf("total %q", got)
-	}
 
 	src.Snapshot.Requests.Total = 1300
-	src.Snapshot.Requests.InFlight = 0
 	src.Snapshot.Catalog.AgeMs = 12_000
 	src.Snapshot.Catalog.SWREnabled = false
-	src.Snapshot.Accounts[1].State = "ready"
+	src.Snapshot.Accounts[1].State = proxy.StateReady
 	src.Snapshot.Accounts[1].CooldownUntil = nil
 	src.Snapshot.Accounts = src.Snapshot.Accounts[:2]
+	src.Snapshot.LastServed, src.Snapshot.Next = "personal", "team"
 	src.Recent = src.Recent[1:]
 	d.Refresh()
 
 	c := w.Content()
-	mustShow(t, c, "1,300", "12 s", "Off", "Serving", "·  Listening on http://127.0.0.1:7455/v1")
-	for _, gone := range []string{"1,284", "4 min", "Cooling down", "4 min 32 s", "Needs sign-in", "codex → gpt-5.1-codex"} {
+	mustShow(t, c, "Serving", "·  Listening on http://127.0.0.1:7455/v1")
+	if got := d.diag.value("Total"); got != "1,300" {
+		t.Errorf("total %q", got)
+	}
+	if got := d.diag.value("Age"); got != "under 1 min" {
+		t.Errorf("catalog age %q", got)
+	}
+	for _, gone := range []string{"Limit until 14:36", "Key rejected", "codex → gpt-5.1-codex"} {
 		for _, s := range texts(c) {
 			if s == gone {
 				t.Errorf("%q still shows after the update", gone)
 			}
 		}
 	}
+	rows := accountCells(c)
+	if rows[0].name.badge.text.Text != "served last" || rows[1].name.badge.text.Text != "serving next" {
+		t.Errorf("badges %q %q", rows[0].name.badge.text.Text, rows[1].name.badge.text.Text)
+	}
 	if got := d.requestsSummary.Text; got != "the last one" {
 		t.Errorf("requests summary %q", got)
+	}
+}
+
+// An unchanged view redraws nothing, and neither does the clock: the texts show clock times
+// and the catalog's age in minutes, not countdowns.
+func TestDashboardRedrawsOnlyWhatChanged(t *testing.T) {
+	src := sample()
+	now := testNow
+	test.NewTempApp(t)
+	d := NewDashboard(src, DashboardOptions{Status: running, Now: func() time.Time { return now }})
+	test.NewTempWindow(t, d.Content()).Resize(DashboardSize)
+	d.Refresh()
+
+	before := redraws.Load()
+	d.Refresh()
+	if n := redraws.Load() - before; n != 0 {
+		t.Errorf("an unchanged view redrew %d widgets", n)
+	}
+	now = now.Add(20 * time.Second)
+	src.Snapshot.Catalog.AgeMs += 20_000 // 4 min 32 s: still "4 min"
+	src.Snapshot.UptimeMs += 20_000
+	before = redraws.Load()
+	d.Refresh()
+	if n := redraws.Load() - before; n != 0 {
+		t.Errorf("20 seconds later, %d widgets were redrawn", n)
+	}
+	src.Snapshot.Requests.Total++ // one figure changes: one label
+	before = redraws.Load()
+	d.Refresh()
+	if n := redraws.Load() - before; n != 1 {
+		t.Errorf("one new request redrew %d widgets, want 1", n)
+	}
+}
+
+func TestDashboardHeaderSaysEachThingOnce(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		svc        app.ServiceStatus
+		word, line string
+	}{
+		{"paused", app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, "Paused", "requests are refused until you resume"},
+		{"port taken", app.ServiceStatus{Addr: "127.0.0.1:7455", Err: errString("cannot listen on 127.0.0.1:7455: the port is taken")},
+			"Stopped", "cannot listen on 127.0.0.1:7455: the port is taken"},
+		{"not started", app.ServiceStatus{}, "Stopped", "the relay has not started"},
+		{"no account", running(), "Not serving", "Listening on http://127.0.0.1:7455/v1 · no account yet"},
+	} {
+		snap := sample().Snapshot
+		if c.name == "no account" {
+			snap.Accounts = nil
+		}
+		_, word, line := headerStatus(snap, c.svc)
+		if word != c.word || line != c.line {
+			t.Errorf("%s: %q · %q, want %q · %q", c.name, word, line, c.word, c.line)
+		}
+		if strings.Contains(strings.ToLower(line), strings.ToLower(word)) {
+			t.Errorf("%s: the line %q repeats %q", c.name, line, word)
+		}
 	}
 }
 
@@ -114,45 +212,172 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-func TestDashboardWithoutAccountsSaysHowToStart(t *testing.T) {
-	u, _ := newTestUI(t, nil)
-	u.refresh()
-	w := u.dashboardWindow()
-	w.Resize(DashboardSize)
-	u.showDashboard()
-	c := w.Content()
+// At 800x500 nothing is clipped, with Diagnostics closed or open: the least important columns
+// (the last error, the requests, the kind) go, the rest share the width, and an open
+// Diagnostics scrolls with the recent requests instead of pushing the window taller.
+func TestDashboardFitsInASmallWindow(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(map[bool]string{false: "diagnostics closed", true: "diagnostics open"}[open], func(t *testing.T) {
+			d, w := newTestDashboard(t, sample())
+			d.Refresh()
+			w.Resize(fyne.NewSize(800, 500))
+			if open {
+				test.Tap(d.diag.header)
+				if !d.diag.open || !d.diag.detail.Visible() {
+					t.Fatal("Diagnostics did not open")
+				}
+			}
+			if m := w.Content().MinSize(); m.Width > 800 || m.Height > 500 {
+				t.Fatalf("the dashboard needs %v", m)
+			}
+			win := w.Canvas().Size()
+			drv := fyne.CurrentApp().Driver()
+			// inside fails unless o shows entirely within the window's width.
+			inside := func(what string, o fyne.CanvasObject) {
+				t.Helper()
+				p := drv.AbsolutePositionForObject(o)
+				if !o.Visible() || p.X < 0 || p.X+o.Size().Width > win.Width || o.Size().Width <= 0 {
+					t.Errorf("%s at x %v, %v wide (visible %v): not within the window's %v", what, p.X, o.Size().Width, o.Visible(), win.Width)
+				}
+			}
+			rows := accountCells(w.Content())
+			if len(rows) == 0 {
+				t.Fatal("no account row")
+			}
+			r := rows[0]
+			if r.kind.Visible() || r.requests.Visible() || r.lastError.Visible() {
+				t.Error("Kind, Requests or Last error still show at 800 wide")
+			}
+			for name, cell := range map[string]fyne.CanvasObject{"name": r.name, "state": r.state, "5-hour": r.fiveHour, "weekly": r.weekly} {
+				inside("the "+name+" cell", cell)
+			}
+			visit(w.Content(), func(o fyne.CanvasObject) {
+				if b, ok := o.(*widget.Button); ok {
+					inside("the button "+b.Text, b)
+				}
+			})
+			// The scrolling part fits in the window's height; the requests keep a few rows.
+			if p := drv.AbsolutePositionForObject(d.middle); p.Y+d.middle.Size().Height > win.Height {
+				t.Errorf("the requests and Diagnostics end at %v, below the window's %v", p.Y+d.middle.Size().Height, win.Height)
+			}
+			if h, need := d.requests.list.Size().Height, 3*newRequestRowCells(d.requests.cols).MinSize().Height; h < need {
+				t.Errorf("the requests list is %v high, three rows need %v", h, need)
+			}
+			if !open {
+				return
+			}
+			// Every panel is within the width, below the requests, and within what scrolls.
+			grid := d.diag.detail
+			content := d.middle.Content
+			bottom := drv.AbsolutePositionForObject(content).Y + content.Size().Height
+			reqEnd := drv.AbsolutePositionForObject(d.requestsSection).Y + d.requestsSection.Size().Height
+			for i, p := range grid.Objects {
+				inside("Diagnostics panel "+strconv.Itoa(i), p)
+				pos := drv.AbsolutePositionForObject(p)
+				if pos.Y < reqEnd || pos.Y+p.Size().Height > bottom {
+					t.Errorf("panel %d from y %v to %v: not between the requests' end %v and the scrolled content's end %v",
+						i, pos.Y, pos.Y+p.Size().Height, reqEnd, bottom)
+				}
+			}
+			if content.Size().Height <= d.middle.Size().Height {
+				t.Errorf("nothing to scroll: content %v high in %v", content.Size().Height, d.middle.Size().Height)
+			}
+			// Opening it scrolled it into view: its header shows at the top of the scrolling part.
+			top, head := drv.AbsolutePositionForObject(d.middle).Y, drv.AbsolutePositionForObject(d.diag.header).Y
+			if d.middle.Offset.Y <= 0 || head < top || head+d.diag.header.Size().Height > top+d.middle.Size().Height {
+				t.Errorf("Diagnostics' header at y %v, the view from %v to %v (offset %v)",
+					head, top, top+d.middle.Size().Height, d.middle.Offset.Y)
+			}
+			w.Resize(DashboardSize)
+			if !r.kind.Visible() || !r.requests.Visible() || !r.lastError.Visible() {
+				t.Error("the columns left out do not come back in a wide window")
+			}
+		})
+	}
+}
 
-	mustShow(t, c, "Add your first account", "Point Codex at the relay", "Accounts…", "Copy")
-	mustContain(t, c,
-		"codexrelay accounts add --name me --kind chatgpt",
-		"codexrelay accounts import-codex",
-		`model_provider = "codexrelay"`,
-		`base_url = "http://127.0.0.1:7455/v1"`,
-		`model_catalog_url = "http://127.0.0.1:7455/v1/models"`,
+// The accounts' heading names the routing strategy that orders them.
+func TestDashboardNamesTheStrategy(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.ShowFixed(sample(), running(), testNow)
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	mustShow(t, c, "Accounts · priority order")
+	for st, want := range map[string]string{
+		proxy.StrategyRoundRobin:    "Accounts · round-robin",
+		proxy.StrategyMostQuotaLeft: "Accounts · most quota left",
+		proxy.StrategyPriority:      "Accounts · priority order",
+	} {
+		if err := relay.SetStrategy(st); err != nil {
+			t.Fatal(err)
+		}
+		u.refresh()
+		mustShow(t, c, want)
+	}
+}
+
+func TestColumnsFlexAndDrop(t *testing.T) {
+	c := newColumns(
+		column{min: 100, weight: 1},
+		column{min: 100, weight: 3, drop: 1},
+		column{min: 100, weight: 0, drop: 2},
 	)
-	if u.dash.accountsSection.Visible() || u.dash.requestsSection.Visible() {
-		t.Error("empty tables show instead of the help")
+	ws := c.widthsFor(100*3 + 2*columnGap + 40)
+	if ws[0] != 110 || ws[1] != 130 || ws[2] != 100 {
+		t.Errorf("widths %v, want the 40 spare shared 1:3", ws)
 	}
+	ws = c.widthsFor(250)
+	if ws[0] != 100+(250-200-columnGap)/4 || ws[2] != 0 || ws[1] == 0 {
+		t.Errorf("widths %v: the drop-2 column should go first", ws)
+	}
+	ws = c.widthsFor(150)
+	if ws[0] != 150 || ws[1] != 0 || ws[2] != 0 {
+		t.Errorf("widths %v", ws)
+	}
+	if m := c.minWidth(); m != 100 {
+		t.Errorf("min width %v", m)
+	}
+}
 
-	// The help's Copy button copies the provider block; its Accounts… button opens that window.
-	tapButton(t, u.dash.empty, "Copy")
-	if got := u.fa.Clipboard().Content(); !strings.Contains(got, "[model_providers.codexrelay]") {
-		t.Errorf("clipboard %q", got)
+func TestDashboardCodexRowConfigures(t *testing.T) {
+	home := t.TempDir()
+	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = \"gpt-5-codex\"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	tapButton(t, u.dash.empty, "Accounts…")
-	if u.accounts == nil {
-		t.Fatal("Accounts… did not open the accounts window")
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	mustShow(t, c, "Codex: not configured", `Codex uses the provider "openai"`, "Configure")
+	tapButton(t, c, "Configure")
+	mustContain(t, c, "Updated "+filepath.Join(home, "config.toml"), "config.toml.bak-")
+	b, err := os.ReadFile(filepath.Join(home, "config.toml"))
+	if err != nil || !strings.Contains(string(b), `model_provider = "codexrelay"`) {
+		t.Fatalf("config.toml now:\n%s (%v)", b, err)
+	}
+	u.refresh()
+	mustShow(t, c, "Codex: configured")
+	if u.dash.codex.configure.Visible() {
+		t.Error("Configure still shows once Codex is configured")
 	}
 }
 
 func TestFormats(t *testing.T) {
+	today := testNow.Add(2*time.Hour + 48*time.Minute)
+	far := time.Date(2026, 3, 15, 19, 32, 0, 0, time.Local) // a Sunday
+	cool := testNow.Add(4 * time.Minute)
 	for _, c := range []struct{ got, want string }{
 		{count(0), "0"}, {count(999), "999"}, {count(1000), "1,000"}, {count(1234567), "1,234,567"},
-		{age(-1), "never fetched"}, {age(12_400), "12 s"}, {age(4*60_000 + 59_000), "4 min"}, {age(3 * 3600_000), "3 h"},
-		{countdown(testNow.Add(272*time.Second), testNow), "4 min 32 s"},
-		{countdown(testNow.Add(-time.Second), testNow), "now"},
-		{millis(0.412), "0.41 ms"}, {millis(1432), "1.4 s"},
+		{age(-1), "never fetched"}, {age(12_400), "under 1 min"}, {age(4*60_000 + 59_000), "4 min"}, {age(3 * 3600_000), "3 h"},
+		{clock(today, testNow), "17:20"}, {clock(far, testNow), "Sun 19:32"},
+		{quotaText(37, today, testNow), "37% · resets 17:20"}, {quotaText(62, far, testNow), "62% · resets Sun 19:32"},
+		{quotaText(80, testNow.Add(-time.Minute), testNow), "80% · reset 14:31"}, {quotaText(5, time.Time{}, testNow), "5%"},
+		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing, CooldownUntil: &cool}, testNow).text, "Resting until 14:36"},
+		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit, CooldownUntil: &cool}, testNow).text, "Limit until 14:36"},
+		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindChatGPT}, testNow).text, "Needs sign-in"},
+		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindOpenAI}, testNow).text, "Key rejected"},
+		{millis(0.412), "0.41 ms"}, {millis(1432), "1.4 s"}, {seconds(1200 * time.Millisecond), "1.2 s"},
 		{percent(1, 3), "33.3%"}, {percent(0, 0), "–"},
+		{sentence(`account name "x" is not valid`), `Account name "x" is not valid`},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +42,14 @@ func plural(n int64, noun string) string {
 	return count(n) + " " + noun + "s"
 }
 
-// age formats how old something is: "12 s", "4 min", "3 h", "2 d"; negative means never.
+// age formats how old the catalog is in whole minutes, so that it changes once a minute, not
+// every second: "under 1 min", "4 min", "3 h", "2 d"; negative means never fetched.
 func age(ms int64) string {
 	if ms < 0 {
 		return "never fetched"
+	}
+	if ms < 60_000 {
+		return "under 1 min"
 	}
 	return span(time.Duration(ms) * time.Millisecond)
 }
@@ -61,19 +67,14 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%d d", int(d/(24*time.Hour)))
 }
 
-// countdown formats the time left until t for a ticking display: "4 min 32 s", "45 s",
-// "1 h 12 min"; "now" once t has passed.
-func countdown(t, now time.Time) string {
-	d := t.Sub(now).Round(time.Second)
-	switch {
-	case d <= 0:
-		return "now"
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min %02d s", int(d/time.Minute), int(d%time.Minute/time.Second))
+// clock formats a moment as the clock time people read it at, so that a text with it stays
+// the same until the moment changes: "14:36" within the next 20 hours, else "Fri 09:00".
+func clock(t, now time.Time) string {
+	t = t.Local()
+	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
+		return t.Format("15:04")
 	}
-	return fmt.Sprintf("%d h %02d min", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	return t.Format("Mon 15:04")
 }
 
 // millis formats a latency: "0.42 ms", "3.1 ms", "850 ms", "2.4 s".
@@ -87,6 +88,21 @@ func millis(ms float64) string {
 		return fmt.Sprintf("%.0f ms", ms)
 	}
 	return fmt.Sprintf("%.1f s", ms/1000)
+}
+
+// seconds formats a duration like a latency: "850 ms", "1.2 s".
+func seconds(d time.Duration) string { return millis(float64(d) / float64(time.Millisecond)) }
+
+// tildePath shortens a path in the home folder to "~/…", as people write it.
+func tildePath(p string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, home+string(filepath.Separator)); ok {
+		return "~" + string(filepath.Separator) + rest
+	}
+	return p
 }
 
 // minutes formats a duration in milliseconds as whole minutes: "10 min".
@@ -114,13 +130,53 @@ func stateText(state string) string {
 	case proxy.StateReady:
 		return "Ready"
 	case proxy.StateCooldown:
-		return "Cooling down"
+		return "Resting"
 	case proxy.StateNeedsLogin:
 		return "Needs sign-in"
 	case proxy.StateDisabled:
 		return "Disabled"
 	}
 	return state
+}
+
+// accountState is an account's state as the tables and the tray say it, with the clock time
+// a rest ends: "Ready", "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36"
+// (failing: the breaker rests it), "Needs sign-in" or "Key rejected", "Disabled".
+func accountState(a proxy.AccountStats, now time.Time) textView {
+	switch a.State {
+	case proxy.StateReady:
+		return textView{"Ready", toneGood}
+	case proxy.StateCooldown:
+		what := "Resting"
+		if a.CooldownReason == proxy.CooldownRateLimit {
+			what = "Limit"
+		}
+		if a.CooldownUntil == nil {
+			return textView{what, toneWarn}
+		}
+		return textView{what + " until " + clock(*a.CooldownUntil, now), toneWarn}
+	case proxy.StateNeedsLogin:
+		if a.Kind == proxy.KindOpenAI {
+			return textView{"Key rejected", toneBad}
+		}
+		return textView{"Needs sign-in", toneBad}
+	case proxy.StateDisabled:
+		return textView{"Disabled", toneDim}
+	}
+	return textView{a.State, toneNormal}
+}
+
+// stateTone is the tone of an account state.
+func stateTone(state string) tone {
+	switch state {
+	case proxy.StateReady:
+		return toneGood
+	case proxy.StateCooldown:
+		return toneWarn
+	case proxy.StateNeedsLogin:
+		return toneBad
+	}
+	return toneDim
 }
 
 // kindText names an account kind for people.
@@ -134,18 +190,55 @@ func kindText(k proxy.Kind) string {
 	return string(k)
 }
 
-// quotaText is a quota bar's label: "37% · resets 14:20" for the five-hour window (a time
-// today), "62% · resets Fri" for the weekly one (a day).
+// quotaText is a usage window's figure: "37% · resets 17:20" (the clock time, or the day and
+// time when it is further away than 20 hours). A reset time already past says "reset", for
+// usage read before it.
 func quotaText(used float64, resets, now time.Time) string {
 	s := fmt.Sprintf("%.0f%%", used)
-	if resets.IsZero() {
+	switch {
+	case resets.IsZero():
 		return s
+	case !resets.After(now):
+		return s + " · reset " + clock(resets, now)
 	}
-	r := resets.Local()
-	if r.Sub(now) < 20*time.Hour {
-		return s + " · resets " + r.Format("15:04")
+	return s + " · resets " + clock(resets, now)
+}
+
+// quotaCellView is one usage window of an account for a quota cell: the five-hour (primary)
+// or the weekly window; "–" for an account without a known quota.
+func quotaCellView(a proxy.AccountStats, weekly bool, now time.Time) quotaView {
+	if a.Quota == nil {
+		return quotaView{text: textView{"–", toneDim}}
 	}
-	return s + " · resets " + r.Format("Mon")
+	used, resets := a.Quota.PrimaryUsedPercent, a.Quota.PrimaryResetsAt
+	if weekly {
+		used, resets = a.Quota.SecondaryUsedPercent, a.Quota.SecondaryResetsAt
+	}
+	return quotaView{bar: true, used: min(max(used/100, 0), 1), text: textView{text: quotaText(used, resets, now)}}
+}
+
+// usageShort is an account's two windows in a few words: "5 h 37% · week 62%" ("" without a
+// known quota).
+func usageShort(q *proxy.Quota) string {
+	if q == nil {
+		return ""
+	}
+	return fmt.Sprintf("5 h %.0f%% · week %.0f%%", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
+}
+
+// servingBadge marks the account that served the last request and the one that takes the
+// next: "in use" when they are the same, "serving next", "served last", or "".
+func servingBadge(name string, snap proxy.Snapshot) string {
+	last, next := name == snap.LastServed, name == snap.Next
+	switch {
+	case last && next:
+		return "in use"
+	case next:
+		return "serving next"
+	case last:
+		return "served last"
+	}
+	return ""
 }
 
 // modelText is "requested → resolved", or just the model when they agree.
@@ -177,7 +270,7 @@ func triedText(t proxy.Trace) string {
 func statusText(t proxy.Trace) string {
 	s := strconv.Itoa(t.Status)
 	switch t.Outcome {
-	case "", "completed":
+	case "", proxy.OutcomeCompleted:
 		return s
 	}
 	return s + " " + t.Outcome

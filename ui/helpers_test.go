@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"strings"
@@ -21,7 +22,12 @@ import (
 func newTestUI(t *testing.T, env map[string]string) (*UI, *app.App) {
 	t.Helper()
 	fa := test.NewTempApp(t)
-	vars := map[string]string{"CODEX_HOME": t.TempDir()}
+	vars := map[string]string{
+		"CODEX_HOME": t.TempDir(),
+		// Nothing listens there: no test reaches chatgpt.com or auth.openai.com.
+		"CODEXRELAY_CHATGPT_BASE_URL": "http://127.0.0.1:9/backend-api/codex",
+		"CODEXRELAY_AUTH_ISSUER":      "http://127.0.0.1:9",
+	}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -152,12 +158,15 @@ func menuItem(t *testing.T, m *fyne.Menu, label string) *fyne.MenuItem {
 
 var testNow = time.Date(2026, 3, 12, 14, 32, 10, 0, time.Local)
 
-// sample is a snapshot with three accounts in three states and two recent requests.
+// sample is a snapshot with three accounts in three states and two recent requests:
+// "personal" ready with its quota (served the last request, serves the next), "team" resting
+// after its limit until 14:36, "api" whose key was rejected.
 func sample() *Fixed {
 	cool := testNow.Add(4*time.Minute + 32*time.Second)
 	return &Fixed{
 		Snapshot: proxy.Snapshot{
-			Listen: "127.0.0.1:7455",
+			Listen:     "127.0.0.1:7455",
+			LastServed: "personal", Next: "personal",
 			Catalog: proxy.CatalogStats{AgeMs: 252_000, Models: 14, SWREnabled: true, StaleMaxAgeMs: 1_800_000,
 				TTLMs: 600_000, Refresh: proxy.RefreshCounts{Background: 17, Blocking: 1, Shared: 6}, Refreshes: 19},
 			Serialization: proxy.Serialization{Hits: 1912, Misses: 1246, Direct: 58},
@@ -166,15 +175,15 @@ func sample() *Fixed {
 				{Name: "personal", Kind: proxy.KindChatGPT, State: proxy.StateReady, Requests: 912,
 					Quota: &proxy.Quota{PrimaryUsedPercent: 37, SecondaryUsedPercent: 62}},
 				{Name: "team", Kind: proxy.KindChatGPT, State: proxy.StateCooldown, CooldownUntil: &cool,
-					Requests: 341, LastError: "429 usage_limit_reached"},
+					CooldownReason: proxy.CooldownRateLimit, Requests: 341, LastError: "429 usage_limit_reached"},
 				{Name: "api", Kind: proxy.KindOpenAI, State: proxy.StateNeedsLogin, LastError: "401 invalid_api_key"},
 			},
 		},
 		Recent: []proxy.Trace{
-			{Time: testNow.Add(-3 * time.Second), Model: "codex", ResolvedModel: "gpt-5.1-codex", Status: 200,
-				Outcome: "completed", Attempts: []proxy.Attempt{{Account: "team", Status: 429}, {Account: "personal", Status: 200}},
+			{ID: "t2", Time: testNow.Add(-3 * time.Second), Model: "codex", ResolvedModel: "gpt-5.1-codex", Status: 200,
+				Outcome: proxy.OutcomeCompleted, Attempts: []proxy.Attempt{{Account: "team", Status: 429}, {Account: "personal", Status: 200}},
 				LatencyBreakdown: proxy.Latency{PreparationMs: 0.38, TotalMs: 4214}},
-			{Time: testNow.Add(-40 * time.Second), Model: "gpt-5.1", Status: 503, Outcome: "error",
+			{ID: "t1", Time: testNow.Add(-40 * time.Second), Model: "gpt-5.1", Status: 503, Outcome: proxy.OutcomeError,
 				Attempts:         []proxy.Attempt{{Account: "api", Status: 401}},
 				LatencyBreakdown: proxy.Latency{PreparationMs: 2.5, TotalMs: 96}},
 		},
@@ -182,3 +191,39 @@ func sample() *Fixed {
 }
 
 func running() app.ServiceStatus { return app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true} }
+
+// fakeDesk is a desktop.App that counts what the tray hands it.
+type fakeDesk struct {
+	menus, icons int
+	menu         *fyne.Menu
+}
+
+func (d *fakeDesk) SetSystemTrayMenu(m *fyne.Menu)  { d.menus++; d.menu = m }
+func (d *fakeDesk) SetSystemTrayIcon(fyne.Resource) { d.icons++ }
+func (d *fakeDesk) SetSystemTrayWindow(fyne.Window) {}
+
+// labels are the labels of a menu's items ("" for a separator).
+func labels(items []*fyne.MenuItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Label)
+	}
+	return out
+}
+
+// pressKey sends a key to a window's canvas, as a keyboard would with nothing focused.
+func pressKey(w fyne.Window, name fyne.KeyName) {
+	if f := w.Canvas().OnTypedKey(); f != nil {
+		f(&fyne.KeyEvent{Name: name})
+	}
+}
+
+// withFakeFirstRun has the UI's first-run action return fr and err instead of running.
+func withFakeFirstRun(u *UI, fr app.FirstRun, err error) (calls *int) {
+	calls = new(int)
+	u.dash.opt.UseCodexLogin = func(context.Context) (app.FirstRun, error) {
+		*calls++
+		return fr, err
+	}
+	return calls
+}

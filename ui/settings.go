@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -18,8 +19,11 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// settingsWindow edits the settings; each change applies at once through an app method, and
-// each error shows next to its field.
+// settingsWindow edits the settings; each change applies through an app method, off the UI
+// thread (saving waits for the settings file's lock, which another process may hold), and each
+// error shows next to its field, in app's words. A check box or a choice applies at once; a
+// number applies when the user is done with it (Return, or leaving the field), not at each
+// keystroke.
 type settingsWindow struct {
 	u   *UI
 	win fyne.Window
@@ -28,13 +32,22 @@ type settingsWindow struct {
 	portApply *widget.Button
 	portMsg   *widget.Label
 
-	swr      *widget.Check
-	staleMax *widget.Entry
-	ttl      *widget.Entry
-	catMsg   *widget.Label
-
 	strategy    *widget.Select
 	strategyMsg *widget.Label
+
+	swr      *widget.Check
+	staleMax *numberEntry
+	staleMsg *widget.Label
+	ttl      *numberEntry
+	ttlMsg   *widget.Label
+
+	timeouts   map[string]*numberEntry // by SetTimeout's name
+	timeoutMsg map[string]*widget.Label
+
+	notify       map[string]*widget.Check // by app.Notify* kind
+	threshold    *numberEntry
+	thresholdMsg *widget.Label
+	notifyMsg    *widget.Label
 
 	localKey    *widget.Check
 	keyShown    *widget.Entry
@@ -46,16 +59,45 @@ type settingsWindow struct {
 
 	// loaded is the settings generation the fields show.
 	loaded uint64
+	// offer is the dialog last shown after the local key was turned on (tests).
+	offer *dialog.ConfirmDialog
+}
+
+// strategyNotes explain each routing strategy in one line.
+var strategyNotes = map[string]string{
+	proxy.StrategyPriority:      "the first healthy account in the list takes every request; the next only when it fails, reaches its limit or rests.",
+	proxy.StrategyRoundRobin:    "the healthy accounts take turns, in list order.",
+	proxy.StrategyMostQuotaLeft: "untouched accounts first, then the ChatGPT accounts with the most of their windows left.",
+}
+
+// notifyLabels say what each kind of notification is about.
+var notifyLabels = map[string]string{
+	app.NotifyNeedsLogin:  "An account needs a new sign-in, or its key is rejected",
+	app.NotifyLimit:       "An account reaches its usage limit (with the time it resets)",
+	app.NotifyAllResting:  "Every account is resting (with the first one back)",
+	app.NotifyWindowReset: "An account's five-hour or weekly window resets",
+	app.NotifyLowCapacity: "The five-hour capacity left falls below",
+}
+
+// timeoutNames are SetTimeout's names, in the order the window shows them, with their labels.
+var timeoutNames = []struct{ name, label string }{
+	{"header", "Headers within"},
+	{"first-event", "First event within"},
+	{"stream-idle", "Silence in a stream up to"},
 }
 
 func newSettingsWindow(u *UI) *settingsWindow {
 	s := &settingsWindow{u: u}
-	s.win = u.toolWindow("Settings – Codex Relay", s.build(), fyne.NewSize(620, 0))
+	s.win = u.toolWindow("Settings – Codex Relay", s.build(), fyne.NewSize(680, 760))
 	s.load()
 	return s
 }
 
+// open shows the window with the current settings. A local key shown when it was made is not
+// shown again: it was shown once.
 func (s *settingsWindow) open() {
+	s.keyShown.SetText("")
+	s.keyBox.Hide()
 	s.load()
 	s.win.Show()
 	s.win.RequestFocus()
@@ -64,18 +106,45 @@ func (s *settingsWindow) open() {
 func (s *settingsWindow) build() fyne.CanvasObject {
 	// Proxy: the port (restarts the listener) and the routing strategy.
 	s.port = widget.NewEntry()
-	s.port.SetPlaceHolder("7455")
 	s.port.OnSubmitted = func(string) { s.applyPort() }
 	s.portApply = widget.NewButton("Apply", s.applyPort)
 	s.portMsg = errorLabel()
-	s.strategy = widget.NewSelect([]string{proxy.StrategyPriority, proxy.StrategyRoundRobin}, nil)
+	s.strategy = widget.NewSelect(proxy.Strategies, nil)
 	s.strategyMsg = errorLabel()
+	var explain []string
+	for _, st := range proxy.Strategies {
+		explain = append(explain, st+": "+strategyNotes[st])
+	}
 
 	// Model catalog.
 	s.swr = widget.NewCheck("Serve the cached catalog while it refreshes (stale-while-revalidate)", nil)
-	s.staleMax = widget.NewEntry()
-	s.ttl = widget.NewEntry()
-	s.catMsg = errorLabel()
+	s.staleMax, s.staleMsg = newNumberEntry(), errorLabel()
+	s.ttl, s.ttlMsg = newNumberEntry(), errorLabel()
+
+	// Upstream timeouts.
+	s.timeouts, s.timeoutMsg = map[string]*numberEntry{}, map[string]*widget.Label{}
+	var timeoutRows []fyne.CanvasObject
+	for _, t := range timeoutNames {
+		e := newNumberEntry()
+		s.timeouts[t.name], s.timeoutMsg[t.name] = e, errorLabel()
+		timeoutRows = append(timeoutRows, widget.NewLabel(t.label),
+			container.NewVBox(unitField(e, "s"), s.timeoutMsg[t.name]))
+	}
+
+	// Notifications.
+	s.notify = map[string]*widget.Check{}
+	var checks []fyne.CanvasObject
+	s.threshold, s.thresholdMsg, s.notifyMsg = newNumberEntry(), errorLabel(), errorLabel()
+	for _, kind := range app.NotifyKinds {
+		c := widget.NewCheck(notifyLabels[kind], nil)
+		s.notify[kind] = c
+		if kind == app.NotifyLowCapacity {
+			checks = append(checks, container.NewHBox(c, container.New(&sized{min: fyne.NewSize(90, 0)}, unitField(s.threshold, "%"))),
+				s.thresholdMsg)
+			continue
+		}
+		checks = append(checks, c)
+	}
 
 	// Security and system.
 	s.localKey = widget.NewCheck("Require a local API key from clients", nil)
@@ -94,27 +163,27 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 	form := func(rows ...fyne.CanvasObject) fyne.CanvasObject {
 		return container.New(layout.NewFormLayout(), rows...)
 	}
-	minutesField := func(e *widget.Entry) fyne.CanvasObject {
-		e.SetPlaceHolder("minutes")
-		return container.NewBorder(nil, nil, nil, widget.NewLabel("min"), e)
-	}
 	content := container.NewVBox(
 		heading("Proxy"),
 		form(
 			widget.NewLabel("Listen port"), container.NewVBox(
-				container.NewBorder(nil, nil, nil, s.portApply, s.port), s.portMsg),
-			widget.NewLabel("Routing"), container.NewVBox(s.strategy,
-				note("priority: the first healthy account takes every request, the next one only when it "+
-					"fails. round-robin: healthy accounts take turns."),
-				s.strategyMsg),
+				container.NewBorder(nil, nil, nil, s.portApply, s.port), hint("e.g. 7455; from 1024 to 65535"), s.portMsg),
+			widget.NewLabel("Routing"), container.NewVBox(s.strategy, hint(strings.Join(explain, "\n")), s.strategyMsg),
 		),
 		widget.NewSeparator(),
 		heading("Model catalog"),
 		s.swr,
 		form(
-			widget.NewLabel("Maximum stale age"), minutesField(s.staleMax),
-			widget.NewLabel("Catalog TTL"), container.NewVBox(minutesField(s.ttl), s.catMsg),
+			widget.NewLabel("Maximum stale age"), container.NewVBox(unitField(s.staleMax, "min"), s.staleMsg),
+			widget.NewLabel("Catalog TTL"), container.NewVBox(unitField(s.ttl, "min"), s.ttlMsg),
 		),
+		widget.NewSeparator(),
+		heading("Upstream timeouts"),
+		form(timeoutRows...),
+		widget.NewSeparator(),
+		heading("Notifications"),
+		container.NewVBox(checks...),
+		s.notifyMsg,
 		widget.NewSeparator(),
 		heading("Security"),
 		s.localKey,
@@ -125,8 +194,55 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		s.startAtLogin,
 		s.loginMsg,
 	)
-	// Wire the handlers after the first load so that setting the values does not apply them.
-	return container.NewPadded(content)
+	s.staleMax.onDone = s.applyCatalogTiming
+	s.ttl.onDone = s.applyCatalogTiming
+	for name, e := range s.timeouts {
+		e.onDone = func() { s.applyTimeout(name, e.Text) }
+	}
+	s.threshold.onDone = func() { s.applyThreshold(s.threshold.Text) }
+	return container.NewVScroll(container.NewPadded(content))
+}
+
+// unitField is an entry with its unit after it ("min", "s", "%").
+func unitField(e fyne.CanvasObject, unit string) fyne.CanvasObject {
+	return container.NewBorder(nil, nil, nil, widget.NewLabel(unit), e)
+}
+
+// numberEntry is a field for a number that is saved when the user is done with it: on Return,
+// or when the focus leaves it, and only when its text changed since it was shown or saved.
+type numberEntry struct {
+	widget.Entry
+	// onDone saves the field.
+	onDone func()
+	// saved is the text last shown from the settings or handed to onDone.
+	saved string
+}
+
+func newNumberEntry() *numberEntry {
+	e := &numberEntry{}
+	e.ExtendBaseWidget(e)
+	e.OnSubmitted = func(string) { e.done() }
+	return e
+}
+
+// show puts the settings' value in the field.
+func (e *numberEntry) show(text string) {
+	e.saved = text
+	e.SetText(text)
+}
+
+// FocusLost saves the field as the focus leaves it.
+func (e *numberEntry) FocusLost() {
+	e.Entry.FocusLost()
+	e.done()
+}
+
+func (e *numberEntry) done() {
+	if e.Text == e.saved || e.onDone == nil {
+		return
+	}
+	e.saved = e.Text
+	e.onDone()
 }
 
 // load shows the current settings (and the live catalog values, which include environment
@@ -137,13 +253,13 @@ func (s *settingsWindow) load() {
 	s.loaded = st.Generation
 	c := s.u.relay.Proxy.Stats().Catalog
 	focused := s.win.Canvas().Focused()
-	setText := func(e *widget.Entry, text string) {
+	setEntry := func(e *numberEntry, text string) {
 		if focused != e { // never under the user's fingers
-			e.SetText(text)
+			e.show(text)
 		}
 	}
-	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil {
-		setText(s.port, port)
+	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil && focused != s.port {
+		s.port.SetText(port)
 	}
 	strategy := st.Strategy
 	if strategy == "" {
@@ -151,18 +267,42 @@ func (s *settingsWindow) load() {
 	}
 	s.strategy.SetSelected(strategy)
 	s.swr.SetChecked(c.SWREnabled)
-	setText(s.staleMax, strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
-	setText(s.ttl, strconv.FormatInt(c.TTLMs/60000, 10))
+	setEntry(s.staleMax, strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
+	setEntry(s.ttl, strconv.FormatInt(c.TTLMs/60000, 10))
+	t := st.Timeouts
+	for name, ms := range map[string]int64{"header": t.HeaderMs, "first-event": t.FirstEventMs, "stream-idle": t.StreamIdleMs} {
+		setEntry(s.timeouts[name], secondsText(ms, name))
+	}
+	for kind, c := range s.notify {
+		c.SetChecked(st.Notifications.Enabled(kind))
+	}
+	setEntry(s.threshold, strconv.Itoa(st.Notifications.Threshold()))
 	s.localKey.SetChecked(st.LocalAPIKey)
 	s.startAtLogin.SetChecked(st.StartAtLogin)
 	s.attach()
 }
 
+// secondsText is a timeout in whole seconds, its default when ms is 0.
+func secondsText(ms int64, name string) string {
+	if ms == 0 {
+		switch name {
+		case "header":
+			ms = proxy.DefaultHeaderTimeout.Milliseconds()
+		case "first-event":
+			ms = proxy.DefaultFirstEventTimeout.Milliseconds()
+		default:
+			ms = proxy.DefaultStreamIdleTimeout.Milliseconds()
+		}
+	}
+	return strconv.FormatInt(ms/1000, 10)
+}
+
 func (s *settingsWindow) detach() {
 	s.strategy.OnChanged = nil
 	s.swr.OnChanged = nil
-	s.staleMax.OnChanged = nil
-	s.ttl.OnChanged = nil
+	for _, c := range s.notify {
+		c.OnChanged = nil
+	}
 	s.localKey.OnChanged = nil
 	s.startAtLogin.OnChanged = nil
 }
@@ -170,8 +310,9 @@ func (s *settingsWindow) detach() {
 func (s *settingsWindow) attach() {
 	s.strategy.OnChanged = s.applyStrategy
 	s.swr.OnChanged = s.applySWR
-	s.staleMax.OnChanged = func(string) { s.applyCatalogTiming() }
-	s.ttl.OnChanged = func(string) { s.applyCatalogTiming() }
+	for kind, c := range s.notify {
+		c.OnChanged = func(on bool) { s.applyNotification(kind, on) }
+	}
 	s.localKey.OnChanged = s.applyLocalKey
 	s.startAtLogin.OnChanged = s.applyStartAtLogin
 }
@@ -193,7 +334,7 @@ func setCheck(c *widget.Check, on bool) {
 	c.Refresh()
 }
 
-// parsePort checks a listen port typed by the user.
+// parsePort reads a listen port typed by the user.
 func parsePort(text string) (int, error) {
 	p, err := strconv.Atoi(strings.TrimSpace(text))
 	switch {
@@ -220,7 +361,7 @@ func (s *settingsWindow) applyPort() {
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	setMessage(s.portMsg, "Restarting the proxy on "+addr+"…", widget.LowImportance)
+	setMessage(s.portMsg, "Restarting the proxy on "+addr+"…", widget.MediumImportance)
 	s.portApply.Disable()
 	s.u.async(func() {
 		err := s.u.svc.SetListen(addr)
@@ -233,73 +374,171 @@ func (s *settingsWindow) applyPort() {
 				setMessage(s.portMsg, "Saved, but CODEXRELAY_LISTEN="+s.u.relay.ListenAddr()+
 					" overrides it while that variable is set.", widget.WarningImportance)
 			default:
-				setMessage(s.portMsg, "Listening on http://"+s.u.svc.Status().Addr+"/v1. Update Codex's "+
-					"config (tray: Configure Codex…) to the new port.", widget.SuccessImportance)
+				setMessage(s.portMsg, "Listening on http://"+s.u.svc.Status().Addr+"/v1. Codex needs the new "+
+					"port too: the dashboard's Codex line offers to configure it.", widget.SuccessImportance)
 			}
 		})
 		s.u.changed()
 	})
 }
 
+// save runs apply off the UI thread and hands its error to show on the UI thread; the windows
+// then show the new settings.
+func (s *settingsWindow) save(apply func() error, show func(error)) {
+	s.u.async(func() {
+		err := apply()
+		fyne.Do(func() { show(err) })
+		s.u.changed()
+	})
+}
+
 func (s *settingsWindow) applyStrategy(strategy string) {
-	setError(s.strategyMsg, s.u.relay.SetStrategy(strategy))
+	s.save(func() error { return s.u.relay.SetStrategy(strategy) },
+		func(err error) { setError(s.strategyMsg, err) })
 }
 
 func (s *settingsWindow) applySWR(on bool) {
-	if err := s.u.relay.SetStaleWhileRevalidate(on); err != nil {
-		setError(s.catMsg, err)
-		setCheck(s.swr, !on)
+	s.save(func() error { return s.u.relay.SetStaleWhileRevalidate(on) }, func(err error) {
+		setError(s.staleMsg, err)
+		if err != nil {
+			setCheck(s.swr, !on)
+			return
+		}
+		s.u.refresh() // the tray's item follows at once
+	})
+}
+
+// parseWhole reads a whole number typed in a field.
+func parseWhole(text string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", strings.TrimSpace(text))
+	}
+	return n, nil
+}
+
+// applyCatalogTiming saves the stale maximum age and the TTL; app says when they do not fit
+// together (a stale age below the TTL), and its message shows under the field it names.
+func (s *settingsWindow) applyCatalogTiming() {
+	stale, errStale := parseWhole(s.staleMax.Text)
+	ttl, errTTL := parseWhole(s.ttl.Text)
+	setError(s.staleMsg, errStale)
+	setError(s.ttlMsg, errTTL)
+	if errStale != nil || errTTL != nil {
 		return
 	}
-	setError(s.catMsg, nil)
-	s.u.refresh()
-}
-
-// parseMinutes reads a positive whole number of minutes.
-func parseMinutes(what, text string) (time.Duration, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(text))
-	if err != nil || n < 1 || n > 7*24*60 {
-		return 0, fmt.Errorf("%s: enter whole minutes from 1 to 10080", what)
-	}
-	return time.Duration(n) * time.Minute, nil
-}
-
-func (s *settingsWindow) applyCatalogTiming() {
-	stale, err := parseMinutes("Maximum stale age", s.staleMax.Text)
-	if err == nil {
-		var ttl time.Duration
-		if ttl, err = parseMinutes("Catalog TTL", s.ttl.Text); err == nil {
-			err = s.u.relay.SetCatalogTiming(stale, ttl)
+	if stale < 1 || ttl < 1 { // zero would mean "keep the current value" to app
+		if stale < 1 {
+			setError(s.staleMsg, errors.New("enter at least 1 minute"))
 		}
+		if ttl < 1 {
+			setError(s.ttlMsg, errors.New("enter at least 1 minute"))
+		}
+		return
 	}
-	setError(s.catMsg, err)
+	s.save(func() error {
+		return s.u.relay.SetCatalogTiming(time.Duration(stale)*time.Minute, time.Duration(ttl)*time.Minute)
+	}, func(err error) {
+		switch fieldOf(err) {
+		case app.FieldTTL:
+			setError(s.ttlMsg, err)
+		default:
+			setError(s.staleMsg, err)
+		}
+	})
+}
+
+// applyTimeout saves one upstream timeout, typed in seconds.
+func (s *settingsWindow) applyTimeout(name, text string) {
+	n, err := parseWhole(text)
+	if err != nil {
+		setError(s.timeoutMsg[name], err)
+		return
+	}
+	s.save(func() error { return s.u.relay.SetTimeout(name, time.Duration(n)*time.Second) },
+		func(err error) { setError(s.timeoutMsg[name], err) })
+}
+
+func (s *settingsWindow) applyNotification(kind string, on bool) {
+	s.save(func() error { return s.u.relay.SetNotification(kind, on) },
+		func(err error) { setError(s.notifyMsg, err) })
+}
+
+func (s *settingsWindow) applyThreshold(text string) {
+	n, err := parseWhole(text)
+	if err != nil {
+		setError(s.thresholdMsg, err)
+		return
+	}
+	s.save(func() error { return s.u.relay.SetLowCapacityThreshold(n) },
+		func(err error) { setError(s.thresholdMsg, err) })
 }
 
 func (s *settingsWindow) applyLocalKey(on bool) {
 	s.localKey.Disable()
 	s.u.async(func() {
+		// Whether Codex sends its requests through the relay now, before the key changes that.
+		configured := s.u.codexConfigured().Configured
 		key, err := s.u.relay.SetLocalKey(on)
 		fyne.Do(func() {
 			s.localKey.Enable()
 			if err != nil {
 				setCheck(s.localKey, !on)
-				var ke *app.KeychainError
-				if errors.As(err, &ke) {
+				if isKeychainError(err) {
 					s.u.showError(s.win, err)
 				}
 				setError(s.localKeyMsg, err)
 				return
 			}
 			setError(s.localKeyMsg, nil)
-			if key != "" {
-				s.keyShown.SetText(key)
-				s.keyBox.Show()
-			} else {
+			if key == "" {
 				s.keyShown.SetText("")
 				s.keyBox.Hide()
+				return
+			}
+			s.keyShown.SetText(key)
+			s.keyBox.Show()
+			if configured {
+				// Codex would be refused without the key. Where Codex does not use the relay,
+				// its configuration is left alone: writing it would make the relay its provider.
+				s.offerCodexConfig()
 			}
 		})
 	})
+}
+
+// localKeyExport is the command that gives Codex the local key, for a shell profile.
+const localKeyExport = "export CODEXRELAY_API_KEY=$(codexrelay local-key show)"
+
+// offerCodexConfig offers, once the local key is on and when Codex was configured for the
+// relay, to make Codex send it: the provider block then names the variable Codex reads the key
+// from (env_key), which must be exported.
+func (s *settingsWindow) offerCodexConfig() {
+	cmd, cmdBox := code(localKeyExport)
+	msg := note("Codex must send the key now. Codex Relay can add env_key = \"CODEXRELAY_API_KEY\" to its " +
+		"provider in ~/.codex/config.toml (after a backup of the file). Codex reads the key from that " +
+		"variable, so export it where you start Codex, e.g. in your shell profile:")
+	copyCmd := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { s.u.copyText(cmd.Text) })
+	content := widthBox(520, msg, container.NewBorder(nil, nil, nil, container.NewCenter(copyCmd), cmdBox))
+	s.offer = dialog.NewCustomConfirm("Update the Codex configuration?", "Update config.toml", "Not now", content,
+		func(ok bool) {
+			if !ok {
+				return
+			}
+			s.u.async(func() {
+				res, err := s.u.relay.WriteCodexConfig("")
+				fyne.Do(func() {
+					if err != nil {
+						setError(s.localKeyMsg, fmt.Errorf("could not update the Codex configuration: %w", err))
+						return
+					}
+					setMessage(s.localKeyMsg, configLine(res).text+" Export CODEXRELAY_API_KEY before you start Codex.",
+						widget.SuccessImportance)
+					s.u.changed()
+				})
+			})
+		}, s.win)
+	s.offer.Show()
 }
 
 func (s *settingsWindow) applyStartAtLogin(on bool) {

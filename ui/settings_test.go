@@ -1,11 +1,17 @@
 package ui
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -89,29 +95,171 @@ func TestSettingsCatalogAndStrategy(t *testing.T) {
 	if s.ttl.Text != "10" || s.staleMax.Text != "30" {
 		t.Fatalf("catalog fields %q %q", s.ttl.Text, s.staleMax.Text)
 	}
-	s.ttl.SetText("0")
-	if !strings.Contains(s.catMsg.Text, "Catalog TTL") || !s.catMsg.Visible() {
-		t.Errorf("TTL 0: message %q", s.catMsg.Text)
+	enter(s.ttl, "0")
+	if !s.ttlMsg.Visible() || s.staleMsg.Visible() {
+		t.Errorf("TTL 0: message %q under the TTL, %q under the stale age", s.ttlMsg.Text, s.staleMsg.Text)
 	}
-	s.ttl.SetText("5")
-	s.staleMax.SetText("45")
+	enter(s.ttl, "5")
+	enter(s.staleMax, "45")
 	c := relay.Proxy.Stats().Catalog
-	if c.TTLMs != 300_000 || c.StaleMaxAgeMs != 2_700_000 || s.catMsg.Visible() {
-		t.Errorf("catalog %d ms / %d ms, message %q", c.TTLMs, c.StaleMaxAgeMs, s.catMsg.Text)
+	if c.TTLMs != 300_000 || c.StaleMaxAgeMs != 2_700_000 || s.ttlMsg.Visible() || s.staleMsg.Visible() {
+		t.Errorf("catalog %d ms / %d ms, messages %q %q", c.TTLMs, c.StaleMaxAgeMs, s.ttlMsg.Text, s.staleMsg.Text)
+	}
+	// A stale age below the TTL: app refuses it, and says so under the stale age.
+	enter(s.staleMax, "3")
+	err := relay.SetCatalogTiming(3*time.Minute, 5*time.Minute)
+	if err == nil || fieldOf(err) != app.FieldStaleAge {
+		t.Fatalf("app accepted a stale age below the TTL: %v", err)
+	}
+	if !s.staleMsg.Visible() || s.staleMsg.Text != sentence(err.Error()) {
+		t.Errorf("stale age message %q, want app's %q", s.staleMsg.Text, err.Error())
+	}
+	if relay.Proxy.Stats().Catalog.StaleMaxAgeMs != 2_700_000 {
+		t.Error("a refused stale age was applied")
 	}
 
+	// The strategy select offers the three strategies, each explained in one line.
+	if !slices.Equal(s.strategy.Options, []string{proxy.StrategyPriority, proxy.StrategyRoundRobin, proxy.StrategyMostQuotaLeft}) {
+		t.Errorf("strategies %q", s.strategy.Options)
+	}
+	for _, st := range proxy.Strategies {
+		mustContain(t, s.win.Content(), st+": "+strategyNotes[st])
+	}
 	if s.strategy.Selected != proxy.StrategyPriority {
 		t.Fatalf("strategy %q", s.strategy.Selected)
 	}
+	for _, st := range []string{proxy.StrategyMostQuotaLeft, proxy.StrategyRoundRobin} {
+		s.strategy.SetSelected(st)
+		if got := relay.Settings().Strategy; got != st {
+			t.Errorf("strategy saved as %q, want %q", got, st)
+		}
+	}
+}
+
+func TestSettingsTimeouts(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.showSettings()
+	s := u.settings
+	if got := s.timeouts["header"].Text; got != "60" {
+		t.Fatalf("header timeout %q", got)
+	}
+	// Typing saves nothing; leaving the field saves it.
+	e := s.timeouts["first-event"]
+	s.win.Canvas().Focus(e)
+	e.SetText("4")
+	e.SetText("45")
+	if got := relay.Settings().Timeouts.FirstEventMs; got != 0 {
+		t.Errorf("saved %d ms while typing", got)
+	}
+	gen := relay.Settings().Generation
+	s.win.Canvas().Unfocus()
+	if got := relay.Settings().Timeouts.FirstEventMs; got != 45_000 {
+		t.Errorf("first-event timeout saved as %d ms", got)
+	}
+	// Return saves too, but only a changed value.
+	s.win.Canvas().Focus(e)
+	e.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	s.win.Canvas().Unfocus()
+	if got := relay.Settings().Generation; got != gen+1 {
+		t.Errorf("an unchanged field was saved again: generation %d, want %d", got, gen+1)
+	}
+	enter(s.timeouts["stream-idle"], "x")
+	if !s.timeoutMsg["stream-idle"].Visible() {
+		t.Error("no message for a timeout that is not a number")
+	}
+}
+
+// enter types text into a number field and presses Return.
+func enter(e *numberEntry, text string) {
+	e.SetText(text)
+	e.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+}
+
+// Every change saves off the UI thread: the settings file's lock may be held by another
+// process for seconds. Here async only queues, so nothing is saved until the test runs it.
+func TestSettingsSaveOffTheUIThread(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.refresh()
+	u.showSettings()
+	s := u.settings
+	var queued []func()
+	u.async = func(f func()) { queued = append(queued, f) }
+	runQueued := func(what string, saved func() bool) {
+		t.Helper()
+		if saved() {
+			t.Fatalf("%s: saved on the UI thread", what)
+		}
+		if len(queued) != 1 {
+			t.Fatalf("%s: %d calls queued, want 1", what, len(queued))
+		}
+		f := queued[0]
+		queued = nil
+		f()
+		if !saved() {
+			t.Errorf("%s: not saved once its call ran", what)
+		}
+	}
 	s.strategy.SetSelected(proxy.StrategyRoundRobin)
-	if got := relay.Settings().Strategy; got != proxy.StrategyRoundRobin {
-		t.Errorf("strategy saved as %q", got)
+	runQueued("strategy", func() bool { return relay.Settings().Strategy == proxy.StrategyRoundRobin })
+	test.Tap(s.notify[app.NotifyLimit])
+	runQueued("notification", func() bool { return !relay.Settings().Notifications.Enabled(app.NotifyLimit) })
+	enter(s.threshold, "30")
+	runQueued("threshold", func() bool { return relay.Settings().Notifications.Threshold() == 30 })
+	enter(s.timeouts["header"], "90")
+	runQueued("timeout", func() bool { return relay.Settings().Timeouts.HeaderMs == 90_000 })
+	enter(s.ttl, "20")
+	enter(s.staleMax, "40")
+	queued[0]() // the TTL's save, with the stale age still 30
+	queued = queued[1:]
+	runQueued("catalog timing", func() bool { return relay.Proxy.Stats().Catalog.StaleMaxAgeMs == 2_400_000 })
+	test.Tap(s.swr)
+	runQueued("stale-while-revalidate", func() bool { return !relay.Proxy.Stats().Catalog.SWREnabled })
+	menuItem(t, u.tray.Menu(), "Stale-while-revalidate").Action()
+	runQueued("the tray's stale-while-revalidate", func() bool { return relay.Proxy.Stats().Catalog.SWREnabled })
+	if !menuItem(t, u.tray.Menu(), "Stale-while-revalidate").Checked {
+		t.Error("the tray item does not follow its change")
+	}
+}
+
+func TestSettingsNotifications(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.showSettings()
+	s := u.settings
+	if len(s.notify) != len(app.NotifyKinds) {
+		t.Fatalf("%d notification checks for %d kinds", len(s.notify), len(app.NotifyKinds))
+	}
+	for _, kind := range app.NotifyKinds {
+		if !s.notify[kind].Checked {
+			t.Errorf("%s starts off", kind)
+		}
+		if s.notify[kind].Text != notifyLabels[kind] || notifyLabels[kind] == "" {
+			t.Errorf("%s: check %q", kind, s.notify[kind].Text)
+		}
+	}
+	test.Tap(s.notify[app.NotifyWindowReset])
+	if relay.Settings().Notifications.Enabled(app.NotifyWindowReset) {
+		t.Error("unchecking did not turn window-reset notifications off")
+	}
+	if s.threshold.Text != "20" {
+		t.Errorf("threshold %q", s.threshold.Text)
+	}
+	enter(s.threshold, "35")
+	if got := relay.Settings().Notifications.Threshold(); got != 35 {
+		t.Errorf("threshold saved as %d", got)
+	}
+	enter(s.threshold, "100")
+	if !s.thresholdMsg.Visible() || !strings.Contains(s.thresholdMsg.Text, "1 to 99") {
+		t.Errorf("threshold 100: %q", s.thresholdMsg.Text)
 	}
 }
 
 func TestSettingsLocalKeyShownOnce(t *testing.T) {
 	needKeyring(t)
 	u, relay := newTestUI(t, nil)
+	// Codex sends its requests through the relay: the key would lock it out.
+	if _, err := relay.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
 	u.showSettings()
 	s := u.settings
 	test.Tap(s.localKey)
@@ -122,13 +270,67 @@ func TestSettingsLocalKeyShownOnce(t *testing.T) {
 	if !s.keyBox.Visible() || s.keyShown.Text != key {
 		t.Fatal("the new key is not shown")
 	}
+	// It offers to make Codex send the key, and says how Codex gets it.
+	got := overlayTexts(t, s.win)
+	for _, want := range []string{"CODEXRELAY_API_KEY", localKeyExport, "Update config.toml", "Not now"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the offer does not say %q:\n%s", want, got)
+		}
+	}
+	tapButton(t, s.win.Canvas().Overlays().Top(), "Update config.toml")
+	b, err := os.ReadFile(filepath.Join(relay.CodexHome(), "config.toml"))
+	if err != nil || !strings.Contains(string(b), `env_key = "CODEXRELAY_API_KEY"`) {
+		t.Errorf("config.toml:\n%s (%v)", b, err)
+	}
+	if !strings.Contains(s.localKeyMsg.Text, "Export CODEXRELAY_API_KEY") {
+		t.Errorf("message %q", s.localKeyMsg.Text)
+	}
 	tapButton(t, s.keyBox, "Copy")
 	if u.fa.Clipboard().Content() != key {
 		t.Error("Copy did not copy the key")
 	}
+	// The settings follow the change at the next tick; the key stays shown meanwhile.
+	u.refresh()
+	if !s.keyBox.Visible() || s.keyShown.Text != key {
+		t.Error("the key went away while the window stayed open")
+	}
+	// Closed and opened again, the window does not show the key again.
+	s.win.Hide()
+	u.showSettings()
+	if s.keyBox.Visible() || s.keyShown.Text != "" {
+		t.Errorf("the key shows again when the window opens again (%q)", s.keyShown.Text)
+	}
+	for _, txt := range texts(s.win.Content()) {
+		if strings.Contains(txt, key) {
+			t.Errorf("%q shows the key", txt)
+		}
+	}
 	test.Tap(s.localKey)
 	if relay.Settings().LocalAPIKey || s.keyBox.Visible() {
 		t.Error("turning the key off left it on or shown")
+	}
+}
+
+// Where Codex does not send its requests through the relay, turning the local key on leaves
+// its configuration alone: writing it would make the relay Codex's provider.
+func TestSettingsLocalKeyLeavesAnUnrelatedCodexAlone(t *testing.T) {
+	needKeyring(t)
+	u, relay := newTestUI(t, nil)
+	path := filepath.Join(relay.CodexHome(), "config.toml")
+	if err := os.WriteFile(path, []byte("model_provider = \"openai\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u.showSettings()
+	s := u.settings
+	test.Tap(s.localKey)
+	if !relay.Settings().LocalAPIKey || !s.keyBox.Visible() {
+		t.Fatalf("the key is not on (message %q)", s.localKeyMsg.Text)
+	}
+	if top := s.win.Canvas().Overlays().Top(); top != nil {
+		t.Errorf("an offer shows although Codex does not use the relay:\n%s", strings.Join(texts(top), "\n"))
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "model_provider = \"openai\"\n" {
+		t.Errorf("config.toml changed:\n%s (%v)", b, err)
 	}
 }
 

@@ -43,4 +43,12 @@ type view struct {
 	notice string
 	// orphans are keychain entries of Codex Relay that no account names.
 	orphans []string
+	// codex says whether Codex's config.toml points at the relay (nil: not known).
+	codex *app.CodexSetup
+	// login is the Codex CLI's login, read while there is no account (for the first-run card).
+	login app.CodexLogin
+	// notify are the notification settings.
+	notify app.NotificationSettings
+	// strategy is the routing strategy ("" when not known).
+	strategy string
 }

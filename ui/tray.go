@@ -1,8 +1,16 @@
 package ui
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
@@ -87,17 +95,61 @@ func trayState(snap proxy.Snapshot, st app.ServiceStatus) (state, string) {
 	return stateServing, where
 }
 
-// requestsLine is the tray's second line.
+// tone is the colour of a state's dot.
+func (s state) tone() tone {
+	switch s {
+	case stateServing:
+		return toneGood
+	case stateDegraded:
+		return toneWarn
+	case statePaused:
+		return toneDim
+	}
+	return toneBad
+}
+
+// requestsLine is the tray's second line. It leaves out the requests in flight: they come and
+// go within seconds, and each change would rebuild the menu (the dashboard shows them).
 func requestsLine(r proxy.RequestStats) string {
 	s := plural(r.Total, "request")
 	if r.Errors > 0 {
 		s += " · " + plural(r.Errors, "error")
 	}
-	return s + " · " + count(r.InFlight) + " in flight"
+	return s
+}
+
+// accountLine is an account's line in the tray menu: its name; its five-hour and weekly usage,
+// or its state with the clock time a rest ends; and whether it served the last request or
+// takes the next one: "personal · 5 h 37% · week 62% · in use", "team · limit until 14:36".
+func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) string {
+	parts := []string{a.Name}
+	switch {
+	case a.State == proxy.StateReady && a.Quota != nil:
+		parts = append(parts, usageShort(a.Quota))
+	default:
+		parts = append(parts, lowerFirst(accountState(a, now).text))
+	}
+	if b := servingBadge(a.Name, snap); b != "" {
+		parts = append(parts, b)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// lowerFirst puts the first letter of s in lower case ("Limit until Fri 09:00" -> "limit until Fri 09:00").
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// trayTooltip is what the tray icon says on hover.
+func trayTooltip(v view) string {
+	_, word, detail := headerStatus(v.snap, v.svc)
+	return "Codex Relay: " + word + " · " + detail
 }
 
 // trayMenu is the tray menu for one view: the whole menu is a function of the state, rebuilt
-// each tick (Tailscale's systray client does the same), never patched item by item.
+// each tick (Tailscale's systray client does the same), never patched item by item. Tray.show
+// hands it to the desktop only when it differs from the one shown.
 func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 	_, line := trayState(v.snap, v.svc)
 	if u.quitting {
@@ -107,6 +159,18 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 	status.Disabled = true
 	requests := fyne.NewMenuItem(requestsLine(v.snap.Requests), nil)
 	requests.Disabled = true
+	items := []*fyne.MenuItem{status, requests, fyne.NewMenuItemSeparator()}
+
+	// One line per account, in priority order, with a dot in its state's colour.
+	now := u.now()
+	for _, a := range v.snap.Accounts {
+		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), u.showAccounts)
+		it.Icon = dotIcons[stateTone(a.State)]
+		items = append(items, it)
+	}
+	if len(v.snap.Accounts) > 0 {
+		items = append(items, fyne.NewMenuItemSeparator())
+	}
 
 	swr := fyne.NewMenuItem("Stale-while-revalidate", nil)
 	swr.Checked = v.snap.Catalog.SWREnabled
@@ -126,10 +190,7 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 	quit := fyne.NewMenuItem("Quit", u.quit)
 	quit.IsQuit = true // Fyne adds no Quit of its own, and this one drains the proxy first
 
-	return []*fyne.MenuItem{
-		status,
-		requests,
-		fyne.NewMenuItemSeparator(),
+	return append(items,
 		fyne.NewMenuItem("Open Dashboard", u.showDashboard),
 		fyne.NewMenuItem("Accounts…", u.showAccounts),
 		fyne.NewMenuItem("Settings…", u.showSettings),
@@ -141,16 +202,21 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 		pause,
 		fyne.NewMenuItemSeparator(),
 		quit,
-	}
+	)
 }
 
-// Tray is the system-tray presence: one menu and one icon, replaced when the view changes.
+// Tray is the system-tray presence: one menu, one icon and one tooltip, each handed to the
+// desktop only when it changed (a rebuilt native menu closes itself on some desktops).
 type Tray struct {
 	menu  *fyne.Menu
-	desk  desktop.App // nil without a tray host
+	desk  desktop.App // nil without a tray
 	state state
 	shown string // signature of the menu on screen
 	icon  fyne.Resource
+	// tooltip is the text on hover; setTooltip hands it to the desktop (nil where there is
+	// no tray host).
+	tooltip    string
+	setTooltip func(string)
 }
 
 func newTray() *Tray {
@@ -160,9 +226,9 @@ func newTray() *Tray {
 // Menu is the current tray menu.
 func (t *Tray) Menu() *fyne.Menu { return t.menu }
 
-// show puts items on the tray, touching the system tray only when something visible changed
-// (a rebuilt native menu closes itself on some desktops).
-func (t *Tray) show(items []*fyne.MenuItem, s state) {
+// show puts items, the icon of state s and the tooltip on the tray, touching the desktop only
+// for what changed.
+func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
 	// An unchanged menu keeps its items: the native menu holds their actions.
 	if sig := menuSignature(items); sig != t.shown {
 		t.shown = sig
@@ -178,12 +244,52 @@ func (t *Tray) show(items []*fyne.MenuItem, s state) {
 			t.desk.SetSystemTrayIcon(t.icon)
 		}
 	}
+	if tooltip != t.tooltip {
+		t.tooltip = tooltip
+		if t.setTooltip != nil {
+			t.setTooltip(tooltip)
+		}
+	}
 }
 
+// menuSignature is what a menu shows, to compare two menus.
 func menuSignature(items []*fyne.MenuItem) string {
 	var b strings.Builder
 	for _, it := range items {
-		fmt.Fprintf(&b, "%s|%t|%t|%t\n", it.Label, it.Checked, it.Disabled, it.IsSeparator)
+		icon := ""
+		if it.Icon != nil {
+			icon = it.Icon.Name()
+		}
+		fmt.Fprintf(&b, "%s|%s|%t|%t|%t\n", it.Label, icon, it.Checked, it.Disabled, it.IsSeparator)
 	}
 	return b.String()
+}
+
+// dotIcons are the tray menu's state dots, by tone. Their colours are fixed mid tones: the
+// desktop draws the menu in its own light or dark style.
+var dotIcons = map[tone]fyne.Resource{
+	toneGood: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
+	toneWarn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
+	toneBad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
+	toneDim:  dotIcon("dot-disabled.png", color.NRGBA{R: 0x8b, G: 0x94, B: 0x9e, A: 0xff}),
+}
+
+// dotIcon draws a filled circle with soft edges as a PNG resource.
+func dotIcon(name string, c color.NRGBA) fyne.Resource {
+	const size, r = 32, 11.0
+	img := image.NewNRGBA(image.Rect(0, 0, size, size))
+	for y := range size {
+		for x := range size {
+			dx, dy := float64(x)+0.5-size/2, float64(y)+0.5-size/2
+			cover := min(max(r+0.5-math.Hypot(dx, dy), 0), 1)
+			if cover > 0 {
+				p := c
+				p.A = uint8(float64(c.A) * cover)
+				img.SetNRGBA(x, y, p)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img) // cannot fail for an in-memory image
+	return fyne.NewStaticResource(name, buf.Bytes())
 }

@@ -69,6 +69,7 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 	if u.tray.state != stateStopped || u.tray.icon != iconStopped {
 		t.Errorf("state %v without an account", u.tray.state)
 	}
+	u.showDashboard()
 	if got := u.dash.stateText.Text; got != "Not serving" {
 		t.Errorf("dashboard header says %q while listening without an account", got)
 	}
@@ -82,7 +83,7 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 	}
 	resp.Body.Close()
 	u.refresh()
-	if got := m.Items[1].Label; got != "1 request · 1 error · 0 in flight" {
+	if got := m.Items[1].Label; got != "1 request · 1 error" {
 		t.Errorf("requests line %q", got)
 	}
 	for _, want := range []string{"Open Dashboard", "Accounts…", "Settings…", "Stale-while-revalidate",
@@ -177,13 +178,104 @@ func TestTrayConfigureCodexAsksFirst(t *testing.T) {
 	}
 }
 
-func TestTrayMenuUnchangedKeepsItems(t *testing.T) {
+// The tray lists each account: a dot in its state's colour, its name, its usage or the clock
+// time its rest ends, and which account served last and serves next.
+func TestTrayMenuAccountLines(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	u.now = func() time.Time { return testNow }
+	src := sample()
+	src.Snapshot.Accounts[0].Quota.PrimaryResetsAt = testNow.Add(time.Hour)
+	src.Snapshot.Next = "personal"
+	src.Snapshot.LastServed = "team"
+	u.ShowFixed(src, running(), testNow)
+	items := u.tray.Menu().Items
+	want := []struct {
+		label string
+		dot   tone
+	}{
+		{"personal · 5 h 37% · week 62% · serving next", toneGood},
+		{"team · limit until 14:36 · served last", toneWarn},
+		{"api · key rejected", toneBad},
+	}
+	for i, w := range want {
+		it := items[3+i]
+		if it.Label != w.label || it.Icon != dotIcons[w.dot] || it.Disabled {
+			t.Errorf("line %d: %q (icon %v), want %q with the %v dot", i, it.Label, it.Icon, w.label, w.dot)
+		}
+	}
+	if !items[6].IsSeparator {
+		t.Errorf("no separator after the accounts: %q", labels(items))
+	}
+	// A line opens the accounts window.
+	items[3].Action()
+	if u.accounts == nil || !u.accounts.shown {
+		t.Error("an account's line did not open the accounts window")
+	}
+	// A failing account rests; a disabled one says so.
+	until := testNow.Add(30 * time.Second)
+	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].CooldownUntil = proxy.CooldownFailing, &until
+	src.Snapshot.Accounts[2].State = proxy.StateDisabled
+	u.refresh()
+	items = u.tray.Menu().Items
+	if items[4].Label != "team · resting until 14:32 · served last" || items[5].Label != "api · disabled" ||
+		items[5].Icon != dotIcons[toneDim] {
+		t.Errorf("lines %q", labels(items[3:6]))
+	}
+}
+
+// An unchanged view rebuilds nothing: the desktop gets the menu, the icon and the tooltip
+// once, and again only when what they show changed.
+func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := sample()
+	u.ShowFixed(src, running(), testNow)
+	desk := &fakeDesk{}
+	var tips []string
+	u.tray.desk, u.tray.setTooltip = desk, func(s string) { tips = append(tips, s) }
+	u.tray.shown, u.tray.state, u.tray.tooltip = "", -1, ""
 	u.refresh()
 	first := u.tray.Menu().Items[0]
 	u.refresh()
+	u.refresh()
+	if desk.menus != 1 || desk.icons != 1 || len(tips) != 1 {
+		t.Fatalf("three identical views: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	}
 	if u.tray.Menu().Items[0] != first {
 		t.Error("an unchanged menu was rebuilt")
+	}
+	if tips[0] != "Codex Relay: Degraded · Listening on http://127.0.0.1:7455/v1 · 1 of 3 accounts ready" {
+		t.Errorf("tooltip %q", tips[0])
+	}
+	// The clock moves, nothing else: still nothing.
+	u.now = func() time.Time { return testNow.Add(40 * time.Second) }
+	u.refresh()
+	if desk.menus != 1 {
+		t.Errorf("the clock alone rebuilt the menu")
+	}
+	// Requests start and finish: the menu leaves the requests in flight out.
+	for _, n := range []int64{3, 0, 1} {
+		src.Snapshot.Requests.InFlight = n
+		u.refresh()
+	}
+	if desk.menus != 1 || desk.icons != 1 || len(tips) != 1 {
+		t.Errorf("requests in flight: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	}
+	for _, it := range u.tray.Menu().Items {
+		if strings.Contains(it.Label, "in flight") {
+			t.Errorf("the menu says %q", it.Label)
+		}
+	}
+	// A new request changes the second line: one new menu, same icon and tooltip.
+	src.Snapshot.Requests.Total++
+	u.refresh()
+	if desk.menus != 2 || desk.icons != 1 || len(tips) != 1 {
+		t.Errorf("after a request: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	}
+	// Every account ready: a new icon and tooltip.
+	for i := range src.Snapshot.Accounts {
+		src.Snapshot.Accounts[i].State = proxy.StateReady
+	}
+	u.refresh()
+	if desk.icons != 2 || len(tips) != 2 || u.tray.state != stateServing {
+		t.Errorf("all ready: %d icons, %d tooltips, state %v", desk.icons, len(tips), u.tray.state)
 	}
 }

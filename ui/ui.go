@@ -7,8 +7,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
+	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // UI ties the tray and the windows to one app and its listener.
@@ -45,27 +48,97 @@ type UI struct {
 	dashWin  fyne.Window
 	settings *settingsWindow
 	accounts *accountsWindow
+	// dashShown says whether the dashboard window is open: a hidden one is not kept up to
+	// date (it is brought up to date when it opens), which keeps an idle tray app quiet.
+	dashShown bool
+
+	notifier *notifier
+	// notesMu guards the notifications waiting to be sent and whether a sender runs: they are
+	// handed to the desktop off the UI thread (on Linux each is a D-Bus call that may block).
+	notesMu sync.Mutex
+	notes   []*fyne.Notification
+	sending bool
+	// codexSetup caches what CodexConfigured found, by the state of config.toml it read.
+	codexMu    sync.Mutex
+	codexKey   codexFileKey
+	codexSetup app.CodexSetup
+	// loginCache caches what FindCodexLogin found, by the state of auth.json it read.
+	loginMu    sync.Mutex
+	loginKey   codexFileKey
+	loginCache app.CodexLogin
+	// fixed, when set, is a status shown instead of the listener's (ShowFixed).
+	fixed *app.ServiceStatus
 }
 
 // New builds the UI for relay on the Fyne app fa without starting anything.
 func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u := &UI{
 		fa: fa, relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
-		now:   time.Now,
-		async: func(f func()) { go f() },
-		poke:  make(chan struct{}, 1),
-		tray:  newTray(),
+		now:      time.Now,
+		async:    func(f func()) { go f() },
+		poke:     make(chan struct{}, 1),
+		tray:     newTray(),
+		notifier: newNotifier(),
 	}
+	fa.Settings().SetTheme(newTheme())
 	u.dash = NewDashboard(u.src, DashboardOptions{
-		Status:       u.svc.Status,
-		CodexConfig:  u.codexConfig,
-		OpenAccounts: u.showAccounts,
-		OpenSettings: u.showSettings,
-		CopyText:     u.copyText,
-		Now:          func() time.Time { return u.now() },
-		PruneSecrets: u.pruneSecrets,
+		Status:         u.status,
+		CodexSetup:     u.codexConfigured,
+		ConfigureCodex: func() (app.CodexConfigWrite, error) { return u.relay.WriteCodexConfig("") },
+		CodexLogin:     u.codexLogin,
+		Strategy:       u.strategy,
+		UseCodexLogin:  u.useCodexLogin,
+		SignIn:         func() { u.showAccounts(); u.accounts.signIn("") },
+		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
+		OpenAccounts:   u.showAccounts,
+		OpenSettings:   u.showSettings,
+		Resume:         u.resume,
+		Now:            func() time.Time { return u.now() },
+		PruneSecrets:   u.pruneSecrets,
+		Async:          func(f func()) { u.async(f) },
+		Changed:        u.changed,
 	})
 	return u
+}
+
+// ShowFixed makes the windows show src and status instead of the relay's live state, at the
+// clock time now, without starting anything: for screenshots and demonstrations. The
+// accounts themselves still come from the app.
+func (u *UI) ShowFixed(src Source, status app.ServiceStatus, now time.Time) {
+	u.src, u.fixed = src, &status
+	u.dash.src = src
+	u.now = func() time.Time { return now }
+	u.dash.opt.Now = u.now
+	u.refresh()
+}
+
+// status is the listener's status (or the fixed one of ShowFixed).
+func (u *UI) status() app.ServiceStatus {
+	if u.fixed != nil {
+		return *u.fixed
+	}
+	return u.svc.Status()
+}
+
+// strategy is the routing strategy in force.
+func (u *UI) strategy() string { return strategyOf(u.relay.Settings()) }
+
+// strategyOf is the routing strategy st sets (priority when it sets none).
+func strategyOf(st app.Settings) string {
+	if st.Strategy == "" {
+		return proxy.StrategyPriority
+	}
+	return st.Strategy
+}
+
+// useCodexLogin is the first run's one action, with the test request sent to the relay where
+// it listens now ("" skips it when the relay is not serving).
+func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
+	addr := ""
+	if st := u.status(); st.Running {
+		addr = st.Addr
+	}
+	return u.relay.UseCodexLogin(ctx, addr)
 }
 
 // Run starts the proxy, the tray (or, without a tray host, the dashboard window) and the
@@ -100,10 +173,14 @@ func (u *UI) Run() {
 
 	if desk, ok := u.fa.(desktop.App); ok {
 		u.tray.desk = desk
-		u.tray.shown, u.tray.state = "", -1 // push the first menu and icon
-		u.tray.show(u.trayMenu(u.last), u.tray.stateFor(u.last))
+		hostOK, why := trayHost()
+		if hostOK {
+			u.tray.setTooltip = systray.SetTooltip
+		}
+		u.tray.shown, u.tray.state, u.tray.tooltip = "", -1, "" // push the first menu, icon and tooltip
+		u.tray.show(u.trayMenu(u.last), u.tray.stateFor(u.last), trayTooltip(u.last))
 		desk.SetSystemTrayWindow(u.dashboardWindow()) // a left click on the icon opens it
-		if ok, why := trayHost(); !ok {
+		if !hostOK {
 			// The menu is set anyway (a host may come later), but nothing would be visible now.
 			u.log.Warn("showing the dashboard window instead of a tray icon", "reason", why)
 			w := u.dashboardWindow()
@@ -150,7 +227,15 @@ func (u *UI) poll(ctx context.Context) {
 
 // fetch reads the proxy's state; it may run on any goroutine.
 func (u *UI) fetch() view {
-	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.svc.Status()}
+	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.status()}
+	setup := u.codexConfigured()
+	v.codex = &setup
+	st := u.relay.Settings()
+	v.notify, v.strategy = st.Notifications, strategyOf(st)
+	if len(v.snap.Accounts) == 0 {
+		// Only while there is no account (for the first-run card).
+		v.login = u.codexLogin()
+	}
 	if err := u.relay.ReloadError(); err != nil {
 		v.notice = "The settings file cannot be followed, so the last good settings stay in force: " + err.Error()
 	} else if v.svc.Warning != "" {
@@ -188,16 +273,59 @@ func (u *UI) pruneSecrets() {
 	})
 }
 
-// apply shows v everywhere (UI thread).
+// apply shows v everywhere (UI thread) and sends the notifications it calls for.
 func (u *UI) apply(v view) {
 	u.last = v
-	u.tray.show(u.trayMenu(v), u.tray.stateFor(v))
-	u.dash.show(v)
-	if u.accounts != nil {
+	u.tray.show(u.trayMenu(v), u.tray.stateFor(v), trayTooltip(v))
+	if u.dashShown {
+		u.dash.show(v)
+	}
+	if u.accounts != nil && u.accounts.shown {
 		u.accounts.show(v)
+	}
+	if u.fixed == nil {
+		var notes []*fyne.Notification
+		for _, n := range u.notifier.next(v.snap, u.now(), v.notify.Threshold()) {
+			if v.notify.Enabled(n.kind) {
+				notes = append(notes, fyne.NewNotification(n.title, n.body))
+			}
+		}
+		u.sendNotifications(notes...)
 	}
 	if u.settings != nil {
 		u.settings.sync(v)
+	}
+}
+
+// sendNotifications hands notes to the desktop off the UI thread, in order: one sender at a
+// time (started through async) sends what is waiting, then ends.
+func (u *UI) sendNotifications(notes ...*fyne.Notification) {
+	if len(notes) == 0 {
+		return
+	}
+	u.notesMu.Lock()
+	u.notes = append(u.notes, notes...)
+	start := !u.sending
+	u.sending = true
+	u.notesMu.Unlock()
+	if start {
+		u.async(u.sendWaiting)
+	}
+}
+
+// sendWaiting sends the waiting notifications one by one until none is left (any goroutine).
+func (u *UI) sendWaiting() {
+	for {
+		u.notesMu.Lock()
+		if len(u.notes) == 0 {
+			u.sending = false
+			u.notesMu.Unlock()
+			return
+		}
+		n := u.notes[0]
+		u.notes = u.notes[1:]
+		u.notesMu.Unlock()
+		u.fa.SendNotification(n)
 	}
 }
 
@@ -224,7 +352,8 @@ func (u *UI) dashboardWindow() fyne.Window {
 		w.SetIcon(iconApp)
 		w.SetContent(u.dash.Content())
 		w.Resize(DashboardSize)
-		w.SetCloseIntercept(w.Hide) // the tray keeps running; replaced by SetMaster without one
+		// The tray keeps running; replaced by SetMaster without one.
+		w.SetCloseIntercept(func() { u.dashShown = false; w.Hide() })
 		u.dashWin = w
 	}
 	return u.dashWin
@@ -241,6 +370,7 @@ func (u *UI) toolWindow(title string, content fyne.CanvasObject, size fyne.Size)
 }
 
 func (u *UI) showDashboard() {
+	u.dashShown = true
 	u.dash.show(u.last)
 	w := u.dashboardWindow()
 	w.Show()
@@ -249,6 +379,9 @@ func (u *UI) showDashboard() {
 
 // ShowDashboard opens the dashboard window.
 func (u *UI) ShowDashboard() { u.refresh(); u.showDashboard() }
+
+// ShowDiagnostics opens the dashboard's Diagnostics section (for screenshots).
+func (u *UI) ShowDiagnostics() { u.dash.ShowDiagnostics() }
 
 // ShowSettings opens the settings window.
 func (u *UI) ShowSettings() { u.showSettings() }
@@ -267,6 +400,7 @@ func (u *UI) showAccounts() {
 	if u.accounts == nil {
 		u.accounts = newAccountsWindow(u)
 	}
+	u.accounts.shown = true
 	u.accounts.show(u.last)
 	u.accounts.win.Show()
 	u.accounts.win.RequestFocus()
@@ -278,12 +412,18 @@ func (u *UI) parent() fyne.Window {
 	return u.dashWin
 }
 
-// setStaleWhileRevalidate changes the live catalog setting (tray item and settings check).
+// setStaleWhileRevalidate changes the live catalog setting from the tray, off the UI thread
+// (saving the settings may wait for another process's lock).
 func (u *UI) setStaleWhileRevalidate(on bool) {
-	if err := u.relay.SetStaleWhileRevalidate(on); err != nil {
-		u.showError(u.parent(), err)
-	}
-	u.refresh()
+	u.async(func() {
+		err := u.relay.SetStaleWhileRevalidate(on)
+		fyne.Do(func() {
+			if err != nil {
+				u.showError(u.parent(), err)
+			}
+			u.refresh()
+		})
+	})
 }
 
 func (u *UI) pause() {
@@ -308,43 +448,63 @@ func (u *UI) resume() {
 // quit stops the proxy (letting in-flight requests finish) and then leaves the event loop.
 func (u *UI) quit() {
 	u.quitting = true
-	u.tray.show(u.trayMenu(u.last), u.tray.state)
+	u.tray.show(u.trayMenu(u.last), u.tray.state, u.tray.tooltip)
 	u.async(func() {
 		u.svc.Stop()
 		fyne.Do(u.fa.Quit)
 	})
 }
 
-// codexConfig is the provider block for ~/.codex/config.toml: the app's, or one made here
-// from the listen address while the app has none.
-func (u *UI) codexConfig() string {
-	if s := u.relay.CodexConfig(); s != "" {
-		return s
-	}
-	return fallbackCodexConfig(u.relay.ListenAddr())
+// codexConfig is the provider block for ~/.codex/config.toml.
+func (u *UI) codexConfig() string { return u.relay.CodexConfig() }
+
+// codexFileKey identifies what CodexConfigured read: config.toml as it was, and the settings
+// (the listen address, the local key) it was compared with.
+type codexFileKey struct {
+	mtime      time.Time
+	size       int64
+	exists     bool
+	generation uint64
+	listen     string
 }
 
-// fallbackCodexConfig is the provider block for a relay on addr.
-func fallbackCodexConfig(addr string) string {
-	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
-		addr = net.JoinHostPort("127.0.0.1", port)
+// codexConfigured says whether Codex's config.toml points at the relay. It reads and parses
+// the file only when the file or the settings changed since the last look, so that the
+// poller can ask every second.
+func (u *UI) codexConfigured() app.CodexSetup {
+	key := codexFileKey{generation: u.relay.Settings().Generation, listen: u.relay.ListenAddr()}
+	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), "config.toml")); err == nil {
+		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
 	}
-	base := "http://" + addr + "/v1"
-	return `model_provider = "codexrelay"
+	u.codexMu.Lock()
+	defer u.codexMu.Unlock()
+	if key != u.codexKey || u.codexSetup.Path == "" {
+		u.codexKey, u.codexSetup = key, u.relay.CodexConfigured()
+	}
+	return u.codexSetup
+}
 
-[model_providers.codexrelay]
-name = "Codex Relay"
-base_url = "` + base + `"
-wire_api = "responses"
-model_catalog_url = "` + base + `/models"
-`
+// codexLogin is the Codex CLI's login (FindCodexLogin). It reads and parses auth.json only
+// when the file or the settings (the accounts that may hold the login) changed since the last
+// look, so that the poller can ask every second while there is no account.
+func (u *UI) codexLogin() app.CodexLogin {
+	key := codexFileKey{generation: u.relay.Settings().Generation}
+	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), "auth.json")); err == nil {
+		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
+	}
+	u.loginMu.Lock()
+	defer u.loginMu.Unlock()
+	if key != u.loginKey || u.loginCache.Path == "" {
+		u.loginKey, u.loginCache = key, u.relay.FindCodexLogin()
+	}
+	return u.loginCache
 }
 
 func (u *UI) copyText(s string) { u.fa.Clipboard().SetContent(s) }
 
 func (u *UI) copyCodexConfig() {
 	u.copyText(u.codexConfig())
-	u.fa.SendNotification(fyne.NewNotification("Codex config copied",
+	u.sendNotifications(fyne.NewNotification("Codex config copied",
 		"Paste the provider block into ~/.codex/config.toml, or use Configure Codex… to merge it with a backup."))
 }
 

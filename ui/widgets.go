@@ -2,6 +2,9 @@ package ui
 
 import (
 	"image/color"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -12,6 +15,11 @@ import (
 
 // Small building blocks shared by the windows.
 
+// redraws counts the widget refreshes the windows asked for. Every setter here and in cells.go
+// refreshes only what changed and counts it, so a test can check that showing an unchanged
+// view redraws nothing.
+var redraws atomic.Int64
+
 // widthBox stacks objects vertically at least w wide (so wrapped labels get a width).
 func widthBox(w float32, objs ...fyne.CanvasObject) fyne.CanvasObject {
 	strut := canvas.NewRectangle(color.Transparent)
@@ -19,7 +27,8 @@ func widthBox(w float32, objs ...fyne.CanvasObject) fyne.CanvasObject {
 	return container.NewStack(strut, container.NewVBox(objs...))
 }
 
-// sized is a container that reports at least a given minimum size; change it with setMin.
+// sized is a layout that reports at least a given minimum size and gives its objects all
+// of its space.
 type sized struct {
 	min fyne.Size
 }
@@ -28,7 +37,7 @@ func (l *sized) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	m := l.min
 	for _, o := range objs {
 		if o.Visible() {
-			m = m.Max(fyne.NewSize(o.MinSize().Width, 0))
+			m = m.Max(o.MinSize())
 		}
 	}
 	return m
@@ -46,7 +55,7 @@ func heading(text string) *widget.Label {
 	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 }
 
-// note is secondary text (placeholder colour), wrapped.
+// note is secondary text (the theme's readable hint colour), wrapped.
 func note(text string) *widget.RichText {
 	r := widget.NewRichText(&widget.TextSegment{Text: text, Style: widget.RichTextStyle{
 		ColorName: theme.ColorNamePlaceHolder, Inline: true, SizeName: theme.SizeNameText}})
@@ -54,7 +63,17 @@ func note(text string) *widget.RichText {
 	return r
 }
 
-// dim is secondary text in the placeholder colour, a little smaller than body text.
+// setNote changes a note's text, redrawing it only when it changed.
+func setNote(r *widget.RichText, text string) {
+	seg := r.Segments[0].(*widget.TextSegment)
+	if seg.Text != text {
+		seg.Text = text
+		r.Refresh()
+		redraws.Add(1)
+	}
+}
+
+// dim is secondary text in the hint colour, a little smaller than body text.
 func dim(text string) *canvas.Text {
 	t := canvas.NewText(text, theme.Color(theme.ColorNamePlaceHolder))
 	t.TextSize = theme.TextSize() - 1
@@ -66,6 +85,27 @@ func setDim(t *canvas.Text, text string) {
 		t.Text = text
 		t.Color = theme.Color(theme.ColorNamePlaceHolder)
 		t.Refresh()
+		redraws.Add(1)
+	}
+}
+
+// setText changes a label's text, redrawing it only when it changed.
+func setText(l *widget.Label, text string) {
+	if l.Text != text {
+		l.SetText(text)
+		redraws.Add(1)
+	}
+}
+
+// setVisible shows or hides o, touching it only when its visibility changes.
+func setVisible(o fyne.CanvasObject, visible bool) {
+	switch {
+	case visible && !o.Visible():
+		o.Show()
+		redraws.Add(1)
+	case !visible && o.Visible():
+		o.Hide()
+		redraws.Add(1)
 	}
 }
 
@@ -80,22 +120,41 @@ func errorLabel() *widget.Label {
 
 // setMessage shows text on l (hiding it when empty) with the given importance.
 func setMessage(l *widget.Label, text string, imp widget.Importance) {
-	l.Importance = imp
-	l.SetText(text)
-	if text == "" {
-		l.Hide()
-	} else {
-		l.Show()
+	if l.Importance != imp {
+		l.Importance = imp
+		l.Refresh()
+		redraws.Add(1)
 	}
+	setText(l, text)
+	setVisible(l, text != "")
 }
 
-// setError shows err on an error label, or hides the label for nil.
+// setError shows err on an error label as a sentence, or hides the label for nil.
 func setError(l *widget.Label, err error) {
 	if err == nil {
 		setMessage(l, "", widget.DangerImportance)
 		return
 	}
-	setMessage(l, err.Error(), widget.DangerImportance)
+	setMessage(l, sentence(err.Error()), widget.DangerImportance)
+}
+
+// sentence starts s with a capital letter: app's messages read on from a field's name
+// ("account name ... is not valid") and stand alone on screen.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// hint is the small line under a form field that says what to type ("e.g. …"): kept out of
+// the field itself, so that an empty field never looks filled in.
+func hint(text string) *widget.RichText {
+	r := widget.NewRichText(&widget.TextSegment{Text: text, Style: widget.RichTextStyle{
+		ColorName: theme.ColorNamePlaceHolder, Inline: true, SizeName: theme.SizeNameCaptionText}})
+	r.Wrapping = fyne.TextWrapWord
+	return r
 }
 
 // code is selectable text on an input-coloured background, for commands and config. It is
@@ -109,54 +168,31 @@ func code(text string) (*widget.Label, fyne.CanvasObject) {
 	return l, container.NewStack(bg, l)
 }
 
-// stat is one "name ... value" row of a panel; the value is right-aligned.
-type stat struct {
-	name  *widget.Label
-	value *widget.Label
-	row   fyne.CanvasObject
+// copyRow is a value the user may need elsewhere (a link, a code, a command) with a Copy
+// button beside it.
+func copyRow(value *widget.Label, copyText func(string)) fyne.CanvasObject {
+	value.Selectable = true
+	value.Truncation = fyne.TextTruncateEllipsis
+	b := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { copyText(value.Text) })
+	return container.NewBorder(nil, nil, nil, b, value)
 }
 
-func newStat(name string) *stat {
-	s := &stat{name: widget.NewLabel(name), value: widget.NewLabel("–")}
-	s.value.Alignment = fyne.TextAlignTrailing
-	s.value.TextStyle.Bold = true
-	s.row = container.NewBorder(nil, nil, s.name, s.value)
-	return s
-}
+// maxWidth is a layout that centres its objects horizontally, at most width wide, so that
+// text in a wide window keeps a readable line length.
+type maxWidth struct{ width float32 }
 
-func (s *stat) set(text string) {
-	if s.value.Text != text {
-		s.value.SetText(text)
+func (l *maxWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var m fyne.Size
+	for _, o := range objs {
+		m = m.Max(o.MinSize())
 	}
+	return m
 }
 
-// panel is a titled, rounded box of stats.
-func panel(title string, stats ...*stat) fyne.CanvasObject {
-	rows := []fyne.CanvasObject{heading(title), widget.NewSeparator()}
-	for _, s := range stats {
-		rows = append(rows, s.row)
+func (l *maxWidth) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	w := min(size.Width, l.width)
+	for _, o := range objs {
+		o.Move(fyne.NewPos((size.Width-w)/2, 0))
+		o.Resize(fyne.NewSize(w, size.Height))
 	}
-	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
-	bg.CornerRadius = theme.InputRadiusSize() * 2
-	return container.NewStack(bg, container.NewPadded(container.NewVBox(rows...)))
-}
-
-// compact is the app's theme with tighter padding, for the dense dashboard.
-type compact struct{}
-
-func base() fyne.Theme { return fyne.CurrentApp().Settings().Theme() }
-
-func (compact) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	return base().Color(n, v)
-}
-func (compact) Font(s fyne.TextStyle) fyne.Resource     { return base().Font(s) }
-func (compact) Icon(n fyne.ThemeIconName) fyne.Resource { return base().Icon(n) }
-func (compact) Size(n fyne.ThemeSizeName) float32 {
-	switch n {
-	case theme.SizeNamePadding:
-		return 3
-	case theme.SizeNameInnerPadding:
-		return 4
-	}
-	return base().Size(n)
 }
