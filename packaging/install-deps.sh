@@ -10,7 +10,7 @@ set -euo pipefail
 build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
-shot=(imagemagick x11-utils xdotool fonts-dejavu-core)
+shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils)
 
 want=("${build[@]}")
 case "${1:-build}" in

@@ -1,18 +1,28 @@
-// Command screenshot shows the dashboard with prepared figures in a real window, for the
-// README's screenshot (`make screenshot` runs it under Xvfb and captures the window). It never
-// starts a proxy: the dashboard reads a fixed snapshot through ui.Fixed.
+// Command screenshot shows a window of the real UI with prepared figures, for the README's
+// screenshots (`make screenshot` runs it under Xvfb, in the light and the dark theme, and
+// captures the window). It never starts a proxy and never touches the real keychain or
+// settings: the windows read a fixed snapshot through ui.Fixed, the accounts live in a
+// temporary folder and their secrets in go-keyring's in-memory mock.
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/widget"
+	"github.com/zalando/go-keyring"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -21,7 +31,10 @@ import (
 
 func main() {
 	wait := flag.Duration("for", 0, "quit after this long (0 = stay until the window closes)")
-	window := flag.String("window", "dashboard", "what to show: dashboard, empty (the dashboard before any account), settings or accounts")
+	window := flag.String("window", "dashboard", "what to show: dashboard, first-run, accounts or settings; "+
+		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with")
+	size := flag.String("size", "", "the window's size, WxH (default: the window's own)")
+	diagnostics := flag.Bool("diagnostics", false, "open the dashboard's Diagnostics section")
 	flag.Parse()
 
 	now := time.Date(2026, 3, 12, 14, 32, 10, 0, time.Local)
@@ -32,59 +45,155 @@ func main() {
 			fyne.Do(fa.Quit)
 		}()
 	}
-	if *window != "dashboard" {
-		showWithApp(fa, *window)
+	if *window == "bare" || *window == "bare-tray" {
+		bare(fa, *window == "bare")
 		return
 	}
-	d := ui.NewDashboard(fixture(now), ui.DashboardOptions{
-		Status:       func() app.ServiceStatus { return app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true} },
-		OpenAccounts: func() {},
-		OpenSettings: func() {},
-		Now:          func() time.Time { return now },
-	})
-	w := fa.NewWindow("Codex Relay")
-	w.SetContent(d.Content())
-	w.Resize(ui.DashboardSize)
-	d.Refresh()
-	w.ShowAndRun()
-}
-
-// showWithApp shows a window of the real UI over a fresh app in a temporary folder (no
-// account, nothing listening), for a look at the empty dashboard and the forms.
-func showWithApp(fa fyne.App, window string) {
+	keyring.MockInit() // secrets in memory only
 	dir, err := os.MkdirTemp("", "codexrelay-shot-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	env := map[string]string{"CODEX_HOME": filepath.Join(dir, "codex")}
-	relay, err := app.Open(app.Options{ConfigDir: dir, Getenv: func(k string) string { return env[k] },
-		AutostartDir: filepath.Join(dir, "autostart")})
+	// A throw-away home, so that the paths on screen read ~/.codex/… as they would for you.
+	os.Setenv("HOME", dir)
+	codexHome := filepath.Join(dir, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		log.Fatal(err)
+	}
+	env := map[string]string{
+		"CODEX_HOME":        codexHome,
+		"CODEXRELAY_LISTEN": "127.0.0.1:7455",
+		// Nothing listens there: an account's quota is never fetched from the network.
+		"CODEXRELAY_CHATGPT_BASE_URL": "http://127.0.0.1:9/backend-api/codex",
+		"CODEXRELAY_AUTH_ISSUER":      "http://127.0.0.1:9",
+	}
+	relay, err := app.Open(app.Options{ConfigDir: filepath.Join(dir, "config"), Getenv: func(k string) string { return env[k] },
+		AutostartDir: filepath.Join(dir, "autostart"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	u := ui.New(fa, relay, slog.New(slog.DiscardHandler))
-	switch window {
-	case "empty":
+	running := app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true}
+
+	switch *window {
+	case "dashboard":
+		// Codex points at the relay.
+		if _, err := relay.WriteCodexConfig(""); err != nil {
+			log.Fatal(err)
+		}
+		u.ShowFixed(dashboardFixture(now), running, now)
 		u.ShowDashboard()
-	case "settings":
-		u.ShowSettings()
+		if *diagnostics {
+			go func() { // once the window has its size
+				time.Sleep(time.Second)
+				fyne.Do(u.ShowDiagnostics)
+			}()
+		}
+	case "first-run":
+		// The Codex CLI is signed in, and its config does not name the relay yet.
+		writeFile(filepath.Join(codexHome, "auth.json"), `{"tokens":{"id_token":"`+idToken("dev@example.com")+
+			`","access_token":"`+idToken("")+`","refresh_token":"rt","account_id":"acct-1"}}`)
+		writeFile(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.1-codex\"\n")
+		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
+		u.ShowDashboard()
 	case "accounts":
+		snap := accountsFixture(now)
+		for _, a := range snap.Accounts {
+			addAccount(relay, a)
+		}
+		u.ShowFixed(ui.Fixed{Snapshot: snap}, running, now)
 		u.ShowAccounts()
+	case "settings":
+		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
+		u.ShowSettings()
 	default:
-		log.Fatalf("unknown window %q", window)
+		log.Fatalf("unknown window %q", *window)
+	}
+	if *size != "" {
+		w, h, ok := strings.Cut(*size, "x")
+		wf, err1 := strconv.ParseFloat(w, 32)
+		hf, err2 := strconv.ParseFloat(h, 32)
+		if !ok || err1 != nil || err2 != nil {
+			log.Fatalf("bad -size %q: use WxH", *size)
+		}
+		for _, win := range fa.Driver().AllWindows() {
+			win.Resize(fyne.NewSize(float32(wf), float32(hf)))
+		}
 	}
 	fa.Run()
 }
 
-// fixture is a busy afternoon: three accounts (one ready with its quota, one cooling down,
-// one needing a sign-in), a warm catalog and eight recent requests.
-func fixture(now time.Time) ui.Fixed {
+// bare runs a Fyne app that does nothing: a tray menu and a window with a label, shown or
+// not. What it costs at idle is Fyne's own (its driver polls for events 60 times a second).
+func bare(fa fyne.App, window bool) {
+	if d, ok := fa.(desktop.App); ok {
+		d.SetSystemTrayMenu(fyne.NewMenu("Bare", fyne.NewMenuItem("Nothing", nil)))
+	}
+	w := fa.NewWindow("Bare Fyne")
+	w.SetContent(widget.NewLabel("A bare Fyne app"))
+	if window {
+		w.Show()
+	}
+	fa.Run()
+}
+
+func writeFile(path, content string) {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// idToken is an unsigned JWT naming email (an access token when email is "").
+func idToken(email string) string {
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	claims := map[string]any{"exp": time.Now().Add(24 * time.Hour).Unix()}
+	if email != "" {
+		claims["email"] = email
+		claims["https://api.openai.com/auth"] = map[string]any{"chatgpt_account_id": "acct-1"}
+	}
+	return enc(map[string]string{"alg": "none"}) + "." + enc(claims) + ".sig"
+}
+
+// addAccount stores an account like a in the app (its secret in the in-memory keychain).
+func addAccount(relay *app.App, a proxy.AccountStats) {
+	na := app.NewAccount{Name: a.Name, Kind: string(a.Kind)}
+	sec := app.Secret{APIKey: "sk-shot-" + a.Name}
+	switch a.Kind {
+	case proxy.KindChatGPT:
+		na.Email = a.Name + "@example.com"
+		if strings.Contains(a.Name, "@") {
+			na.Email = a.Name
+		}
+		sec = app.Secret{AccessToken: idToken(""), RefreshToken: "rt-" + a.Name, AccountID: "acct-" + a.Name}
+	default:
+		na.BaseURL = "https://api.openai.com/v1"
+		if a.API == proxy.APIChat {
+			na.BaseURL, na.API = "http://127.0.0.1:8080/v1", string(proxy.APIChat)
+		}
+	}
+	if _, err := relay.AddAccount(na, sec); err != nil {
+		log.Fatal(fmt.Errorf("adding %s: %w", a.Name, err))
+	}
+	if a.State == proxy.StateDisabled {
+		if err := relay.SetAccountEnabled(a.Name, false); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// dashboardFixture is a busy afternoon: three accounts (one ready with its quota, one resting
+// after its limit, one whose key was rejected), a warm catalog and eight recent requests.
+func dashboardFixture(now time.Time) ui.Fixed {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	cool := at(4*time.Minute + 32*time.Second)
 	snap := proxy.Snapshot{
-		Listen:   "127.0.0.1:7455",
-		UptimeMs: (3*time.Hour + 12*time.Minute).Milliseconds(),
+		Listen:     "127.0.0.1:7455",
+		UptimeMs:   (3*time.Hour + 12*time.Minute).Milliseconds(),
+		LastServed: "personal", Next: "personal",
 		Catalog: proxy.CatalogStats{
 			AgeMs: 252_000, Models: 14, SWREnabled: true,
 			StaleMaxAgeMs: 1_800_000, TTLMs: 600_000,
@@ -107,7 +216,7 @@ func fixture(now time.Time) ui.Fixed {
 			},
 			{
 				Name: "team", Kind: proxy.KindChatGPT, API: proxy.APIResponses, State: proxy.StateCooldown,
-				CooldownUntil: &cool, Requests: 341, Failures: 4,
+				CooldownUntil: &cool, CooldownReason: proxy.CooldownRateLimit, Requests: 341, Failures: 4,
 				LastError: "429 usage_limit_reached: the 5-hour limit resets at 14:36",
 				Quota: &proxy.Quota{
 					PrimaryUsedPercent: 100, PrimaryResetsAt: cool,
@@ -118,7 +227,7 @@ func fixture(now time.Time) ui.Fixed {
 			{
 				Name: "openai-api", Kind: proxy.KindOpenAI, API: proxy.APIResponses, State: proxy.StateNeedsLogin,
 				Requests: 31, Failures: 3,
-				LastError: "401 invalid_api_key: the key was revoked, replace it in Accounts…",
+				LastError: "401 invalid_api_key: the key was revoked",
 			},
 		},
 	}
@@ -133,22 +242,45 @@ func fixture(now time.Time) ui.Fixed {
 	ok := func(acct string, ms float64) proxy.Attempt { return proxy.Attempt{Account: acct, Status: 200, Ms: ms} }
 	limited := proxy.Attempt{Account: "team", Status: 429, Ms: 212}
 	rows := []tr{
-		{3 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{ok("personal", 4210)}, 200, "completed", 0.38, 4214},
-		{19 * time.Second, "codex", "gpt-5.1-codex", []proxy.Attempt{ok("personal", 2875)}, 200, "completed", 0.44, 2879},
-		{47 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{limited, ok("personal", 6120)}, 200, "completed", 0.41, 6338},
-		{68 * time.Second, "gpt-5.1-codex-mini", "", []proxy.Attempt{limited, ok("personal", 1432)}, 200, "completed", 0.36, 1651},
-		{2*time.Minute + 5*time.Second, "gpt-5.1-codex", "", []proxy.Attempt{{Account: "openai-api", Status: 401, Ms: 95}, limited, ok("personal", 3904)}, 200, "completed", 0.47, 4215},
-		{3*time.Minute + 40*time.Second, "gpt-5.1", "", []proxy.Attempt{ok("team", 980)}, 200, "completed", 0.29, 985},
-		{4*time.Minute + 12*time.Second, "gpt-5.1-codex", "", []proxy.Attempt{ok("team", 12840)}, 200, "canceled", 0.52, 9120},
-		{6*time.Minute + 58*time.Second, "codex", "gpt-5.1-codex", []proxy.Attempt{ok("team", 5310)}, 200, "completed", 1.9, 5322},
+		{3 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{ok("personal", 4210)}, 200, proxy.OutcomeCompleted, 0.38, 4214},
+		{19 * time.Second, "codex", "gpt-5.1-codex", []proxy.Attempt{ok("personal", 2875)}, 200, proxy.OutcomeCompleted, 0.44, 2879},
+		{47 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{limited, ok("personal", 6120)}, 200, proxy.OutcomeCompleted, 0.41, 6338},
+		{68 * time.Second, "gpt-5.1-codex-mini", "", []proxy.Attempt{limited, ok("personal", 1432)}, 200, proxy.OutcomeCompleted, 0.36, 1651},
+		{2*time.Minute + 5*time.Second, "gpt-5.1-codex", "", []proxy.Attempt{{Account: "openai-api", Status: 401, Ms: 95}, limited, ok("personal", 3904)}, 200, proxy.OutcomeCompleted, 0.47, 4215},
+		{3*time.Minute + 40*time.Second, "gpt-5.1", "", []proxy.Attempt{ok("team", 980)}, 200, proxy.OutcomeCompleted, 0.29, 985},
+		{4*time.Minute + 12*time.Second, "gpt-5.1-codex", "", []proxy.Attempt{ok("team", 12840)}, 200, proxy.OutcomeCanceled, 0.52, 9120},
+		{6*time.Minute + 58*time.Second, "codex", "gpt-5.1-codex", []proxy.Attempt{ok("team", 5310)}, 200, proxy.OutcomeCompleted, 1.9, 5322},
 	}
 	traces := make([]proxy.Trace, len(rows))
 	for i, r := range rows {
 		traces[i] = proxy.Trace{
-			Time: at(-r.ago), Route: "/v1/responses", Model: r.model, ResolvedModel: r.resolve,
+			ID: strconv.Itoa(i), Time: at(-r.ago), Route: "/v1/responses", Model: r.model, ResolvedModel: r.resolve,
 			Stream: true, Status: r.status, Outcome: r.outcome, Attempts: r.attempts,
 			LatencyBreakdown: proxy.Latency{PreparationMs: r.prep, TotalMs: r.total},
 		}
 	}
 	return ui.Fixed{Snapshot: snap, Recent: traces}
+}
+
+// accountsFixture is seven accounts in every state, for the accounts window.
+func accountsFixture(now time.Time) proxy.Snapshot {
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	quota := func(five, week float64, fiveIn, weekIn time.Duration) *proxy.Quota {
+		return &proxy.Quota{PrimaryUsedPercent: five, PrimaryResetsAt: now.Add(fiveIn),
+			SecondaryUsedPercent: week, SecondaryResetsAt: now.Add(weekIn), FetchedAt: now}
+	}
+	return proxy.Snapshot{
+		Listen: "127.0.0.1:7455", LastServed: "dev@example.com", Next: "team",
+		Accounts: []proxy.AccountStats{
+			{Name: "dev@example.com", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(91, 64, 2*time.Hour, 70*time.Hour)},
+			{Name: "team", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(12, 33, 4*time.Hour, 100*time.Hour)},
+			{Name: "pro", Kind: proxy.KindChatGPT, State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit,
+				CooldownUntil: at(4 * time.Minute), LastError: "429 usage_limit_reached", Quota: quota(100, 71, 4*time.Minute, 30*time.Hour)},
+			{Name: "lab", Kind: proxy.KindChatGPT, State: proxy.StateNeedsLogin, LastError: "401 token_expired: sign in again"},
+			{Name: "work", Kind: proxy.KindOpenAI, State: proxy.StateReady},
+			{Name: "local", Kind: proxy.KindOpenAI, API: proxy.APIChat, State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing,
+				CooldownUntil: at(30 * time.Second), LastError: "connection refused"},
+			{Name: "old-key", Kind: proxy.KindOpenAI, State: proxy.StateDisabled},
+		},
+	}
 }
