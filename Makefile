@@ -37,12 +37,13 @@ check:
 unit:
 	.ci/with-keyring $(GO) test -race -count=1 ./...
 
-# A few seconds of each fuzz target (request parser, SSE reader, both bridges); `make fuzz`
+# A few seconds of each fuzz target (request parser, array splitter, SSE reader, both bridges); `make fuzz`
 # runs them longer.
 FUZZTIME ?= 5s
 FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 fuzz-short:
 	$(FUZZ) -fuzz '^FuzzParse$$' ./proxy/payload/
+	$(FUZZ) -fuzz '^FuzzElements$$' ./proxy/payload/
 	$(FUZZ) -fuzz '^FuzzReader$$' ./proxy/sse/
 	$(FUZZ) -fuzz '^FuzzResponsesStream$$' ./proxy/bridge/
 	$(FUZZ) -fuzz '^FuzzChatStream$$' ./proxy/bridge/
@@ -67,12 +68,20 @@ clean:
 
 .PHONY: screenshot package install
 
-## screenshot: the dashboard with prepared figures, in a real window under Xvfb -> assets/screenshot.png
+## screenshot: the dashboard, the first-run card and the accounts window with prepared figures, in
+## real windows under Xvfb, light and dark -> assets/*.png (assets/screenshot.png: the light dashboard)
 screenshot:
 	@bash packaging/install-deps.sh shot
 	$(GO) build -o bin/screenshot ./ui/cmd/screenshot
-	LANG=en_US.UTF-8 FYNE_THEME=light xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
-	  bash ui/cmd/screenshot/shoot.sh bin/screenshot assets/screenshot.png
+	bash ui/cmd/screenshot/shoot-all.sh bin/screenshot
+
+## idle: the tray app's CPU at idle over a minute, dashboard open and tray only (targets: below 1%
+## and 0.2% of a core), under Xvfb with a private keyring and a throw-away home
+.PHONY: idle
+idle: build
+	@bash packaging/install-deps.sh shot
+	$(GO) build -o bin/screenshot ./ui/cmd/screenshot
+	bash ui/cmd/screenshot/idle.sh $(BIN) 60 bin/screenshot
 
 FYNE_TOOL ?= $(GO) run fyne.io/tools/cmd/fyne@v1.7.4
 PKG       := bin/codexrelay-linux.tar.xz
