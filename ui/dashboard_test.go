@@ -90,7 +90,7 @@ func TestDashboardShowsTheSnapshot(t *testing.T) {
 		"Age": "4 min", "Models": "14", "TTL": "10 min", "Stale-while-revalidate": "On", "Maximum stale age": "30 min",
 		"Background": "17", "Blocking": "1", "Shared": "6", "Refreshes run": "19",
 		"Hits": "1,912", "Misses": "1,246", "Direct": "58", "Hit rate": "60.5%",
-		"Total": "1,284", "Errors": "7", "Rotations": "23", "In flight": "2", "Median preparation": "0.41 ms",
+		"Total": "1,284", "Errors": "7", "Rotations": "23", "In flight": "2", "WebSockets open": "3", "Median preparation": "0.41 ms",
 	} {
 		if got := d.diag.value(label); got != want {
 			t.Errorf("diagnostics %s: %q, want %q", label, got, want)

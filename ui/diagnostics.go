@@ -70,6 +70,7 @@ var diagnosticsSpec = []panelSpec{
 		fig("Errors", func(s proxy.Snapshot) int64 { return s.Requests.Errors }, count),
 		fig("Rotations", func(s proxy.Snapshot) int64 { return s.Requests.Rotations }, count),
 		fig("In flight", func(s proxy.Snapshot) int64 { return s.Requests.InFlight }, count),
+		fig("WebSockets open", func(s proxy.Snapshot) int64 { return s.Requests.WebSockets }, count),
 		fig("Median preparation", func(s proxy.Snapshot) proxy.RequestStats { return s.Requests }, medianPrep),
 	}},
 }

@@ -170,7 +170,7 @@ func sample() *Fixed {
 			Catalog: proxy.CatalogStats{AgeMs: 252_000, Models: 14, SWREnabled: true, StaleMaxAgeMs: 1_800_000,
 				TTLMs: 600_000, Refresh: proxy.RefreshCounts{Background: 17, Blocking: 1, Shared: 6}, Refreshes: 19},
 			Serialization: proxy.Serialization{Hits: 1912, Misses: 1246, Direct: 58},
-			Requests:      proxy.RequestStats{Total: 1284, Errors: 7, Rotations: 23, InFlight: 2, MedianPreparationMs: 0.41},
+			Requests:      proxy.RequestStats{Total: 1284, Errors: 7, Rotations: 23, InFlight: 2, WebSockets: 3, MedianPreparationMs: 0.41},
 			Accounts: []proxy.AccountStats{
 				{Name: "personal", Kind: proxy.KindChatGPT, State: proxy.StateReady, Requests: 912,
 					Quota: &proxy.Quota{PrimaryUsedPercent: 37, SecondaryUsedPercent: 62}},

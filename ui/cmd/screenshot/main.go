@@ -202,7 +202,7 @@ func dashboardFixture(now time.Time) ui.Fixed {
 		},
 		Serialization: proxy.Serialization{Hits: 1912, Misses: 1246, Direct: 58},
 		Requests: proxy.RequestStats{
-			Total: 1284, Errors: 7, Rotations: 23, InFlight: 2, MedianPreparationMs: 0.41,
+			Total: 1284, Errors: 7, Rotations: 23, InFlight: 2, WebSockets: 1, MedianPreparationMs: 0.41,
 		},
 		Accounts: []proxy.AccountStats{
 			{
