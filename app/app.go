@@ -32,6 +32,9 @@ type Options struct {
 	PollInterval time.Duration
 	// AutostartDir is where the XDG autostart entry goes (default $XDG_CONFIG_HOME/autostart).
 	AutostartDir string
+	// DataDir is where the usage ledger lives (default: the settings folder when ConfigDir
+	// was given, else $XDG_DATA_HOME/codexrelay).
+	DataDir string
 }
 
 // App holds the settings, the keychain and the proxy. Its methods are safe for concurrent use.
@@ -56,6 +59,8 @@ type App struct {
 	creds     map[string]*accountCreds // by account ID
 	reloadErr error                    // why the file could not be followed; nil while it is
 	onListen  []func()                 // called after a reload changed the listen address
+
+	usage usageState // the usage ledger while a service runs
 }
 
 // DefaultConfigDir is where the settings file lives.
@@ -264,6 +269,7 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 	if !slices.Equal(prev.Accounts, next.Accounts) {
 		a.setAccounts(next.Accounts)
 	}
+	a.applyUsage(prev.Usage, next.Usage)
 	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
 		a.log.Debug("settings applied", "generation", next.Generation)
 	}

@@ -71,7 +71,7 @@ func init() {
 		details: `Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
 MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).`,
 		subs: []*command{serveCommand, accountsCommand, codexConfigCommand, localKeyCommand,
-			settingsCommand, aliasesCommand, benchCommand, versionCommand, helpCommand},
+			settingsCommand, aliasesCommand, usageCommand, benchCommand, versionCommand, helpCommand},
 	}
 }
 

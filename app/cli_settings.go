@@ -37,6 +37,8 @@ var settingKeys = [][2]string{
 	{"header-timeout-ms", "upstream timeout for the response headers, in milliseconds (0: the default)"},
 	{"first-event-timeout-ms", "upstream timeout for a stream's first event, in milliseconds (0: the default)"},
 	{"stream-idle-timeout-ms", "upstream timeout between a stream's events, in milliseconds (0: the default)"},
+	{"usage-ledger", "true or false: record each request's tokens in the usage ledger (see codexrelay usage)"},
+	{"usage-retention-days", "days the usage ledger keeps each request (0: the default, 400); daily totals stay"},
 }
 
 // settingNames lists the keys of `settings set`.
@@ -84,6 +86,12 @@ func (c *CLI) showSettings() error {
 	fmt.Fprintf(tw, "header-timeout-ms\t%d\n", tmo.Header.Milliseconds())
 	fmt.Fprintf(tw, "first-event-timeout-ms\t%d\n", tmo.FirstEvent.Milliseconds())
 	fmt.Fprintf(tw, "stream-idle-timeout-ms\t%d\n", tmo.StreamIdle.Milliseconds())
+	fmt.Fprintf(tw, "usage-ledger\t%v (%s)\n", !s.Usage.Off, a.LedgerPath())
+	retention := s.Usage.RetentionDays
+	if retention == 0 {
+		retention = 400
+	}
+	fmt.Fprintf(tw, "usage-retention-days\t%d\n", retention)
 	return tw.Flush()
 }
 
@@ -129,6 +137,18 @@ func setterOf(key, val string) (func(a *App) error, error) {
 		}
 		which := strings.TrimSuffix(key, "-timeout-ms")
 		return func(a *App) error { return a.SetTimeout(which, time.Duration(n)*time.Millisecond) }, nil
+	case "usage-ledger":
+		on, err := strconv.ParseBool(val)
+		if err != nil {
+			return nil, usagef("usage-ledger takes true or false")
+		}
+		return func(a *App) error { return a.SetUsageLedger(on) }, nil
+	case "usage-retention-days":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("usage-retention-days must be a number of days (0 restores the default)")
+		}
+		return func(a *App) error { return a.SetUsageRetention(n) }, nil
 	}
 	if s := suggest(key, settingNames()); s != "" {
 		return nil, usagef("unknown setting %q (did you mean %q?)", key, s)

@@ -143,3 +143,17 @@ func (a *App) SetAlias(name string, targets []string) error {
 		return nil
 	})
 }
+
+// SetUsageLedger turns the usage ledger on or off (off keeps the database).
+func (a *App) SetUsageLedger(on bool) error {
+	return a.update(func(s *Settings) error { s.Usage.Off = !on; return nil })
+}
+
+// SetUsageRetention sets how many days request rows are kept in the usage ledger (0: the
+// default, 400); daily totals are kept longer.
+func (a *App) SetUsageRetention(days int) error {
+	if days < 0 {
+		return fmt.Errorf("the usage retention must be a number of days, 0 for the default")
+	}
+	return a.update(func(s *Settings) error { s.Usage.RetentionDays = days; return nil })
+}

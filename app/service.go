@@ -83,6 +83,9 @@ func (s *Service) Status() ServiceStatus {
 // taken is reported at once in the returned error and in the status.
 func (s *Service) Start() error {
 	s.mu.Lock()
+	if !s.active {
+		s.a.startUsage()
+	}
 	s.active = true
 	err := s.startLocked(s.addr())
 	st := s.status
@@ -149,8 +152,12 @@ func (s *Service) stopLocked() {
 // Stop stops serving (for Quit).
 func (s *Service) Stop() {
 	s.mu.Lock()
+	wasActive := s.active
 	s.active = false
 	s.stopLocked()
+	if wasActive {
+		s.a.stopUsage() // after the drain: the last requests' rows are written
+	}
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)

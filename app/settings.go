@@ -39,9 +39,11 @@ type Settings struct {
 	Timeouts    TimeoutSettings `json:"timeouts,omitzero"`
 	// Notifications are the desktop notifications the tray app sends.
 	Notifications NotificationSettings `json:"notifications,omitzero"`
-	Aliases       map[string][]string  `json:"aliases,omitempty"`
-	StartAtLogin  bool                 `json:"start_at_login,omitempty"`
-	Accounts      []AccountMeta        `json:"accounts"`
+	// Usage configures the usage ledger.
+	Usage        UsageSettings       `json:"usage,omitzero"`
+	Aliases      map[string][]string `json:"aliases,omitempty"`
+	StartAtLogin bool                `json:"start_at_login,omitempty"`
+	Accounts     []AccountMeta       `json:"accounts"`
 }
 
 // CatalogSettings tune the model catalog; zero values mean the defaults (env overrides win).

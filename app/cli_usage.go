@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// usageCommand is `codexrelay usage`: what the usage ledger recorded, grouped.
+var usageCommand = &command{
+	name:    "usage",
+	usage:   []string{"[--since 7d] [--by account|model|project|day|session] [--json|--csv]"},
+	summary: "tokens and cost per account, model, project, day or session, from the usage ledger",
+	details: `--since takes a duration back from now (7d, 36h) or a date (2026-11-01, UTC).
+Costs are at the API's list prices of the date shown: what the tokens cost on an API key, and
+what a ChatGPT seat's tokens would have cost there (API-equivalent).`,
+	flags: usageFlags,
+}
+
+func usageFlags(fs *flag.FlagSet) runFunc {
+	since := fs.String("since", "7d", "how far back: a duration (7d, 36h) or a date (2026-11-01)")
+	by := fs.String("by", "account", "group by account, model, project, day or session")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	asCSV := fs.Bool("csv", false, "print CSV")
+	return func(c *CLI, _ []string) error {
+		from, err := ParseSince(*since, time.Now())
+		if err != nil {
+			return usagef("--since: %v", err)
+		}
+		if !contains(UsageGroupings, *by) {
+			if s := suggest(*by, UsageGroupings); s != "" {
+				return usagef("--by %q: group by one of %s (did you mean %q?)", *by, strings.Join(UsageGroupings, ", "), s)
+			}
+			return usagef("--by %q: group by one of %s", *by, strings.Join(UsageGroupings, ", "))
+		}
+		if *asJSON && *asCSV {
+			return usagef("--json and --csv cannot be used together")
+		}
+		a, err := c.open()
+		if err != nil {
+			return err
+		}
+		path := a.LedgerPath()
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no usage recorded yet: the ledger %s does not exist (the relay creates it when it serves)", path)
+		}
+		l, err := ledger.Open(ledger.Options{Path: path, Prices: a.Settings().Usage.Prices})
+		if err != nil {
+			return fmt.Errorf("the usage ledger %s cannot be read: %w", path, err)
+		}
+		defer l.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rep, err := l.Summary(ctx, ledger.Query{Since: from, By: *by})
+		if err != nil {
+			return fmt.Errorf("the usage ledger %s cannot be read: %w", path, err)
+		}
+		switch {
+		case *asJSON:
+			return json.NewEncoder(c.Stdout).Encode(rep)
+		case *asCSV:
+			return writeUsageCSV(c, rep)
+		}
+		printUsage(c, a, rep)
+		return nil
+	}
+}
+
+// printUsage prints a report as a table, costs labelled by the kind of account they are for.
+func printUsage(c *CLI, a *App, rep ledger.Report) {
+	seats := map[string]bool{}
+	for _, m := range a.Settings().Accounts {
+		if m.Kind == string(proxy.KindChatGPT) {
+			seats[m.Name] = true
+		}
+	}
+	fmt.Fprintf(c.Stdout, "Usage since %s, by %s\n\n", rep.Query.Since.Local().Format("2006-01-02 15:04"), rep.Query.By)
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\trequests\terrors\tinput\tcached\toutput\treasoning\tcache hit\tcost (USD)\t\n", rep.Query.By)
+	line := func(key string, t ledger.Totals, note string) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f %%\t%.2f%s\t\n", key, t.Requests, t.Errors, tokens(t.InputTokens),
+			tokens(t.CachedTokens), tokens(t.OutputTokens), tokens(t.ReasoningTokens), 100*t.CacheHitRatio, t.CostUSD, note)
+	}
+	for _, g := range rep.Groups {
+		key, note := g.Key, ""
+		if key == "" {
+			key = "(none)"
+		}
+		if rep.Query.By == "account" && seats[g.Key] {
+			note = " (API-equivalent)"
+		}
+		line(key, g.Totals, note)
+	}
+	line("total", rep.Total.Totals, "")
+	tw.Flush()
+	fmt.Fprintf(c.Stdout, "\nCosts at the API's list prices checked on %s; a ChatGPT seat's cost is what its tokens would cost on an API key.\n", rep.PricesCheckedAt)
+	if len(rep.UnpricedModels) > 0 {
+		fmt.Fprintf(c.Stdout, "No price known for %s (counted as 0; set one under \"usage\".\"prices\" in the settings).\n", strings.Join(rep.UnpricedModels, ", "))
+	}
+	if rep.FromRollups {
+		fmt.Fprintln(c.Stdout, "Days before the retention come from the daily totals, in whole UTC days.")
+	}
+}
+
+func writeUsageCSV(c *CLI, rep ledger.Report) error {
+	w := csv.NewWriter(c.Stdout)
+	w.Write([]string{rep.Query.By, "requests", "errors", "input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "cost_usd"})
+	for _, g := range rep.Groups {
+		t := g.Totals
+		w.Write([]string{g.Key, strconv.FormatInt(t.Requests, 10), strconv.FormatInt(t.Errors, 10), strconv.FormatInt(t.InputTokens, 10),
+			strconv.FormatInt(t.CachedTokens, 10), strconv.FormatInt(t.OutputTokens, 10), strconv.FormatInt(t.ReasoningTokens, 10),
+			strconv.FormatFloat(t.CostUSD, 'f', 4, 64)})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// tokens shows a token count with thousands separators.
+func tokens(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
