@@ -5,8 +5,11 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/proxy/bench"
 )
 
@@ -72,6 +75,22 @@ func benchSerializationFlags(fs *flag.FlagSet) runFunc {
 	}
 }
 
+// benchLedger is bench proxy's usage ledger: the relay's own, in a folder of the benchmark's.
+func benchLedger(dir string) (bench.Ledger, error) {
+	l, err := ledger.Open(ledger.Options{Path: filepath.Join(dir, "usage.db")})
+	if err != nil {
+		return bench.Ledger{}, err
+	}
+	return bench.Ledger{
+		Hook:  func(t proxy.Trace) { l.Record(rowOf(t)) },
+		Flush: l.Flush,
+		Close: func() (int64, error) {
+			err := l.Close()
+			return l.Stats().Written, err
+		},
+	}, nil
+}
+
 // benchConversationFlags declares the flags of `bench conversation`.
 func benchConversationFlags(fs *flag.FlagSet) runFunc {
 	turns := fs.Int("turns", 20, "turns of the conversation")
@@ -124,6 +143,7 @@ func benchProxyFlags(fs *flag.FlagSet) runFunc {
 			}
 			opt.StartProcess = bench.StartProcesses(exe, c.Stderr, func(kind string) []string { return []string{"bench", kind + "-process"} })
 		}
+		opt.Ledger = benchLedger
 		r, err := bench.Proxy(opt)
 		if err != nil {
 			return err

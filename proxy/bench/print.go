@@ -64,6 +64,10 @@ func (r ProxyResult) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
 			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
 	}
+	if lg := r.Ledger; !lg.Skipped {
+		fmt.Fprintf(tw, "usage ledger\tsmall request p50 with it %.0f us, without %.0f us: added %.1f us [< 20]; %.0f rows/s written (%d of 100000)\n",
+			lg.OnP50Us, lg.OffP50Us, lg.AddedP50Us, lg.RowsPerSecond, lg.RowsWritten)
+	}
 	c := r.Conversation
 	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
 		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)

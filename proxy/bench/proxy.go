@@ -38,6 +38,8 @@ type ProxyOptions struct {
 	// ConversationTurns is the turns of the conversation phase (default 20, about 1.2 MB of
 	// history at the end) and ConversationRounds how many times it is played (default 5).
 	ConversationTurns, ConversationRounds int
+	// Ledger, when set, opens a usage ledger for the ledger phase (skipped without one).
+	Ledger LedgerSink
 	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
 	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
 	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
@@ -126,6 +128,8 @@ type ProxyResult struct {
 	} `json:"soak"`
 	// Conversation compares a growing conversation over HTTP and over WebSocket.
 	Conversation ConversationResult `json:"conversation"`
+	// Ledger is what recording requests in the usage ledger costs.
+	Ledger LedgerResult `json:"ledger"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -178,7 +182,7 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.large, r.stream, r.conversation, r.loads, r.soak} {
+	for _, phase := range []func() error{r.small, r.ledger, r.large, r.stream, r.conversation, r.loads, r.soak} {
 		if err := phase(); err != nil {
 			return res, err
 		}

@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/proxy/bench"
 	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
@@ -22,6 +24,12 @@ func TestProxyBenchRuns(t *testing.T) {
 	r, err := bench.Proxy(bench.ProxyOptions{
 		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, LargeConcurrent: 40, Rounds: 2,
 		IdleWait: 100 * time.Millisecond, SoakRequests: 1000, ConversationTurns: 6, ConversationRounds: 1,
+		// A ledger that counts what its hook saw.
+		Ledger: func(dir string) (bench.Ledger, error) {
+			var n atomic.Int64
+			return bench.Ledger{Hook: func(proxy.Trace) { n.Add(1) }, Flush: func() error { return nil },
+				Close: func() (int64, error) { return n.Load(), nil }}, nil
+		},
 		// "Processes" that run in this process: the phases must go through them.
 		StartProcess: func(kind, upstream string) (*bench.Process, error) {
 			started[kind]++
@@ -72,6 +80,10 @@ func TestProxyBenchRuns(t *testing.T) {
 	}
 	if r.Stream.Events != 50 {
 		t.Fatalf("stream %+v", r.Stream)
+	}
+	// The hook saw the requests with the ledger on (half of 2 x 20), then the 100000 rows.
+	if lg := r.Ledger; lg.Skipped || lg.Requests != 20 || lg.OnP50Us <= 0 || lg.OffP50Us <= 0 || lg.RowsWritten != 100000 || lg.RowsPerSecond <= 0 {
+		t.Fatalf("ledger %+v", lg)
 	}
 	c := r.Conversation
 	if c.Turns != 6 || len(c.PerTurn) != 6 || c.LastUploadRatio <= 0 || c.LastUploadRatio >= 0.5 {
