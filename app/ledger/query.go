@@ -15,22 +15,27 @@ import (
 type Query struct {
 	// Since and Until bound the request times, [Since, Until). A zero Since means the start
 	// of the retention (now - Retention); a zero Until means no upper bound.
-	Since, Until time.Time
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until,omitzero"`
 	// By is the grouping: "account" (the default when ""), "model" (the served model),
 	// "project", "day" (UTC date, "YYYY-MM-DD") or "session".
-	By string
+	By string `json:"by"`
 }
 
 // Totals are sums over a set of requests.
 type Totals struct {
-	Requests, Errors                                         int64
-	InputTokens, CachedTokens, OutputTokens, ReasoningTokens int64
+	Requests        int64 `json:"requests"`
+	Errors          int64 `json:"errors"`
+	InputTokens     int64 `json:"input_tokens"`
+	CachedTokens    int64 `json:"cached_tokens"`
+	OutputTokens    int64 `json:"output_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 	// CostUSD is the API-equivalent cost at list prices (see Price): what the same tokens
 	// would cost on an API key. For requests served by API-key accounts it is the real cost;
 	// the caller, which knows the accounts' kinds, labels it. Unpriced models add 0.
-	CostUSD float64
+	CostUSD float64 `json:"cost_usd"`
 	// CacheHitRatio is CachedTokens / InputTokens (0 without input).
-	CacheHitRatio float64
+	CacheHitRatio float64 `json:"cache_hit_ratio"`
 }
 
 // Tokens is input plus output tokens (cached are part of input, reasoning part of output).
@@ -56,23 +61,23 @@ func (t *Totals) finish() {
 // Group is one line of a Report: the totals of one account, model, project, day or session.
 // Key is "" for requests without one (e.g. no project known).
 type Group struct {
-	Key string
+	Key string `json:"key"`
 	Totals
 }
 
 // Report is the answer to a Summary.
 type Report struct {
-	Query  Query // as run: Since filled in, By normalized
-	Groups []Group
-	Total  Group // Key ""
+	Query  Query   `json:"query"` // as run: Since filled in, By normalized
+	Groups []Group `json:"groups"`
+	Total  Group   `json:"total"` // Key ""
 	// PricesCheckedAt is the date of the built-in price table, to show beside every cost.
-	PricesCheckedAt string
+	PricesCheckedAt string `json:"prices_checked_at"`
 	// UnpricedModels are the models with tokens in the report that no price table knows,
 	// sorted; their cost counts as 0.
-	UnpricedModels []string
+	UnpricedModels []string `json:"unpriced_models"`
 	// FromRollups says that part of the range lies before the retention and was read from the
 	// daily roll-ups, and so counted in whole UTC days.
-	FromRollups bool
+	FromRollups bool `json:"from_rollups,omitempty"`
 }
 
 // groupings maps Query.By to the column or expression it groups by, in requests and in daily
