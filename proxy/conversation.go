@@ -86,15 +86,17 @@ func (c *conversation) commit(base int, input, output [][]byte, id string) {
 	}
 	c.ends[id] = len(c.items)
 	b.lru.MoveToFront(c.el)
-	if c.size > maxConversationBytes {
+	if c.size > b.perConn {
 		b.forget(c)
 	}
-	for b.used > b.limit {
-		oldest := b.lru.Back().Value.(*conversation)
-		if oldest.size == 0 {
-			break
+	// Past the relay-wide bound, the least recently used conversations go first, this one last.
+	for e := b.lru.Back(); b.used > b.limit && e != nil; e = e.Prev() {
+		if o := e.Value.(*conversation); o != c && o.size > 0 {
+			b.forget(o)
 		}
-		b.forget(oldest)
+	}
+	if b.used > b.limit {
+		b.forget(c)
 	}
 }
 
@@ -118,6 +120,8 @@ type convBudget struct {
 	lru   list.List
 	used  int64
 	limit int64
+	// perConn bounds one conversation (maxConversationBytes).
+	perConn int64
 	// forgotten counts histories dropped for the bound.
 	forgotten int64
 }

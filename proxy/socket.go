@@ -526,7 +526,7 @@ func (s *Server) convBudget() *convBudget {
 		if limit <= 0 {
 			limit = defaultConversationBudget
 		}
-		s.convs = &convBudget{limit: limit}
+		s.convs = &convBudget{limit: limit, perConn: maxConversationBytes}
 	})
 	return s.convs
 }

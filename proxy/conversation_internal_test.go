@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+// A conversation over its own bound is forgotten; past the relay-wide bound the least recently
+// used conversation is forgotten first; a forgotten response is not found, never an empty
+// history.
+func TestConversationBounds(t *testing.T) {
+	b := &convBudget{limit: 100, perConn: 80}
+	item := func(n int) []byte { return []byte(strings.Repeat("x", n)) }
+	a, c := newConversation(b), newConversation(b)
+	empty := newConversation(b) // the least recently used, with nothing to forget
+	b.lru.MoveToBack(empty.el)
+	a.commit(0, [][]byte{item(20)}, [][]byte{item(10)}, "a1")
+	c.commit(0, [][]byte{item(30)}, nil, "c1")
+	if h, ok := a.upTo("a1"); !ok || len(h) != 2 || b.used != 60 {
+		t.Fatalf("a1: %v %d items, used %d", ok, len(h), b.used)
+	}
+	// a is used again, so c is the least recently used when the relay-wide bound is passed.
+	a.upTo("a1")
+	a.commit(2, [][]byte{item(45)}, nil, "a2")
+	if b.used > b.limit {
+		t.Fatalf("used %d over the limit %d", b.used, b.limit)
+	}
+	if _, ok := c.upTo("c1"); ok {
+		t.Fatal("c1 survived the relay-wide bound; the least recently used conversation should go")
+	}
+	if h, ok := a.upTo("a2"); !ok || len(h) != 3 {
+		t.Fatalf("a2 lost: %v", ok)
+	}
+	// A fork from a1 cuts the chain back: a2 is gone, a1 stays.
+	a.commit(2, [][]byte{item(5)}, nil, "a3")
+	if _, ok := a.upTo("a2"); ok {
+		t.Fatal("a2 survived a fork from a1")
+	}
+	if h, ok := a.upTo("a3"); !ok || len(h) != 3 {
+		t.Fatalf("a3: %v %d", ok, len(h))
+	}
+	// Over its own bound, a conversation is forgotten whole.
+	a.commit(3, [][]byte{item(50)}, nil, "a4")
+	if _, ok := a.upTo("a4"); ok || a.size != 0 {
+		t.Fatalf("a4 kept past the per-connection bound (size %d)", a.size)
+	}
+	a.close()
+	c.close()
+	empty.close()
+	if b.used != 0 || b.lru.Len() != 0 {
+		t.Fatalf("closed conversations left %d bytes, %d entries", b.used, b.lru.Len())
+	}
+}
