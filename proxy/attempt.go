@@ -232,7 +232,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload).
 		first.Data = redact(first.Data, x.cred.Token)
 		code, msg, resetsAt := parseUpstreamError(first.Data)
-		if a.wire.socket && x.t.Incremental && code == "previous_response_not_found" {
+		if a.wire.socket && x.t.Incremental && !x.turn.keepPrev && code == "previous_response_not_found" {
 			// The upstream socket lost the conversation: replay it whole on a new one.
 			x.turn.sc.up.close()
 			return fallback, "the upstream socket lost the conversation: replayed on a new one"

@@ -173,11 +173,18 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		return
 	}
 	var base [][]byte
+	keepPrev := false
 	if prev != "" {
 		if base, ok = sc.conv.upTo(prev); !ok {
-			sc.sendError(&apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "previous_response_not_found",
-				Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", truncate(prev, 100))})
-			return
+			// A response this connection never saw. One the upstream stored (store is not
+			// false) may be known there: the turn goes up with previous_response_id and the
+			// upstream answers. Without storage nobody can know it: the upstream's error.
+			if raw, _ := obj.Get("store"); payload.KindOf(raw) == payload.KindFalse {
+				sc.sendError(&apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "previous_response_not_found",
+					Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", truncate(prev, 100))})
+				return
+			}
+			keepPrev = true
 		}
 	}
 	var input [][]byte
@@ -190,7 +197,7 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		input, _ = inputItems(raw)
 	}
 	sc.last = obj
-	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input}
+	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
 		return
@@ -273,6 +280,9 @@ type socketTurn struct {
 	prev  string          // previous_response_id ("": none)
 	base  [][]byte        // the conversation's items up to prev
 	input [][]byte        // the frame's input items
+	// keepPrev says that prev is not in the conversation but may be stored upstream: the turn
+	// goes up with previous_response_id, to a Responses account only, and is never replayed.
+	keepPrev bool
 	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
 	// built on first need.
 	replay     *payload.Object
@@ -287,11 +297,15 @@ type socketTurn struct {
 // full returns the turn as an HTTP Responses body: the whole conversation's input, streamed.
 func (t *socketTurn) full() (*payload.Object, []byte) {
 	if t.replay == nil {
-		t.replayBody = payload.Build(nil, t.obj, []payload.Override{
+		ov := []payload.Override{
 			{Key: "type"}, {Key: "generate"}, {Key: "previous_response_id"},
 			{Key: "input", Value: joinItems(t.base, t.input)},
 			{Key: "stream", Value: []byte("true")},
-		})
+		}
+		if t.keepPrev {
+			ov[2] = payload.Override{Key: "previous_response_id", Value: payload.AppendString(nil, t.prev)}
+		}
+		t.replayBody = payload.Build(nil, t.obj, ov)
 		o, err := payload.Parse(t.replayBody)
 		if err != nil {
 			panic("proxy: a replayed body does not parse: " + err.Error()) // built from parsed parts

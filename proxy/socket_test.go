@@ -665,3 +665,43 @@ func TestSocketUpstreamClosedOrForgot(t *testing.T) {
 		})
 	}
 }
+
+// A response the connection never saw, but that the upstream may have stored (store is not
+// false), goes up with previous_response_id and only the new items: the upstream answers,
+// its error included; it is never sent with an empty history.
+func TestSocketUnknownPreviousOfAStoredResponse(t *testing.T) {
+	up := newWSUpstream(t)
+	r := newRelay(t, proxy.Options{}, up.account("a"))
+	c := r.dial(t)
+	frame := strings.Replace(createFrame("resp_from_yesterday", userItem("go on")), `"store":false`, `"store":true`, 1)
+	ev := last(turn(t, c, frame))
+	e, _ := ev["error"].(map[string]any)
+	if ev["type"] != "error" || e["code"] != "previous_response_not_found" {
+		t.Fatalf("answered %v", ev)
+	}
+	frames := up.got()
+	if len(frames) != 1 || string(field(t, frames[0], "previous_response_id")) != `"resp_from_yesterday"` ||
+		string(field(t, frames[0], "input")) != "["+userItem("go on")+"]" {
+		t.Fatalf("upstream got %d frames: %s", len(frames), frames)
+	}
+	// Over HTTP too, and a Chat account is not asked.
+	var body []byte
+	h := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method == http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		body = readRecorded(r)
+		writeEvents(w, textEvents("resp_h", "gpt-5-codex", "continued"))
+	})
+	chat := openaiAccount("chat", h)
+	chat.API = proxy.APIChat
+	r2 := newRelay(t, proxy.Options{}, chat, openaiAccount("api", h))
+	c2 := r2.dial(t)
+	if got := outputText(turn(t, c2, frame)); got != "continued" {
+		t.Fatalf("over HTTP: %q", got)
+	}
+	if string(field(t, body, "previous_response_id")) != `"resp_from_yesterday"` || field(t, body, "messages") != nil {
+		t.Fatalf("HTTP body: %s", body)
+	}
+}

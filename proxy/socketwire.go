@@ -141,7 +141,7 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 		ov = append(ov, payload.Override{Key: "store", Value: []byte("false")})
 	}
 	t := x.turn
-	if t.prev != "" && up.last == t.prev {
+	if t.prev != "" && (up.last == t.prev || t.keepPrev) {
 		x.t.Incremental = true
 		return x.upstreamBody(t.obj, "", ov)
 	}

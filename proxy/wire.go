@@ -108,6 +108,9 @@ func chatOverResponsesBody(x *exchange, m *member) ([]byte, error) {
 }
 
 func responsesOverChatBody(x *exchange, m *member) ([]byte, error) {
+	if x.turn != nil && x.turn.keepPrev {
+		return nil, fmt.Errorf("a Chat Completions account cannot continue response %q, which only the upstream that stored it knows", x.turn.prev)
+	}
 	t := x.translate(bridge.ResponsesToChatRequest)
 	if t.err != nil {
 		return nil, t.err
