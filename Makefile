@@ -68,7 +68,7 @@ clean:
 
 .PHONY: screenshot package install
 
-## screenshot: the dashboard, the first-run card and the accounts window with prepared figures, in
+## screenshot: the dashboard, the first-run card, the accounts and usage windows with prepared figures, in
 ## real windows under Xvfb, light and dark -> assets/*.png (assets/screenshot.png: the light dashboard)
 screenshot:
 	@bash packaging/install-deps.sh shot

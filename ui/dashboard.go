@@ -36,8 +36,8 @@ type DashboardOptions struct {
 	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
 	// SignIn starts a ChatGPT sign-in; AddKey opens the API-key form.
 	SignIn, AddKey func()
-	// OpenAccounts and OpenSettings open those windows; nil hides their buttons.
-	OpenAccounts, OpenSettings func()
+	// OpenUsage, OpenAccounts and OpenSettings open those windows; nil hides their buttons.
+	OpenUsage, OpenAccounts, OpenSettings func()
 	// Resume resumes a paused relay; nil hides its button.
 	Resume func()
 	// Now is the clock the cooldown and reset times are read against (default time.Now).
@@ -152,16 +152,19 @@ func (d *Dashboard) build() {
 	d.resume.Importance = widget.HighImportance
 	d.resume.Hide()
 	buttons = append(buttons, d.resume)
+	if d.opt.OpenUsage != nil {
+		buttons = append(buttons, widget.NewButtonWithIcon("Usage…", iconUsage, d.opt.OpenUsage))
+	}
 	if d.opt.OpenAccounts != nil {
 		buttons = append(buttons, widget.NewButtonWithIcon("Accounts…", theme.AccountIcon(), d.opt.OpenAccounts))
 	}
 	if d.opt.OpenSettings != nil {
 		buttons = append(buttons, widget.NewButtonWithIcon("Settings…", theme.SettingsIcon(), d.opt.OpenSettings))
 	}
+	// The buttons sit beside the name; the status line below takes the whole width.
 	header := container.NewBorder(nil, nil,
-		container.NewCenter(icon),
-		container.NewCenter(container.NewHBox(buttons...)),
-		container.NewVBox(title, statusLine))
+		container.NewCenter(icon), nil,
+		container.NewVBox(container.NewBorder(nil, nil, nil, container.NewHBox(buttons...), title), statusLine))
 	d.notice = errorLabel()
 	d.catalog = errorLabel()
 	d.orphans = widget.NewLabel("")

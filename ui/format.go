@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -283,4 +284,38 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// tokenCount formats a number of tokens shortly: "840", "12.4 k", "1.2 M", "50 M", "312 M",
+// "1.5 B".
+func tokenCount(n int64) string {
+	f := float64(n)
+	unit := ""
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1e9, " B"}, {1e6, " M"}, {1e3, " k"}} {
+		if math.Abs(f) >= u.size {
+			f /= u.size
+			unit = u.name
+			break
+		}
+	}
+	switch {
+	case unit == "":
+		return strconv.FormatInt(n, 10)
+	case math.Abs(f) < 99.95:
+		return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") + unit
+	}
+	return strconv.FormatFloat(f, 'f', 0, 64) + unit
+}
+
+// dollars formats an amount in US dollars: "$3.40", "$1,234.50", "<$0.01" for a few tokens'
+// worth, "$0.00" for none.
+func dollars(usd float64) string {
+	if usd > 0 && usd < 0.005 {
+		return "<$0.01"
+	}
+	cents := int64(math.Round(usd * 100))
+	return fmt.Sprintf("$%s.%02d", count(cents/100), cents%100)
 }

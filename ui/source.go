@@ -51,4 +51,6 @@ type view struct {
 	notify app.NotificationSettings
 	// strategy is the routing strategy ("" when not known).
 	strategy string
+	// today is the tray's usage line ("" without a ledger to read).
+	today string
 }

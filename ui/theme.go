@@ -2,6 +2,8 @@ package ui
 
 import (
 	"image/color"
+	"strconv"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
@@ -25,9 +27,38 @@ var readableColors = map[fyne.ThemeColorName][2]color.NRGBA{
 	theme.ColorNamePlaceHolder: {{R: 0x6b, G: 0x6b, B: 0x6b, A: 0xff}, {R: 0xa6, G: 0xa6, B: 0xa6, A: 0xff}},
 }
 
-// Color returns the readable colour for the status and hint colours, the default otherwise.
+// chartColors are the colours of the usage charts' series (one per account), [light, dark],
+// after the Okabe-Ito palette (told apart with the common colour blindnesses), darkened for the
+// light variant and lightened for the dark one: each reaches 3:1 against the background (WCAG's
+// minimum for graphics; in fact at least 4:1). The charts name them chartColor(i).
+var chartColors = [][2]color.NRGBA{
+	{{R: 0x00, G: 0x72, B: 0xb2, A: 0xff}, {R: 0x56, G: 0xb4, B: 0xe9, A: 0xff}}, // blue
+	{{R: 0xc3, G: 0x54, B: 0x00, A: 0xff}, {R: 0xf0, G: 0x8a, B: 0x3c, A: 0xff}}, // vermilion
+	{{R: 0x00, G: 0x80, B: 0x5c, A: 0xff}, {R: 0x2f, G: 0xc5, B: 0x9a, A: 0xff}}, // bluish green
+	{{R: 0xa8, G: 0x45, B: 0x8a, A: 0xff}, {R: 0xe0, G: 0x8c, B: 0xc4, A: 0xff}}, // reddish purple
+	{{R: 0x8a, G: 0x6d, B: 0x00, A: 0xff}, {R: 0xe6, G: 0xc2, B: 0x29, A: 0xff}}, // ochre
+	{{R: 0x5b, G: 0x5f, B: 0xc7, A: 0xff}, {R: 0xa3, G: 0xa6, B: 0xff, A: 0xff}}, // indigo
+}
+
+// chartColorPrefix starts the theme colour names of chartColors.
+const chartColorPrefix = "codexrelay-chart-"
+
+// chartColor is the theme colour name of the i-th chart series (the palette repeats).
+func chartColor(i int) fyne.ThemeColorName {
+	return fyne.ThemeColorName(chartColorPrefix + strconv.Itoa(i%len(chartColors)))
+}
+
+// Color returns the readable colour for the status and hint colours, the chart colours, and
+// the default otherwise.
 func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	if c, ok := readableColors[n]; ok {
+	c, ok := readableColors[n]
+	if !ok {
+		if i, err := strconv.Atoi(strings.TrimPrefix(string(n), chartColorPrefix)); err == nil &&
+			strings.HasPrefix(string(n), chartColorPrefix) && i >= 0 && i < len(chartColors) {
+			c, ok = chartColors[i], true
+		}
+	}
+	if ok {
 		if v == theme.VariantDark {
 			return c[1]
 		}
@@ -108,3 +139,22 @@ func (b barTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 func (barTheme) Font(s fyne.TextStyle) fyne.Resource     { return compact{}.Font(s) }
 func (barTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return compact{}.Icon(n) }
 func (barTheme) Size(n fyne.ThemeSizeName) float32       { return compact{}.Size(n) }
+
+// dense is the app's theme with the least padding, for the Usage window, which fits its
+// charts and tables into 800x600.
+type dense struct{}
+
+func (dense) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	return base().Color(n, v)
+}
+func (dense) Font(s fyne.TextStyle) fyne.Resource     { return base().Font(s) }
+func (dense) Icon(n fyne.ThemeIconName) fyne.Resource { return base().Icon(n) }
+func (dense) Size(n fyne.ThemeSizeName) float32 {
+	switch n {
+	case theme.SizeNamePadding:
+		return 2
+	case theme.SizeNameInnerPadding:
+		return 3
+	}
+	return base().Size(n)
+}

@@ -56,3 +56,30 @@ func TestStatusColoursAreReadable(t *testing.T) {
 		t.Errorf("Fyne's green on white %.2f: the test no longer shows what the theme fixes", r)
 	}
 }
+
+// The charts' colours are the app theme's: each reaches 3:1 (WCAG's minimum for graphics)
+// against the background in both variants, and no two are alike.
+func TestChartColoursAreReadable(t *testing.T) {
+	th := newTheme()
+	for _, v := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
+		bg := th.Color(theme.ColorNameBackground, v)
+		seen := map[color.Color]int{}
+		for i := range chartColors {
+			c := th.Color(chartColor(i), v)
+			if r := contrast(c, bg); r < 3 {
+				t.Errorf("chart colour %d in variant %d: %.2f:1 against the background, want at least 3:1", i, v, r)
+			}
+			if j, ok := seen[c]; ok {
+				t.Errorf("chart colours %d and %d are both %v", j, i, c)
+			}
+			seen[c] = i
+		}
+	}
+	// The palette repeats past its end; an unknown name is the default theme's.
+	if chartColor(len(chartColors)) != chartColor(0) {
+		t.Error("the chart palette does not repeat")
+	}
+	if c := th.Color(chartColorPrefix+"99", theme.VariantLight); c == chartColors[0][0] {
+		t.Errorf("an unknown chart colour name answers %v", c)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/assets"
@@ -48,6 +49,10 @@ var (
 	iconDegraded = fyne.NewStaticResource("tray-degraded.png", assets.TrayDegraded)
 	iconStopped  = fyne.NewStaticResource("tray-stopped.png", assets.TrayStopped)
 	iconPaused   = fyne.NewStaticResource("tray-paused.png", assets.TrayPaused)
+	// iconUsage is a small bar chart, drawn in the theme's foreground colour.
+	iconUsage = theme.NewThemedResource(fyne.NewStaticResource("usage.svg", []byte(
+		`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill="#000" `+
+			`d="M3 19h18v2H3zM5 11h3v7H5zm5.5-6h3v13h-3zM16 8h3v10h-3z"/></svg>`)))
 )
 
 func (s state) icon() fyne.Resource {
@@ -159,7 +164,12 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 	status.Disabled = true
 	requests := fyne.NewMenuItem(requestsLine(v.snap.Requests), nil)
 	requests.Disabled = true
-	items := []*fyne.MenuItem{status, requests, fyne.NewMenuItemSeparator()}
+	items := []*fyne.MenuItem{status, requests}
+	if v.today != "" {
+		// Today's tokens and cost from the usage ledger; it opens the Usage window.
+		items = append(items, fyne.NewMenuItem(v.today, u.showUsage))
+	}
+	items = append(items, fyne.NewMenuItemSeparator())
 
 	// One line per account, in priority order, with a dot in its state's colour.
 	now := u.now()
@@ -192,6 +202,7 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 
 	return append(items,
 		fyne.NewMenuItem("Open Dashboard", u.showDashboard),
+		fyne.NewMenuItem("Usage…", u.showUsage),
 		fyne.NewMenuItem("Accounts…", u.showAccounts),
 		fyne.NewMenuItem("Settings…", u.showSettings),
 		fyne.NewMenuItemSeparator(),

@@ -51,6 +51,15 @@ type UI struct {
 	// dashShown says whether the dashboard window is open: a hidden one is not kept up to
 	// date (it is brought up to date when it opens), which keeps an idle tray app quiet.
 	dashShown bool
+	usageWin  *usageScreen
+
+	// usage is what the Usage window and the tray's usage line read (the relay's ledger, or
+	// a fixed source: ShowFixedUsage); today caches the tray's line.
+	usageMu sync.Mutex
+	usage   UsageSource
+	today   today
+	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
+	elapsed func() time.Time
 
 	notifier *notifier
 	// notesMu guards the notifications waiting to be sent and whether a sender runs: they are
@@ -75,6 +84,8 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u := &UI{
 		fa: fa, relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
 		now:      time.Now,
+		elapsed:  time.Now,
+		usage:    relayUsage{relay},
 		async:    func(f func()) { go f() },
 		poke:     make(chan struct{}, 1),
 		tray:     newTray(),
@@ -92,6 +103,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
 		OpenAccounts:   u.showAccounts,
 		OpenSettings:   u.showSettings,
+		OpenUsage:      u.showUsage,
 		Resume:         u.resume,
 		Now:            func() time.Time { return u.now() },
 		PruneSecrets:   u.pruneSecrets,
@@ -220,13 +232,15 @@ func (u *UI) poll(ctx context.Context) {
 		case <-tick.C:
 		case <-u.poke:
 		}
-		v := u.fetch()
+		v := u.fetch(true)
 		fyne.Do(func() { u.apply(v) })
 	}
 }
 
-// fetch reads the proxy's state; it may run on any goroutine.
-func (u *UI) fetch() view {
+// fetch reads the proxy's state; it may run on any goroutine. readLedger lets it read the
+// usage ledger for the tray's line when that is due (the poller's goroutine does; the UI
+// thread shows the last line read).
+func (u *UI) fetch(readLedger bool) view {
 	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
@@ -244,6 +258,7 @@ func (u *UI) fetch() view {
 	u.orphansMu.Lock()
 	v.orphans = u.orphans
 	u.orphansMu.Unlock()
+	v.today = u.usageToday(v.snap.Accounts, readLedger)
 	return v
 }
 
@@ -282,6 +297,9 @@ func (u *UI) apply(v view) {
 	}
 	if u.accounts != nil && u.accounts.shown {
 		u.accounts.show(v)
+	}
+	if u.usageWin != nil {
+		u.usageWin.tick()
 	}
 	if u.fixed == nil {
 		var notes []*fyne.Notification
@@ -330,7 +348,7 @@ func (u *UI) sendWaiting() {
 }
 
 // refresh fetches and applies at once (UI thread; used at start and by tests).
-func (u *UI) refresh() { u.apply(u.fetch()) }
+func (u *UI) refresh() { u.apply(u.fetch(false)) }
 
 // changed asks for an early tick; it never blocks.
 func (u *UI) changed() {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,16 +26,19 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui"
 )
 
 func main() {
 	wait := flag.Duration("for", 0, "quit after this long (0 = stay until the window closes)")
-	window := flag.String("window", "dashboard", "what to show: dashboard, first-run, accounts or settings; "+
+	window := flag.String("window", "dashboard", "what to show: dashboard, first-run, accounts, settings or usage; "+
 		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with")
 	size := flag.String("size", "", "the window's size, WxH (default: the window's own)")
 	diagnostics := flag.Bool("diagnostics", false, "open the dashboard's Diagnostics section")
+	period := flag.Int("period", 30, "the Usage window's period in days: 7 or 30")
+	usage := flag.String("usage", "two-weeks", "what the Usage window's ledger holds: two-weeks, empty, off or failed")
 	flag.Parse()
 
 	now := time.Date(2026, 3, 12, 14, 32, 10, 0, time.Local)
@@ -104,6 +108,23 @@ func main() {
 		}
 		u.ShowFixed(ui.Fixed{Snapshot: snap}, running, now)
 		u.ShowAccounts()
+	case "usage":
+		u.ShowFixed(dashboardFixture(now), running, now)
+		fixed := usageFixture(now)
+		switch *usage {
+		case "two-weeks":
+		case "empty":
+			fixed = &ui.FixedUsage{}
+		case "off":
+			fixed = &ui.FixedUsage{Off: true}
+		case "failed":
+			fixed = &ui.FixedUsage{Err: fmt.Errorf("the usage ledger %s cannot be opened: database is locked; the relay serves without it",
+				filepath.Join(dir, ".local/share/codexrelay/usage.db"))}
+		default:
+			log.Fatalf("unknown -usage %q", *usage)
+		}
+		u.ShowFixedUsage(fixed)
+		u.ShowUsagePeriod(*period)
 	case "settings":
 		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
 		u.ShowSettings()
@@ -282,5 +303,60 @@ func accountsFixture(now time.Time) proxy.Snapshot {
 				CooldownUntil: at(30 * time.Second), LastError: "connection refused"},
 			{Name: "old-key", Kind: proxy.KindOpenAI, State: proxy.StateDisabled},
 		},
+	}
+}
+
+// usageFixture is two weeks of the dashboard's three accounts: two ChatGPT seats that carry
+// most of the work on weekdays and an API key for a nightly job, over five models and four
+// projects, with burn rates for the seats and a forecast for the afternoon.
+func usageFixture(now time.Time) *ui.FixedUsage {
+	type mix struct {
+		account, model, project string
+		tokens                  float64 // a weekday's input tokens, in millions
+		cached, output          float64 // shares of the input
+	}
+	mixes := []mix{
+		{"personal", "gpt-5.3-codex", "codexrelay", 14, 0.88, 0.02},
+		{"personal", "gpt-5.4", "codexrelay", 3.2, 0.80, 0.03},
+		{"personal", "gpt-5.4-mini", "dotfiles", 1.1, 0.70, 0.04},
+		{"team", "gpt-5.3-codex", "checkout-service", 9.5, 0.84, 0.025},
+		{"team", "gpt-5.5", "checkout-service", 1.8, 0.76, 0.03},
+		{"team", "gpt-5.1-codex-mini", "infra", 2.4, 0.65, 0.05},
+		{"openai-api", "gpt-5.4-mini", "nightly-review", 2.6, 0.55, 0.06},
+		{"openai-api", "gpt-5.1-codex-mini", "", 0.9, 0.40, 0.05},
+	}
+	var rows []ui.UsageRow
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	for d := 13; d >= 0; d-- {
+		day := today.AddDate(0, 0, -d)
+		weekend := day.Weekday() == time.Saturday || day.Weekday() == time.Sunday
+		for i, m := range mixes {
+			// A steady wobble from day to day and mix to mix, no randomness: the same picture
+			// every time.
+			f := 0.75 + 0.45*math.Abs(math.Sin(float64(d*7+i*3)))
+			if weekend && m.account != "openai-api" {
+				f *= 0.2
+			}
+			if d == 0 {
+				f *= 0.6 // today is not over
+			}
+			in := int64(m.tokens * f * 1e6)
+			cached, out := int64(float64(in)*m.cached), int64(float64(in)*m.output)
+			p, _ := ledger.LookupPrice(m.model, nil)
+			rows = append(rows, ui.UsageRow{
+				At: day.Add(time.Duration(9+i) * time.Hour), Account: m.account, Model: m.model, Project: m.project,
+				Totals: ledger.Totals{Requests: in / 60_000, Errors: in / 4_000_000, InputTokens: in, CachedTokens: cached,
+					OutputTokens: out, ReasoningTokens: out / 2, CostUSD: p.Cost(in, cached, out)},
+			})
+		}
+	}
+	return &ui.FixedUsage{
+		Rows: rows,
+		Burns: map[string]ledger.Burn{
+			"personal": {PrimaryTokensPerPercent: 212_000, SecondaryTokensPerPercent: 1_840_000, PrimaryPercentSeen: 64, SecondaryPercentSeen: 38},
+			"team":     {PrimaryTokensPerPercent: 168_000, PrimaryPercentSeen: 41},
+		},
+		Pool: ledger.Forecast{TokensLastHour: 4_100_000, CapacityTokens: 7_900_000,
+			RunsOut: now.Add(time.Hour + 56*time.Minute), Known: []string{"personal", "team"}},
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Renders every screenshot into assets/: the dashboard, the first-run card and the accounts
-# window, each in the light and the dark theme, and the dashboard at 800x500 (with Diagnostics
-# closed and open); the light
+# Renders every screenshot into assets/: the dashboard, the first-run card, the accounts
+# window and the Usage window (its 30 days, at its 800x600), each in the light and the dark
+# theme, and the dashboard at 800x500 (with Diagnostics closed and open); the light
 # dashboard is also assets/screenshot.png (the README's). Each window runs in a real X
 # server (Xvfb) of its own.
 #   shoot-all.sh BINARY
@@ -17,6 +17,7 @@ for theme in light dark; do
   shot "$theme" "assets/dashboard-$theme.png" dashboard '^Codex Relay$'
   shot "$theme" "assets/first-run-$theme.png" first-run '^Codex Relay$'
   shot "$theme" "assets/accounts-$theme.png" accounts '^Accounts'
+  shot "$theme" "assets/usage-$theme.png" usage '^Usage' -period 30
 done
 shot light assets/dashboard-800x500.png dashboard '^Codex Relay$' -size 800x500
 shot light assets/dashboard-800x500-diagnostics.png dashboard '^Codex Relay$' -size 800x500 -diagnostics

@@ -2,7 +2,8 @@
 # Shows a window with prepared figures and captures it into a PNG. Runs inside a display
 # (shoot-all.sh wraps it in xvfb-run and dbus-run-session).
 #   shoot.sh BINARY OUT.png [WINDOW [TITLE-REGEX [ARGS...]]]
-#   WINDOW: dashboard (default), first-run, accounts, settings; ARGS go to the binary (-size WxH)
+#   WINDOW: dashboard (default), first-run, accounts, settings, usage; ARGS go to the binary
+#   (-size WxH, -period 7|30)
 set -euo pipefail
 bin=$1 out=$2 window=${3:-dashboard} title=${4:-^Codex Relay$}
 shift $(( $# < 4 ? $# : 4 ))

@@ -1,0 +1,384 @@
+package ui
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// UsageSource is the usage ledger as the Usage window and the tray read it. The real one
+// reads the relay's ledger (relay.Ledger(), looked up at each call: it opens and closes with
+// the listener and the settings); FixedUsage serves prepared rows. Every method may block on
+// the database: call them off the UI thread.
+//
+// Without a ledger to read, each method returns ErrUsageOff (switched off in the settings),
+// ErrUsageClosed (not open: the relay is not serving) or the reason it failed to open.
+type UsageSource interface {
+	Summary(ctx context.Context, q ledger.Query) (ledger.Report, error)
+	Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error)
+	Burn(ctx context.Context, account string) (ledger.Burn, error)
+	Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error)
+}
+
+var (
+	// ErrUsageOff says the usage ledger is switched off in the settings.
+	ErrUsageOff = errors.New("the usage ledger is off")
+	// ErrUsageClosed says the usage ledger is on but not open: it opens while the relay serves.
+	ErrUsageClosed = errors.New("the usage ledger is not open")
+)
+
+// usageCommand turns the ledger on from a terminal.
+const usageCommand = "codexrelay settings set usage-ledger true"
+
+// relayUsage is the UsageSource of the running app.
+type relayUsage struct{ relay *app.App }
+
+// ledger is the ledger to read now, or why there is none.
+func (r relayUsage) ledger() (*ledger.Ledger, error) {
+	if r.relay.Settings().Usage.Off {
+		return nil, ErrUsageOff
+	}
+	if err := r.relay.LedgerError(); err != nil {
+		return nil, err
+	}
+	if l := r.relay.Ledger(); l != nil {
+		return l, nil
+	}
+	return nil, ErrUsageClosed
+}
+
+// closed maps the ledger's ErrClosed (it closed between the look-up and the read) to ours.
+func closed(err error) error {
+	if errors.Is(err, ledger.ErrClosed) {
+		return ErrUsageClosed
+	}
+	return err
+}
+
+func (r relayUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
+	l, err := r.ledger()
+	if err != nil {
+		return ledger.Report{}, err
+	}
+	rep, err := l.Summary(ctx, q)
+	return rep, closed(err)
+}
+
+func (r relayUsage) Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error) {
+	l, err := r.ledger()
+	if err != nil {
+		return nil, err
+	}
+	days, err := l.Daily(ctx, since)
+	return days, closed(err)
+}
+
+func (r relayUsage) Burn(ctx context.Context, account string) (ledger.Burn, error) {
+	l, err := r.ledger()
+	if err != nil {
+		return ledger.Burn{}, err
+	}
+	b, err := l.Burn(ctx, account)
+	return b, closed(err)
+}
+
+func (r relayUsage) Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error) {
+	l, err := r.ledger()
+	if err != nil {
+		return ledger.Forecast{}, err
+	}
+	f, err := l.Forecast(ctx, accounts, now)
+	return f, closed(err)
+}
+
+// UsageRow is one prepared request (or a day's worth of them) for FixedUsage.
+type UsageRow struct {
+	At                      time.Time
+	Account, Model, Project string
+	ledger.Totals           // CostUSD as the ledger would price it; CacheHitRatio is computed
+}
+
+// FixedUsage is a UsageSource over prepared rows, burn rates and a forecast (screenshots,
+// tests). It adds rows up the way the ledger does; Off and Err stand for a ledger switched
+// off or failed.
+type FixedUsage struct {
+	Rows []UsageRow
+	// Burns are the accounts' burn rates, by account.
+	Burns map[string]ledger.Burn
+	// Pool is the forecast Forecast answers (its Now set to the time asked for).
+	Pool ledger.Forecast
+	// Unpriced are the models Summary reports without a price.
+	Unpriced []string
+	Off      bool
+	Err      error
+}
+
+func (f *FixedUsage) fail() error {
+	switch {
+	case f.Off:
+		return ErrUsageOff
+	case f.Err != nil:
+		return f.Err
+	}
+	return nil
+}
+
+// Summary adds up the rows in [q.Since, q.Until) by q.By, sorted as the ledger sorts them.
+func (f *FixedUsage) Summary(_ context.Context, q ledger.Query) (ledger.Report, error) {
+	if err := f.fail(); err != nil {
+		return ledger.Report{}, err
+	}
+	if q.By == "" {
+		q.By = "account"
+	}
+	rep := ledger.Report{Query: q, PricesCheckedAt: ledger.PricesCheckedAt, UnpricedModels: slices.Clone(f.Unpriced)}
+	byKey := map[string]*ledger.Group{}
+	var keys []string
+	for _, r := range f.Rows {
+		if r.At.Before(q.Since) || (!q.Until.IsZero() && !r.At.Before(q.Until)) {
+			continue
+		}
+		var key string
+		switch q.By {
+		case "account":
+			key = r.Account
+		case "model":
+			key = r.Model
+		case "project":
+			key = r.Project
+		case "day":
+			key = r.At.UTC().Format(time.DateOnly)
+		}
+		g := byKey[key]
+		if g == nil {
+			g = &ledger.Group{Key: key}
+			byKey[key] = g
+			keys = append(keys, key)
+		}
+		addTotals(&g.Totals, r.Totals)
+		addTotals(&rep.Total.Totals, r.Totals)
+	}
+	for _, k := range keys {
+		finishTotals(&byKey[k].Totals)
+		rep.Groups = append(rep.Groups, *byKey[k])
+	}
+	finishTotals(&rep.Total.Totals)
+	slices.SortFunc(rep.Groups, func(a, b ledger.Group) int {
+		if q.By == "day" {
+			return strings.Compare(a.Key, b.Key)
+		}
+		return cmp.Or(cmp.Compare(b.Tokens(), a.Tokens()), strings.Compare(a.Key, b.Key))
+	})
+	return rep, nil
+}
+
+// Daily adds up the rows from since's UTC day on by UTC day and account.
+func (f *FixedUsage) Daily(_ context.Context, since time.Time) ([]ledger.DayByAccount, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	from := utcDay(since)
+	var out []ledger.DayByAccount
+	for _, r := range f.Rows {
+		if r.At.Before(from) {
+			continue
+		}
+		day := r.At.UTC().Format(time.DateOnly)
+		i := slices.IndexFunc(out, func(d ledger.DayByAccount) bool { return d.Day == day && d.Account == r.Account })
+		if i < 0 {
+			out = append(out, ledger.DayByAccount{Day: day, Account: r.Account})
+			i = len(out) - 1
+		}
+		addTotals(&out[i].Totals, r.Totals)
+	}
+	for i := range out {
+		finishTotals(&out[i].Totals)
+	}
+	slices.SortFunc(out, func(a, b ledger.DayByAccount) int {
+		return cmp.Or(strings.Compare(a.Day, b.Day), strings.Compare(a.Account, b.Account))
+	})
+	return out, nil
+}
+
+// Burn returns the prepared burn rate of account (zero figures when none).
+func (f *FixedUsage) Burn(_ context.Context, account string) (ledger.Burn, error) {
+	if err := f.fail(); err != nil {
+		return ledger.Burn{}, err
+	}
+	if b, ok := f.Burns[account]; ok {
+		b.Account = account
+		return b, nil
+	}
+	return ledger.Burn{Account: account}, nil
+}
+
+// Forecast returns the prepared forecast at now.
+func (f *FixedUsage) Forecast(_ context.Context, _ []string, now time.Time) (ledger.Forecast, error) {
+	if err := f.fail(); err != nil {
+		return ledger.Forecast{}, err
+	}
+	p := f.Pool
+	p.Now = now
+	return p, nil
+}
+
+func addTotals(t *ledger.Totals, o ledger.Totals) {
+	t.Requests += o.Requests
+	t.Errors += o.Errors
+	t.InputTokens += o.InputTokens
+	t.CachedTokens += o.CachedTokens
+	t.OutputTokens += o.OutputTokens
+	t.ReasoningTokens += o.ReasoningTokens
+	t.CostUSD += o.CostUSD
+}
+
+func finishTotals(t *ledger.Totals) {
+	t.CacheHitRatio = 0
+	if t.InputTokens > 0 {
+		t.CacheHitRatio = float64(t.CachedTokens) / float64(t.InputTokens)
+	}
+}
+
+// utcDay is the UTC midnight that starts t's UTC day (the ledger's days are UTC days).
+func utcDay(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// localMidnight is the local midnight that starts now's day.
+func localMidnight(now time.Time) time.Time {
+	now = now.Local()
+	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)
+}
+
+// usageEvery is how often the Usage window and the tray's usage line read the ledger again.
+const usageEvery = 60 * time.Second
+
+// usageReadTimeout bounds one read of the ledger.
+const usageReadTimeout = 10 * time.Second
+
+// accountKinds are the accounts' kinds by name, as the relay's snapshot says (the accounts of
+// the settings, in list order), and the ChatGPT accounts in that order: a seat's cost is
+// API-equivalent, an API key's is real.
+type accountKinds struct {
+	kind    map[string]proxy.Kind
+	order   map[string]int // the accounts' places in the list
+	chatgpt []string
+}
+
+func kindsOf(accts []proxy.AccountStats) accountKinds {
+	k := accountKinds{kind: map[string]proxy.Kind{}, order: map[string]int{}}
+	for i, a := range accts {
+		k.kind[a.Name] = a.Kind
+		k.order[a.Name] = i
+		if a.Kind == proxy.KindChatGPT {
+			k.chatgpt = append(k.chatgpt, a.Name)
+		}
+	}
+	return k
+}
+
+// apiKey says whether account is an API key, whose cost is real. Any other (a ChatGPT seat,
+// or an account no longer in the list) costs API-equivalent.
+func (k accountKinds) apiKey(account string) bool { return k.kind[account] == proxy.KindOpenAI }
+
+// costSplit is a cost in its two kinds: real (API keys) and API-equivalent (the rest).
+type costSplit struct{ real, equivalent float64 }
+
+func (k accountKinds) split(groups []ledger.Group) costSplit {
+	var c costSplit
+	for _, g := range groups {
+		if k.apiKey(g.Key) {
+			c.real += g.CostUSD
+		} else {
+			c.equivalent += g.CostUSD
+		}
+	}
+	return c
+}
+
+// todayLine is the tray's usage line: "Today: 1.2 M tokens · $3.40", the cost marked
+// "API-equiv." for ChatGPT seats ("$1.30 + $2.10 API-equiv." for both kinds).
+func todayLine(rep ledger.Report, k accountKinds) string {
+	c := k.split(rep.Groups)
+	cost := dollars(c.real)
+	switch {
+	case c.equivalent > 0 && c.real > 0:
+		cost = dollars(c.real) + " + " + dollars(c.equivalent) + " API-equiv."
+	case c.equivalent > 0:
+		cost = dollars(c.equivalent) + " API-equiv."
+	}
+	if rep.Total.Tokens() == 0 {
+		return "Today: no tokens yet"
+	}
+	return "Today: " + tokenCount(rep.Total.Tokens()) + " tokens · " + cost
+}
+
+// today is the tray's cached usage line: read at most every usageEvery, and again at once
+// when the settings or the source change.
+type today struct {
+	mu   sync.Mutex
+	line string
+	at   time.Time // when it was read (elapsed clock); zero: read at the next look
+	gen  uint64    // the settings generation it was read under
+}
+
+// usageToday is the tray's usage line ("" without a ledger to read), for the accounts accts.
+// It reads the ledger only when read is set (off the UI thread) and the line is due; on the
+// UI thread it returns the last line and asks the poller for a read when one is due.
+func (u *UI) usageToday(accts []proxy.AccountStats, read bool) string {
+	st := u.relay.Settings()
+	u.today.mu.Lock()
+	defer u.today.mu.Unlock()
+	t := u.elapsed()
+	if !u.today.at.IsZero() && t.Sub(u.today.at) < usageEvery && u.today.gen == st.Generation {
+		return u.today.line
+	}
+	if !read {
+		u.changed()
+		return u.today.line
+	}
+	u.today.at, u.today.gen = t, st.Generation
+	ctx, cancel := context.WithTimeout(context.Background(), usageReadTimeout)
+	defer cancel()
+	rep, err := u.usageSource().Summary(ctx, ledger.Query{Since: localMidnight(u.now()), By: "account"})
+	if err != nil {
+		u.today.line = ""
+		if !errors.Is(err, ErrUsageOff) && !errors.Is(err, ErrUsageClosed) {
+			u.log.Debug("usage ledger: cannot read today's usage", "error", err)
+		}
+		return ""
+	}
+	u.today.line = todayLine(rep, kindsOf(accts))
+	return u.today.line
+}
+
+// usageSource is the usage source the windows read.
+func (u *UI) usageSource() UsageSource {
+	u.usageMu.Lock()
+	defer u.usageMu.Unlock()
+	return u.usage
+}
+
+// ShowFixedUsage makes the Usage window and the tray read src instead of the relay's ledger
+// (screenshots, demonstrations).
+func (u *UI) ShowFixedUsage(src UsageSource) {
+	u.usageMu.Lock()
+	u.usage = src
+	u.usageMu.Unlock()
+	u.today.mu.Lock()
+	u.today.at = time.Time{}
+	u.today.mu.Unlock()
+	if u.usageWin != nil && u.usageWin.shown {
+		u.usageWin.reload()
+	}
+	u.apply(u.fetch(true))
+}

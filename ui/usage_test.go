@@ -1,0 +1,478 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// usageRow is a prepared request daysAgo days before testNow (a minute earlier, so that the
+// rows of today are today in every time zone).
+func usageRow(daysAgo int, account, model, project string, in, cached, out int64, cost float64) UsageRow {
+	return UsageRow{At: testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute), Account: account, Model: model,
+		Project: project, Totals: ledger.Totals{Requests: 1, InputTokens: in, CachedTokens: cached, OutputTokens: out, CostUSD: cost}}
+}
+
+// sampleUsage is a week and a half of sample()'s accounts: "personal" and "team" are
+// ChatGPT seats, "api" an API key. Today: 840 k + 360 k tokens, $2.10 API-equivalent and $1.30 real.
+func sampleUsage() *FixedUsage {
+	return &FixedUsage{
+		Rows: []UsageRow{
+			usageRow(0, "personal", "gpt-5.3-codex", "codexrelay", 800_000, 600_000, 40_000, 2.10),
+			usageRow(0, "api", "gpt-5.4-mini", "", 300_000, 100_000, 60_000, 1.30),
+			usageRow(1, "personal", "gpt-5.3-codex", "codexrelay", 2_000_000, 1_500_000, 100_000, 4.00),
+			usageRow(1, "team", "gpt-5.4", "webshop", 1_000_000, 500_000, 50_000, 3.00),
+			usageRow(3, "team", "gpt-5.3-codex", "webshop", 400_000, 200_000, 20_000, 1.00),
+			usageRow(10, "personal", "gpt-5.5", "codexrelay", 5_000_000, 4_000_000, 200_000, 20.00),
+		},
+		Burns: map[string]ledger.Burn{
+			"personal": {PrimaryTokensPerPercent: 212_000, SecondaryTokensPerPercent: 1_840_000},
+		},
+		Pool: ledger.Forecast{TokensLastHour: 4_100_000, CapacityTokens: 5_000_000,
+			RunsOut: testNow.Add(time.Hour + 8*time.Minute), Known: []string{"personal"}, Unknown: []string{"team"}},
+	}
+}
+
+// countingUsage counts the Summary calls that reach a source.
+type countingUsage struct {
+	UsageSource
+	summaries int
+}
+
+func (c *countingUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
+	c.summaries++
+	return c.UsageSource.Summary(ctx, q)
+}
+
+// newUsageUI is a UI showing sample() and src, its elapsed clock moved by hand (*el).
+func newUsageUI(t *testing.T, src UsageSource) (*UI, *time.Time) {
+	t.Helper()
+	u, _ := newTestUI(t, nil)
+	el := time.Unix(1_000_000, 0)
+	u.elapsed = func() time.Time { return el }
+	u.ShowFixed(sample(), running(), testNow)
+	u.ShowFixedUsage(src)
+	return u, &el
+}
+
+// poll is one tick of the poller: a fetch that may read the ledger, then apply.
+func poll(u *UI) { u.apply(u.fetch(true)) }
+
+func TestUsageWindowShowsTheLedger(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowUsage()
+	w := u.usageWin
+	if !w.shown || w.win == nil {
+		t.Fatal("the Usage window did not open")
+	}
+	c := w.win.Content()
+	mustShow(t, c,
+		"4.8 M", "$11.40", "64%", "5", // the last 7 days: tokens, cost, cache hits, requests
+		"Tokens per day", "Cost per day", "Top models", "Top projects",
+		"gpt-5.3-codex", "3.4 M", "$7.10", "72%", // the top model: 3.2 M input + 160 k output, 2.3 M cached
+		"codexrelay", "(no project)", "webshop",
+		"personal", "212 k", "1.8 M", "too few readings",
+	)
+	mustContain(t, c,
+		"cost · $10.10 API-equivalent", // seats' cost beside the API key's
+		"Costs at API list prices of "+ledger.PricesCheckedAt,
+		"at API list prices of "+ledger.PricesCheckedAt+"; API-equivalent for ChatGPT seats",
+		"cost at API list prices of "+ledger.PricesCheckedAt,
+		"At the pace of the last hour (4.1 M tokens), the pool's 5-hour capacity runs out around 15:40.",
+		"Not counted, for want of readings: team.",
+	)
+	if got := w.models.names(); strings.Join(got, ",") != "gpt-5.3-codex,gpt-5.4,gpt-5.4-mini" {
+		t.Errorf("top models %q", got)
+	}
+	if got := w.projects.names(); strings.Join(got, ",") != "codexrelay,webshop,(no project)" {
+		t.Errorf("top projects %q", got)
+	}
+	var legend []string
+	for _, it := range w.legend.items {
+		legend = append(legend, it.text)
+	}
+	if strings.Join(legend, ",") != "personal,team,api (API key)" {
+		t.Errorf("legend %q", legend)
+	}
+	for _, gone := range []string{"gpt-5.5", "The usage ledger is off"} {
+		if strings.Contains(strings.Join(texts(c), "\n"), gone) {
+			t.Errorf("%q shows", gone)
+		}
+	}
+}
+
+// The tokens chart has one segment per day and account, as tall as its tokens, stacked in
+// the accounts' list order, each account in its own colour.
+func TestUsageChartSegments(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowUsage()
+	w := u.usageWin
+	w.win.Resize(usageWindowSize)
+	segs := w.tokensChart.segments()
+	type key struct{ bar, series string }
+	got := map[key]chartSegment{}
+	for _, s := range segs {
+		got[key{s.bar, s.series}] = s
+	}
+	day := func(daysAgo int) string {
+		return testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute).UTC().Format(time.DateOnly)
+	}
+	want := map[key]float64{
+		{day(0), "personal"}: 840_000, {day(0), "api"}: 360_000,
+		{day(1), "personal"}: 2_100_000, {day(1), "team"}: 1_050_000,
+		{day(3), "team"}: 420_000,
+	}
+	if len(segs) != len(want) {
+		t.Fatalf("%d segments, want %d: %+v", len(segs), len(want), segs)
+	}
+	for k, v := range want {
+		if s, ok := got[k]; !ok || s.value != v {
+			t.Errorf("segment %v: %+v, want %v tokens", k, s, v)
+		}
+	}
+	if n := len(w.last.tokensChart.bars); n != 7 {
+		t.Errorf("%d bars for 7 days", n)
+	}
+	// Heights: personal's 2.1 M on day 1 is twice team's 1.05 M (each drawn chartGap shorter).
+	p, tm := got[key{day(1), "personal"}].rect, got[key{day(1), "team"}].rect
+	hp, ht := p.Size().Height+chartGap, tm.Size().Height+chartGap
+	if ht < 10 || math.Abs(float64(hp/ht)-2) > 0.02 {
+		t.Errorf("heights %.1f and %.1f, want 2:1", hp, ht)
+	}
+	// Stacked: team sits on personal (list order: personal first), in the same column.
+	if p.Position().X != tm.Position().X || math.Abs(float64(tm.Position().Y+tm.Size().Height+chartGap-p.Position().Y)) > 0.5 {
+		t.Errorf("team at %v %v is not stacked on personal at %v %v", tm.Position(), tm.Size(), p.Position(), p.Size())
+	}
+	if p.FillColor == tm.FillColor || p.FillColor == nil {
+		t.Errorf("personal and team share the colour %v", p.FillColor)
+	}
+	// Cost bars are stacked by account too; the API key's real cost among them.
+	var costs float64
+	for _, s := range w.costChart.segments() {
+		costs += s.value
+	}
+	if math.Abs(costs-11.40) > 1e-9 {
+		t.Errorf("cost segments add up to %v", costs)
+	}
+	// Pointing at a bar shows its figures.
+	w.tokensChart.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: fyne.NewPos(p.Position().X+1, p.Position().Y+1)}})
+	if got, want := w.tokensChart.tip.Text, dayLabel(day(1))+": 3.1 M (personal 2.1 M, team 1.1 M)"; got != want {
+		t.Errorf("hover %q, want %q", got, want)
+	}
+	w.tokensChart.MouseOut()
+	if w.tokensChart.tip.Text != "" {
+		t.Errorf("the figures stay after the pointer left: %q", w.tokensChart.tip.Text)
+	}
+}
+
+func TestUsageWindowPeriod(t *testing.T) {
+	src := &countingUsage{UsageSource: sampleUsage()}
+	u, _ := newUsageUI(t, src)
+	u.ShowUsage()
+	w := u.usageWin
+	before := src.summaries
+	w.period.SetSelected("Last 30 days")
+	if src.summaries == before {
+		t.Fatal("changing the period read nothing")
+	}
+	if n := len(w.last.tokensChart.bars); n != 30 {
+		t.Errorf("%d bars for 30 days", n)
+	}
+	mustShow(t, w.win.Content(), "10 M", "$31.40", "gpt-5.5")
+	if n := len(w.tokensChart.segments()); n != 6 {
+		t.Errorf("%d segments over 30 days, want 6", n)
+	}
+}
+
+// The window reads the ledger when it opens, then at most every minute while it is open,
+// and an unchanged read redraws nothing.
+func TestUsageWindowReadsOncePerMinute(t *testing.T) {
+	fixed := sampleUsage()
+	src := &countingUsage{UsageSource: fixed}
+	u, el := newUsageUI(t, src)
+	u.ShowUsage()
+	w := u.usageWin
+	reads, before := src.summaries, redraws.Load()
+	for range 59 {
+		*el = el.Add(time.Second)
+		poll(u)
+	}
+	if src.summaries != reads {
+		t.Errorf("%d reads within a minute", src.summaries-reads)
+	}
+	*el = el.Add(time.Second)
+	u.refresh()
+	if n := src.summaries - reads; n != 3 { // by account, model and project; the tray's line waits for the poller
+		t.Errorf("a minute later: %d reads, want 3", n)
+	}
+	if n := redraws.Load() - before; n != 0 {
+		t.Errorf("unchanged usage redrew %d widgets", n)
+	}
+	// A hidden window reads nothing.
+	w.close()
+	if w.shown {
+		t.Fatal("closing did not hide the window")
+	}
+	reads = src.summaries
+	*el = el.Add(5 * time.Minute)
+	u.refresh()
+	if src.summaries != reads {
+		t.Error("a closed Usage window read the ledger")
+	}
+	// New usage shows at the next read.
+	fixed.Rows = append(fixed.Rows, usageRow(0, "team", "gpt-5.4", "webshop", 1_000_000, 0, 0, 1))
+	u.ShowUsage()
+	if n := redraws.Load() - before; n == 0 {
+		t.Error("new usage redrew nothing")
+	}
+	mustShow(t, w.win.Content(), "5.8 M", "$12.40")
+}
+
+func TestUsageWindowStates(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		src   *FixedUsage
+		shows string
+		offer bool
+	}{
+		{"off", &FixedUsage{Off: true}, "The usage ledger is off, so Codex Relay records no usage. Turn it on here, or from a terminal with:", true},
+		{"failed", &FixedUsage{Err: errors.New("the usage ledger /tmp/x/usage.db cannot be opened: database disk image is malformed; the relay serves without it")},
+			"The usage ledger /tmp/x/usage.db cannot be opened: database disk image is malformed; the relay serves without it", false},
+		{"empty", &FixedUsage{}, "No requests recorded in the last 7 days yet. Each request through the relay adds its tokens, cost and cache hits here.", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u, _ := newUsageUI(t, c.src)
+			u.ShowUsage()
+			w := u.usageWin
+			mustShow(t, w.win.Content(), c.shows)
+			if w.body.Visible() {
+				t.Error("the figures show")
+			}
+			if w.command.Visible() != c.offer {
+				t.Errorf("the command to turn it on shows: %v", w.command.Visible())
+			}
+			if c.offer {
+				mustShow(t, w.win.Content(), usageCommand, "Turn on")
+			}
+			if w.period.Visible() != (c.name == "empty") {
+				t.Errorf("the period shows: %v", w.period.Visible())
+			}
+			if got := menuItem(t, u.tray.Menu(), "Usage…"); got.Action == nil {
+				t.Error("the tray's Usage… does nothing")
+			}
+			today := ""
+			for _, it := range u.tray.Menu().Items {
+				if strings.HasPrefix(it.Label, "Today:") {
+					today = it.Label
+				}
+			}
+			if want := map[bool]string{true: "Today: no tokens yet"}[c.name == "empty"]; today != want {
+				t.Errorf("the tray says %q, want %q", today, want)
+			}
+		})
+	}
+}
+
+// The real source follows the relay: closed until the relay serves, empty at first, then
+// what the ledger recorded; off, with a button that turns it on.
+func TestUsageWindowReadsTheRelaysLedger(t *testing.T) {
+	u, relay := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
+	u.refresh()
+	u.ShowUsage()
+	w := u.usageWin
+	c := w.win.Content()
+	mustContain(t, c, "The usage ledger opens while the relay serves")
+
+	if err := u.svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := relay.Ledger()
+	if l == nil {
+		t.Fatalf("no ledger: %v", relay.LedgerError())
+	}
+	w.reload()
+	mustContain(t, c, "No requests recorded in the last 7 days yet.")
+
+	l.Record(ledger.Row{Time: time.Now(), Account: "work", Model: "gpt-5.4", Status: 200,
+		InputTokens: 1000, CachedTokens: 400, OutputTokens: 200, Project: "shop"})
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	w.reload()
+	mustShow(t, c, "1.2 k", "40%", "gpt-5.4", "shop")
+	poll(u)
+	if u.last.today != "Today: 1.2 k tokens · <$0.01 API-equiv." {
+		t.Errorf("tray line %q", u.last.today)
+	}
+
+	if err := relay.SetUsageLedger(false); err != nil {
+		t.Fatal(err)
+	}
+	w.reload()
+	mustShow(t, c, usageCommand)
+	tapButton(t, c, "Turn on")
+	if relay.Settings().Usage.Off {
+		t.Error("Turn on left the ledger off")
+	}
+	if strings.Contains(strings.Join(texts(c), "\n"), "The usage ledger is off") {
+		t.Error("the window still says the ledger is off")
+	}
+}
+
+// The dashboard's header and the tray open the Usage window.
+func TestUsageWindowOpens(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowDashboard()
+	tapButton(t, u.dashWin.Content(), "Usage…")
+	if u.usageWin == nil || !u.usageWin.shown {
+		t.Fatal("Usage… in the dashboard did not open the window")
+	}
+	u.usageWin.close()
+	menuItem(t, u.tray.Menu(), "Usage…").Action()
+	if !u.usageWin.shown {
+		t.Error("Usage… in the tray did not open the window")
+	}
+}
+
+// At 800x600 everything shows without scrolling.
+func TestUsageWindowFits(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowUsagePeriod(30)
+	w := u.usageWin
+	w.win.Resize(usageWindowSize)
+	if m := w.win.Content().MinSize(); m.Width > usageWindowSize.Width || m.Height > usageWindowSize.Height {
+		t.Errorf("the Usage window needs %v", m)
+	}
+	if inner, outer := w.scroll.Content.MinSize().Height, w.scroll.Size().Height; inner > outer {
+		t.Errorf("the figures need %.0f of %.0f: they scroll", inner, outer)
+	}
+}
+
+// The tray's usage line: today's tokens and cost, read by the poller at most once a minute,
+// and a new menu only when its text changes.
+func TestTrayUsageLine(t *testing.T) {
+	fixed := sampleUsage()
+	src := &countingUsage{UsageSource: fixed}
+	u, el := newUsageUI(t, src)
+	desk := &fakeDesk{}
+	u.tray.desk, u.tray.shown = desk, ""
+	poll(u)
+	items := u.tray.Menu().Items
+	const want = "Today: 1.2 M tokens · $1.30 + $2.10 API-equiv."
+	if items[2].Label != want || items[2].Disabled {
+		t.Fatalf("line 3 %q, want %q", items[2].Label, want)
+	}
+	if !items[3].IsSeparator {
+		t.Errorf("no separator after the usage line: %q", labels(items))
+	}
+	reads, menus := src.summaries, desk.menus
+	for range 30 {
+		*el = el.Add(time.Second)
+		poll(u)
+	}
+	if src.summaries != reads || desk.menus != menus {
+		t.Errorf("within a minute: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
+	}
+	// A minute on, the same figures: one read, no new menu.
+	*el = el.Add(30 * time.Second)
+	poll(u)
+	if src.summaries != reads+1 || desk.menus != menus {
+		t.Errorf("a minute later: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
+	}
+	// New usage: the next read shows it.
+	fixed.Rows = append(fixed.Rows, usageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
+	poll(u)
+	if got := u.tray.Menu().Items[2].Label; got != want {
+		t.Errorf("read again within the minute: %q", got)
+	}
+	*el = el.Add(time.Minute)
+	poll(u)
+	if got := u.tray.Menu().Items[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 {
+		t.Errorf("after new usage %q (%d new menus)", got, desk.menus-menus)
+	}
+	u.tray.Menu().Items[2].Action()
+	if u.usageWin == nil || !u.usageWin.shown {
+		t.Error("the usage line did not open the Usage window")
+	}
+}
+
+func TestTodayLine(t *testing.T) {
+	k := kindsOf([]proxy.AccountStats{{Name: "seat", Kind: proxy.KindChatGPT}, {Name: "key", Kind: proxy.KindOpenAI}})
+	rep := func(groups ...ledger.Group) ledger.Report {
+		r := ledger.Report{Groups: groups}
+		for _, g := range groups {
+			addTotals(&r.Total.Totals, g.Totals)
+		}
+		return r
+	}
+	g := func(account string, tokens int64, cost float64) ledger.Group {
+		return ledger.Group{Key: account, Totals: ledger.Totals{InputTokens: tokens, CostUSD: cost}}
+	}
+	for _, c := range []struct {
+		rep  ledger.Report
+		want string
+	}{
+		{rep(g("key", 1_200_000, 3.40)), "Today: 1.2 M tokens · $3.40"},
+		{rep(g("seat", 1_200_000, 3.40)), "Today: 1.2 M tokens · $3.40 API-equiv."},
+		{rep(g("gone", 980, 0.001)), "Today: 980 tokens · <$0.01 API-equiv."},
+		{rep(g("seat", 12_000_000, 20), g("key", 400_000, 1.5)), "Today: 12.4 M tokens · $1.50 + $20.00 API-equiv."},
+		{rep(), "Today: no tokens yet"},
+	} {
+		if got := todayLine(c.rep, k); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestUsageFormats(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 840: "840", 1000: "1 k", 12_400: "12.4 k", 1_230_000: "1.2 M",
+		50_000_000: "50 M", 312_000_000: "312 M", 1_500_000_000: "1.5 B"} {
+		if got := tokenCount(n); got != want {
+			t.Errorf("tokenCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for v, want := range map[float64]string{0: "$0.00", 0.004: "<$0.01", 3.4: "$3.40", 1234.5: "$1,234.50"} {
+		if got := dollars(v); got != want {
+			t.Errorf("dollars(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]float64{0: 1, 0.3: 0.5, 7: 10, 12: 20, 23: 25, 25: 25, 4_100_000: 5_000_000} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// A chart whose data did not change redraws nothing; new data makes new segments.
+func TestBarChartRedrawsOnlyOnChange(t *testing.T) {
+	test.NewTempApp(t).Settings().SetTheme(newTheme())
+	c := newBarChart(100, dollars)
+	test.NewTempWindow(t, c).Resize(fyne.NewSize(300, 120))
+	bars := func(v float64) []chartBar {
+		return []chartBar{{key: "a", label: "A", parts: []chartPart{{series: "x", value: v, color: chartColor(0)}}}}
+	}
+	c.Set(newChartData(bars(3), axisDollars))
+	before := redraws.Load()
+	c.Set(newChartData(bars(3), axisDollars))
+	if n := redraws.Load() - before; n != 0 {
+		t.Errorf("the same data redrew %d times", n)
+	}
+	old := c.segments()[0].rect
+	c.Set(newChartData(bars(4), axisDollars))
+	if n := redraws.Load() - before; n != 1 || c.segments()[0].rect == old {
+		t.Errorf("new data: %d redraws", n)
+	}
+	if c.data.top != 5 || c.gridTxt[1].Text != "$5" {
+		t.Errorf("axis top %v labelled %q", c.data.top, c.gridTxt[1].Text)
+	}
+}
