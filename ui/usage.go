@@ -163,14 +163,12 @@ func (f *FixedUsage) Summary(_ context.Context, q ledger.Query) (ledger.Report, 
 			byKey[key] = g
 			keys = append(keys, key)
 		}
-		addTotals(&g.Totals, r.Totals)
-		addTotals(&rep.Total.Totals, r.Totals)
+		g.Add(r.Totals)
+		rep.Total.Add(r.Totals)
 	}
 	for _, k := range keys {
-		finishTotals(&byKey[k].Totals)
 		rep.Groups = append(rep.Groups, *byKey[k])
 	}
-	finishTotals(&rep.Total.Totals)
 	slices.SortFunc(rep.Groups, func(a, b ledger.Group) int {
 		if q.By == "day" {
 			return strings.Compare(a.Key, b.Key)
@@ -197,10 +195,7 @@ func (f *FixedUsage) Daily(_ context.Context, since time.Time) ([]ledger.DayByAc
 			out = append(out, ledger.DayByAccount{Day: day, Account: r.Account})
 			i = len(out) - 1
 		}
-		addTotals(&out[i].Totals, r.Totals)
-	}
-	for i := range out {
-		finishTotals(&out[i].Totals)
+		out[i].Add(r.Totals)
 	}
 	slices.SortFunc(out, func(a, b ledger.DayByAccount) int {
 		return cmp.Or(strings.Compare(a.Day, b.Day), strings.Compare(a.Account, b.Account))
@@ -228,23 +223,6 @@ func (f *FixedUsage) Forecast(_ context.Context, _ []string, now time.Time) (led
 	p := f.Pool
 	p.Now = now
 	return p, nil
-}
-
-func addTotals(t *ledger.Totals, o ledger.Totals) {
-	t.Requests += o.Requests
-	t.Errors += o.Errors
-	t.InputTokens += o.InputTokens
-	t.CachedTokens += o.CachedTokens
-	t.OutputTokens += o.OutputTokens
-	t.ReasoningTokens += o.ReasoningTokens
-	t.CostUSD += o.CostUSD
-}
-
-func finishTotals(t *ledger.Totals) {
-	t.CacheHitRatio = 0
-	if t.InputTokens > 0 {
-		t.CacheHitRatio = float64(t.CachedTokens) / float64(t.InputTokens)
-	}
 }
 
 // utcDay is the UTC midnight that starts t's UTC day (the ledger's days are UTC days).

@@ -411,7 +411,7 @@ func TestTodayLine(t *testing.T) {
 	rep := func(groups ...ledger.Group) ledger.Report {
 		r := ledger.Report{Groups: groups}
 		for _, g := range groups {
-			addTotals(&r.Total.Totals, g.Totals)
+			r.Total.Add(g.Totals)
 		}
 		return r
 	}

@@ -41,6 +41,13 @@ type Totals struct {
 // Tokens is input plus output tokens (cached are part of input, reasoning part of output).
 func (t Totals) Tokens() int64 { return t.InputTokens + t.OutputTokens }
 
+// Add adds o's counts and cost to t and recomputes the cache-hit ratio (for callers that sum
+// groups or days themselves).
+func (t *Totals) Add(o Totals) {
+	t.add(o)
+	t.finish()
+}
+
 func (t *Totals) add(o Totals) {
 	t.Requests += o.Requests
 	t.Errors += o.Errors
