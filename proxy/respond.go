@@ -429,14 +429,21 @@ func failedEvent(seq int64, responseID, code, message string) []byte {
 }
 
 // responseIDOf reads the response id of a response.created event's data.
+// It parses with payload, whose string scan skips a large output at memory speed.
 func responseIDOf(data []byte) string {
-	var v struct {
-		Response struct {
-			ID string `json:"id"`
-		} `json:"response"`
+	o, err := payload.Parse(data)
+	if err != nil {
+		return ""
 	}
-	json.Unmarshal(data, &v)
-	return v.Response.ID
+	raw, ok := o.Get("response")
+	if !ok || payload.KindOf(raw) != payload.KindObject {
+		return ""
+	}
+	if o, err = payload.Parse(raw); err != nil {
+		return ""
+	}
+	id, _ := stringMember(o, "id")
+	return id
 }
 
 // chatErrorChunk is the error a Chat stream ends with when the upstream broke off.

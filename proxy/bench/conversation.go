@@ -396,6 +396,9 @@ func (u *turnUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("\ndata: "))
 		w.Write(ev)
 		w.Write([]byte("\n\n"))
+		// Each event leaves as it is made, as a real upstream's do (and as each is a frame of
+		// its own over WebSocket).
+		w.(http.Flusher).Flush()
 	}
 }
 
