@@ -429,21 +429,25 @@ func failedEvent(seq int64, responseID, code, message string) []byte {
 }
 
 // responseIDOf reads the response id of a response.created event's data.
-// It parses with payload, whose string scan skips a large output at memory speed.
 func responseIDOf(data []byte) string {
-	o, err := payload.Parse(data)
-	if err != nil {
-		return ""
-	}
-	raw, ok := o.Get("response")
-	if !ok || payload.KindOf(raw) != payload.KindObject {
-		return ""
-	}
-	if o, err = payload.Parse(raw); err != nil {
-		return ""
-	}
-	id, _ := stringMember(o, "id")
+	o, _ := payload.Parse(data)
+	id, _ := stringMember(responseObject(o), "id")
 	return id
+}
+
+// responseObject is the response an event carries ({"type":...,"response":{...}}), parsed;
+// nil when ev is nil or carries none. payload's string scan skips a large output at memory
+// speed, so a final event costs a pass, not a decode.
+func responseObject(ev *payload.Object) *payload.Object {
+	if ev == nil {
+		return nil
+	}
+	raw, ok := ev.Get("response")
+	if !ok || payload.KindOf(raw) != payload.KindObject {
+		return nil
+	}
+	r, _ := payload.Parse(raw)
+	return r
 }
 
 // chatErrorChunk is the error a Chat stream ends with when the upstream broke off.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -78,7 +79,6 @@ type socketConn struct {
 	// drained is closed when the relay stops: the connection closes after its current turn.
 	drained   chan struct{}
 	drainOnce sync.Once
-	warmups   int
 }
 
 type frame struct {
@@ -234,7 +234,6 @@ func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
 // conversation (instructions, tools, the input so far), which the relay keeps itself; the
 // response it answers is the one the next turn follows.
 func (sc *socketConn) warmUp(t *socketTurn) {
-	sc.warmups++
 	id := "resp_relay_warmup_" + strconv.FormatUint(sc.s.seq.Add(1), 10)
 	model, _ := stringMember(t.obj, "model")
 	resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":%%q,"model":%s,"output":[],"usage":{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}}`,
@@ -436,7 +435,7 @@ func (w *socketWriter) finish(x *exchange) {
 	}
 }
 
-var errClientGone = fmt.Errorf("the client closed the WebSocket")
+var errClientGone = errors.New("the client closed the WebSocket")
 
 // nextEvent reads the first whole event of SSE bytes b: its name, its data (nil for an event
 // without data, such as a comment) and its length; ok is false until b holds a whole event.
@@ -482,25 +481,16 @@ func nextEvent(b []byte) (name string, data []byte, n int, ok bool) {
 
 // eventType is the "type" of an event's data.
 func eventType(data []byte) string {
-	if o, err := payload.Parse(data); err == nil {
-		t, _ := stringMember(o, "type")
-		return t
-	}
-	return ""
+	o, _ := payload.Parse(data)
+	t, _ := stringMember(o, "type")
+	return t
 }
 
 // responseOutput reads the id and the output items (copied) of a terminal event's response.
 func responseOutput(data []byte) (string, [][]byte) {
-	o, err := payload.Parse(data)
-	if err != nil {
-		return "", nil
-	}
-	raw, ok := o.Get("response")
-	if !ok {
-		return "", nil
-	}
-	r, err := payload.Parse(raw)
-	if err != nil {
+	o, _ := payload.Parse(data)
+	r := responseObject(o)
+	if r == nil {
 		return "", nil
 	}
 	id, _ := stringMember(r, "id")
@@ -512,8 +502,12 @@ func responseOutput(data []byte) (string, [][]byte) {
 	return id, items
 }
 
-// stringMember is a string member of o ("", false when absent or not a string).
+// stringMember is a string member of o ("", false when o is nil, or the member absent or not
+// a string).
 func stringMember(o *payload.Object, key string) (string, bool) {
+	if o == nil {
+		return "", false
+	}
 	raw, ok := o.Get(key)
 	if !ok || payload.KindOf(raw) != payload.KindString {
 		return "", false

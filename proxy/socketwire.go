@@ -214,13 +214,15 @@ func (b *socketTurnBody) Read(p []byte) (int, error) {
 		if typ != websocket.MessageText {
 			continue
 		}
-		name := eventType(data)
+		// One parse of the frame gives its type and, for a terminal event, its response id.
+		ev, _ := payload.Parse(data)
+		name, _ := stringMember(ev, "type")
 		b.buf, b.off = sse.AppendEvent(b.buf[:0], name, data), 0
 		if isTerminalEvent(name) {
 			b.done = true
 			b.up.last = ""
 			if name == "response.completed" || name == "response.incomplete" {
-				b.up.last = responseIDOf(data)
+				b.up.last, _ = stringMember(responseObject(ev), "id")
 			}
 		}
 	}

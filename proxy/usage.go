@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"path"
 	"slices"
@@ -53,10 +54,8 @@ func parseTokenUsage(b []byte) *Usage {
 	if err != nil {
 		return nil
 	}
-	if raw, ok := o.Get("response"); ok && payload.KindOf(raw) == payload.KindObject {
-		if o, err = payload.Parse(raw); err != nil {
-			return nil
-		}
+	if r := responseObject(o); r != nil {
+		o = r
 	}
 	raw, ok := o.Get("usage")
 	if !ok || payload.KindOf(raw) != payload.KindObject {
@@ -161,20 +160,22 @@ func (c *tokenCounters) add(account, model string, u *Usage) {
 	t.ReasoningTokens += u.ReasoningTokens
 }
 
-// each calls f for every account and model, in order.
+// each calls f for every account and model, in order, with a copy taken under the lock.
 func (c *tokenCounters) each(f func(account, model string, u Usage)) {
-	c.mu.Lock()
-	keys := make([][2]string, 0, len(c.m))
-	for k := range c.m {
-		keys = append(keys, k)
+	type entry struct {
+		key [2]string
+		u   Usage
 	}
-	vals := make(map[[2]string]Usage, len(c.m))
+	c.mu.Lock()
+	all := make([]entry, 0, len(c.m))
 	for k, v := range c.m {
-		vals[k] = *v
+		all = append(all, entry{k, *v})
 	}
 	c.mu.Unlock()
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
-	for _, k := range keys {
-		f(k[0], k[1], vals[k])
+	slices.SortFunc(all, func(a, b entry) int {
+		return cmp.Or(strings.Compare(a.key[0], b.key[0]), strings.Compare(a.key[1], b.key[1]))
+	})
+	for _, e := range all {
+		f(e.key[0], e.key[1], e.u)
 	}
 }
