@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,11 +38,11 @@ func usageFlags(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return usagef("--since: %v", err)
 		}
-		if !contains(UsageGroupings, *by) {
-			if s := suggest(*by, UsageGroupings); s != "" {
-				return usagef("--by %q: group by one of %s (did you mean %q?)", *by, strings.Join(UsageGroupings, ", "), s)
+		if !slices.Contains(ledger.Groupings, *by) {
+			if s := suggest(*by, ledger.Groupings); s != "" {
+				return usagef("--by %q: group by one of %s (did you mean %q?)", *by, strings.Join(ledger.Groupings, ", "), s)
 			}
-			return usagef("--by %q: group by one of %s", *by, strings.Join(UsageGroupings, ", "))
+			return usagef("--by %q: group by one of %s", *by, strings.Join(ledger.Groupings, ", "))
 		}
 		if *asJSON && *asCSV {
 			return usagef("--json and --csv cannot be used together")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,9 +222,6 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither a duration back from now (7d, 36h) nor a date (2026-11-01)", s)
 }
 
-// UsageGroupings are the values of --by and ?by=.
-var UsageGroupings = []string{"account", "model", "project", "day", "session"}
-
 // usageHandler serves GET /relay/usage?since=7d&by=account: the ledger's summary as JSON.
 type usageHandler struct{ l *ledger.Ledger }
 
@@ -234,33 +232,27 @@ func (h usageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if by == "" {
 		by = "account"
 	}
-	if err == nil && !contains(UsageGroupings, by) {
-		err = fmt.Errorf("by=%q: group by one of %s", by, strings.Join(UsageGroupings, ", "))
+	if err == nil && !slices.Contains(ledger.Groupings, by) {
+		err = fmt.Errorf("by=%q: group by one of %s", by, strings.Join(ledger.Groupings, ", "))
 	}
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": "invalid_request_error", "code": "invalid_value", "message": err.Error()}})
+		writeUsageError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	rep, err := h.l.Summary(ctx, ledger.Query{Since: since, By: by})
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": "server_error", "code": "usage_unavailable", "message": "the usage ledger cannot be read: " + err.Error()}})
+		writeUsageError(w, http.StatusServiceUnavailable, "server_error", "usage_unavailable", "the usage ledger cannot be read: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(rep)
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+// writeUsageError answers in the OpenAI error shape, as the relay's other routes do.
+func writeUsageError(w http.ResponseWriter, status int, typ, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
 }

@@ -87,6 +87,9 @@ type Report struct {
 	FromRollups bool `json:"from_rollups,omitempty"`
 }
 
+// Groupings are the values Query.By takes, in the order to list them (groupings has each).
+var Groupings = []string{"account", "model", "project", "day", "session"}
+
 // groupings maps Query.By to the column or expression it groups by, in requests and in daily
 // ("" where the roll-ups cannot answer). Only these fixed strings ever reach the SQL text.
 var groupings = map[string][2]string{
@@ -118,7 +121,7 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 	q.By = strings.ToLower(q.By)
 	cols, ok := groupings[q.By]
 	if !ok {
-		return Report{}, fmt.Errorf("ledger: unknown grouping %q (want account, model, project, day or session)", q.By)
+		return Report{}, fmt.Errorf("ledger: unknown grouping %q (want one of %s)", q.By, strings.Join(Groupings, ", "))
 	}
 	cutoff := l.now().Add(-l.retention)
 	if q.Since.IsZero() {
