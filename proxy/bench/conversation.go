@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // The conversation phase of `bench proxy`: one Codex-like conversation of Turns turns whose
@@ -143,27 +144,13 @@ func (r *proxyRun) conversation() error {
 
 // turnItems are the items the client adds at a turn: a user message and a tool output.
 func turnItems(round, t int) []json.RawMessage {
-	text := func(n int, seed string) string {
-		var b strings.Builder
-		for i := 0; b.Len() < n; i++ {
-			b.WriteString(benchWord(i, seed))
-			b.WriteByte(' ')
-		}
-		return b.String()
-	}
-	seed := strconv.Itoa(round*1000 + t)
+	seed := round*1000 + t
 	user, _ := json.Marshal(map[string]any{"type": "message", "role": "user",
-		"content": []map[string]string{{"type": "input_text", "text": text(3000, seed)}}})
-	call := "call_" + seed
+		"content": []map[string]string{{"type": "input_text", "text": testkit.Text(seed, 3000)}}})
+	call := "call_" + strconv.Itoa(seed)
 	fc, _ := json.Marshal(map[string]any{"type": "function_call", "name": "shell", "call_id": call, "arguments": `{"command":["rg","-n","retry"]}`})
-	out, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": call, "output": text(42000, seed+"o")})
+	out, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": call, "output": testkit.Text(seed+1, 42000)})
 	return []json.RawMessage{user, fc, out}
-}
-
-func benchWord(i int, seed string) string {
-	words := []string{"the", "router", "retries", "request", "with", "next", "account", "after", "a", "429",
-		"payload", "window", "stays", "immutable", "while", "tokens", "stream", "back", "to", "client"}
-	return words[(i*7+len(seed)+int(seed[len(seed)-1]))%len(words)]
 }
 
 // player is one of the four ways the conversation is played.

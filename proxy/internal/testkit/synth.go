@@ -56,11 +56,11 @@ func SyntheticResponsesBody(items int) []byte {
 		switch i % 8 {
 		case 0, 2, 4: // user message
 			b = append(b, `{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
-			b = appendString(b, benchText(i, 32))
+			b = appendString(b, Text(i, 32))
 			b = append(b, `}]}`...)
 		case 1, 3, 7: // assistant message
 			b = append(b, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":`...)
-			b = appendString(b, benchText(i, 32))
+			b = appendString(b, Text(i, 32))
 			b = append(b, `}]}`...)
 		case 5: // the assistant runs a command
 			b = append(b, `{"type":"function_call","name":"shell","call_id":"call_`+id+`","arguments":`...)
@@ -68,15 +68,15 @@ func SyntheticResponsesBody(items int) []byte {
 			b = append(b, '}')
 		case 6: // and reads its output
 			b = append(b, `{"type":"function_call_output","call_id":"call_`+id+`","output":`...)
-			b = appendString(b, "exit 0\n"+benchText(i, 19))
+			b = appendString(b, "exit 0\n"+Text(i, 19))
 			b = append(b, '}')
 		}
 	}
 	return append(b, "]}"...)
 }
 
-// benchText returns n bytes of words, varying with i.
-func benchText(i, n int) string {
+// Text returns n bytes of words, varying with i: deterministic filler for synthetic bodies.
+func Text(i, n int) string {
 	var b []byte
 	for k := i; len(b) < n; k += 7 {
 		b = append(b, benchWords[k%len(benchWords)]...)
