@@ -486,14 +486,21 @@ type codexFileKey struct {
 	listen     string
 }
 
+// codexFile is the key of a file of the Codex home as it is now, with the settings generation
+// and listen address it is judged against.
+func (u *UI) codexFile(name, listen string) codexFileKey {
+	key := codexFileKey{generation: u.relay.Settings().Generation, listen: listen}
+	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), name)); err == nil {
+		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
+	}
+	return key
+}
+
 // codexConfigured says whether Codex's config.toml points at the relay. It reads and parses
 // the file only when the file or the settings changed since the last look, so that the
 // poller can ask every second.
 func (u *UI) codexConfigured() app.CodexSetup {
-	key := codexFileKey{generation: u.relay.Settings().Generation, listen: u.relay.ListenAddr()}
-	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), "config.toml")); err == nil {
-		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
-	}
+	key := u.codexFile("config.toml", u.relay.ListenAddr())
 	u.codexMu.Lock()
 	defer u.codexMu.Unlock()
 	if key != u.codexKey || u.codexSetup.Path == "" {
@@ -506,10 +513,7 @@ func (u *UI) codexConfigured() app.CodexSetup {
 // when the file or the settings (the accounts that may hold the login) changed since the last
 // look, so that the poller can ask every second while there is no account.
 func (u *UI) codexLogin() app.CodexLogin {
-	key := codexFileKey{generation: u.relay.Settings().Generation}
-	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), "auth.json")); err == nil {
-		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
-	}
+	key := u.codexFile("auth.json", "")
 	u.loginMu.Lock()
 	defer u.loginMu.Unlock()
 	if key != u.loginKey || u.loginCache.Path == "" {
