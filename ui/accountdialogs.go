@@ -170,7 +170,7 @@ func (a *accountsWindow) showAdd(tab int) {
 	)
 	ad.tabs.SelectIndex(tab)
 	ad.d = dialog.NewCustom("Add an account", "Close",
-		container.NewThemeOverride(widthBox(560, ad.tabs), compact{}), a.win)
+		container.NewThemeOverride(widthBox(560, ad.tabs), compact), a.win)
 	ad.d.Show()
 	if tab == addAPIKey {
 		a.win.Canvas().Focus(ad.form.name)

@@ -82,7 +82,7 @@ func (a *accountsWindow) build() fyne.CanvasObject {
 		a.none)
 	bottom := container.NewVBox(a.status, a.order)
 	// The compact theme fits seven accounts in the window without scrolling.
-	return container.NewThemeOverride(container.NewPadded(container.NewBorder(top, bottom, nil, nil, a.list)), compact{})
+	return container.NewThemeOverride(container.NewPadded(container.NewBorder(top, bottom, nil, nil, a.list)), compact)
 }
 
 // show merges the saved accounts with the live state and refreshes the list if it changed.

@@ -268,8 +268,8 @@ func TestSevenAccountsFitTheWindow(t *testing.T) {
 	a := u.accounts
 	a.win.Resize(accountsWindowSize)
 	item := newAccountItem()
-	test.NewTempWindow(t, container.NewThemeOverride(item, compact{}))
-	need := 7 * (item.MinSize().Height + compact{}.Size(theme.SizeNamePadding))
+	test.NewTempWindow(t, container.NewThemeOverride(item, compact))
+	need := 7 * (item.MinSize().Height + compact.Size(theme.SizeNamePadding))
 	if got := a.list.Size().Height; got < need {
 		t.Errorf("the list is %v high, seven rows need %v", got, need)
 	}

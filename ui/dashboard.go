@@ -199,7 +199,7 @@ func (d *Dashboard) build() {
 
 	top := container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
 	d.body = container.NewBorder(top, nil, nil, nil, d.middle, d.firstBox)
-	d.content = container.NewThemeOverride(container.NewPadded(d.body), compact{})
+	d.content = container.NewThemeOverride(container.NewPadded(d.body), compact)
 }
 
 // show puts one view on screen (UI thread), redrawing only what changed.

@@ -131,7 +131,7 @@ func (t *accountsTable) show(snap proxy.Snapshot, now time.Time) (resized bool) 
 	if n := min(max(len(rows), 3), 6); n != t.shown {
 		t.shown = n
 		// A list separates its rows by a padding.
-		t.size.min = fyne.NewSize(0, float32(n)*(t.rowH+compact{}.Size(theme.SizeNamePadding))+2)
+		t.size.min = fyne.NewSize(0, float32(n)*(t.rowH+compact.Size(theme.SizeNamePadding))+2)
 		resized = true
 	}
 	if !slices.Equal(rows, t.rows) {
@@ -234,7 +234,7 @@ func newRequestsTable() *requestsTable {
 		})
 	t.list.OnSelected = func(widget.ListItemID) { t.list.UnselectAll() }
 	// At least three rows show, however short the window: the dashboard scrolls the rest.
-	rowH := newRequestRowCells(t.cols).MinSize().Height + compact{}.Size(theme.SizeNamePadding)
+	rowH := newRequestRowCells(t.cols).MinSize().Height + compact.Size(theme.SizeNamePadding)
 	t.box = container.NewBorder(t.cols.header(), nil, nil, nil,
 		container.New(&sized{min: fyne.NewSize(0, 3*rowH+2)}, t.list))
 	return t

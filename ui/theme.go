@@ -101,23 +101,30 @@ func (t tone) color() color.Color { return theme.Color(t.colorName()) }
 // tones lists every tone (for the contrast test).
 var tones = []tone{toneNormal, toneDim, toneGood, toneWarn, toneBad}
 
-// compact is the app's theme with tighter padding, for the dense dashboard.
-type compact struct{}
+// padded is the app's theme with its own padding: compact for the dense dashboard and the
+// accounts window, dense (the least) for the Usage window, which fits its charts and tables
+// into 800x600.
+type padded struct{ padding, inner float32 }
+
+var (
+	compact = padded{padding: 3, inner: 4}
+	dense   = padded{padding: 2, inner: 3}
+)
 
 // base is the app's current theme.
 func base() fyne.Theme { return fyne.CurrentApp().Settings().Theme() }
 
-func (compact) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+func (padded) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
 	return base().Color(n, v)
 }
-func (compact) Font(s fyne.TextStyle) fyne.Resource     { return base().Font(s) }
-func (compact) Icon(n fyne.ThemeIconName) fyne.Resource { return base().Icon(n) }
-func (compact) Size(n fyne.ThemeSizeName) float32 {
+func (padded) Font(s fyne.TextStyle) fyne.Resource     { return base().Font(s) }
+func (padded) Icon(n fyne.ThemeIconName) fyne.Resource { return base().Icon(n) }
+func (p padded) Size(n fyne.ThemeSizeName) float32 {
 	switch n {
 	case theme.SizeNamePadding:
-		return 3
+		return p.padding
 	case theme.SizeNameInnerPadding:
-		return 4
+		return p.inner
 	}
 	return base().Size(n)
 }
@@ -134,27 +141,8 @@ func (b barTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 			return base().Color(theme.ColorNameWarning, v)
 		}
 	}
-	return compact{}.Color(n, v)
+	return compact.Color(n, v)
 }
-func (barTheme) Font(s fyne.TextStyle) fyne.Resource     { return compact{}.Font(s) }
-func (barTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return compact{}.Icon(n) }
-func (barTheme) Size(n fyne.ThemeSizeName) float32       { return compact{}.Size(n) }
-
-// dense is the app's theme with the least padding, for the Usage window, which fits its
-// charts and tables into 800x600.
-type dense struct{}
-
-func (dense) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	return base().Color(n, v)
-}
-func (dense) Font(s fyne.TextStyle) fyne.Resource     { return base().Font(s) }
-func (dense) Icon(n fyne.ThemeIconName) fyne.Resource { return base().Icon(n) }
-func (dense) Size(n fyne.ThemeSizeName) float32 {
-	switch n {
-	case theme.SizeNamePadding:
-		return 2
-	case theme.SizeNameInnerPadding:
-		return 3
-	}
-	return base().Size(n)
-}
+func (barTheme) Font(s fyne.TextStyle) fyne.Resource     { return compact.Font(s) }
+func (barTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return compact.Icon(n) }
+func (barTheme) Size(n fyne.ThemeSizeName) float32       { return compact.Size(n) }

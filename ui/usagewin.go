@@ -481,7 +481,7 @@ func (w *usageScreen) build() fyne.CanvasObject {
 		nil, nil, tokens)
 	w.body.Hide()
 	w.scroll = container.NewVScroll(container.NewBorder(top, nil, nil, nil, w.body))
-	return container.NewThemeOverride(container.NewPadded(w.scroll), dense{})
+	return container.NewThemeOverride(container.NewPadded(w.scroll), dense)
 }
 
 // open shows the window and reads the ledger.
