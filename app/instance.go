@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -156,6 +157,17 @@ func (in *Instance) write() error {
 	return writeAtomic(filepath.Join(in.dir, instanceInfoName), append(b, '\n'), 0o600)
 }
 
+// The control port's bounds. It answers one command, "show TOKEN\n", to processes of this
+// user; any local user can connect, so a connection is read only as far as that command can
+// go, for a short while, and only a few are served at once.
+const (
+	controlCommand = "show "
+	// controlDeadline bounds a connection's whole life.
+	controlDeadline = 2 * time.Second
+	// controlConns bounds the connections served at once; one more is told "busy" and closed.
+	controlConns = 8
+)
+
 // OnShow opens the control port: a second launch of the tray app calls show (from the
 // control port's goroutine) instead of starting.
 func (in *Instance) OnShow(show func()) error {
@@ -169,27 +181,54 @@ func (in *Instance) OnShow(show func()) error {
 	token := in.info.Token
 	err = in.write()
 	in.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	go serveControl(ln, token, show)
+	return err
+}
+
+// serveControl answers the control port's connections until ln is closed.
+func serveControl(ln net.Listener, token string, show func()) {
+	slots := make(chan struct{}, controlConns)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			c.SetDeadline(time.Now().Add(controlDeadline))
+			c.Write([]byte("busy\n"))
+			c.Close()
+			continue
+		}
+		go func() {
+			defer func() { <-slots }()
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(controlDeadline))
+			got, err := readControlLine(c, len(controlCommand)+len(token))
+			if err != nil || subtle.ConstantTimeCompare([]byte(got), []byte(controlCommand+token)) != 1 {
+				c.Write([]byte("refused\n"))
 				return
 			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(2 * time.Second))
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				got, ok := strings.CutPrefix(strings.TrimSpace(line), "show ")
-				if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-					c.Write([]byte("refused\n"))
-					return
-				}
-				show()
-				c.Write([]byte("ok\n"))
-			}()
-		}
-	}()
-	return err
+			show()
+			c.Write([]byte("ok\n"))
+		}()
+	}
+}
+
+// readControlLine reads one line of at most max bytes (its newline, and a carriage return
+// before it, not counted) from r, never more than max+2 bytes: a peer that sends more, or no
+// newline, gets an error.
+func readControlLine(r io.Reader, max int) (string, error) {
+	line, err := bufio.NewReaderSize(io.LimitReader(r, int64(max)+2), max+2).ReadString('\n')
+	if err != nil {
+		return "", errors.New("no command line within its length")
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if len(line) > max {
+		return "", errors.New("command line too long")
+	}
+	return line, nil
 }
 
 // Release ends the claim (at exit).
