@@ -31,6 +31,7 @@ const (
 	timedOut                    // no answer in time: the next account at once, and this one rests
 	unauthorized                // the credential was refused: refresh it once, else needs_login
 	fallback                    // the upstream refused a WebSocket: the same account over HTTP
+	resealed                    // the account refused sealed content: the same account without it
 )
 
 // tryAccount runs the attempts on one account. It reports whether the request is finished
@@ -64,7 +65,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		}
 		switch v {
 		case served:
-			x.t.Account = m.Name
+			x.t.Account, x.served = m.Name, m
 			if x.answer != nil {
 				x.respond()
 			}
@@ -79,7 +80,9 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		case nextAccount:
 			m.failures.Add(1)
 			return false, why
-		case fallback:
+		case fallback, resealed:
+			// Not the account's failure: the same account again, on a new socket or over HTTP
+			// (fallback), or without the sealed items it could not read (resealed, once).
 			body, err = x.wireFor(m).body(x, m)
 			try--
 			continue
@@ -247,7 +250,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	if !x.req.stream {
 		// The client gets the answer whole: read it to its end before answering, so that a
 		// break anywhere in it still moves on.
-		if a.final, err = collectFinal(a.rd, first); err != nil {
+		if a.final, err = collectFinal(a.rd, first, x.learnEventOf(m)); err != nil {
 			return broke("the upstream stream ended before response.completed", err)
 		}
 		a.whole = true
@@ -316,6 +319,8 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 		return nextAccount, reason
 	case status == http.StatusRequestTimeout || status >= 500:
 		return transient, reason
+	case status == http.StatusBadRequest && sealedRefusal(code, msg) && x.refused(m, x.inputItemsOf):
+		return resealed, reason + " (sealed by another account: retried without it)"
 	}
 	// The client's own mistake: relay it.
 	x.t.Status, x.t.Outcome, x.t.Error = status, OutcomeFailed, reason
@@ -337,6 +342,9 @@ func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (ve
 	reason := "stream failed at once: " + code
 	if msg != "" {
 		reason += ": " + truncate(msg, 200)
+	}
+	if sealedRefusal(code, msg) && x.refused(m, x.inputItemsOf) {
+		return resealed, reason + " (sealed by another account: retried without it)"
 	}
 	switch classify(code) {
 	case errQuota:
@@ -386,11 +394,18 @@ func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
 }
 
 // collectFinal reads an upstream Responses stream to its terminal event and returns a copy of
-// it. An error means the stream ended or broke before one.
-func collectFinal(rd *sse.Reader, first sse.Event) (sse.Event, error) {
+// it. An error means the stream ended or broke before one; seen, when set, sees each event on
+// the way.
+func collectFinal(rd *sse.Reader, first sse.Event, seen func(sse.Event)) (sse.Event, error) {
 	ev := first
 	var err error
-	for !isTerminalEvent(ev.Name) {
+	for {
+		if seen != nil {
+			seen(ev)
+		}
+		if isTerminalEvent(ev.Name) {
+			break
+		}
 		if ev, err = rd.Next(); err != nil {
 			return sse.Event{}, err
 		}

@@ -29,7 +29,8 @@ func TestRateLimitStormAcrossAllAccounts(t *testing.T) {
 	var ups []*upstream
 	var accounts []proxy.Account
 	for _, name := range []string{"a", "b", "c"} {
-		u := newUpstream(t, status(429, `{"error":{"message":"rate limited","code":"rate_limit_exceeded"}}`, "Retry-After", "30"))
+		// Back in an hour: past the hold, so the 429 comes at once.
+		u := newUpstream(t, status(429, `{"error":{"message":"rate limited","code":"rate_limit_exceeded"}}`, "Retry-After", "3600"))
 		ups = append(ups, u)
 		accounts = append(accounts, openaiAccount(name, u))
 	}

@@ -162,6 +162,14 @@ type exchange struct {
 	bufs map[*byte]*sharedBuffer
 	// turn is the WebSocket turn this request is (nil: an HTTP request).
 	turn *socketTurn
+	// served is the account whose answer is being relayed (the sealer of what it sends).
+	served *member
+	// Sealed items (sealed.go): items is the request's input split into items (on first
+	// need), stripped the inputs built without foreign sealed items, stripFor the account that
+	// refused sealed content and is retried without every sealed item it did not seal.
+	items    [][]byte
+	stripped []strippedInput
+	stripFor string
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -281,6 +289,10 @@ func (x *exchange) end() {
 		s.c.direct.Add(x.t.Serialization.Direct)
 	}
 	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.start))
+	s.c.sealedOmitted.Add(int64(x.t.SealedOmitted))
+	if x.t.SealedRetry {
+		s.c.sealedRetries.Add(1)
+	}
 	if x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed {
 		s.c.errors.Add(1)
 	}

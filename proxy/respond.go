@@ -90,6 +90,7 @@ func (x *exchange) relayStream(a *answer) {
 			terminal = ev.Name
 			x.noteUsage(ev.Data)
 		}
+		x.learnEvent(x.served, ev.Name, ev.Data)
 		// Flush once nothing more is waiting: each event leaves as soon as it arrived.
 		if rd.Buffered() == 0 && rc.Flush() != nil {
 			x.clientGone()
@@ -283,6 +284,9 @@ func (x *exchange) relayPlain(a *answer) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(answer)))
 	x.noteUsage(answer)
+	if x.req.route == routeResponses {
+		x.learnResponse(x.served, answer)
+	}
 	x.w.WriteHeader(resp.StatusCode)
 	n, err := x.w.Write(answer)
 	x.t.Bytes, x.t.Status = int64(n), resp.StatusCode

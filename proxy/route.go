@@ -108,11 +108,25 @@ func (s *Server) Resolve(ctx context.Context, model string) (Resolution, error) 
 // dispatch tries the target models in order and, for each, the accounts that serve it, until
 // one answers or all failed.
 func (x *exchange) dispatch() {
-	s := x.s
 	x.cache = payload.NewCache()
 	x.cache.Alloc = x.allocBody
 	var failures []string
 	tried := 0
+	for {
+		if x.dispatchOnce(&tried, &failures) {
+			return
+		}
+		if !x.holdForPool() {
+			break
+		}
+	}
+	x.noAccountServed(tried, failures)
+}
+
+// dispatchOnce tries each target's usable accounts once; true when one answered (or the client
+// left).
+func (x *exchange) dispatchOnce(tried *int, failures *[]string) bool {
+	s := x.s
 	for _, target := range x.targets {
 		x.target = target
 		// The tool filtering of a target is worked out once, not per account tried.
@@ -122,26 +136,30 @@ func (x *exchange) dispatch() {
 			return x.catalog.serves(m.Name, target)
 		})
 		for _, m := range cands {
-			if tried > 0 && !s.pool.current(m) {
+			if *tried > 0 && !s.pool.current(m) {
 				continue // removed or disabled while this request was trying other accounts
 			}
-			if tried > 0 {
+			if *tried > 0 {
 				s.c.rotations.Add(1)
-				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", failures[len(failures)-1])
+				reason := "held for the pool"
+				if len(*failures) > 0 {
+					reason = (*failures)[len(*failures)-1]
+				}
+				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", reason)
 			}
-			tried++
+			*tried++
 			done, reason := x.tryAccount(m)
 			if done {
-				return
+				return true
 			}
 			if x.r.Context().Err() != nil {
 				x.t.Status, x.t.Outcome = 499, OutcomeCanceled
-				return
+				return true
 			}
-			failures = append(failures, m.Name+": "+reason)
+			*failures = append(*failures, m.Name+": "+reason)
 		}
 	}
-	x.noAccountServed(tried, failures)
+	return false
 }
 
 // toolsFor removes the tool types the target's catalog entry says it does not support. It

@@ -58,6 +58,13 @@ type Options struct {
 	// ConversationBudget bounds the conversations the WebSocket connections keep, all together
 	// (default 512 MiB); past it the least recently used connection's is forgotten.
 	ConversationBudget int64
+	// SealedItems bounds how many account-sealed items (reasoning, compaction) the relay
+	// remembers the sealing account of (default 262144, about 40 bytes each).
+	SealedItems int
+	// Hold is the longest a request waits, with nothing sent, when every account rests and
+	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
+	// changes it at runtime.
+	Hold time.Duration
 }
 
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
@@ -95,6 +102,13 @@ type Server struct {
 	traceHook atomic.Pointer[func(Trace)]
 	tokens    tokenCounters
 	usage     atomic.Pointer[http.Handler]
+	// seals remembers which account sealed each sealed item relayed (sealed.go).
+	seals *sealTable
+	// turnStates remembers which account issued each x-codex-turn-state (turn.go).
+	turnStates *sealTable
+	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.
+	hold    atomic.Int64
+	holding atomic.Int64
 }
 
 // SetTraceHook has f called with the trace of every finished request (nil: none), on the
@@ -161,7 +175,11 @@ func New(opt Options) *Server {
 		log:    opt.Logger,
 		client: &http.Client{Transport: opt.Transport, CheckRedirect: noRedirects},
 		traces: newTraceRing(opt.TraceBufferSize),
+		seals:  newSealTable(opt.SealedItems),
+		// Turn states live for a turn; a few thousand cover every conversation in flight.
+		turnStates: newSealTable(4096),
 	}
+	s.SetHold(opt.Hold)
 	s.started = s.now()
 	s.SetTimeouts(opt.Timeouts)
 	s.pool.setStrategy(opt.Strategy)

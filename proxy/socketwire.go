@@ -142,11 +142,19 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 	}
 	t := x.turn
 	if t.prev != "" && (up.last == t.prev || t.keepPrev) {
+		// The upstream holds the conversation up to prev: only the new items go, under the
+		// same rule for sealed items as a replay.
 		x.t.Incremental = true
+		if in, ok := x.withoutSealed(m, func() [][]byte { return t.input }); ok {
+			ov = append(ov, in)
+		}
 		return x.upstreamBody(t.obj, "", ov)
 	}
 	x.t.Incremental = false
 	obj, _ := t.full()
+	if in, ok := x.withoutSealed(m, x.inputItemsOf); ok {
+		ov = append(ov, in)
+	}
 	return x.upstreamBody(obj, "input", append(ov, payload.Override{Key: "type", Value: []byte(`"response.create"`)}))
 }
 

@@ -42,6 +42,14 @@ type RequestStats struct {
 	InFlight  int64 `json:"in_flight"`
 	// WebSockets counts the client WebSocket connections open now.
 	WebSockets int64 `json:"websockets_open"`
+	// Held counts the requests waiting now for a resting pool to come back (hold.go).
+	Held int64 `json:"held"`
+	// SealedItems is how many account-sealed items the relay knows the sealer of; SealedOmitted
+	// counts the sealed items left out of what an account received, SealedRetries the requests
+	// retried without sealed content an account refused (sealed.go).
+	SealedItems   int   `json:"sealed_items"`
+	SealedOmitted int64 `json:"sealed_omitted"`
+	SealedRetries int64 `json:"sealed_retries"`
 	// MedianPreparationMs is the median latencyBreakdown.preparationMs of the recent traces.
 	MedianPreparationMs float64 `json:"median_preparation_ms"`
 }
@@ -76,6 +84,7 @@ type counters struct {
 	total, errors, rotations, inFlight atomic.Int64
 	sockets                            atomic.Int64
 	hits, misses, direct               atomic.Int64
+	sealedOmitted, sealedRetries       atomic.Int64
 }
 
 func (s *Server) snapshot() Snapshot {
@@ -89,6 +98,8 @@ func (s *Server) snapshot() Snapshot {
 		Requests: RequestStats{
 			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
 			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(), WebSockets: s.c.sockets.Load(),
+			Held: s.holding.Load(), SealedItems: s.seals.size(),
+			SealedOmitted: s.c.sealedOmitted.Load(), SealedRetries: s.c.sealedRetries.Load(),
 			MedianPreparationMs: s.traces.medianPreparation(),
 		},
 	}

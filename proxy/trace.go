@@ -37,6 +37,16 @@ type Trace struct {
 	// Incremental says that a WebSocket turn went upstream as the client sent it (new items
 	// after previous_response_id) rather than with the conversation replayed.
 	Incremental bool `json:"incremental,omitempty"`
+	// SealedOmitted counts the items sealed by another account (reasoning, compaction) that
+	// were left out of what the serving account received; SealedRetry says that the account
+	// refused sealed content it was sent and the request was retried on it without it.
+	// TurnStateOmitted says that the client's x-codex-turn-state, issued by another account,
+	// was not sent to the serving one.
+	SealedOmitted    int  `json:"sealedOmitted,omitempty"`
+	SealedRetry      bool `json:"sealedRetry,omitempty"`
+	TurnStateOmitted bool `json:"turnStateOmitted,omitempty"`
+	// HeldMs is how long the request waited for a resting pool before it was served.
+	HeldMs float64 `json:"heldMs,omitempty"`
 	// Account is the account that answered ("" when none did); Usage the tokens its answer
 	// reported (nil when it reported none).
 	Account string `json:"account,omitempty"`

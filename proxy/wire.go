@@ -92,6 +92,9 @@ func responsesBody(x *exchange, m *member) ([]byte, error) {
 		ov = append(ov, *x.tools)
 		x.noteDroppedTools()
 	}
+	if in, ok := x.withoutSealed(m, x.inputItemsOf); ok {
+		ov = append(ov, in)
+	}
 	return x.upstreamBody(x.replayObj(), "input", append(ov, backendRules(m)...)), nil
 }
 

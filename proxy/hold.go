@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+)
+
+// Hold: when every account that serves a request rests (a rate limit, a used-up window) and
+// the earliest is back within the hold bound, the request waits, with nothing sent to the
+// client, and is then served. The Codex CLI does not retry a 429 usage_limit_reached: without
+// the hold, a pool that is back in a few seconds would end the user's turn for nothing. Past
+// the bound the client gets the 429 with resets_at, as before.
+
+// DefaultHold is the longest a request waits for a resting pool by default.
+const DefaultHold = 30 * time.Second
+
+// maxHolding bounds the requests waiting for a resting pool at once; past it a request gets
+// the 429 at once.
+const maxHolding = 256
+
+// SetHold changes the longest wait for a resting pool (0: DefaultHold; negative: never wait).
+func (s *Server) SetHold(d time.Duration) {
+	if d == 0 {
+		d = DefaultHold
+	}
+	s.hold.Store(int64(d))
+}
+
+// Held counts the requests waiting for a resting pool now.
+func (s *Server) Held() int64 { return s.holding.Load() }
+
+// holdForPool waits for the first resting account that serves one of the request's targets to
+// come back, when that is within what is left of the hold bound. It reports whether it waited
+// (the request is then to be dispatched again); false when an account is usable (the failures
+// were the upstreams'), none rests, the wait is too long, too many requests wait already, or
+// the client left.
+func (x *exchange) holdForPool() bool {
+	s := x.s
+	bound := time.Duration(s.hold.Load())
+	if bound <= 0 || x.r.Context().Err() != nil {
+		return false
+	}
+	now := s.now()
+	var back time.Time
+	for _, target := range x.targets {
+		if s.pool.anyUsable(target, now) {
+			return false
+		}
+		t := s.pool.backAt(now, func(m *member) bool { return x.catalog.serves(m.Name, target) })
+		if !t.IsZero() && (back.IsZero() || t.Before(back)) {
+			back = t
+		}
+	}
+	wait := back.Sub(now)
+	if back.IsZero() || time.Duration(x.t.HeldMs*float64(time.Millisecond))+wait > bound {
+		return false
+	}
+	if s.holding.Add(1) > maxHolding {
+		s.holding.Add(-1)
+		return false
+	}
+	defer s.holding.Add(-1)
+	s.log.Info("every account rests: holding the request", "id", x.t.ID, "wait", wait.Round(time.Millisecond))
+	t := time.NewTimer(wait + holdSlack)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-x.r.Context().Done():
+		x.t.HeldMs += stat.Ms(time.Since(start))
+		return false
+	case <-t.C:
+	}
+	x.t.HeldMs += stat.Ms(time.Since(start))
+	return true
+}
+
+// holdSlack is waited past an account's return, so that its cooldown has surely ended.
+const holdSlack = 50 * time.Millisecond
+
+// backAt is when the first account that rests (cools down) and serves a request (serves) is
+// back; zero when none rests. Disabled and signed-out accounts do not come back by waiting.
+func (p *pool) backAt(now time.Time, serves func(*member) bool) time.Time {
+	var back time.Time
+	for _, m := range p.list() {
+		if !serves(m) {
+			continue
+		}
+		m.mu.Lock()
+		if m.stateLocked(now) == StateCooldown && (back.IsZero() || m.cooldownUntil.Before(back)) {
+			back = m.cooldownUntil
+		}
+		m.mu.Unlock()
+	}
+	return back
+}

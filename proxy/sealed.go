@@ -1,0 +1,320 @@
+package proxy
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/sse"
+)
+
+// Sealed items. The Codex CLI asks for reasoning.encrypted_content and replays every reasoning
+// item it received, with that content, on each later request of the conversation. The content
+// is sealed to the account that produced it: another account answers 400
+// invalid_encrypted_content, and so would every retry. The same holds for a remote-compaction
+// item and for any other item carrying encrypted_content.
+//
+// The relay learns from what it relays which account sealed each such item (a digest of the
+// content, not the content), and an account receives the conversation without the items
+// another account sealed: the whole item is left out, as a reasoning item is useless without
+// its content. Items the serving account sealed itself, and items nobody is known to have
+// sealed, go as they are. What the client sent and keeps is never changed: only the upstream
+// body differs, and the trace counts what it left out (sealedOmitted).
+//
+// Where the relay cannot know (after a restart, an item it never saw), an upstream's refusal
+// of sealed content is retried once on the same account without every sealed item it is not
+// known to have sealed (sealedRetry); the relay then remembers those items as refused, so a
+// conversation pays that extra round trip once.
+
+// refusedOwner owns the items an account refused without the relay knowing who sealed them:
+// they are foreign to every account.
+const refusedOwner = ""
+
+// defaultSealedItems bounds how many sealed items the relay remembers (about 40 bytes each);
+// past it the oldest are forgotten, and an item forgotten that goes to a foreign account costs
+// one strip-and-retry.
+const defaultSealedItems = 1 << 18
+
+// sealTable remembers which account sealed each item the relay relayed, by a 64-bit digest of
+// its content. Bounded: a ring of digests in arrival order evicts the oldest.
+type sealTable struct {
+	seed maphash.Seed
+	mu   sync.RWMutex
+	own  map[uint64]uint32 // digest -> index in owners
+	ring []uint64          // digests in arrival order (len = capacity once full)
+	next int               // the ring's oldest entry once full
+	cap  int
+	// owners are the accounts' keys by index, count how many entries each owns.
+	owners []string
+	ids    map[string]uint32
+	count  []int
+}
+
+func newSealTable(capacity int) *sealTable {
+	if capacity <= 0 {
+		capacity = defaultSealedItems
+	}
+	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]uint32{}, cap: capacity, ids: map[string]uint32{}}
+}
+
+func (t *sealTable) digest(content []byte) uint64 { return maphash.Bytes(t.seed, content) }
+
+// learn records that owner sealed content (the raw JSON string value).
+func (t *sealTable) learn(owner string, content []byte) {
+	d := t.digest(content)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, ok := t.ids[owner]
+	if !ok {
+		id = uint32(len(t.owners))
+		t.owners = append(t.owners, owner)
+		t.count = append(t.count, 0)
+		t.ids[owner] = id
+	}
+	if was, ok := t.own[d]; ok {
+		// Known: the latest word wins (an account that served it back owns it).
+		t.count[was]--
+		t.count[id]++
+		t.own[d] = id
+		return
+	}
+	if len(t.ring) < t.cap {
+		t.ring = append(t.ring, d)
+	} else {
+		old := t.ring[t.next]
+		if o, ok := t.own[old]; ok {
+			t.count[o]--
+			delete(t.own, old)
+		}
+		t.ring[t.next] = d
+		t.next = (t.next + 1) % t.cap
+	}
+	t.own[d] = id
+	t.count[id]++
+}
+
+// owner is the account that sealed content, if the relay knows.
+func (t *sealTable) owner(content []byte) (string, bool) {
+	d := t.digest(content)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.own[d]
+	if !ok {
+		return "", false
+	}
+	return t.owners[id], true
+}
+
+// foreignTo reports whether the table knows any item sealed by another account than owner:
+// when it knows none, a request to owner has nothing to leave out and costs nothing.
+func (t *sealTable) foreignTo(owner string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for i, n := range t.count {
+		if n > 0 && t.owners[i] != owner {
+			return true
+		}
+	}
+	return false
+}
+
+// size is how many items the table remembers.
+func (t *sealTable) size() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.own)
+}
+
+var encryptedKey = []byte(`"encrypted_content"`)
+
+// sealedContent returns the raw encrypted_content string of an item (a top-level member of
+// the item object), if it carries one.
+func sealedContent(item []byte) ([]byte, bool) {
+	if !bytes.Contains(item, encryptedKey) {
+		return nil, false
+	}
+	o, err := payload.Parse(item)
+	if err != nil {
+		return nil, false
+	}
+	v, ok := o.Get("encrypted_content")
+	if !ok || payload.KindOf(v) != payload.KindString || len(v) <= 2 {
+		return nil, false
+	}
+	return v, true
+}
+
+// learnItem records that account m sealed item, if it carries sealed content.
+func (x *exchange) learnItem(m *member, item []byte) {
+	if c, ok := sealedContent(item); ok {
+		x.s.seals.learn(m.key(), c)
+	}
+}
+
+// learnEvent records the sealed items of an upstream Responses event from m: the item of
+// response.output_item.done, or the output of a final response. An event that carries no
+// sealed content costs a comparison of its name, or one scan of its bytes.
+func (x *exchange) learnEvent(m *member, name string, data []byte) {
+	switch name {
+	case "response.output_item.done":
+		if !bytes.Contains(data, encryptedKey) {
+			return
+		}
+		if o, _ := payload.Parse(data); o != nil {
+			if item, ok := o.Get("item"); ok {
+				x.learnItem(m, item)
+			}
+		}
+	case "response.completed", "response.incomplete":
+		if bytes.Contains(data, encryptedKey) {
+			o, _ := payload.Parse(data)
+			x.learnOutput(m, responseObject(o))
+		}
+	}
+}
+
+// learnEventOf is learnEvent for the events of one answer from m.
+func (x *exchange) learnEventOf(m *member) func(sse.Event) {
+	return func(ev sse.Event) { x.learnEvent(m, ev.Name, ev.Data) }
+}
+
+// learnOutput records the sealed items of a response object's output.
+func (x *exchange) learnOutput(m *member, r *payload.Object) {
+	if r == nil {
+		return
+	}
+	out, _ := r.Get("output")
+	items, _ := payload.Elements(out)
+	for _, it := range items {
+		x.learnItem(m, it)
+	}
+}
+
+// learnResponse records the sealed items of a whole response body from m (a plain answer).
+func (x *exchange) learnResponse(m *member, body []byte) {
+	if bytes.Contains(body, encryptedKey) {
+		o, _ := payload.Parse(body)
+		x.learnOutput(m, o)
+	}
+}
+
+// sealedRefusal reports whether an upstream error says that it could not read sealed content:
+// code invalid_encrypted_content, or (from upstreams that send code null) a message saying
+// that encrypted content could not be verified or decrypted.
+func sealedRefusal(code, msg string) bool {
+	if code == "invalid_encrypted_content" {
+		return true
+	}
+	l := strings.ToLower(msg)
+	return strings.Contains(l, "encrypted content") &&
+		(strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted"))
+}
+
+// withoutSealed is the "input" override that leaves out of what m receives the items another
+// account sealed (and, after m refused sealed content, every sealed item m is not known to have
+// sealed), or false when nothing is to be left out. items returns the request's input items;
+// it is called only when something may have to be left out, so a request whose account sealed
+// everything the relay knows of costs a map look-up. The override's value is built once per
+// set of items left out, so that attempts with the same set share one body in the
+// serialization cache.
+func (x *exchange) withoutSealed(m *member, items func() [][]byte) (payload.Override, bool) {
+	x.t.SealedOmitted = 0
+	strip := x.stripFor == m.key()
+	if !strip && !x.s.seals.foreignTo(m.key()) {
+		return payload.Override{}, false
+	}
+	all := items()
+	var drop []int
+	for i, it := range all {
+		if x.foreignSealed(m, it, strip) {
+			drop = append(drop, i)
+		}
+	}
+	if len(drop) == 0 {
+		return payload.Override{}, false
+	}
+	x.t.SealedOmitted = len(drop)
+	for _, v := range x.stripped {
+		if v.from == &all[0] && v.n == len(all) && slices.Equal(v.drop, drop) {
+			return payload.Override{Key: "input", Value: v.input}, true
+		}
+	}
+	kept := make([][]byte, 0, len(all)-len(drop))
+	for i, it := range all {
+		if _, gone := slices.BinarySearch(drop, i); !gone {
+			kept = append(kept, it)
+		}
+	}
+	v := strippedInput{from: &all[0], n: len(all), drop: drop, input: joinItems(kept)}
+	x.stripped = append(x.stripped, v)
+	return payload.Override{Key: "input", Value: v.input}, true
+}
+
+// strippedInput is an input built without some items (by index) of a list of n items whose
+// first is from.
+type strippedInput struct {
+	from  *[]byte
+	n     int
+	drop  []int
+	input []byte
+}
+
+// foreignSealed reports whether item is sealed content m must not receive: sealed by another
+// account, or (strip) not known to be m's.
+func (x *exchange) foreignSealed(m *member, item []byte, strip bool) bool {
+	c, ok := sealedContent(item)
+	if !ok {
+		return false
+	}
+	owner, known := x.s.seals.owner(c)
+	if known {
+		return owner != m.key()
+	}
+	return strip
+}
+
+// refused is called when m refused sealed content: the sealed items m is not known to have
+// sealed are remembered as refused (foreign to every account), and the request is to be
+// retried on m without them. It reports false when there is nothing to leave out, or when
+// this request already retried m so (the refusal is then the client's answer).
+func (x *exchange) refused(m *member, items func() [][]byte) bool {
+	if x.stripFor == m.key() {
+		return false
+	}
+	found := false
+	for _, it := range items() {
+		c, ok := sealedContent(it)
+		if !ok {
+			continue
+		}
+		if owner, known := x.s.seals.owner(c); known && owner == m.key() {
+			continue
+		}
+		found = true
+		x.s.seals.learn(refusedOwner, c)
+	}
+	if found {
+		x.stripFor = m.key()
+		x.t.SealedRetry = true
+	}
+	return found
+}
+
+// inputItemsOf returns the items of the request's Responses input (for a WebSocket turn, the
+// conversation replayed), split once per request.
+func (x *exchange) inputItemsOf() [][]byte {
+	if x.items == nil {
+		if x.turn != nil {
+			x.items = append(slices.Clip(x.turn.base), x.turn.input...)
+		} else if raw, ok := x.replayObj().Get("input"); ok {
+			x.items, _ = inputItems(raw)
+		}
+		if x.items == nil {
+			x.items = [][]byte{}
+		}
+	}
+	return x.items
+}
