@@ -160,7 +160,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 			return fallback, "", nil
 		}
 	} else {
-		resp, c, err = s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.req.sessionHeader, tmo.Header)
+		resp, c, err = s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.upstreamHeaders(m), tmo.Header)
 		x.t.UpstreamBytes += int64(len(body))
 	}
 	if err != nil {
@@ -172,6 +172,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 		return transient, reason, nil
 	}
 	x.call = c
+	s.learnTurnState(m, resp.Header)
 	if resp.StatusCode/100 != 2 {
 		v, reason := x.classifyStatus(m, resp)
 		x.record(m, start, resp.StatusCode, reason)
@@ -239,6 +240,13 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 			// The upstream socket lost the conversation: replay it whole on a new one.
 			x.turn.sc.up.close()
 			return fallback, "the upstream socket lost the conversation: replayed on a new one"
+		}
+		if a.wire.socket && code == "websocket_connection_limit_reached" && !x.renewed {
+			x.renewed = true
+			// The upstream ends each socket after its time limit (60 minutes): a new one,
+			// with the conversation replayed, before the client notices.
+			x.turn.sc.up.close()
+			return fallback, "the upstream socket reached its time limit: replayed on a new one"
 		}
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
 			return v, reason
@@ -430,7 +438,8 @@ func isTerminalEvent(name string) bool {
 // send posts body to the account. The returned call carries the request's deadlines: the
 // header timeout now (10 minutes for a non-streamed request, whose headers come with the whole
 // answer), then whatever the caller arms; end releases it.
-func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, session string, headerTimeout time.Duration) (*http.Response, *call, error) {
+// extra holds the client's headers that go with it (upstreamHeaders).
+func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, extra http.Header, headerTimeout time.Duration) (*http.Response, *call, error) {
 	c := newCall(ctx)
 	if !stream {
 		headerTimeout = nonStreamHeaderTimeout
@@ -448,8 +457,8 @@ func (s *Server) send(ctx context.Context, m *member, cred Credential, path stri
 	req.Body, req.ContentLength = newBody(), int64(size)
 	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil }
 	req.Header.Set("Content-Type", "application/json")
-	if session != "" {
-		req.Header.Set("session_id", session)
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	if m.Kind == KindChatGPT {
 		req.Header.Set("OpenAI-Beta", "responses=experimental")

@@ -54,6 +54,8 @@ type modelEntry struct {
 
 // catalogState is an immutable snapshot of the catalog, swapped whole on each refresh.
 type catalogState struct {
+	// version is the client_version the lists were read with.
+	version string
 	at      time.Time // when it was built
 	expired bool      // invalidated (accounts changed): refresh on next use
 	models  map[string]*modelEntry
@@ -79,7 +81,9 @@ type catalog struct {
 	s        *Server
 	discover discoverFunc
 	timeout  time.Duration
-	version  string
+	// version is the client_version the ChatGPT catalog is read with (and every upstream call
+	// names): the configured one, raised to the newest a client asked the catalog with.
+	version  atomic.Pointer[string]
 	interval time.Duration
 
 	swr      atomic.Bool
@@ -112,8 +116,9 @@ func newCatalog(s *Server, opt CatalogOptions) *catalog {
 	if opt.DiscoveryTimeout <= 0 {
 		opt.DiscoveryTimeout = 15 * time.Second
 	}
-	c := &catalog{s: s, timeout: opt.DiscoveryTimeout, version: opt.ClientVersion, interval: opt.RefreshInterval,
+	c := &catalog{s: s, timeout: opt.DiscoveryTimeout, interval: opt.RefreshInterval,
 		lists: map[string]*accountList{}}
+	c.version.Store(&opt.ClientVersion)
 	c.discover = c.discoverHTTP
 	if opt.Discover != nil {
 		c.discover = func(ctx context.Context, m *member) ([]Discovered, error) { return opt.Discover(ctx, m.Account) }
@@ -138,6 +143,12 @@ func (s *Server) SetCatalogOptions(swr bool, staleMaxAge, ttl time.Duration) {
 
 func (c *catalog) ttlDuration() time.Duration { return time.Duration(c.ttl.Load()) }
 
+// fresh reports whether st can be used as it is: younger than the TTL, not marked for refresh,
+// read with the client version in force.
+func (c *catalog) fresh(st *catalogState, now time.Time) bool {
+	return st != nil && !st.expired && now.Sub(st.at) < c.ttlDuration() && st.version == c.clientVersion()
+}
+
 // invalidate marks the catalog for refresh: the accounts changed.
 func (c *catalog) invalidate() {
 	for {
@@ -160,7 +171,7 @@ func (c *catalog) invalidate() {
 func (c *catalog) resolve(ctx context.Context) (*catalogState, RefreshCounts, error) {
 	st := c.state.Load()
 	now := c.s.now()
-	if st != nil && !st.expired && now.Sub(st.at) < c.ttlDuration() {
+	if c.fresh(st, now) {
 		return st, RefreshCounts{}, nil
 	}
 	if st != nil && c.swr.Load() && now.Sub(st.at) < time.Duration(c.staleMax.Load()) {
@@ -223,6 +234,7 @@ func (c *catalog) run(call *refreshCall) {
 		close(call.done)
 	}()
 	c.refreshes.Add(1)
+	version := c.clientVersion()
 	var members []*member
 	for _, m := range c.s.pool.list() {
 		if !m.Disabled {
@@ -265,7 +277,9 @@ func (c *catalog) run(call *refreshCall) {
 		l.models, l.ok, l.err = results[i].models, true, ""
 	}
 	c.lastErr = strings.Join(errs, "; ")
-	c.state.Store(c.merge(members))
+	st := c.merge(members)
+	st.version = version
+	c.state.Store(st)
 }
 
 // merge builds a catalog state from the lists of members (c.mu held).
@@ -345,7 +359,7 @@ func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, er
 	}
 	u := m.BaseURL + "/models"
 	if m.Kind == KindChatGPT {
-		u += "?client_version=" + url.QueryEscape(c.version)
+		u += "?client_version=" + url.QueryEscape(c.clientVersion())
 	}
 	req, err := c.s.upstreamRequest(ctx, m, cred, http.MethodGet, u, "application/json")
 	if err != nil {

@@ -170,6 +170,9 @@ type exchange struct {
 	items    [][]byte
 	stripped []strippedInput
 	stripFor string
+	// renewed says that a WebSocket turn was moved to a new upstream socket once, after the
+	// upstream ended the old one at its time limit.
+	renewed bool
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {

@@ -13,6 +13,9 @@ import (
 // handleModels serves GET /v1/models: the OpenAI list and the Codex "models" array in one
 // body. It waits for a refresh when the catalog is not fresh (it never serves stale).
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if v := r.URL.Query().Get("client_version"); v != "" {
+		s.catalog.askedWith(v)
+	}
 	st, err := s.catalog.current(r.Context())
 	if err != nil {
 		return
@@ -45,10 +48,14 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 // current returns a fresh catalog, waiting for a refresh if needed (used by /v1/models).
 func (c *catalog) current(ctx context.Context) (*catalogState, error) {
 	st := c.state.Load()
-	if st != nil && !st.expired && c.s.now().Sub(st.at) < c.ttlDuration() {
+	if c.fresh(st, c.s.now()) {
 		return st, nil
 	}
 	st, _, err := c.wait(ctx)
+	if err == nil && st != nil && st.version != c.clientVersion() {
+		// The refresh joined began before a newer client's version came: one more.
+		st, _, err = c.wait(ctx)
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil, err
 	}

@@ -120,6 +120,10 @@ func (x *exchange) dispatch() {
 			break
 		}
 	}
+	if x.r.Context().Err() != nil {
+		x.t.Status, x.t.Outcome = 499, OutcomeCanceled // left while held
+		return
+	}
 	x.noAccountServed(tried, failures)
 }
 

@@ -159,6 +159,8 @@ func (sc *socketConn) handle(f frame) {
 		sc.create(obj, len(f.data))
 	case "response.append":
 		sc.appendTurn(obj, len(f.data))
+	case "response.processed":
+		// Newer Codex builds acknowledge each turn they have handled; nothing is answered.
 	default:
 		sc.sendError(errInvalid("unknown_event_type", "type", fmt.Sprintf("unknown frame type %q: send response.create", truncate(typ, 64))))
 	}

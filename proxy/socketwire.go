@@ -83,7 +83,7 @@ func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, h
 			sc.up = nil
 		}
 		if sc.up == nil {
-			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.req.sessionHeader)
+			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.upstreamHeaders(m))
 			if err != nil {
 				if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 					if noSocketStatus(resp.StatusCode) {
@@ -159,7 +159,9 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 }
 
 // dialSocket opens a socket to m's Responses endpoint with the headers of every upstream call.
-func (s *Server) dialSocket(ctx context.Context, m *member, cred Credential, session string) (*websocket.Conn, *http.Response, error) {
+// extra holds the client's headers that go with it (upstreamHeaders); the turn state the
+// upstream issues in its handshake is remembered as that account's.
+func (s *Server) dialSocket(ctx context.Context, m *member, cred Credential, extra http.Header) (*websocket.Conn, *http.Response, error) {
 	u := m.BaseURL + "/responses"
 	req, err := s.upstreamRequest(ctx, m, cred, http.MethodGet, u, "")
 	if err != nil {
@@ -168,13 +170,14 @@ func (s *Server) dialSocket(ctx context.Context, m *member, cred Credential, ses
 	h := req.Header
 	h.Del("Accept")
 	h.Set("OpenAI-Beta", SocketBeta)
-	if session != "" {
-		h.Set("session_id", session)
+	for k, v := range extra {
+		h[k] = v
 	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: s.socketClient(), HTTPHeader: h})
 	if err != nil {
 		return nil, resp, err
 	}
+	s.learnTurnState(m, resp.Header)
 	conn.SetReadLimit(maxEventBytes)
 	return conn, resp, nil
 }

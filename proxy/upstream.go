@@ -24,7 +24,7 @@ func (s *Server) upstreamRequest(ctx context.Context, m *member, cred Credential
 	h.Set("User-Agent", s.UserAgent())
 	if m.Kind == KindChatGPT {
 		h.Set("originator", Originator)
-		h.Set("version", s.catalog.version)
+		h.Set("version", s.catalog.clientVersion())
 		if cred.AccountID != "" {
 			h.Set("chatgpt-account-id", cred.AccountID)
 		}
@@ -40,7 +40,7 @@ const Originator = "codex_cli_rs"
 // the catalog asks models for (CatalogOptions.ClientVersion), the system and the architecture,
 // e.g. "codex_cli_rs/0.171.0 (Debian GNU/Linux 12; x86_64)".
 func (s *Server) UserAgent() string {
-	return Originator + "/" + s.catalog.version + " (" + systemName() + "; " + archName() + ")"
+	return Originator + "/" + s.catalog.clientVersion() + " (" + systemName() + "; " + archName() + ")"
 }
 
 // Timeouts bound how long the relay waits for an upstream. Before the first byte reached the

@@ -1,0 +1,49 @@
+package proxy
+
+import "net/http"
+
+// Turn headers. The Codex CLI sends, with each request of a turn, headers that the Responses
+// upstreams read (the turn's metadata, beta features, the subagent, request and window ids),
+// and replays the x-codex-turn-state that the upstream issued on the turn's first response.
+// The relay forwards the former to every Responses account and a turn state only to the
+// account that issued it: after a rotation the new account issues its own, which reaches the
+// client with the answer's headers (copyRelayHeaders).
+
+// turnHeaders go to Responses upstreams as the client sent them.
+var turnHeaders = []string{"X-Codex-Turn-Metadata", "X-Codex-Beta-Features", "X-Openai-Subagent", "X-Client-Request-Id", "X-Codex-Window-Id"}
+
+const turnStateHeader = "X-Codex-Turn-State"
+
+// upstreamHeaders are the client's headers that go with a request to m: the session id, and
+// for a Responses account the turn headers and the turn state m issued. A turn state another
+// account issued (or one the relay never saw issued) is left out, and the trace says so.
+func (x *exchange) upstreamHeaders(m *member) http.Header {
+	h := http.Header{}
+	if x.req.sessionHeader != "" {
+		h.Set("session_id", x.req.sessionHeader)
+	}
+	x.t.TurnStateOmitted = false
+	if m.Kind == KindOpenAI && m.API == APIChat {
+		return h
+	}
+	for _, k := range turnHeaders {
+		if v := x.r.Header.Values(k); len(v) > 0 {
+			h[k] = v
+		}
+	}
+	if st := x.r.Header.Get(turnStateHeader); st != "" {
+		if owner, ok := x.s.turnStates.owner([]byte(st)); ok && owner == m.key() {
+			h.Set(turnStateHeader, st)
+		} else {
+			x.t.TurnStateOmitted = true
+		}
+	}
+	return h
+}
+
+// learnTurnState records the turn state m issued in an answer's (or a handshake's) headers.
+func (s *Server) learnTurnState(m *member, h http.Header) {
+	if st := h.Get(turnStateHeader); st != "" {
+		s.turnStates.learn(m.key(), []byte(st))
+	}
+}
