@@ -141,11 +141,18 @@ func fileKind(m fs.FileMode) string {
 
 const codexProviderID = "codexrelay"
 
-// codexLocalKeyEnv is the variable Codex reads the relay's local key from, when it is on.
+// codexLocalKeyEnv is the variable an older provider block (env_key) had Codex read the
+// relay's local key from. Codex's desktop app and IDE extensions do not inherit a shell's
+// environment, so the block now carries the key itself (experimental_bearer_token) in a file
+// only the user can read.
 const codexLocalKeyEnv = "CODEXRELAY_API_KEY"
 
-// codexProvider is the provider table Codex Relay manages in config.toml.
-func (a *App) codexProvider() map[string]any {
+// keyPlaceholder stands for the local key in a block shown to be pasted (never the key itself).
+const keyPlaceholder = "PASTE-THE-KEY-FROM: codexrelay local-key show"
+
+// codexProvider is the provider table Codex Relay manages in config.toml. With the local key
+// on, key is what it carries (the key, or keyPlaceholder in a block shown on screen).
+func (a *App) codexProvider(key string) map[string]any {
 	host, port, err := net.SplitHostPort(a.ListenAddr())
 	if err != nil {
 		host, port = "127.0.0.1", "7455"
@@ -159,15 +166,17 @@ func (a *App) codexProvider() map[string]any {
 	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
 		"supports_websockets": true}
 	if a.Settings().LocalAPIKey {
-		p["env_key"] = codexLocalKeyEnv
+		p["experimental_bearer_token"] = key
 	}
 	return p
 }
 
-var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "supports_websockets", "env_key"}
+// providerKeyOrder lists the keys the relay manages in its table, in the order written; a key
+// listed here but absent from codexProvider (env_key, from older blocks) is removed.
+var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "supports_websockets", "experimental_bearer_token", "env_key"}
 
-func (a *App) providerBlock() string {
-	p := a.codexProvider()
+func (a *App) providerBlock(key string) string {
+	p := a.codexProvider(key)
 	var b strings.Builder
 	b.WriteString("[model_providers." + codexProviderID + "]\n")
 	for _, k := range providerKeyOrder {
@@ -181,11 +190,26 @@ func (a *App) providerBlock() string {
 	return b.String()
 }
 
+// localKeyForCodex is the local key the written block carries ("" when the key is off).
+func (a *App) localKeyForCodex() (string, error) {
+	if !a.Settings().LocalAPIKey {
+		return "", nil
+	}
+	key, err := a.opt.Keychain.Get(localKeyUser)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the local key from the keychain for the Codex configuration: %w", err)
+	}
+	return key, nil
+}
+
 // CodexConfig is the provider block for ~/.codex/config.toml, ready to paste.
+// With the local key on it shows a placeholder where the key goes: `codex-config --write`
+// puts the key there itself, in a file only the user can read.
 func (a *App) CodexConfig() string {
-	s := "model_provider = \"" + codexProviderID + "\"\n\n" + a.providerBlock()
+	s := "model_provider = \"" + codexProviderID + "\"\n\n" + a.providerBlock(keyPlaceholder)
 	if a.Settings().LocalAPIKey {
-		s = "# The relay's local key is on: export it for Codex, e.g.\n#   export " + codexLocalKeyEnv + "=$(codexrelay local-key show)\n" + s
+		s = "# The relay's local key is on: `codexrelay codex-config --write` writes this block with the key\n" +
+			"# (config.toml is then readable by you alone), or paste it from `codexrelay local-key show`.\n" + s
 	}
 	return s
 }
@@ -205,7 +229,7 @@ func isOurTable(name string) bool {
 // table replaced, every other line (comments included) as it was. Keys the user added to the
 // relay's table are kept. The result is checked with a TOML parser: everything but what the
 // relay manages must read back equal, or nothing is written.
-func (a *App) mergeCodexConfig(old string) (string, error) {
+func (a *App) mergeCodexConfig(old, key string) (string, error) {
 	var before map[string]any
 	if err := toml.Unmarshal([]byte(old), &before); err != nil {
 		return "", fmt.Errorf("the Codex config is not valid TOML, so it was left alone: %v", err)
@@ -246,7 +270,7 @@ func (a *App) mergeCodexConfig(old string) (string, error) {
 	if len(rest) > 0 {
 		out += "\n" + strings.TrimRight(strings.TrimLeft(strings.Join(rest, ""), "\n"), "\n") + "\n"
 	}
-	out += "\n" + a.providerBlock() + strings.Join(kept, "")
+	out += "\n" + a.providerBlock(key) + strings.Join(kept, "")
 
 	var after map[string]any
 	if err := toml.Unmarshal([]byte(out), &after); err != nil {
@@ -328,12 +352,25 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 			mode = st.Mode().Perm()
 		}
 	}
-	merged, err := a.mergeCodexConfig(string(old))
+	key, err := a.localKeyForCodex()
 	if err != nil {
 		return res, err
 	}
+	merged, err := a.mergeCodexConfig(string(old), key)
+	if err != nil {
+		return res, err
+	}
+	if key != "" {
+		// The block carries the local key: the file is the user's alone, whatever it was.
+		mode = 0o600
+	}
 	if old != nil && merged == string(old) {
 		res.Change = Unchanged
+		if key != "" {
+			if err := os.Chmod(path, mode); err != nil {
+				return res, fmt.Errorf("%s holds the relay's local key and could not be made readable by you alone: %w", path, err)
+			}
+		}
 		return res, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

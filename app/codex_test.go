@@ -204,3 +204,69 @@ func TestCodexCommands(t *testing.T) {
 		t.Fatalf("second write: %s", out)
 	}
 }
+
+// With the local key on, the written block carries the key itself (experimental_bearer_token),
+// so that every Codex front end (the CLI, the desktop app, the IDE extensions, which do not
+// inherit a shell's environment) sends it without a variable; the file becomes the user's
+// alone; an older block that had Codex read $CODEXRELAY_API_KEY is replaced and is reported
+// as not working until then. The block shown on screen never holds the key.
+func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
+	k := testKeychain(t)
+	cleanKeychain(t, k)
+	dir := t.TempDir()
+	env := map[string]string{"CODEX_HOME": dir, "CODEXRELAY_LISTEN": "127.0.0.1:7455"}
+	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(k string) string { return env[k] }}
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := a.SetLocalKey(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.toml")
+	old := "model = \"gpt-5-codex\"\nmodel_provider = \"codexrelay\"\n\n[model_providers.codexrelay]\nname = \"Codex Relay\"\n" +
+		"base_url = \"http://127.0.0.1:7455/v1\"\nwire_api = \"responses\"\nenv_key = \"CODEXRELAY_API_KEY\"\n"
+	os.WriteFile(path, []byte(old), 0o644)
+	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "desktop app") {
+		t.Fatalf("an env_key block: %+v", st)
+	}
+	if shown := a.CodexConfig(); strings.Contains(shown, key) || !strings.Contains(shown, "experimental_bearer_token") {
+		t.Fatalf("the block shown holds the key, or no place for it:\n%s", shown)
+	}
+	if _, err := a.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var cfg struct {
+		ModelProviders map[string]map[string]any `toml:"model_providers"`
+	}
+	if err := toml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	ours := cfg.ModelProviders["codexrelay"]
+	if ours["experimental_bearer_token"] != key || ours["env_key"] != nil {
+		t.Fatalf("written block: %+v", ours)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("config.toml holds the key with mode %v", st.Mode().Perm())
+	}
+	if st := a.CodexConfigured(); !st.Configured {
+		t.Fatalf("after the write: %+v", st)
+	}
+	// A new key: the written one no longer works, and the check says so.
+	if _, err := a.SetLocalKey(true); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "older one") {
+		t.Fatalf("after a new key: %+v", st)
+	}
+	// Off: the block loses the key.
+	if _, err := a.SetLocalKey(false); err != nil {
+		t.Fatal(err)
+	}
+	a.WriteCodexConfig("")
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), "experimental_bearer_token") || strings.Contains(string(b), "crk-") {
+		t.Fatalf("the key stayed after it was turned off:\n%s", b)
+	}
+}

@@ -100,7 +100,8 @@ func (a *App) CodexConfigured() CodexSetup {
 		st.Why = "it is not valid TOML"
 		return st
 	}
-	want := a.codexProvider()
+	key, _ := a.localKeyForCodex()
+	want := a.codexProvider(key)
 	ours := cfg.ModelProviders[codexProviderID]
 	switch {
 	case cfg.ModelProvider != codexProviderID:
@@ -109,8 +110,10 @@ func (a *App) CodexConfigured() CodexSetup {
 		st.Why = "it has no [model_providers." + codexProviderID + "] table"
 	case ours["base_url"] != want["base_url"]:
 		st.Why = fmt.Sprintf("it points Codex at %v, not at this relay (%v)", ours["base_url"], want["base_url"])
-	case want["env_key"] != nil && ours["env_key"] != want["env_key"]:
-		st.Why = "the relay requires its local key, and Codex does not send it"
+	case key != "" && ours["experimental_bearer_token"] == nil && ours["env_key"] != nil:
+		st.Why = "Codex reads the local key from $" + codexLocalKeyEnv + ", which its desktop app and IDE extensions do not see: write the configuration again"
+	case key != "" && ours["experimental_bearer_token"] != key:
+		st.Why = "the relay requires its local key, and Codex does not send it (or sends an older one)"
 	default:
 		st.Configured = true
 	}
