@@ -48,7 +48,8 @@ type App struct {
 	opt   Options
 	log   *slog.Logger
 	Proxy *proxy.Server
-	// LoadWarning is set when the settings file was corrupt and kept aside.
+	// LoadWarning is set when the settings file was corrupt: kept aside by the relay's own
+	// start, left in place by any other command.
 	LoadWarning error
 
 	writeMu sync.Mutex // one change at a time in this process; the file lock orders processes
@@ -210,7 +211,7 @@ func (a *App) update(change func(*Settings) error) error {
 // proxy reports the new generation, and never wait for a drain.
 func (a *App) Reload() {
 	a.applyMu.Lock()
-	next, err := readSettings(a.SettingsPath())
+	next, err := a.followSettings()
 	if err != nil {
 		a.mu.Lock()
 		changed := fmt.Sprint(a.reloadErr) != fmt.Sprint(err)

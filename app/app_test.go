@@ -263,6 +263,11 @@ func TestCorruptSettingsAreKeptAside(t *testing.T) {
 	dir := t.TempDir()
 	garbage := []byte(`{"accounts": [ {"name": "half`)
 	os.WriteFile(filepath.Join(dir, "settings.json"), garbage, 0o600)
+	inst, _, err := ClaimInstance(dir, "tray") // only the relay's own start moves it aside
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Release()
 	a, err := Open(Options{ConfigDir: dir, Getenv: func(string) string { return "" }, Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -120,8 +123,18 @@ type AccountMeta struct {
 	Added     time.Time `json:"added"`
 }
 
-// ErrCorruptSettings reports a settings file that could not be read.
+// ErrCorruptSettings reports a settings file that could not be used: not valid JSON (twice, a
+// moment apart), or larger than maxSettingsBytes.
 var ErrCorruptSettings = errors.New("settings file is corrupt")
+
+// ErrSettingsLink reports a settings.json that is a symbolic link to something that is not a
+// Codex Relay settings file (a dotfile linked by mistake, a missing file, a folder): Codex
+// Relay neither reads it nor writes, moves or creates anything through it.
+var ErrSettingsLink = errors.New("settings link refused")
+
+// errSettingsMissing is a settings file that does not exist, for the readers that must tell
+// it apart from an empty one (a running relay: see followSettings).
+var errSettingsMissing = errors.New("the settings file does not exist")
 
 const (
 	settingsName = "settings.json"
@@ -132,33 +145,184 @@ const (
 	tokensLockName = "tokens.lock"
 	// lockWait is how long a change waits for another process's change to finish.
 	lockWait = 15 * time.Second
+	// maxSettingsBytes bounds the settings file: a real one is a few KiB (a hundred accounts
+	// take about 40 KiB), and a larger file is refused unread rather than held in memory.
+	maxSettingsBytes = 4 << 20
 )
 
-// readSettings reads the settings file at path. A missing file is an empty Settings; a file
-// that does not parse is an ErrCorruptSettings and is left as it is.
+// settleDelay is how long a reader waits before reading again a settings file that does not
+// parse: an editor saving in place, or a copy under way, leaves a half-written file for a
+// moment, and only a file that still does not parse is judged corrupt.
+var settleDelay = 100 * time.Millisecond
+
+// settle waits settleDelay (tests replace it to change the file in between).
+var settle atomic.Pointer[func()]
+
+func init() {
+	wait := func() { time.Sleep(settleDelay) }
+	settle.Store(&wait)
+}
+
+// readSettings reads the settings file at path for a change or a command. A missing file is an
+// empty Settings. A file that does not parse is read again settleDelay later and, failing again,
+// is an ErrCorruptSettings; one over maxSettingsBytes is one too, unread. A symbolic link is
+// followed only to a regular file that parses as settings (ErrSettingsLink otherwise). Nothing
+// is ever changed on disk.
 func readSettings(path string) (Settings, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	s, err := readSettingsFile(path)
+	if errors.Is(err, errSettingsMissing) {
 		return Settings{}, nil
 	}
+	return s, err
+}
+
+// readSettingsFile is readSettings with a missing file reported as errSettingsMissing.
+func readSettingsFile(path string) (Settings, error) {
+	s, err, unparsed := readSettingsOnce(path)
+	if unparsed {
+		(*settle.Load())()
+		s, err, _ = readSettingsOnce(path)
+	}
+	return s, err
+}
+
+// readSettingsOnce reads the settings file once; unparsed says that it was read whole but did
+// not parse (worth a second look).
+func readSettingsOnce(path string) (_ Settings, _ error, unparsed bool) {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Settings{}, errSettingsMissing, false
+	}
 	if err != nil {
-		return Settings{}, fmt.Errorf("cannot read the settings file %s: %w", path, err)
+		return Settings{}, fmt.Errorf("cannot read the settings file %s: %w", path, err), false
+	}
+	if st.Mode()&fs.ModeSymlink == 0 {
+		b, err := readBounded(path, maxSettingsBytes)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return Settings{}, errSettingsMissing, false
+		case errors.Is(err, errTooLarge):
+			return Settings{}, fmt.Errorf("%w: %s %v", ErrCorruptSettings, path, err), false
+		case err != nil:
+			return Settings{}, fmt.Errorf("cannot read the settings file %s: %w", path, err), false
+		}
+		s, err := parseSettings(b, false)
+		if err != nil {
+			return Settings{}, fmt.Errorf("%w: %s is not valid JSON (%v)", ErrCorruptSettings, path, err), true
+		}
+		return s, nil, false
+	}
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: %s is a symbolic link %s; Codex Relay neither reads it nor writes through it: point the link at a Codex Relay settings file, or remove it", ErrSettingsLink, path, why)
+	}
+	target, err := resolveLink(path)
+	if err != nil {
+		return Settings{}, refuse(fmt.Sprintf("that cannot be followed (%v)", err)), false
+	}
+	b, err := readBounded(target, maxSettingsBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Settings{}, refuse(fmt.Sprintf("to %s, which does not exist (Codex Relay creates no file outside its folder)", target)), false
+	case err != nil:
+		return Settings{}, refuse(fmt.Sprintf("to %s, which cannot be used: %v", target, err)), false
+	}
+	s, err := parseSettings(b, true)
+	if err != nil {
+		return Settings{}, refuse(fmt.Sprintf("to %s, which is not a Codex Relay settings file (%v)", target, err)), true
+	}
+	return s, nil, false
+}
+
+var errTooLarge = fmt.Errorf("is larger than the %d MiB a settings file may have", maxSettingsBytes>>20)
+
+// readBounded reads the regular file at path, refusing it (errTooLarge) when it holds more
+// than max bytes: it never reads more than max+1. Anything but a regular file (a folder, a
+// pipe, a device) is refused before it is opened.
+func readBounded(path string, max int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	if st.Size() > max {
+		return nil, errTooLarge
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1)) // it may have grown since the Stat
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// parseSettings decodes a settings file: one JSON object and nothing after it. A file reached
+// through a link must also carry "generation" or "accounts" (every file Codex Relay writes
+// has both), so that a link to some other JSON file is not taken for settings and written over.
+func parseSettings(b []byte, linked bool) (Settings, error) {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return Settings{}, errors.New("it does not hold a JSON object")
 	}
 	var s Settings
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&s); err != nil {
-		return Settings{}, fmt.Errorf("%w: %s is not valid JSON (%v)", ErrCorruptSettings, path, err)
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Settings{}, err
+	}
+	if linked {
+		var keys map[string]json.RawMessage
+		json.Unmarshal(b, &keys)
+		if _, ok := keys["generation"]; !ok {
+			if _, ok := keys["accounts"]; !ok {
+				return Settings{}, errors.New(`it has neither "generation" nor "accounts"`)
+			}
+		}
 	}
 	return s, nil
 }
 
-// loadSettings reads dir/settings.json at start. A file that does not parse is renamed aside
-// under a dated name (never overwritten) and reported, and an empty Settings is used.
+// followSettings reads the settings file for the running relay to apply (Reload). Unlike a
+// change, which starts a missing file afresh, it never takes a missing file for empty
+// settings: an editor's rename-style save removes it for a moment, and applying "nothing"
+// meanwhile would drop every account and the local key. A missing file is an error (the last
+// good settings stay in force), unless what is in force is empty anyway.
+func (a *App) followSettings() (Settings, error) {
+	s, err := readSettingsFile(a.SettingsPath())
+	if errors.Is(err, errSettingsMissing) {
+		if isEmptySettings(a.Settings()) {
+			return Settings{}, nil
+		}
+		return Settings{}, fmt.Errorf("%w: %s is missing (moved, deleted, or being saved); the relay keeps the settings it last read until a file that parses is there", err, a.SettingsPath())
+	}
+	return s, err
+}
+
+// isEmptySettings reports whether s says nothing that a missing file does not.
+func isEmptySettings(s Settings) bool {
+	if len(s.Accounts) == 0 {
+		s.Accounts = nil
+	}
+	return reflect.DeepEqual(s, Settings{})
+}
+
+// loadSettings reads dir/settings.json at start. A file that is corrupt (see readSettings)
+// is moved aside under a dated name (never over an earlier one) only by the running relay of
+// the folder, the process that holds its instance claim: a command (even a read-only one, such
+// as accounts list) leaves it in place, and uses empty settings. A link is never moved.
 func loadSettings(dir string, now time.Time) (Settings, error) {
 	path := filepath.Join(dir, settingsName)
 	s, err := readSettings(path)
 	if !errors.Is(err, ErrCorruptSettings) {
 		return s, err
+	}
+	if claimOf(dir) == nil {
+		return Settings{}, fmt.Errorf("%w; it was left as it is (changes are refused until it is fixed or moved away)", err)
 	}
 	// Move it aside under the lock, so that no other process's write is moved instead.
 	unlock, lerr := lockFile(filepath.Join(dir, settingsLockName), lockWait)
@@ -169,22 +333,21 @@ func loadSettings(dir string, now time.Time) (Settings, error) {
 	if s, err2 := readSettings(path); !errors.Is(err2, ErrCorruptSettings) {
 		return s, err2 // fixed meanwhile
 	}
-	target, rerr := resolveLink(path)
-	if rerr != nil {
-		return Settings{}, fmt.Errorf("%w; could not move it aside: %v", err, rerr)
-	}
+	// Only the name in the folder moves: a hard link to the same file, then the name goes
+	// (os.Link does not follow a link that appeared meanwhile; it would move the link).
 	aside, rerr := createUnique(path+".corrupt-"+now.UTC().Format("20060102T150405Z"), func(p string) error {
-		return os.Link(target, p)
+		return os.Link(path, p)
 	})
 	if rerr != nil {
 		return Settings{}, fmt.Errorf("%w; could not move it aside: %v", err, rerr)
 	}
-	os.Remove(target)
+	os.Remove(path)
 	return Settings{}, fmt.Errorf("%w; it was kept as %s and a fresh one is used", err, aside)
 }
 
 // saveSettings writes dir/settings.json atomically with mode 0600. The caller holds the
-// settings lock.
+// settings lock and has just read the file with readSettings, which refuses a link to
+// anything but a settings file: through a link, only a settings file is replaced.
 func saveSettings(dir string, s Settings) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot create the settings folder: %w", err)
