@@ -100,7 +100,28 @@ func ClaimInstance(dir, mode string) (*Instance, *InstanceInfo, error) {
 		l.Unlock()
 		return nil, nil, err
 	}
+	claims.Store(claimKey(dir), in)
 	return in, nil, nil
+}
+
+// claims holds this process's Instance of each settings folder it claimed, by claimKey: the
+// running relay's own reads of its folder (moving a corrupt file aside, taking the folder
+// back after it was deleted) are for the claim holder only.
+var claims sync.Map
+
+func claimKey(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return filepath.Clean(dir)
+}
+
+// claimOf returns this process's claim on dir, or nil when it holds none.
+func claimOf(dir string) *Instance {
+	if in, ok := claims.Load(claimKey(dir)); ok {
+		return in.(*Instance)
+	}
+	return nil
 }
 
 // RunningInstance describes the Codex Relay running for dir, or returns nil when none runs.
@@ -240,6 +261,7 @@ func (in *Instance) Release() {
 	}
 	os.Remove(filepath.Join(in.dir, instanceInfoName))
 	in.lock.Unlock()
+	claims.CompareAndDelete(claimKey(in.dir), in)
 }
 
 // Show asks the running tray app to bring its dashboard to the front.
