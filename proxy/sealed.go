@@ -3,7 +3,9 @@ package proxy
 import (
 	"bytes"
 	"hash/maphash"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -147,8 +149,34 @@ func sealedContent(item []byte) ([]byte, bool) {
 	return v, true
 }
 
+// SetSealedTracking turns the tracking of sealed items on (the default) or off: off, the
+// relay neither learns who sealed what nor leaves anything out (an account's refusal of sealed
+// content is then relayed). `bench proxy` measures the tracking's cost with it.
+func (s *Server) SetSealedTracking(on bool) { s.sealOff.Store(!on) }
+
+// SealedItemBytes measures what remembering one sealed item costs: the heap a full table of
+// the default size holds, per item (`bench proxy` prints it).
+func SealedItemBytes() float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	t := newSealTable(defaultSealedItems)
+	content := make([]byte, 0, 64)
+	for i := range defaultSealedItems {
+		content = strconv.AppendInt(append(content[:0], `"gAAAAB`...), int64(i), 10)
+		t.learn("account", append(content, '"'))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(t)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(t.size())
+}
+
 // learnItem records that account m sealed item, if it carries sealed content.
 func (x *exchange) learnItem(m *member, item []byte) {
+	if x.s.sealOff.Load() {
+		return
+	}
 	if c, ok := sealedContent(item); ok {
 		x.s.seals.learn(m.key(), c)
 	}
@@ -222,6 +250,9 @@ func sealedRefusal(code, msg string) bool {
 // serialization cache.
 func (x *exchange) withoutSealed(m *member, items func() [][]byte) (payload.Override, bool) {
 	x.t.SealedOmitted = 0
+	if x.s.sealOff.Load() {
+		return payload.Override{}, false
+	}
 	strip := x.stripFor == m.key()
 	if !strip && !x.s.seals.foreignTo(m.key()) {
 		return payload.Override{}, false
@@ -281,7 +312,7 @@ func (x *exchange) foreignSealed(m *member, item []byte, strip bool) bool {
 // retried on m without them. It reports false when there is nothing to leave out, or when
 // this request already retried m so (the refusal is then the client's answer).
 func (x *exchange) refused(m *member, items func() [][]byte) bool {
-	if x.stripFor == m.key() {
+	if x.stripFor == m.key() || x.s.sealOff.Load() {
 		return false
 	}
 	found := false

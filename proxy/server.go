@@ -103,7 +103,8 @@ type Server struct {
 	tokens    tokenCounters
 	usage     atomic.Pointer[http.Handler]
 	// seals remembers which account sealed each sealed item relayed (sealed.go).
-	seals *sealTable
+	seals   *sealTable
+	sealOff atomic.Bool // SetSealedTracking(false)
 	// turnStates remembers which account issued each x-codex-turn-state (turn.go).
 	turnStates *sealTable
 	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.

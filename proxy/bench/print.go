@@ -68,6 +68,9 @@ func (r ProxyResult) Print(w io.Writer) {
 		fmt.Fprintf(tw, "usage ledger\tsmall request p50 with it %.0f us, without %.0f us: added %.1f us [< 20]; %.0f rows/s written (%d of 100000)\n",
 			lg.OnP50Us, lg.OffP50Us, lg.AddedP50Us, lg.RowsPerSecond, lg.RowsWritten)
 	}
+	sl := r.Sealed
+	fmt.Fprintf(tw, "sealed-item tracking\tsmall Codex turn p50 with it %.0f us, without %.0f us: added %.1f us [< 5]; after a rotation (one foreign item left out) %.0f us against the clean body untracked %.0f us: added %.1f us; %.0f bytes per remembered item\n",
+		sl.OnP50Us, sl.OffP50Us, sl.AddedP50Us, sl.RotatedOnP50Us, sl.RotatedOffP50Us, sl.RotatedAddedP50Us, sl.BytesPerItem)
 	c := r.Conversation
 	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
 		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)

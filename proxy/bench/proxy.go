@@ -130,6 +130,8 @@ type ProxyResult struct {
 	Conversation ConversationResult `json:"conversation"`
 	// Ledger is what recording requests in the usage ledger costs.
 	Ledger LedgerResult `json:"ledger"`
+	// Sealed is what tracking account-sealed items costs.
+	Sealed SealedResult `json:"sealed"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -182,7 +184,7 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.ledger, r.large, r.stream, r.conversation, r.loads, r.soak} {
+	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.stream, r.conversation, r.loads, r.soak} {
 		if err := phase(); err != nil {
 			return res, err
 		}
@@ -588,13 +590,24 @@ func newBenchUpstream() (*benchUpstream, error) {
 		body := head[:n]
 		io.Copy(io.Discard, r.Body)
 		if r.Method == http.MethodGet {
-			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"gpt-5-codex"}]}`)
+			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"gpt-5-codex"}]}`)
 			return
 		}
 		model := ""
 		if i := bytes.Index(body, []byte(`"model":"`)); i >= 0 {
 			rest := body[i+9:]
 			model = string(rest[:bytes.IndexByte(rest, '"')])
+		}
+		if model == "bench-sealed" {
+			// Seals its reasoning to its key; refuses content another account sealed.
+			w.Header().Set("Content-Type", "application/json")
+			if bytes.Contains(body, []byte("gAAAABforeign")) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content gAAAABfo...= could not be verified."}}`)
+				return
+			}
+			io.WriteString(w, `{"id":"resp_s","object":"response","status":"completed","output":[`+sealedOwn+`,{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
+			return
 		}
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "application/json")

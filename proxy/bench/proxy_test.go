@@ -85,6 +85,11 @@ func TestProxyBenchRuns(t *testing.T) {
 	if lg := r.Ledger; lg.Skipped || lg.Requests != 20 || lg.OnP50Us <= 0 || lg.OffP50Us <= 0 || lg.RowsWritten != 100000 || lg.RowsPerSecond <= 0 {
 		t.Fatalf("ledger %+v", lg)
 	}
+	// Both cases of the sealed phase ran (a rotated request whose foreign item was not left out
+	// would have been refused), and a remembered item costs its map entry and ring slot.
+	if sl := r.Sealed; sl.Requests != 20 || sl.OnP50Us <= 0 || sl.OffP50Us <= 0 || sl.RotatedOnP50Us <= 0 || sl.BytesPerItem <= 8 || sl.BytesPerItem > 200 {
+		t.Fatalf("sealed %+v", sl)
+	}
 	c := r.Conversation
 	if c.Turns != 6 || len(c.PerTurn) != 6 || c.LastUploadRatio <= 0 || c.LastUploadRatio >= 0.5 {
 		t.Fatalf("conversation %+v", c)
