@@ -124,6 +124,43 @@ func claimOf(dir string) *Instance {
 	return nil
 }
 
+// holdsFolder reports whether this instance's lock is still the instance.lock of its folder:
+// after the folder was deleted (or moved away) the lock is held on a file that has no name
+// there any more, and a second relay would find the folder free.
+func (in *Instance) holdsFolder() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	held, err := in.lock.Stat()
+	if err != nil {
+		return false
+	}
+	there, err := os.Stat(filepath.Join(in.dir, instanceLockName))
+	return err == nil && os.SameFile(held, there)
+}
+
+// retake recreates the folder's instance lock (and description) after the folder was deleted,
+// so that a second relay still finds this one running. It fails when another process took the
+// new lock first.
+func (in *Instance) retake() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err := os.MkdirAll(in.dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create the settings folder: %w", err)
+	}
+	l := flock.New(filepath.Join(in.dir, instanceLockName), flock.SetPermissions(0o600))
+	ok, err := l.TryLock()
+	if err != nil {
+		return fmt.Errorf("cannot lock %s: %w", l.Path(), err)
+	}
+	if !ok {
+		return fmt.Errorf("another Codex Relay claimed %s after it was deleted", in.dir)
+	}
+	old := in.lock
+	in.lock = l
+	old.Unlock()
+	return in.write()
+}
+
 // RunningInstance describes the Codex Relay running for dir, or returns nil when none runs.
 func RunningInstance(dir string) *InstanceInfo {
 	path := filepath.Join(dir, instanceLockName)

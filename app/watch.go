@@ -16,11 +16,17 @@ const watchSettle = 5 * time.Millisecond
 // watchPoll is how often Watch looks at the file when the system cannot notify it.
 const watchPoll = 250 * time.Millisecond
 
+// folderCheck is how often Watch makes sure that the settings folder and this relay's instance
+// lock are still there. Their removal is noticed from events at once, mostly; but the folder's
+// own removal is not always reported (and after it nothing in it is), hence this check too.
+const folderCheck = time.Second
+
 // Watch follows the settings file until ctx ends: each time it changes (a CLI command, the
 // tray of course, a hand edit), Reload applies it to the running proxy, within a few tens of
 // milliseconds. It watches the folder, since an atomic write replaces the file, and, when
 // settings.json is a symbolic link, the folder of its target too. Where the system cannot
-// notify (no inotify watches left, say) it polls the file instead.
+// notify (no inotify watches left, say) it polls the file instead. When the folder itself is
+// deleted or moved away, it recreates it (see retakeFolder) and watches the new one.
 func (a *App) Watch(ctx context.Context) {
 	a.Reload() // what changed since Open
 	w, err := fsnotify.NewWatcher()
@@ -39,10 +45,22 @@ func (a *App) Watch(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	path := a.SettingsPath()
+	path, dir := a.SettingsPath(), filepath.Clean(a.opt.ConfigDir)
 	target := a.watchTarget(w, path, "")
+	lock := filepath.Join(dir, instanceLockName)
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
+	check := time.NewTicker(folderCheck)
+	defer check.Stop()
+	retake := func() {
+		if a.retakeFolder() {
+			w.Remove(dir) // the watch of the old folder, if it was moved rather than deleted
+			if err := w.Add(dir); err != nil {
+				a.log.Warn("cannot watch the recreated settings folder", "error", err)
+			}
+			a.Reload()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -52,7 +70,7 @@ func (a *App) Watch(ctx context.Context) {
 				return
 			}
 			name := filepath.Clean(ev.Name)
-			if name == path || name == target {
+			if name == path || name == target || name == dir || name == lock {
 				settle.Reset(watchSettle)
 			}
 		case err, ok := <-w.Errors:
@@ -63,10 +81,39 @@ func (a *App) Watch(ctx context.Context) {
 			a.log.Warn("settings watch", "error", err)
 			settle.Reset(watchSettle)
 		case <-settle.C:
+			if ctx.Err() != nil {
+				return
+			}
+			retake()
 			target = a.watchTarget(w, path, target)
 			a.Reload()
+		case <-check.C:
+			retake()
 		}
 	}
+}
+
+// retakeFolder checks that the settings folder is still there with this relay's instance lock
+// in it and, when it was deleted or moved away, recreates both: otherwise a second relay would
+// start beside this one. It reports whether it recreated anything; the settings themselves
+// stay the last good ones until a settings file is there again (see followSettings).
+func (a *App) retakeFolder() bool {
+	dir := a.opt.ConfigDir
+	in := claimOf(dir)
+	if _, err := os.Stat(dir); err == nil && (in == nil || in.holdsFolder()) {
+		return false
+	}
+	if in != nil {
+		if err := in.retake(); err != nil {
+			a.log.Error("the settings folder was deleted and could not be taken back", "folder", dir, "error", err)
+			return false
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		a.log.Error("the settings folder was deleted and cannot be recreated", "folder", dir, "error", err)
+		return false
+	}
+	a.log.Warn("the settings folder was deleted or moved away: recreated it with this relay's instance lock; the last good settings stay in force until a settings file is there", "folder", dir)
+	return true
 }
 
 // watchTarget makes w watch the folder of the file the settings link points to (when
@@ -101,8 +148,13 @@ func (a *App) poll(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		a.retakeFolder()
 		st, err := os.Stat(a.SettingsPath())
 		if err != nil {
+			if last != nil { // it went away: say so once, keeping the last good settings
+				last = nil
+				a.Reload()
+			}
 			continue
 		}
 		if last == nil || !os.SameFile(last, st) || st.ModTime() != last.ModTime() || st.Size() != last.Size() {
