@@ -85,6 +85,10 @@ type Options struct {
 	Now func() time.Time
 	// Prices override the built-in table, by model name (see LookupPrice).
 	Prices map[string]Price
+	// ReadOnly opens the ledger for reading (a report): it never prunes (retention is the
+	// writer's, with the retention the user set) and never moves a damaged file aside; Record
+	// and RecordQuota drop what they are given.
+	ReadOnly bool
 }
 
 // Defaults.
@@ -136,6 +140,7 @@ type Ledger struct {
 	queueSize int
 	prices    map[string]Price
 	recovered string
+	readOnly  bool
 
 	// mu guards the queues; it is held only to append or to swap slices, never during I/O.
 	mu            sync.Mutex
@@ -202,7 +207,7 @@ func Open(opt Options) (*Ledger, error) {
 	}
 	db, err := openChecked(ctx, opt.Path, opt.BusyTimeout)
 	recovered := ""
-	if err != nil && isCorrupt(err) {
+	if err != nil && isCorrupt(err) && !opt.ReadOnly {
 		aside, aerr := setAside(opt.Path, opt.Now())
 		if aerr != nil {
 			return nil, fmt.Errorf("ledger: database %s is damaged (%v) and could not be moved aside: %w", opt.Path, err, aerr)
@@ -223,6 +228,7 @@ func Open(opt Options) (*Ledger, error) {
 		queueSize: opt.QueueSize,
 		prices:    normalizePrices(opt.Prices),
 		recovered: recovered,
+		readOnly:  opt.ReadOnly,
 		queue:     make([]Row, 0, min(opt.QueueSize, 256)),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -246,7 +252,7 @@ func (l *Ledger) Record(r Row) {
 		r.Time = l.now()
 	}
 	l.mu.Lock()
-	if l.closed || len(l.queue)+l.inflight >= l.queueSize {
+	if l.closed || l.readOnly || len(l.queue)+l.inflight >= l.queueSize {
 		l.mu.Unlock()
 		l.dropped.Add(1)
 		return
@@ -271,7 +277,7 @@ func (l *Ledger) RecordQuota(q QuotaReading) {
 		q.Time = l.now()
 	}
 	l.mu.Lock()
-	if l.closed || len(l.quotas)+l.quotaInflight >= quotaQueueSize {
+	if l.closed || l.readOnly || len(l.quotas)+l.quotaInflight >= quotaQueueSize {
 		l.mu.Unlock()
 		l.dropped.Add(1)
 		return
@@ -509,6 +515,9 @@ func (l *Ledger) write(ctx context.Context, rows []Row, quotas []QuotaReading) e
 // prune deletes request rows and quota readings older than the retention; roll-ups stay.
 // Cost: an index range scan over the deleted rows only.
 func (l *Ledger) prune(ctx context.Context) error {
+	if l.readOnly {
+		return nil
+	}
 	now := l.now()
 	cut := now.Add(-l.retention).UnixMilli()
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -538,8 +547,8 @@ func isError(r Row) bool {
 	return r.Status >= 400
 }
 
-// clean bounds a row before storage: strings capped at maxField bytes (valid UTF-8), negative
-// counts raised to 0, ServedModel defaulting to Model.
+// clean bounds a row before storage: strings cleaned (see field), negative counts raised to 0,
+// ServedModel defaulting to Model.
 func clean(r Row) Row {
 	r.Account, r.Model, r.ServedModel = field(r.Account), field(r.Model), field(r.ServedModel)
 	r.Route, r.Transport, r.Outcome = field(r.Route), field(r.Transport), field(r.Outcome)
@@ -555,11 +564,37 @@ func clean(r Row) Row {
 	return r
 }
 
+// field cleans a string a client chose (a project, a session, a model) before storage: valid
+// UTF-8, without C0 and C1 control characters, DEL, or the bidirectional overrides and
+// isolates that make text display in another order than it is stored (Trojan Source), and
+// capped at maxField bytes.
 func field(s string) string {
+	if len(s) > 4*maxField {
+		s = s[:4*maxField] // enough to fill maxField once cleaned, in the common case
+	}
+	s = strings.Map(func(r rune) rune {
+		if IsUnsafeRune(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
 	if len(s) > maxField {
 		s = strings.ToValidUTF8(s[:maxField], "")
 	}
 	return s
+}
+
+// IsUnsafeRune reports whether r is a control character (C0, DEL, C1) or a bidirectional
+// override, embedding or isolate (U+202A-U+202E, U+2066-U+2069), or the implicit marks
+// U+200E, U+200F and U+061C: characters that a terminal or a viewer acts on rather than shows.
+func IsUnsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
 }
 
 // dayOf is the UTC date of t as stored in daily.day.
