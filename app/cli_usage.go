@@ -55,7 +55,14 @@ func usageFlags(fs *flag.FlagSet) runFunc {
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("no usage recorded yet: the ledger %s does not exist (the relay creates it when it serves)", path)
 		}
-		l, err := ledger.Open(ledger.Options{Path: path, Prices: a.Settings().Usage.Prices})
+		// A report reads: it never prunes (the relay does, with the retention set) and never
+		// moves a damaged file aside. The retention still tells it where the rows end.
+		us := a.Settings().Usage
+		opt := ledger.Options{Path: path, Prices: us.Prices, ReadOnly: true}
+		if us.RetentionDays > 0 {
+			opt.Retention = time.Duration(us.RetentionDays) * 24 * time.Hour
+		}
+		l, err := ledger.Open(opt)
 		if err != nil {
 			return fmt.Errorf("the usage ledger %s cannot be read: %w", path, err)
 		}
@@ -93,7 +100,7 @@ func printUsage(c *CLI, a *App, rep ledger.Report) {
 			tokens(t.CachedTokens), tokens(t.OutputTokens), tokens(t.ReasoningTokens), 100*t.CacheHitRatio, t.CostUSD, note)
 	}
 	for _, g := range rep.Groups {
-		key, note := g.Key, ""
+		key, note := terminalText(g.Key), ""
 		if key == "" {
 			key = "(none)"
 		}
@@ -106,7 +113,7 @@ func printUsage(c *CLI, a *App, rep ledger.Report) {
 	tw.Flush()
 	fmt.Fprintf(c.Stdout, "\nCosts at the API's list prices checked on %s; a ChatGPT seat's cost is what its tokens would cost on an API key.\n", rep.PricesCheckedAt)
 	if len(rep.UnpricedModels) > 0 {
-		fmt.Fprintf(c.Stdout, "No price known for %s (counted as 0; set one under \"usage\".\"prices\" in the settings).\n", strings.Join(rep.UnpricedModels, ", "))
+		fmt.Fprintf(c.Stdout, "No price known for %s (counted as 0; set one under \"usage\".\"prices\" in the settings).\n", terminalText(strings.Join(rep.UnpricedModels, ", ")))
 	}
 	if rep.FromRollups {
 		fmt.Fprintln(c.Stdout, "Days before the retention come from the daily totals, in whole UTC days.")
@@ -118,12 +125,35 @@ func writeUsageCSV(c *CLI, rep ledger.Report) error {
 	w.Write([]string{rep.Query.By, "requests", "errors", "input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "cost_usd"})
 	for _, g := range rep.Groups {
 		t := g.Totals
-		w.Write([]string{g.Key, strconv.FormatInt(t.Requests, 10), strconv.FormatInt(t.Errors, 10), strconv.FormatInt(t.InputTokens, 10),
+		w.Write([]string{csvText(g.Key), strconv.FormatInt(t.Requests, 10), strconv.FormatInt(t.Errors, 10), strconv.FormatInt(t.InputTokens, 10),
 			strconv.FormatInt(t.CachedTokens, 10), strconv.FormatInt(t.OutputTokens, 10), strconv.FormatInt(t.ReasoningTokens, 10),
 			strconv.FormatFloat(t.CostUSD, 'f', 4, 64)})
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// terminalText is a client-chosen name (a project, a session, a model) as the table prints
+// it: control characters (terminal escapes, tabs that would break the columns) and
+// bidirectional overrides are shown as U+FFFD instead of acting on the terminal. The ledger
+// stores names cleaned already; this covers rows an older version wrote.
+func terminalText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if ledger.IsUnsafeRune(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// csvText is a client-chosen name as a CSV cell: a cell that a spreadsheet would take for a
+// formula (starting with = + - @, a tab or a carriage return) is prefixed with a quote ('),
+// as OWASP advises, so that it opens as the text it is.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // tokens shows a token count with thousands separators.

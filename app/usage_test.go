@@ -149,3 +149,84 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// seedLedger writes rows into the ledger at path, dated days ago.
+func seedLedger(t *testing.T, path string, now time.Time, rows ...ledger.Row) {
+	t.Helper()
+	l, err := ledger.Open(ledger.Options{Path: path, Now: func() time.Time { return now }, Retention: 10000 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		l.Record(r)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The attack of issue 24: projects chosen by a client are printed raw, so a CSV opened in a
+// spreadsheet runs formulas and the table writes terminal escapes.
+func TestUsageOutputIsSafeToOpen(t *testing.T) {
+	opt := testOptions(t, Keychain{})
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var rows []ledger.Row
+	for _, p := range []string{"=cmd|' /C calc'!A0", "+SUM(1)", "-1+1", "@A1", "plain", "\x1b]0;owned\x07x\u202egnp.exe"} {
+		rows = append(rows, ledger.Row{Time: now.Add(-time.Hour), Account: "a", Model: "gpt-5", Project: p, InputTokens: 1})
+	}
+	seedLedger(t, a.LedgerPath(), now, rows...)
+	code, out, errs := runCLI(t, opt, "", "usage", "--by", "project", "--csv")
+	if code != 0 {
+		t.Fatalf("usage --csv: %d %s", code, errs)
+	}
+	for _, want := range []string{"\n'=cmd|' /C calc'!A0,", "'+SUM(1),", "'-1+1,", "'@A1,", "\nplain,"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("usage --csv lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runCLI(t, opt, "", "usage", "--by", "project")
+	if code != 0 {
+		t.Fatalf("usage: %d %s", code, errs)
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, "]0;ownedxgnp.exe") {
+		t.Fatalf("the table holds control characters:\n%q", out)
+	}
+}
+
+func TestUsageCellsAreEscaped(t *testing.T) {
+	for in, want := range map[string]string{
+		"=1+1": "'=1+1", "+1": "'+1", "-1": "'-1", "@A1": "'@A1", "\tx": "'\tx", "\rx": "'\rx", "a=b": "a=b", "": "",
+	} {
+		if got := csvText(in); got != want {
+			t.Errorf("csvText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := terminalText("a\x1b[31mb\u202ec\td\x9b"); got != "a\uFFFD[31mb\uFFFDc\uFFFDd\uFFFD" {
+		t.Errorf("terminalText: %q", got)
+	}
+}
+
+// The attack of issue 24: a read-only `codexrelay usage` pruned the ledger with the default
+// 400 days, ignoring usage-retention-days. A report never prunes.
+func TestUsageReportsNeverPrune(t *testing.T) {
+	opt := testOptions(t, Keychain{})
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetUsageRetention(1000); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	seedLedger(t, a.LedgerPath(), now, ledger.Row{Time: now.Add(-500 * 24 * time.Hour), Account: "a", Model: "gpt-5", Session: "old", InputTokens: 7})
+	for i := range 2 {
+		code, out, errs := runCLI(t, opt, "", "usage", "--since", "600d", "--by", "session", "--csv")
+		if code != 0 || !strings.Contains(out, "\nold,1,0,7,") {
+			t.Fatalf("report %d: %d\n%s%s", i, code, out, errs)
+		}
+	}
+}
