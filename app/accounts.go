@@ -306,33 +306,81 @@ func (a *App) MoveAccount(name string, to int) (int, error) {
 	return n, err
 }
 
-// OrphanSecrets lists the keychain entries of Codex Relay's service that no account (nor the
-// local key) names: left behind by a crash between the keychain and the settings file, or by
-// an older version. PruneSecrets removes them.
+// OrphanSecrets lists this settings folder's keychain entries that no account names: left
+// behind by a crash between the keychain and the settings file. PruneSecrets removes them.
+// Entries of other folders on the same keyring, and entries of unknown owner, are not counted
+// (see KeychainLeftovers).
 func (a *App) OrphanSecrets() ([]string, error) {
-	return a.orphans(false)
+	own, _, err := a.KeychainLeftovers()
+	return own, err
 }
 
-// PruneSecrets removes the keychain entries OrphanSecrets lists and returns them.
+// PruneSecrets removes the keychain entries OrphanSecrets lists and returns them. It never
+// removes an entry of another folder, nor one of unknown owner.
 func (a *App) PruneSecrets() ([]string, error) {
-	return a.orphans(true)
+	own, _, err := a.KeychainLeftovers()
+	if err != nil || len(own) == 0 {
+		return nil, err
+	}
+	return a.RemoveLeftovers(own, false)
 }
 
-func (a *App) orphans(remove bool) ([]string, error) {
-	var out []string
-	// Under the settings lock no other process is between writing an entry and naming it.
+// KeychainLeftovers lists, under the settings lock, the entries of Codex Relay's keychain
+// service that neither an account of this folder nor its local key names, in two lists: own,
+// those that name this settings folder (every account entry written since entries name their
+// folder), and unknown, those that name no folder (written by an older version, or the local
+// key's entry, which every folder on the keyring shares). Entries that name another folder are
+// another profile's, perhaps its live keys, and are left out. It refuses while the settings file
+// is missing or cannot be read: every entry would look left over.
+func (a *App) KeychainLeftovers() (own, unknown []string, err error) {
+	unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, settingsLockName), lockWait)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	return a.leftoversLocked()
+}
+
+// RemoveLeftovers removes those of names that are still left over (see KeychainLeftovers) when
+// it runs: this folder's own, and those of unknown owner only when unknown is true. It returns
+// what it removed, sorted.
+func (a *App) RemoveLeftovers(names []string, unknown bool) ([]string, error) {
 	unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, settingsLockName), lockWait)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s, err := readSettings(a.SettingsPath())
+	own, unk, err := a.leftoversLocked()
 	if err != nil {
 		return nil, err
 	}
+	var out []string
+	for _, u := range names {
+		if !slices.Contains(own, u) && !(unknown && slices.Contains(unk, u)) {
+			continue // named meanwhile, or not this folder's to remove
+		}
+		if err := a.opt.Keychain.Delete(u); err != nil {
+			return out, err
+		}
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// leftoversLocked is KeychainLeftovers with the settings lock held. Under it no other process
+// is between writing an entry and naming it.
+func (a *App) leftoversLocked() (own, unknown []string, err error) {
+	s, err := readSettingsFile(a.SettingsPath())
+	if errors.Is(err, errSettingsMissing) {
+		return nil, nil, fmt.Errorf("%s does not exist, so every keychain entry would look left over: nothing is counted or removed until it is back", a.SettingsPath())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	users, err := a.opt.Keychain.List()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	named := map[string]bool{}
 	for _, m := range s.Accounts {
@@ -341,19 +389,28 @@ func (a *App) orphans(remove bool) ([]string, error) {
 	if s.LocalAPIKey {
 		named[localKeyUser] = true
 	}
+	mine := a.opt.Keychain.Folder
 	for _, u := range users {
 		if named[u] {
 			continue
 		}
-		if remove {
-			if err := a.opt.Keychain.Delete(u); err != nil {
-				return out, err
-			}
+		v, err := a.opt.Keychain.Get(u)
+		if errors.Is(err, ErrNoSecret) {
+			continue // removed meanwhile
 		}
-		out = append(out, u)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch f := entryFolder(v); {
+		case f == "":
+			unknown = append(unknown, u)
+		case mine != "" && f == mine:
+			own = append(own, u)
+		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(own)
+	sort.Strings(unknown)
+	return own, unknown, nil
 }
 
 func newID() string {

@@ -73,6 +73,7 @@ func Open(opt Options) (*App, error) {
 	if opt.ConfigDir == "" {
 		opt.ConfigDir = DefaultConfigDir()
 	}
+	opt.Keychain.Folder = folderKey(opt.ConfigDir) // the entries it writes name their folder
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -91,8 +92,15 @@ var accountsCommand = &command{
 		},
 		{
 			name:    "prune",
-			summary: "remove keychain entries of Codex Relay that no account names (left by an interrupted add)",
-			run:     func(c *CLI, _ []string) error { return c.prune() },
+			usage:   []string{"[--include-unknown]"},
+			summary: "remove this folder's keychain entries that no account names (left by an interrupted add)",
+			details: `Only entries that name this settings folder are removed. Entries that name no folder (written by
+an older version, or the local key's, which every settings folder on the keyring shares) are listed
+and left alone, unless --include-unknown is given; entries of another settings folder are never touched.`,
+			flags: func(fs *flag.FlagSet) runFunc {
+				unknown := fs.Bool("include-unknown", false, "also remove the entries listed as of unknown owner")
+				return func(c *CLI, _ []string) error { return c.prune(*unknown) }
+			},
 		},
 	},
 }
@@ -257,21 +265,35 @@ func (c *CLI) setKey(args []string) error {
 	})
 }
 
-// prune is `accounts prune`: it removes the keychain entries no account names.
-func (c *CLI) prune() error {
+// prune is `accounts prune`: it lists, then removes, this folder's keychain entries that no
+// account names; entries of unknown owner only with --include-unknown.
+func (c *CLI) prune(includeUnknown bool) error {
 	a, err := c.open()
 	if err != nil {
 		return err
 	}
-	removed, err := a.PruneSecrets()
+	own, unknown, err := a.KeychainLeftovers()
 	if err != nil {
 		return err
 	}
-	if len(removed) == 0 {
-		fmt.Fprintln(c.Stdout, "Every keychain entry of Codex Relay belongs to an account; nothing to remove.")
-		return nil
+	remove := own
+	if includeUnknown {
+		remove = append(slices.Clone(own), unknown...)
 	}
-	fmt.Fprintf(c.Stdout, "Removed %d keychain %s that belonged to no account: %s.\n", len(removed), plural(len(removed), "entry", "entries"), strings.Join(removed, ", "))
+	if len(remove) == 0 {
+		fmt.Fprintln(c.Stdout, "Every keychain entry of this settings folder belongs to an account; nothing to remove.")
+	} else {
+		fmt.Fprintf(c.Stdout, "Removing %d keychain %s that no account names: %s.\n", len(remove), plural(len(remove), "entry", "entries"), strings.Join(remove, ", "))
+		removed, err := a.RemoveLeftovers(remove, includeUnknown)
+		if err != nil {
+			return fmt.Errorf("removed %d of them, then: %w", len(removed), err)
+		}
+		fmt.Fprintf(c.Stdout, "Removed %d keychain %s.\n", len(removed), plural(len(removed), "entry", "entries"))
+	}
+	if len(unknown) > 0 && !includeUnknown {
+		fmt.Fprintf(c.Stdout, "Left alone %d keychain %s of unknown owner (written by an older version, or another settings folder's): %s. If no other profile uses them, remove them with `codexrelay accounts prune --include-unknown`.\n",
+			len(unknown), plural(len(unknown), "entry", "entries"), strings.Join(unknown, ", "))
+	}
 	return nil
 }
 
@@ -285,8 +307,8 @@ func (c *CLI) listAccounts(asJSON bool) error {
 		return err
 	}
 	if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 && !asJSON {
-		fmt.Fprintf(c.Stdout, "\n%d keychain %s of Codex Relay belong to no account (left by an interrupted add or an older version): remove them with `codexrelay accounts prune`.\n",
-			len(orphans), plural(len(orphans), "entry", "entries"))
+		fmt.Fprintf(c.Stdout, "\n%d keychain %s of this settings folder %s to no account (left by an interrupted add): `codexrelay accounts prune` lists and removes %s.\n",
+			len(orphans), plural(len(orphans), "entry", "entries"), plural(len(orphans), "belongs", "belong"), plural(len(orphans), "it", "them"))
 	}
 	return nil
 }

@@ -100,16 +100,17 @@ func ClaimInstance(dir, mode string) (*Instance, *InstanceInfo, error) {
 		l.Unlock()
 		return nil, nil, err
 	}
-	claims.Store(claimKey(dir), in)
+	claims.Store(folderKey(dir), in)
 	return in, nil, nil
 }
 
-// claims holds this process's Instance of each settings folder it claimed, by claimKey: the
+// claims holds this process's Instance of each settings folder it claimed, by folderKey: the
 // running relay's own reads of its folder (moving a corrupt file aside, taking the folder
 // back after it was deleted) are for the claim holder only.
 var claims sync.Map
 
-func claimKey(dir string) string {
+// folderKey is a settings folder's absolute path: how claims and keychain entries name it.
+func folderKey(dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		return abs
 	}
@@ -118,7 +119,7 @@ func claimKey(dir string) string {
 
 // claimOf returns this process's claim on dir, or nil when it holds none.
 func claimOf(dir string) *Instance {
-	if in, ok := claims.Load(claimKey(dir)); ok {
+	if in, ok := claims.Load(folderKey(dir)); ok {
 		return in.(*Instance)
 	}
 	return nil
@@ -298,7 +299,7 @@ func (in *Instance) Release() {
 	}
 	os.Remove(filepath.Join(in.dir, instanceInfoName))
 	in.lock.Unlock()
-	claims.CompareAndDelete(claimKey(in.dir), in)
+	claims.CompareAndDelete(folderKey(in.dir), in)
 }
 
 // Show asks the running tray app to bring its dashboard to the front.

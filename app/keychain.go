@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,7 +18,16 @@ const KeychainService = "codexrelay"
 // Keychain on macOS, Credential Manager on Windows). There is no plaintext fallback.
 type Keychain struct {
 	Service string
+	// Folder is the settings folder that the entries written through this keychain belong to
+	// (Open sets it). Several settings folders can share one keyring and one service (a
+	// second profile, a service run with another XDG_CONFIG_HOME), so Set records it in each
+	// entry whose secret is a JSON object (an account's), as "folder": the entries one folder
+	// left over are never taken for another's (see App.KeychainLeftovers).
+	Folder string
 }
+
+// folderField is the member of an account entry's JSON that names its settings folder.
+const folderField = "folder"
 
 // ErrNoSecret means the keychain has no entry for the account.
 var ErrNoSecret = errors.New("no secret in the keychain")
@@ -38,9 +48,39 @@ func (k Keychain) Get(user string) (string, error) {
 	return v, keychainError(err)
 }
 
-// Set stores secret under user, replacing what was there.
+// Set stores secret under user, replacing what was there. A JSON object secret is stored with
+// the keychain's Folder in it.
 func (k Keychain) Set(user, secret string) error {
-	return keychainError(keyring.Set(k.service(), user, secret))
+	return keychainError(keyring.Set(k.service(), user, k.owned(secret)))
+}
+
+// owned adds the folder to a JSON object secret; any other secret is returned as it is.
+func (k Keychain) owned(secret string) string {
+	if k.Folder == "" {
+		return secret
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(secret), &obj) != nil || obj == nil {
+		return secret
+	}
+	obj[folderField], _ = json.Marshal(k.Folder)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return secret
+	}
+	return string(b)
+}
+
+// entryFolder is the settings folder an entry's secret names, "" when it names none (an entry
+// an older version wrote, or one that is not a JSON object, such as the local key).
+func entryFolder(secret string) string {
+	var obj struct {
+		Folder string `json:"folder"`
+	}
+	if json.Unmarshal([]byte(secret), &obj) != nil {
+		return ""
+	}
+	return obj.Folder
 }
 
 // Delete removes the secret under user; a missing one is not an error.

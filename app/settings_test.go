@@ -565,20 +565,26 @@ func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
 	up := newFakeUpstream(t)
 	runCLI(t, opt, "sk-kept\n", "accounts", "add", "--name", "kept", "--kind", "openai", "--base-url", up.URL)
 	// What a crash between the keychain and the settings file leaves behind.
-	k.Set(accountUser("deadbeefdeadbeef"), Secret{APIKey: "sk-orphan"}.encode())
-	k.Set(localKeyUser, "crk-stale") // the local key is off
+	mine := Keychain{Service: k.Service, Folder: folderKey(opt.ConfigDir)}
+	mine.Set(accountUser("deadbeefdeadbeef"), Secret{APIKey: "sk-orphan"}.encode())
+	k.Set(localKeyUser, "crk-stale") // the local key is off; the entry names no folder
 	code, out, _ := runCLI(t, opt, "", "accounts", "list")
-	if code != 0 || !strings.Contains(out, "2 keychain entries of Codex Relay belong to no account") || !strings.Contains(out, "accounts prune") {
+	if code != 0 || !strings.Contains(out, "1 keychain entry of this settings folder belongs to no account") || !strings.Contains(out, "accounts prune") {
 		t.Fatalf("list: %q", out)
 	}
 	code, out, _ = runCLI(t, opt, "", "accounts", "prune")
-	if code != 0 || !strings.Contains(out, "Removed 2 keychain entries") || strings.Contains(out, "sk-") {
+	if code != 0 || !strings.Contains(out, "Removing 1 keychain entry that no account names: account/deadbeefdeadbeef.\nRemoved 1 keychain entry.") ||
+		!strings.Contains(out, "Left alone 1 keychain entry of unknown owner") || strings.Contains(out, "sk-") || strings.Contains(out, "crk-") {
 		t.Fatalf("prune: %q", out)
 	}
-	keychainMatchesFile(t, opt)
-	if _, err := k.Get(localKeyUser); err != ErrNoSecret {
-		t.Fatal("the stale local key is still there")
+	if _, err := k.Get(localKeyUser); err != nil {
+		t.Fatal("an entry of unknown owner was removed without asking")
 	}
+	code, out, _ = runCLI(t, opt, "", "accounts", "prune", "--include-unknown")
+	if code != 0 || !strings.Contains(out, "Removed 1 keychain entry") {
+		t.Fatalf("prune --include-unknown: %q", out)
+	}
+	keychainMatchesFile(t, opt)
 	code, out, _ = runCLI(t, opt, "", "accounts", "prune")
 	if code != 0 || !strings.Contains(out, "nothing to remove") {
 		t.Fatalf("second prune: %q", out)
