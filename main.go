@@ -1,5 +1,9 @@
 // Command codexrelay is Codex Relay: a tray app (no arguments) or, with a sub-command, the
 // headless proxy and its account tools. See README.md.
+//
+// The tray app is two processes of this binary: the tray process (no arguments) runs the relay
+// and the tray icon without any GL loop, and starts `codexrelay window NAME`, the Fyne windows,
+// only while a window is open.
 package main
 
 import (
@@ -14,35 +18,40 @@ import (
 	"github.com/codexrelay/codexrelay/ui"
 )
 
-// appID is the application's identifier (FyneApp.toml's ID).
-const appID = "io.github.codexrelay"
-
 func main() {
-	if len(os.Args) > 1 {
-		// Fyne's GLFW driver locks the main goroutine to the main OS thread in its init (the
-		// tray needs that). The sub-commands do not, and a locked goroutine pays for a switch of
-		// OS threads each time it blocks and wakes, which tripled the latencies `bench proxy`
-		// measured. So they run on an ordinary goroutine.
-		code := make(chan int)
-		go func() {
-			cli := &app.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-			code <- cli.Run(os.Args[1:])
-		}()
-		os.Exit(<-code)
+	switch {
+	case len(os.Args) == 1:
+		os.Exit(tray())
+	case os.Args[1] == "window" && len(os.Args) == 3:
+		os.Exit(windows(os.Args[2]))
 	}
-	// Fyne panics without a display. Say what to do instead, before anything is claimed or
+	// Fyne's GLFW driver and systray lock the main goroutine to the main OS thread in their
+	// init (the tray and the windows need that). The sub-commands do not, and a locked
+	// goroutine pays for a switch of OS threads each time it blocks and wakes, which tripled
+	// the latencies `bench proxy` measured. So they run on an ordinary goroutine.
+	code := make(chan int)
+	go func() {
+		cli := &app.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+		code <- cli.Run(os.Args[1:])
+	}()
+	os.Exit(<-code)
+}
+
+// tray runs the tray process: the relay in-process and the tray icon (no Fyne app).
+func tray() int {
+	// The windows need a display. Say what to do instead, before anything is claimed or
 	// written.
 	if noDisplay() {
 		fmt.Fprintln(os.Stderr, "codexrelay: no display: use 'codexrelay serve' for the headless proxy")
-		os.Exit(1)
+		return 1
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	// One Codex Relay per user: a second launch brings the first one's dashboard to the front
-	// and ends, having written nothing.
+	// One Codex Relay per user: a second launch brings the first one's dashboard up and ends,
+	// having written nothing.
 	inst, other, err := app.ClaimInstance(app.DefaultConfigDir(), "tray")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
-		os.Exit(1)
+		return 1
 	}
 	if other != nil {
 		if other.Mode == "tray" && other.Show() == nil {
@@ -50,20 +59,41 @@ func main() {
 		} else {
 			fmt.Printf("Codex Relay is already running (%s).\n", other)
 		}
-		os.Exit(0)
+		return 0
 	}
 	defer inst.Release()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexrelay: cannot find its own executable for the windows:", err)
+		return 1
+	}
 	app.SetMemoryLimit(os.Getenv)
 	relay, err := app.Open(app.Options{Logger: log})
 	if err != nil {
-		inst.Release()
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
-		os.Exit(1)
+		return 1
 	}
-	// The tray's title (and the notifications' sender) come from the app's metadata, which only
-	// a build by the fyne tool would embed: set it here for every build.
-	fyneapp.SetMetadata(fyne.AppMetadata{ID: appID, Name: "Codex Relay", Version: app.Version})
-	ui.Run(fyneapp.NewWithID(appID), relay, log, inst)
+	ui.RunTray(relay, log, inst, exe)
+	return 0
+}
+
+// windows runs the window process the tray process starts: the Fyne windows over the tray
+// process's state, until the last one closes.
+func windows(name string) int {
+	log := app.Logger(os.Stderr, os.Getenv)
+	relay, err := app.Open(app.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
+		return 1
+	}
+	// The windows' title (and the app's identity) come from the app's metadata, which only a
+	// build by the fyne tool would embed: set it here for every build.
+	fyneapp.SetMetadata(fyne.AppMetadata{ID: ui.AppID, Name: "Codex Relay", Version: app.Version})
+	if err := ui.RunWindows(fyneapp.NewWithID(ui.AppID), relay, log, name, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
+		return 2
+	}
+	return 0
 }
 
 // noDisplay says whether this is Linux or a BSD without an X11 or Wayland display to open the

@@ -53,7 +53,7 @@ var accountsWindowSize = fyne.NewSize(780, 560)
 func newAccountsWindow(u *UI) *accountsWindow {
 	a := &accountsWindow{u: u}
 	a.win = u.toolWindow("Accounts – Codex Relay", a.build(), accountsWindowSize)
-	a.win.SetCloseIntercept(func() { a.shown = false; a.win.Hide() })
+	a.win.SetCloseIntercept(func() { a.shown = false; u.hideWindow(a.win) })
 	return a
 }
 
@@ -260,8 +260,7 @@ func (a *accountsWindow) confirmRemove(name string) {
 // front instead.
 func (a *accountsWindow) signIn(name string) {
 	if a.signin != nil && a.signin.open {
-		a.win.Show()
-		a.win.RequestFocus()
+		a.u.showWindow(a.win)
 		return
 	}
 	a.signin = newSignInDialog(a.u, a.win, name, func(meta app.AccountMeta) {

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
-
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -310,68 +307,84 @@ func TestNotifierLowCapacity(t *testing.T) {
 	}
 }
 
-// The UI sends what the notifier returns, for the kinds the settings leave on.
-func TestUISendsEnabledNotifications(t *testing.T) {
-	u, relay := newTestUI(t, nil)
+// The tray process sends what the notifier returns, for the kinds the settings leave on.
+func TestTraySendsEnabledNotifications(t *testing.T) {
+	tr, relay, _, _ := newTestTray(t, nil)
+	var mu sync.Mutex
+	var sent [][2]string
+	tr.notes.send = func(title, body string) { mu.Lock(); sent = append(sent, [2]string{title, body}); mu.Unlock() }
+	// wait returns what was sent once the sender is done.
+	wait := func() [][2]string {
+		t.Helper()
+		for range 500 {
+			tr.notes.mu.Lock()
+			idle := !tr.notes.sending
+			tr.notes.mu.Unlock()
+			if idle {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out := sent
+		sent = nil
+		return out
+	}
 	src := sample()
 	src.Snapshot.Accounts[1].State = proxy.StateReady // one account stays ready throughout
-	u.src = src                                       // live, not ShowFixed: notifications are on
-	u.now = func() time.Time { return testNow }
-	u.refresh()
+	tr.src = src                                      // live, not fixed: notifications are on
+	tr.now = func() time.Time { return testNow }
+	tr.refresh()
 	src.Snapshot.Accounts[0].State = proxy.StateNeedsLogin
-	test.AssertNotificationSent(t, fyne.NewNotification("personal needs a new sign-in",
-		"The ChatGPT sign-in of personal is no longer accepted: sign in again in the Accounts window (Sign in again…)."),
-		u.refresh)
-	test.AssertNotificationSent(t, nil, u.refresh)
+	tr.refresh()
+	want := [2]string{"personal needs a new sign-in",
+		"The ChatGPT sign-in of personal is no longer accepted: sign in again in the Accounts window (Sign in again…)."}
+	if got := wait(); len(got) != 1 || got[0] != want {
+		t.Fatalf("sent %q, want %q", got, want)
+	}
+	tr.refresh()
+	if got := wait(); len(got) != 0 {
+		t.Fatalf("sent %q again", got)
+	}
 
 	if err := relay.SetNotification(app.NotifyNeedsLogin, false); err != nil {
 		t.Fatal(err)
 	}
 	src.Snapshot.Accounts[0].State = proxy.StateReady
-	u.refresh()
+	tr.refresh()
 	src.Snapshot.Accounts[0].State = proxy.StateNeedsLogin
-	test.AssertNotificationSent(t, nil, u.refresh)
+	tr.refresh()
+	if got := wait(); len(got) != 0 {
+		t.Fatalf("sent %q with the kind off", got)
+	}
 }
 
-// recordingApp is a Fyne app whose notifications wait until the test lets them through, as a
-// D-Bus call to a busy notification daemon would.
-type recordingApp struct {
-	fyne.App
-	gate chan struct{}
-	mu   sync.Mutex
-	sent []string
-}
-
-func (a *recordingApp) SendNotification(n *fyne.Notification) {
-	<-a.gate
-	a.mu.Lock()
-	a.sent = append(a.sent, n.Title)
-	a.mu.Unlock()
-}
-
-func (a *recordingApp) titles() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.sent)
-}
-
-// Notifications are sent off the UI thread, in order: a blocking send never holds up a tick.
-func TestUISendsNotificationsOffTheUIThread(t *testing.T) {
-	u, _ := newTestUI(t, nil)
-	rec := &recordingApp{App: u.fa, gate: make(chan struct{})}
-	u.fa = rec
-	u.async = func(f func()) { go f() } // as in the app
+// Notifications are sent off the tray's loop, in order: a blocking send (a busy notification
+// daemon) never holds up a tick.
+func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
+	tr, _, _, _ := newTestTray(t, nil)
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var titles []string
+	tr.notes.send = func(title, _ string) {
+		<-gate
+		mu.Lock()
+		titles = append(titles, title)
+		mu.Unlock()
+	}
+	got := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(titles) }
 	src := sample()
 	src.Snapshot.Accounts[1].State = proxy.StateReady
-	u.src = src
-	u.now = func() time.Time { return testNow }
-	u.refresh()
+	tr.src = src
+	tr.now = func() time.Time { return testNow }
+	tr.refresh()
 
 	tick := func() {
 		t.Helper()
 		done := make(chan struct{})
 		go func() {
-			fyne.DoAndWait(u.refresh)
+			tr.refresh()
 			close(done)
 		}()
 		select {
@@ -386,15 +399,15 @@ func TestUISendsNotificationsOffTheUIThread(t *testing.T) {
 	src.Snapshot.Accounts[1].State, src.Snapshot.Accounts[1].CooldownReason = proxy.StateCooldown, proxy.CooldownRateLimit
 	src.Snapshot.Accounts[1].CooldownUntil = &until
 	tick()
-	if got := rec.titles(); len(got) != 0 {
-		t.Fatalf("sent %q through a closed gate", got)
+	if n := got(); len(n) != 0 {
+		t.Fatalf("sent %q through a closed gate", n)
 	}
-	close(rec.gate)
+	close(gate)
 	want := []string{"personal needs a new sign-in", "team reached its limit", "Every account is resting"}
 	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Equal(rec.titles(), want) {
+	for !slices.Equal(got(), want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sent %q, want %q in that order", rec.titles(), want)
+			t.Fatalf("sent %q, want %q in that order", got(), want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -99,8 +99,7 @@ func (s *settingsWindow) open() {
 	s.keyShown.SetText("")
 	s.keyBox.Hide()
 	s.load()
-	s.win.Show()
-	s.win.RequestFocus()
+	s.u.showWindow(s.win)
 }
 
 func (s *settingsWindow) build() fyne.CanvasObject {
@@ -364,7 +363,7 @@ func (s *settingsWindow) applyPort() {
 	setMessage(s.portMsg, "Restarting the proxy on "+addr+"…", widget.MediumImportance)
 	s.portApply.Disable()
 	s.u.async(func() {
-		err := s.u.svc.SetListen(addr)
+		err := s.u.ctl.SetListen(addr)
 		fyne.Do(func() {
 			s.portApply.Enable()
 			switch {
@@ -374,7 +373,7 @@ func (s *settingsWindow) applyPort() {
 				setMessage(s.portMsg, "Saved, but CODEXRELAY_LISTEN="+s.u.relay.ListenAddr()+
 					" overrides it while that variable is set.", widget.WarningImportance)
 			default:
-				setMessage(s.portMsg, "Listening on http://"+s.u.svc.Status().Addr+"/v1. Codex needs the new "+
+				setMessage(s.portMsg, "Listening on http://"+s.u.ctl.Status().Addr+"/v1. Codex needs the new "+
 					"port too: the dashboard's Codex line offers to configure it.", widget.SuccessImportance)
 			}
 		})
@@ -404,7 +403,7 @@ func (s *settingsWindow) applySWR(on bool) {
 			setCheck(s.swr, !on)
 			return
 		}
-		s.u.refresh() // the tray's item follows at once
+		s.u.refresh()
 	})
 }
 

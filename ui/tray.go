@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -152,12 +151,22 @@ func trayTooltip(v view) string {
 	return "Codex Relay: " + word + " · " + detail
 }
 
+// trayActions are what the tray menu's items do (the tray process's, or a test's).
+type trayActions struct {
+	// open asks for a window of the window process: "dashboard", "usage", "accounts",
+	// "settings", "configure-codex".
+	open                                 func(name string)
+	copyCodexConfig, pause, resume, quit func()
+}
+
 // trayMenu is the tray menu for one view: the whole menu is a function of the state, rebuilt
 // each tick (Tailscale's systray client does the same), never patched item by item. Tray.show
-// hands it to the desktop only when it differs from the one shown.
-func (u *UI) trayMenu(v view) []*fyne.MenuItem {
+// hands it to the desktop only when it differs from the one shown. quitting says a Quit is
+// draining the relay.
+func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.MenuItem {
+	opener := func(name string) func() { return func() { act.open(name) } }
 	_, line := trayState(v.snap, v.svc)
-	if u.quitting {
+	if quitting {
 		line = "Stopping: letting requests finish…"
 	}
 	status := fyne.NewMenuItem(truncate(line, 90), nil)
@@ -167,14 +176,13 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 	items := []*fyne.MenuItem{status, requests}
 	if v.today != "" {
 		// Today's tokens and cost from the usage ledger; it opens the Usage window.
-		items = append(items, fyne.NewMenuItem(v.today, u.showUsage))
+		items = append(items, fyne.NewMenuItem(v.today, opener("usage")))
 	}
 	items = append(items, fyne.NewMenuItemSeparator())
 
 	// One line per account, in priority order, with a dot in its state's colour.
-	now := u.now()
 	for _, a := range v.snap.Accounts {
-		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), u.showAccounts)
+		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
 		it.Icon = dotIcons[stateTone(a.State)]
 		items = append(items, it)
 	}
@@ -182,33 +190,27 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 		items = append(items, fyne.NewMenuItemSeparator())
 	}
 
-	swr := fyne.NewMenuItem("Stale-while-revalidate", nil)
-	swr.Checked = v.snap.Catalog.SWREnabled
-	on := !swr.Checked
-	swr.Action = func() { u.setStaleWhileRevalidate(on) }
-
 	var pause *fyne.MenuItem
 	switch {
 	case v.svc.Paused:
-		pause = fyne.NewMenuItem("Resume proxy", u.resume)
+		pause = fyne.NewMenuItem("Resume proxy", act.resume)
 	case v.svc.Running:
-		pause = fyne.NewMenuItem("Pause proxy", u.pause)
+		pause = fyne.NewMenuItem("Pause proxy", act.pause)
 	default:
-		pause = fyne.NewMenuItem("Start proxy", u.resume)
+		pause = fyne.NewMenuItem("Start proxy", act.resume)
 	}
 
-	quit := fyne.NewMenuItem("Quit", u.quit)
-	quit.IsQuit = true // Fyne adds no Quit of its own, and this one drains the proxy first
+	quit := fyne.NewMenuItem("Quit", act.quit)
+	quit.IsQuit = true // it drains the proxy first
 
 	return append(items,
-		fyne.NewMenuItem("Open Dashboard", u.showDashboard),
-		fyne.NewMenuItem("Usage…", u.showUsage),
-		fyne.NewMenuItem("Accounts…", u.showAccounts),
-		fyne.NewMenuItem("Settings…", u.showSettings),
+		fyne.NewMenuItem("Open Dashboard", opener("dashboard")),
+		fyne.NewMenuItem("Usage…", opener("usage")),
+		fyne.NewMenuItem("Accounts…", opener("accounts")),
+		fyne.NewMenuItem("Settings…", opener("settings")),
 		fyne.NewMenuItemSeparator(),
-		swr,
-		fyne.NewMenuItem("Copy Codex config", u.copyCodexConfig),
-		fyne.NewMenuItem("Configure Codex…", u.configureCodex),
+		fyne.NewMenuItem("Copy Codex config", act.copyCodexConfig),
+		fyne.NewMenuItem("Configure Codex…", opener("configure-codex")),
 		fyne.NewMenuItemSeparator(),
 		pause,
 		fyne.NewMenuItemSeparator(),
@@ -219,15 +221,21 @@ func (u *UI) trayMenu(v view) []*fyne.MenuItem {
 // Tray is the system-tray presence: one menu, one icon and one tooltip, each handed to the
 // desktop only when it changed (a rebuilt native menu closes itself on some desktops).
 type Tray struct {
-	menu  *fyne.Menu
-	desk  desktop.App // nil without a tray
-	state state
-	shown string // signature of the menu on screen
-	icon  fyne.Resource
-	// tooltip is the text on hover; setTooltip hands it to the desktop (nil where there is
-	// no tray host).
-	tooltip    string
-	setTooltip func(string)
+	menu    *fyne.Menu
+	backend trayBackend // nil: nothing to show it on
+	state   state
+	shown   string // signature of the menu on screen
+	icon    fyne.Resource
+	tooltip string // the text on hover
+}
+
+// trayBackend is the desktop's tray: fyne.io/systray in the tray process, a recorder in tests.
+// The tray calls it from one goroutine at a time, and never after the tray process began to
+// leave (a late icon update on a closed D-Bus connection panicked in systray).
+type trayBackend interface {
+	SetMenu(items []*fyne.MenuItem)
+	SetIcon(icon fyne.Resource)
+	SetTooltip(text string)
 }
 
 func newTray() *Tray {
@@ -244,21 +252,21 @@ func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
 	if sig := menuSignature(items); sig != t.shown {
 		t.shown = sig
 		t.menu.Items = items
-		if t.desk != nil {
-			t.desk.SetSystemTrayMenu(t.menu)
+		if t.backend != nil {
+			t.backend.SetMenu(items)
 		}
 	}
 	if s != t.state {
 		t.state = s
 		t.icon = s.icon()
-		if t.desk != nil {
-			t.desk.SetSystemTrayIcon(t.icon)
+		if t.backend != nil {
+			t.backend.SetIcon(t.icon)
 		}
 	}
 	if tooltip != t.tooltip {
 		t.tooltip = tooltip
-		if t.setTooltip != nil {
-			t.setTooltip(tooltip)
+		if t.backend != nil {
+			t.backend.SetTooltip(tooltip)
 		}
 	}
 }

@@ -1,14 +1,22 @@
 package ui
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -55,23 +63,68 @@ func TestTrayState(t *testing.T) {
 	}
 }
 
+// newTestTray is the tray process over a real app in a temporary config folder, with a tray
+// that records what it is handed; windows asked for are recorded in opened. Slow actions run
+// inline.
+func newTestTray(t *testing.T, env map[string]string) (tr *TrayApp, relay *app.App, tray *fakeTray, opened *[]string) {
+	t.Helper()
+	u, relay := newTestUI(t, env) // the same app set-up as the windows' tests
+	tr = NewTray(relay, slog.New(slog.DiscardHandler))
+	t.Cleanup(tr.svc.Stop)
+	_ = u
+	tray = &fakeTray{}
+	tr.tray.backend = tray
+	tr.async = func(f func()) { f() }
+	opened = new([]string)
+	tr.open = func(name string) { *opened = append(*opened, name) }
+	tr.copyText = func(string) error { return errNoClipboardTool }
+	tr.notes.send = func(title, body string) {}
+	return tr, relay, tray, opened
+}
+
+// fakeTray records what the tray hands the desktop, and fails the test (by panicking, as
+// systray did on a closed D-Bus connection) if anything comes after ended.
+type fakeTray struct {
+	mu                 sync.Mutex
+	menus, icons, tips int
+	lastTip            string
+	ended              bool
+}
+
+func (f *fakeTray) touch() {
+	if f.ended {
+		panic("the tray was touched after it ended")
+	}
+}
+func (f *fakeTray) SetMenu([]*fyne.MenuItem) { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.menus++ }
+func (f *fakeTray) SetIcon(fyne.Resource)    { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.icons++ }
+func (f *fakeTray) SetTooltip(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.touch()
+	f.tips++
+	f.lastTip = s
+}
+func (f *fakeTray) end() { f.mu.Lock(); f.ended = true; f.mu.Unlock() }
+
+func trayItem(t *testing.T, tr *TrayApp, label string) *fyne.MenuItem {
+	t.Helper()
+	return menuItem(t, &fyne.Menu{Items: tr.Menu()}, label)
+}
+
 func TestTrayMenuFollowsTheProxy(t *testing.T) {
-	u, relay := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
-	if err := u.svc.Start(); err != nil {
+	tr, relay, _, opened := newTestTray(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
+	if err := tr.svc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	u.refresh()
-	m := u.tray.Menu()
-	addr := u.svc.Status().Addr
-	if got := m.Items[0].Label; got != "Listening on http://"+addr+"/v1 · no account yet" || !m.Items[0].Disabled {
+	tr.refresh()
+	items := tr.Menu()
+	addr := tr.svc.Status().Addr
+	if got := items[0].Label; got != "Listening on http://"+addr+"/v1 · no account yet" || !items[0].Disabled {
 		t.Fatalf("status line %q", got)
 	}
-	if u.tray.state != stateStopped || u.tray.icon != iconStopped {
-		t.Errorf("state %v without an account", u.tray.state)
-	}
-	u.showDashboard()
-	if got := u.dash.stateText.Text; got != "Not serving" {
-		t.Errorf("dashboard header says %q while listening without an account", got)
+	if tr.tray.state != stateStopped || tr.tray.icon != iconStopped {
+		t.Errorf("state %v without an account", tr.tray.state)
 	}
 
 	// One request (no account: a 503) shows in the count.
@@ -82,84 +135,161 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	u.refresh()
-	if got := m.Items[1].Label; got != "1 request · 1 error" {
+	tr.refresh()
+	if got := tr.Menu()[1].Label; got != "1 request · 1 error" {
 		t.Errorf("requests line %q", got)
 	}
-	for _, want := range []string{"Open Dashboard", "Accounts…", "Settings…", "Stale-while-revalidate",
-		"Copy Codex config", "Configure Codex…", "Pause proxy", "Quit"} {
-		menuItem(t, m, want)
+	// Each window item asks the window process for its window.
+	for label, window := range map[string]string{"Open Dashboard": "dashboard", "Usage…": "usage", "Accounts…": "accounts",
+		"Settings…": "settings", "Configure Codex…": "configure-codex"} {
+		*opened = nil
+		trayItem(t, tr, label).Action()
+		if !slices.Equal(*opened, []string{window}) {
+			t.Errorf("%s asked for %q, want %q", label, *opened, window)
+		}
+	}
+	// Stale-while-revalidate moved to the Settings window.
+	for _, it := range tr.Menu() {
+		if strings.Contains(it.Label, "Stale") {
+			t.Errorf("the tray still has %q", it.Label)
+		}
 	}
 
 	// Pause and resume through the menu.
-	menuItem(t, m, "Pause proxy").Action()
-	u.refresh()
-	if st := u.svc.Status(); !st.Paused || st.Running {
+	trayItem(t, tr, "Pause proxy").Action()
+	tr.refresh()
+	if st := tr.svc.Status(); !st.Paused || st.Running {
 		t.Fatalf("after Pause: %+v", st)
 	}
-	if m.Items[0].Label != "Paused" || u.tray.state != statePaused {
-		t.Errorf("paused menu %q, state %v", m.Items[0].Label, u.tray.state)
+	if tr.Menu()[0].Label != "Paused" || tr.tray.state != statePaused {
+		t.Errorf("paused menu %q, state %v", tr.Menu()[0].Label, tr.tray.state)
 	}
-	menuItem(t, m, "Resume proxy").Action()
-	u.refresh()
-	if st := u.svc.Status(); !st.Running {
+	trayItem(t, tr, "Resume proxy").Action()
+	tr.refresh()
+	if st := tr.svc.Status(); !st.Running {
 		t.Fatalf("after Resume: %+v", st)
 	}
 
-	// Quit is ours (Fyne adds none) and stops the listener before leaving.
-	last := m.Items[len(m.Items)-1]
+	// Quit is last, and stops the listener before the tray ends.
+	last := tr.Menu()[len(tr.Menu())-1]
 	if !last.IsQuit || last.Label != "Quit" {
 		t.Fatalf("last item %q (IsQuit %v)", last.Label, last.IsQuit)
 	}
+	exited := false
+	tr.exit = func() {
+		if tr.svc.Status().Running {
+			t.Error("the tray ended before the listener stopped")
+		}
+		exited = true
+	}
 	last.Action()
-	if u.svc.Status().Running {
-		t.Error("Quit left the proxy running")
+	if tr.svc.Status().Running || !exited {
+		t.Errorf("Quit: running %v, tray ended %v", tr.svc.Status().Running, exited)
 	}
 }
 
-func TestTrayTogglesStaleWhileRevalidate(t *testing.T) {
-	u, relay := newTestUI(t, nil)
-	u.refresh()
-	item := menuItem(t, u.tray.Menu(), "Stale-while-revalidate")
-	if !item.Checked || !relay.Proxy.Stats().Catalog.SWREnabled {
-		t.Fatal("stale-while-revalidate should start on")
+// Quit panicked in 2 of 4 tries: a tick updated the tray icon while systray closed its D-Bus
+// connection. Once Quit has begun to leave, no tick, however late, touches the tray.
+func TestTrayQuitNeverTouchesTheTrayAfterwards(t *testing.T) {
+	tr, _, tray, _ := newTestTray(t, nil)
+	tr.src = &movingSource{}
+	tr.refresh()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 { // ticks racing with the Quit, each with something new to show
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tr.refresh()
+			}
+		}()
 	}
-	item.Action()
-	if relay.Proxy.Stats().Catalog.SWREnabled {
-		t.Fatal("the tray item did not turn stale-while-revalidate off")
+	tr.async = func(f func()) { go f() } // as in the app
+	done := make(chan struct{})
+	tr.exit = func() { tray.end(); close(done) } // from here on, a touch panics
+	tr.quit()
+	<-done
+	for range 100 {
+		tr.refresh()
 	}
-	if s := relay.Settings().Catalog.StaleWhileRevalidate; s == nil || *s {
-		t.Error("the change was not saved")
+	close(stop)
+	wg.Wait()
+	if got := tr.Menu()[0].Label; got != "Stopping: letting requests finish…" {
+		t.Errorf("while quitting the tray said %q", got)
 	}
-	item = menuItem(t, u.tray.Menu(), "Stale-while-revalidate")
-	if item.Checked {
-		t.Error("the menu still shows it checked")
-	}
-	item.Action()
-	if !relay.Proxy.Stats().Catalog.SWREnabled || !menuItem(t, u.tray.Menu(), "Stale-while-revalidate").Checked {
-		t.Error("the tray item did not turn stale-while-revalidate on again")
+}
+
+// movingSource has one more request at each look, so that each tick has a new menu to show.
+type movingSource struct{ n atomic.Int64 }
+
+func (m *movingSource) Stats() proxy.Snapshot {
+	return proxy.Snapshot{Requests: proxy.RequestStats{Total: m.n.Add(1)}}
+}
+func (m *movingSource) Traces(int) []proxy.Trace { return nil }
+
+// A left click on the icon asks the window process for the dashboard; the tray process itself
+// has no window to open.
+func TestTrayLeftClickOpensTheDashboard(t *testing.T) {
+	tr, _, _, opened := newTestTray(t, nil)
+	tr.tapped()
+	if !slices.Equal(*opened, []string{"dashboard"}) {
+		t.Errorf("a left click asked for %q", *opened)
 	}
 }
 
 func TestTrayCopiesCodexConfig(t *testing.T) {
-	u, _ := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:7999"})
-	u.refresh()
-	menuItem(t, u.tray.Menu(), "Copy Codex config").Action()
-	got := u.fa.Clipboard().Content()
-	if !strings.Contains(got, `base_url = "http://127.0.0.1:7999/v1"`) {
-		t.Errorf("clipboard:\n%s", got)
+	tr, _, _, opened := newTestTray(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:7999"})
+	var got string
+	notes := make(chan string, 4)
+	tr.copyText = func(s string) error { got = s; return nil }
+	tr.notes.send = func(title, _ string) { notes <- title }
+	tr.refresh()
+	trayItem(t, tr, "Copy Codex config").Action()
+	if !strings.Contains(got, `base_url = "http://127.0.0.1:7999/v1"`) || len(*opened) != 0 {
+		t.Errorf("clipboard:\n%s (windows asked for: %q)", got, *opened)
+	}
+	select {
+	case n := <-notes:
+		if n != "Codex config copied" {
+			t.Errorf("notification %q", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no notification said it was copied")
+	}
+	// Without a clipboard tool, the window process copies it.
+	tr.copyText = func(string) error { return errNoClipboardTool }
+	trayItem(t, tr, "Copy Codex config").Action()
+	if !slices.Equal(*opened, []string{"copy-codex-config"}) {
+		t.Errorf("without a clipboard tool it asked for %q", *opened)
 	}
 }
 
-func TestTrayConfigureCodexAsksFirst(t *testing.T) {
+// The window process's copy: the dashboard, the block on its clipboard, and a word saying so.
+func TestWindowCopiesCodexConfig(t *testing.T) {
+	u, _ := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:7999"})
+	u.OpenWindow("copy-codex-config")
+	if got := u.fa.Clipboard().Content(); !strings.Contains(got, `base_url = "http://127.0.0.1:7999/v1"`) {
+		t.Errorf("clipboard:\n%s", got)
+	}
+	if got := overlayTexts(t, u.dashWin); !strings.Contains(got, "on the clipboard while this window is open") {
+		t.Errorf("the dashboard says %q", got)
+	}
+}
+
+func TestWindowConfigureCodexAsksFirst(t *testing.T) {
 	home := t.TempDir()
 	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
 	old := "model = \"gpt-5.1-codex\"\n"
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u.refresh()
-	menuItem(t, u.tray.Menu(), "Configure Codex…").Action()
+	u.OpenWindow("configure-codex")
 	w := u.dashWin
 	if w == nil {
 		t.Fatal("no window for the confirmation")
@@ -181,13 +311,15 @@ func TestTrayConfigureCodexAsksFirst(t *testing.T) {
 // The tray lists each account: a dot in its state's colour, its name, its usage or the clock
 // time its rest ends, and which account served last and serves next.
 func TestTrayMenuAccountLines(t *testing.T) {
-	u, _ := newTestUI(t, nil)
+	tr, _, _, opened := newTestTray(t, nil)
 	src := sample()
 	src.Snapshot.Accounts[0].Quota.PrimaryResetsAt = testNow.Add(time.Hour)
 	src.Snapshot.Next = "personal"
 	src.Snapshot.LastServed = "team"
-	u.ShowFixed(src, running(), testNow)
-	items := u.tray.Menu().Items
+	st := running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	tr.refresh()
+	items := tr.Menu()
 	want := []struct {
 		label string
 		dot   tone
@@ -207,15 +339,15 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	}
 	// A line opens the accounts window.
 	items[3].Action()
-	if u.accounts == nil || !u.accounts.shown {
-		t.Error("an account's line did not open the accounts window")
+	if !slices.Equal(*opened, []string{"accounts"}) {
+		t.Errorf("an account's line asked for %q", *opened)
 	}
 	// A failing account rests; a disabled one says so.
 	until := testNow.Add(30 * time.Second)
 	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].CooldownUntil = proxy.CooldownFailing, &until
 	src.Snapshot.Accounts[2].State = proxy.StateDisabled
-	u.refresh()
-	items = u.tray.Menu().Items
+	tr.refresh()
+	items = tr.Menu()
 	if items[4].Label != "team · resting until 14:32 · served last" || items[5].Label != "api · disabled" ||
 		items[5].Icon != dotIcons[toneDim] {
 		t.Errorf("lines %q", labels(items[3:6]))
@@ -225,57 +357,66 @@ func TestTrayMenuAccountLines(t *testing.T) {
 // An unchanged view rebuilds nothing: the desktop gets the menu, the icon and the tooltip
 // once, and again only when what they show changed.
 func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
-	u, _ := newTestUI(t, nil)
+	tr, _, desk, _ := newTestTray(t, nil)
 	src := sample()
-	u.ShowFixed(src, running(), testNow)
-	desk := &fakeDesk{}
-	var tips []string
-	u.tray.desk, u.tray.setTooltip = desk, func(s string) { tips = append(tips, s) }
-	u.tray.shown, u.tray.state, u.tray.tooltip = "", -1, ""
-	u.refresh()
-	first := u.tray.Menu().Items[0]
-	u.refresh()
-	u.refresh()
-	if desk.menus != 1 || desk.icons != 1 || len(tips) != 1 {
-		t.Fatalf("three identical views: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	st := running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	tr.refresh()
+	first := tr.Menu()[0]
+	tr.refresh()
+	tr.refresh()
+	if desk.menus != 1 || desk.icons != 1 || desk.tips != 1 {
+		t.Fatalf("three identical views: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, desk.tips)
 	}
-	if u.tray.Menu().Items[0] != first {
+	if tr.Menu()[0] != first {
 		t.Error("an unchanged menu was rebuilt")
 	}
-	if tips[0] != "Codex Relay: Degraded · Listening on http://127.0.0.1:7455/v1 · 1 of 3 accounts ready" {
-		t.Errorf("tooltip %q", tips[0])
+	if desk.lastTip != "Codex Relay: Degraded · Listening on http://127.0.0.1:7455/v1 · 1 of 3 accounts ready" {
+		t.Errorf("tooltip %q", desk.lastTip)
 	}
 	// The clock moves, nothing else: still nothing.
-	u.now = func() time.Time { return testNow.Add(40 * time.Second) }
-	u.refresh()
+	tr.now = func() time.Time { return testNow.Add(40 * time.Second) }
+	tr.refresh()
 	if desk.menus != 1 {
 		t.Errorf("the clock alone rebuilt the menu")
 	}
 	// Requests start and finish: the menu leaves the requests in flight out.
 	for _, n := range []int64{3, 0, 1} {
 		src.Snapshot.Requests.InFlight = n
-		u.refresh()
+		tr.refresh()
 	}
-	if desk.menus != 1 || desk.icons != 1 || len(tips) != 1 {
-		t.Errorf("requests in flight: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	if desk.menus != 1 || desk.icons != 1 || desk.tips != 1 {
+		t.Errorf("requests in flight: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, desk.tips)
 	}
-	for _, it := range u.tray.Menu().Items {
+	for _, it := range tr.Menu() {
 		if strings.Contains(it.Label, "in flight") {
 			t.Errorf("the menu says %q", it.Label)
 		}
 	}
 	// A new request changes the second line: one new menu, same icon and tooltip.
 	src.Snapshot.Requests.Total++
-	u.refresh()
-	if desk.menus != 2 || desk.icons != 1 || len(tips) != 1 {
-		t.Errorf("after a request: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, len(tips))
+	tr.refresh()
+	if desk.menus != 2 || desk.icons != 1 || desk.tips != 1 {
+		t.Errorf("after a request: %d menus, %d icons, %d tooltips", desk.menus, desk.icons, desk.tips)
 	}
 	// Every account ready: a new icon and tooltip.
 	for i := range src.Snapshot.Accounts {
 		src.Snapshot.Accounts[i].State = proxy.StateReady
 	}
-	u.refresh()
-	if desk.icons != 2 || len(tips) != 2 || u.tray.state != stateServing {
-		t.Errorf("all ready: %d icons, %d tooltips, state %v", desk.icons, len(tips), u.tray.state)
+	tr.refresh()
+	if desk.icons != 2 || desk.tips != 2 || tr.tray.state != stateServing {
+		t.Errorf("all ready: %d icons, %d tooltips, state %v", desk.icons, desk.tips, tr.tray.state)
+	}
+}
+
+// On Windows the tray takes ICO files: the PNG goes in one, whole, with its size.
+func TestPNGInICO(t *testing.T) {
+	png := iconServing.Content()
+	ico := pngICO(png)
+	if !bytes.Equal(ico[:6], []byte{0, 0, 1, 0, 1, 0}) || !bytes.Equal(ico[22:], png) {
+		t.Fatalf("ico header % x", ico[:22])
+	}
+	if size := binary.LittleEndian.Uint32(ico[14:18]); size != uint32(len(png)) {
+		t.Errorf("size %d, want %d", size, len(png))
 	}
 }

@@ -1,6 +1,13 @@
-// Package ui is Codex Relay's desktop face: the tray menu, the dashboard, the settings and
-// the accounts windows. It is a thin client: it reads the proxy's state only as a snapshot
-// (Stats and Traces, polled once a second off the UI thread) and acts only through app methods.
+// Package ui is Codex Relay's desktop face, in two processes. The tray process (TrayApp, the
+// relay in-process) shows the tray icon and menu with fyne.io/systray and sends the desktop
+// notifications: no Fyne app, no GL loop, so it costs nothing at idle. The windows (the
+// dashboard, first run, accounts, settings, usage) are a Fyne app in a window process the tray
+// starts on demand (RunWindows), which reads the relay's live state from the tray process over
+// loopback (windowAPI) and acts through app methods, as the CLI does; it ends when its last
+// window closes.
+//
+// UI is the windows' side: a thin client that reads the proxy's state only as a snapshot
+// (Stats and Traces, polled once a second off the UI thread while a window is open).
 package ui
 
 import (
@@ -15,34 +22,33 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
-	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// UI ties the tray and the windows to one app and its listener.
+// UI ties the windows to one app and its listener.
 type UI struct {
 	fa    fyne.App
 	relay *app.App
-	svc   *app.Service
-	log   *slog.Logger
-	src   Source
-	now   func() time.Time
+	// svc is an in-process listener (tests, screenshots); ctl is what the windows ask of the
+	// listener: svc, or the tray process through the window API.
+	svc *app.Service
+	ctl relayControl
+	log *slog.Logger
+	src Source
+	now func() time.Time
 	// async runs a slow app call (keychain, listener restart, drain) off the UI thread; its
 	// result comes back with fyne.Do. Tests run it inline.
 	async func(func())
 	// poke asks the poller for an early tick after an action.
 	poke chan struct{}
 
-	last     view
-	quitting bool
+	last view
 	// orphans are the keychain entries no account names, read at start and after a prune.
 	orphansMu sync.Mutex
 	orphans   []string
-	tray      *Tray
 
 	dash     *Dashboard
 	dashWin  fyne.Window
@@ -52,6 +58,10 @@ type UI struct {
 	// date (it is brought up to date when it opens), which keeps an idle tray app quiet.
 	dashShown bool
 	usageWin  *usageScreen
+	// shown are the windows open now; lastClosed, when set, is called when the last one
+	// closes (the window process then ends).
+	shown      map[fyne.Window]bool
+	lastClosed func()
 
 	// usage is what the Usage window and the tray's usage line read (the relay's ledger, or
 	// a fixed source: ShowFixedUsage); today caches the tray's line.
@@ -60,13 +70,6 @@ type UI struct {
 	today   today
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
-
-	notifier *notifier
-	// notesMu guards the notifications waiting to be sent and whether a sender runs: they are
-	// handed to the desktop off the UI thread (on Linux each is a D-Bus call that may block).
-	notesMu sync.Mutex
-	notes   []*fyne.Notification
-	sending bool
 	// codexSetup caches what CodexConfigured found, by the state of config.toml it read.
 	codexMu    sync.Mutex
 	codexKey   codexFileKey
@@ -83,14 +86,14 @@ type UI struct {
 func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u := &UI{
 		fa: fa, relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
-		now:      time.Now,
-		elapsed:  time.Now,
-		usage:    relayUsage{relay},
-		async:    func(f func()) { go f() },
-		poke:     make(chan struct{}, 1),
-		tray:     newTray(),
-		notifier: newNotifier(),
+		now:     time.Now,
+		elapsed: time.Now,
+		usage:   relayUsage{relay},
+		async:   func(f func()) { go f() },
+		poke:    make(chan struct{}, 1),
+		shown:   map[fyne.Window]bool{},
 	}
+	u.ctl = u.svc
 	fa.Settings().SetTheme(newTheme())
 	u.dash = NewDashboard(u.src, DashboardOptions{
 		Status:         u.status,
@@ -129,7 +132,7 @@ func (u *UI) status() app.ServiceStatus {
 	if u.fixed != nil {
 		return *u.fixed
 	}
-	return u.svc.Status()
+	return u.ctl.Status()
 }
 
 // strategy is the routing strategy in force.
@@ -151,74 +154,6 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 		addr = st.Addr
 	}
 	return u.relay.UseCodexLogin(ctx, addr)
-}
-
-// Run starts the proxy, the tray (or, without a tray host, the dashboard window) and the
-// poller, and blocks in the Fyne event loop. Quitting stops the proxy and lets in-flight
-// requests drain first. inst is this process's claim to be the running Codex Relay: a second
-// launch brings the dashboard to the front through it.
-func Run(fa fyne.App, relay *app.App, log *slog.Logger, inst *app.Instance) {
-	u := New(fa, relay, log)
-	u.svc.Instance = inst
-	if inst != nil {
-		if err := inst.OnShow(func() { fyne.Do(u.ShowDashboard) }); err != nil {
-			log.Warn("a second launch cannot reach this one", "error", err)
-		}
-	}
-	u.Run()
-}
-
-// Run starts the proxy, the tray and the poller for a UI built with New, and blocks in the
-// Fyne event loop until Quit.
-func (u *UI) Run() {
-	u.fa.SetIcon(iconApp)
-	u.svc.OnChange = func(app.ServiceStatus) { u.changed() }
-	if err := u.svc.Start(); err != nil {
-		u.log.Error("proxy not started", "error", err) // the tray and the dashboard show it too
-	}
-	u.refresh()
-	ctx, cancel := context.WithCancel(context.Background())
-	go u.poll(ctx)
-	// Follow the settings file: changes made by the CLI (or by hand) apply within a moment.
-	go u.relay.Watch(ctx)
-	u.async(u.checkOrphans)
-
-	if desk, ok := u.fa.(desktop.App); ok {
-		u.tray.desk = desk
-		hostOK, why := trayHost()
-		if hostOK {
-			u.tray.setTooltip = systray.SetTooltip
-		}
-		u.tray.shown, u.tray.state, u.tray.tooltip = "", -1, "" // push the first menu, icon and tooltip
-		u.tray.show(u.trayMenu(u.last), u.tray.stateFor(u.last), trayTooltip(u.last))
-		desk.SetSystemTrayWindow(u.dashboardWindow()) // a left click on the icon opens it
-		if !hostOK {
-			// The menu is set anyway (a host may come later), but nothing would be visible now.
-			u.log.Warn("showing the dashboard window instead of a tray icon", "reason", why)
-			w := u.dashboardWindow()
-			w.SetMaster()
-			w.SetCloseIntercept(u.quit)
-			u.showDashboard()
-		} else if len(u.relay.Accounts()) == 0 || !u.last.svc.Running {
-			// First run, or the port is taken: say so in a window, even where the tray is hard to find.
-			u.showDashboard()
-		}
-	} else {
-		u.log.Warn("this Fyne driver has no system tray (not a desktop.App): showing the dashboard window instead")
-		w := u.dashboardWindow()
-		w.SetMaster()
-		w.SetCloseIntercept(u.quit) // closing it quits, after the drain
-		u.showDashboard()
-	}
-	if err := u.relay.LoadWarning; err != nil {
-		u.showDashboard()
-		dialog.ShowError(err, u.dashWin)
-	}
-	u.fa.Lifecycle().SetOnStopped(func() {
-		cancel()
-		u.svc.Stop() // a no-op after our Quit; drains when the session ends us (SIGTERM)
-	})
-	u.fa.Run()
 }
 
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
@@ -288,10 +223,9 @@ func (u *UI) pruneSecrets() {
 	})
 }
 
-// apply shows v everywhere (UI thread) and sends the notifications it calls for.
+// apply shows v in the open windows (UI thread).
 func (u *UI) apply(v view) {
 	u.last = v
-	u.tray.show(u.trayMenu(v), u.tray.stateFor(v), trayTooltip(v))
 	if u.dashShown {
 		u.dash.show(v)
 	}
@@ -301,49 +235,8 @@ func (u *UI) apply(v view) {
 	if u.usageWin != nil {
 		u.usageWin.tick()
 	}
-	if u.fixed == nil {
-		var notes []*fyne.Notification
-		for _, n := range u.notifier.next(v.snap, u.now(), v.notify.Threshold()) {
-			if v.notify.Enabled(n.kind) {
-				notes = append(notes, fyne.NewNotification(n.title, n.body))
-			}
-		}
-		u.sendNotifications(notes...)
-	}
 	if u.settings != nil {
 		u.settings.sync(v)
-	}
-}
-
-// sendNotifications hands notes to the desktop off the UI thread, in order: one sender at a
-// time (started through async) sends what is waiting, then ends.
-func (u *UI) sendNotifications(notes ...*fyne.Notification) {
-	if len(notes) == 0 {
-		return
-	}
-	u.notesMu.Lock()
-	u.notes = append(u.notes, notes...)
-	start := !u.sending
-	u.sending = true
-	u.notesMu.Unlock()
-	if start {
-		u.async(u.sendWaiting)
-	}
-}
-
-// sendWaiting sends the waiting notifications one by one until none is left (any goroutine).
-func (u *UI) sendWaiting() {
-	for {
-		u.notesMu.Lock()
-		if len(u.notes) == 0 {
-			u.sending = false
-			u.notesMu.Unlock()
-			return
-		}
-		n := u.notes[0]
-		u.notes = u.notes[1:]
-		u.notesMu.Unlock()
-		u.fa.SendNotification(n)
 	}
 }
 
@@ -370,18 +263,17 @@ func (u *UI) dashboardWindow() fyne.Window {
 		w.SetIcon(iconApp)
 		w.SetContent(u.dash.Content())
 		w.Resize(DashboardSize)
-		// The tray keeps running; replaced by SetMaster without one.
-		w.SetCloseIntercept(func() { u.dashShown = false; w.Hide() })
+		w.SetCloseIntercept(func() { u.dashShown = false; u.hideWindow(w) })
 		u.dashWin = w
 	}
 	return u.dashWin
 }
 
-// toolWindow makes a secondary window that hides on close (the app keeps running in the tray).
+// toolWindow makes a secondary window that hides on close.
 func (u *UI) toolWindow(title string, content fyne.CanvasObject, size fyne.Size) fyne.Window {
 	w := u.fa.NewWindow(title)
 	w.SetIcon(iconApp)
-	w.SetCloseIntercept(w.Hide)
+	w.SetCloseIntercept(func() { u.hideWindow(w) })
 	w.SetContent(content)
 	w.Resize(size)
 	return w
@@ -391,8 +283,51 @@ func (u *UI) showDashboard() {
 	u.dashShown = true
 	u.dash.show(u.last)
 	w := u.dashboardWindow()
+	u.showWindow(w)
+}
+
+// showWindow shows w in front (every window opens through it, so that the process knows
+// which are open).
+func (u *UI) showWindow(w fyne.Window) {
+	u.shown[w] = true
 	w.Show()
 	w.RequestFocus()
+}
+
+// hideWindow hides w (every window closes through it); after the last one, lastClosed.
+func (u *UI) hideWindow(w fyne.Window) {
+	w.Hide()
+	if !u.shown[w] {
+		return
+	}
+	delete(u.shown, w)
+	if len(u.shown) == 0 && u.lastClosed != nil {
+		u.lastClosed()
+	}
+}
+
+// OpenWindow opens the window a tray action asked for: "dashboard", "usage", "accounts",
+// "settings", "configure-codex" (the dashboard with the confirmation) or "copy-codex-config"
+// (the dashboard, having copied the provider block). Anything else opens the dashboard.
+func (u *UI) OpenWindow(name string) {
+	switch name {
+	case "usage":
+		u.showUsage()
+	case "accounts":
+		u.showAccounts()
+	case "settings":
+		u.showSettings()
+	case "configure-codex":
+		u.refresh()
+		u.configureCodex()
+	case "copy-codex-config":
+		u.ShowDashboard()
+		u.copyText(u.codexConfig())
+		dialog.ShowInformation("Codex config copied", "The provider block is on the clipboard while this window is open:\n"+
+			"paste it into ~/.codex/config.toml, or use Configure Codex… to merge it with a backup.", u.dashWin)
+	default:
+		u.ShowDashboard()
+	}
 }
 
 // ShowDashboard opens the dashboard window.
@@ -420,8 +355,7 @@ func (u *UI) showAccounts() {
 	}
 	u.accounts.shown = true
 	u.accounts.show(u.last)
-	u.accounts.win.Show()
-	u.accounts.win.RequestFocus()
+	u.showWindow(u.accounts.win)
 }
 
 // parent is the window a dialog opened from the tray belongs to: the dashboard, shown.
@@ -430,46 +364,15 @@ func (u *UI) parent() fyne.Window {
 	return u.dashWin
 }
 
-// setStaleWhileRevalidate changes the live catalog setting from the tray, off the UI thread
-// (saving the settings may wait for another process's lock).
-func (u *UI) setStaleWhileRevalidate(on bool) {
-	u.async(func() {
-		err := u.relay.SetStaleWhileRevalidate(on)
-		fyne.Do(func() {
-			if err != nil {
-				u.showError(u.parent(), err)
-			}
-			u.refresh()
-		})
-	})
-}
-
-func (u *UI) pause() {
-	u.async(func() {
-		u.svc.Pause() // waits for in-flight requests to drain
-		u.changed()
-	})
-}
-
 func (u *UI) resume() {
 	u.async(func() {
-		err := u.svc.Resume()
+		err := u.ctl.Resume()
 		fyne.Do(func() {
 			if err != nil {
 				u.showError(u.parent(), err)
 			}
 		})
 		u.changed()
-	})
-}
-
-// quit stops the proxy (letting in-flight requests finish) and then leaves the event loop.
-func (u *UI) quit() {
-	u.quitting = true
-	u.tray.show(u.trayMenu(u.last), u.tray.state, u.tray.tooltip)
-	u.async(func() {
-		u.svc.Stop()
-		fyne.Do(u.fa.Quit)
 	})
 }
 
@@ -523,12 +426,6 @@ func (u *UI) codexLogin() app.CodexLogin {
 }
 
 func (u *UI) copyText(s string) { u.fa.Clipboard().SetContent(s) }
-
-func (u *UI) copyCodexConfig() {
-	u.copyText(u.codexConfig())
-	u.sendNotifications(fyne.NewNotification("Codex config copied",
-		"Paste the provider block into ~/.codex/config.toml, or use Configure Codex… to merge it with a backup."))
-}
 
 // configureCodex asks, then merges the provider block into ~/.codex/config.toml (with a backup).
 func (u *UI) configureCodex() {

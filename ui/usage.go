@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -304,7 +305,7 @@ func todayLine(rep ledger.Report, k accountKinds) string {
 // when the settings or the source change.
 type today struct {
 	mu   sync.Mutex
-	line string
+	text string
 	at   time.Time // when it was read (elapsed clock); zero: read at the next look
 	gen  uint64    // the settings generation it was read under
 }
@@ -313,30 +314,45 @@ type today struct {
 // It reads the ledger only when read is set (off the UI thread) and the line is due; on the
 // UI thread it returns the last line and asks the poller for a read when one is due.
 func (u *UI) usageToday(accts []proxy.AccountStats, read bool) string {
-	st := u.relay.Settings()
-	u.today.mu.Lock()
-	defer u.today.mu.Unlock()
-	t := u.elapsed()
-	if !u.today.at.IsZero() && t.Sub(u.today.at) < usageEvery && u.today.gen == st.Generation {
-		return u.today.line
+	line, due := u.today.line(u.relay.Settings().Generation, u.elapsed(), read, u.usageSource(), accts, u.now(), u.log)
+	if due {
+		u.changed()
+	}
+	return line
+}
+
+// line is the cached usage line at the elapsed-clock time t under settings generation gen.
+// When a read is due it reads src (accounts accts, day of now) if read is set; otherwise it
+// returns the last line and due set.
+func (c *today) line(gen uint64, t time.Time, read bool, src UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) (line string, due bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && t.Sub(c.at) < usageEvery && c.gen == gen {
+		return c.text, false
 	}
 	if !read {
-		u.changed()
-		return u.today.line
+		return c.text, true
 	}
-	u.today.at, u.today.gen = t, st.Generation
+	c.at, c.gen = t, gen
 	ctx, cancel := context.WithTimeout(context.Background(), usageReadTimeout)
 	defer cancel()
-	rep, err := u.usageSource().Summary(ctx, ledger.Query{Since: localMidnight(u.now()), By: "account"})
+	rep, err := src.Summary(ctx, ledger.Query{Since: localMidnight(now), By: "account"})
 	if err != nil {
-		u.today.line = ""
+		c.text = ""
 		if !errors.Is(err, ErrUsageOff) && !errors.Is(err, ErrUsageClosed) {
-			u.log.Debug("usage ledger: cannot read today's usage", "error", err)
+			log.Debug("usage ledger: cannot read today's usage", "error", err)
 		}
-		return ""
+		return "", false
 	}
-	u.today.line = todayLine(rep, kindsOf(accts))
-	return u.today.line
+	c.text = todayLine(rep, kindsOf(accts))
+	return c.text, false
+}
+
+// reset makes the next look read the ledger again.
+func (c *today) reset() {
+	c.mu.Lock()
+	c.at = time.Time{}
+	c.mu.Unlock()
 }
 
 // usageSource is the usage source the windows read.
@@ -352,9 +368,7 @@ func (u *UI) ShowFixedUsage(src UsageSource) {
 	u.usageMu.Lock()
 	u.usage = src
 	u.usageMu.Unlock()
-	u.today.mu.Lock()
-	u.today.at = time.Time{}
-	u.today.mu.Unlock()
+	u.today.reset()
 	if u.usageWin != nil && u.usageWin.shown {
 		u.usageWin.reload()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,17 @@ func newUsageUI(t *testing.T, src UsageSource) (*UI, *time.Time) {
 	u.ShowFixed(sample(), running(), testNow)
 	u.ShowFixedUsage(src)
 	return u, &el
+}
+
+// newUsageTray is the tray process showing sample() and src, its elapsed clock moved by hand (*el).
+func newUsageTray(t *testing.T, src UsageSource) (*TrayApp, *fakeTray, *[]string, *time.Time) {
+	t.Helper()
+	tr, _, desk, opened := newTestTray(t, nil)
+	el := time.Unix(1_000_000, 0)
+	st := running()
+	tr.elapsed = func() time.Time { return el }
+	tr.src, tr.fixed, tr.now, tr.usage = sample(), &st, func() time.Time { return testNow }, src
+	return tr, desk, opened, &el
 }
 
 // poll is one tick of the poller: a fetch that may read the ledger, then apply.
@@ -267,11 +279,10 @@ func TestUsageWindowStates(t *testing.T) {
 			if w.period.Visible() != (c.name == "empty") {
 				t.Errorf("the period shows: %v", w.period.Visible())
 			}
-			if got := menuItem(t, u.tray.Menu(), "Usage…"); got.Action == nil {
-				t.Error("the tray's Usage… does nothing")
-			}
+			tr, _, _, _ := newUsageTray(t, c.src)
+			tr.refresh()
 			today := ""
-			for _, it := range u.tray.Menu().Items {
+			for _, it := range tr.Menu() {
 				if strings.HasPrefix(it.Label, "Today:") {
 					today = it.Label
 				}
@@ -338,9 +349,15 @@ func TestUsageWindowOpens(t *testing.T) {
 		t.Fatal("Usage… in the dashboard did not open the window")
 	}
 	u.usageWin.close()
-	menuItem(t, u.tray.Menu(), "Usage…").Action()
+	tr, _, opened, _ := newUsageTray(t, sampleUsage())
+	tr.refresh()
+	trayItem(t, tr, "Usage…").Action()
+	if !slices.Equal(*opened, []string{"usage"}) {
+		t.Fatalf("Usage… in the tray asked for %q", *opened)
+	}
+	u.OpenWindow((*opened)[0])
 	if !u.usageWin.shown {
-		t.Error("Usage… in the tray did not open the window")
+		t.Error("the window process did not open the Usage window")
 	}
 }
 
@@ -363,11 +380,9 @@ func TestUsageWindowFits(t *testing.T) {
 func TestTrayUsageLine(t *testing.T) {
 	fixed := sampleUsage()
 	src := &countingUsage{UsageSource: fixed}
-	u, el := newUsageUI(t, src)
-	desk := &fakeDesk{}
-	u.tray.desk, u.tray.shown = desk, ""
-	poll(u)
-	items := u.tray.Menu().Items
+	tr, desk, opened, el := newUsageTray(t, src)
+	tr.refresh()
+	items := tr.Menu()
 	const want = "Today: 1.2 M tokens · $1.30 + $2.10 API-equiv."
 	if items[2].Label != want || items[2].Disabled {
 		t.Fatalf("line 3 %q, want %q", items[2].Label, want)
@@ -378,31 +393,31 @@ func TestTrayUsageLine(t *testing.T) {
 	reads, menus := src.summaries, desk.menus
 	for range 30 {
 		*el = el.Add(time.Second)
-		poll(u)
+		tr.refresh()
 	}
 	if src.summaries != reads || desk.menus != menus {
 		t.Errorf("within a minute: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
 	}
 	// A minute on, the same figures: one read, no new menu.
 	*el = el.Add(30 * time.Second)
-	poll(u)
+	tr.refresh()
 	if src.summaries != reads+1 || desk.menus != menus {
 		t.Errorf("a minute later: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
 	}
 	// New usage: the next read shows it.
 	fixed.Rows = append(fixed.Rows, usageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
-	poll(u)
-	if got := u.tray.Menu().Items[2].Label; got != want {
+	tr.refresh()
+	if got := tr.Menu()[2].Label; got != want {
 		t.Errorf("read again within the minute: %q", got)
 	}
 	*el = el.Add(time.Minute)
-	poll(u)
-	if got := u.tray.Menu().Items[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 {
+	tr.refresh()
+	if got := tr.Menu()[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 {
 		t.Errorf("after new usage %q (%d new menus)", got, desk.menus-menus)
 	}
-	u.tray.Menu().Items[2].Action()
-	if u.usageWin == nil || !u.usageWin.shown {
-		t.Error("the usage line did not open the Usage window")
+	tr.Menu()[2].Action()
+	if !slices.Equal(*opened, []string{"usage"}) {
+		t.Errorf("the usage line asked for %q", *opened)
 	}
 }
 

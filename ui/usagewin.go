@@ -487,15 +487,14 @@ func (w *usageScreen) build() fyne.CanvasObject {
 // open shows the window and reads the ledger.
 func (w *usageScreen) open() {
 	w.shown = true
-	w.win.Show()
-	w.win.RequestFocus()
+	w.u.showWindow(w.win)
 	w.reload()
 }
 
 // close hides the window; a hidden one reads nothing.
 func (w *usageScreen) close() {
 	w.shown = false
-	w.win.Hide()
+	w.u.hideWindow(w.win)
 }
 
 // tick reads the ledger again when the last read is usageEvery old (the poller calls it

@@ -1,0 +1,55 @@
+//go:build linux || freebsd || openbsd || netbsd
+
+package ui
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// fakeNotifications is an org.freedesktop.Notifications server that records each Notify.
+type fakeNotifications struct{ got chan []any }
+
+func (f *fakeNotifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
+	hints map[string]dbus.Variant, expire int32) (uint32, *dbus.Error) {
+	f.got <- []any{app, summary, body, expire}
+	return 7, nil
+}
+
+// A notification goes to the desktop's notification server, and expires: Fyne sent its
+// notifications with the timeout 0 ("never"), so that they stayed on screen.
+func TestDesktopNotifyExpires(t *testing.T) {
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		t.Skip("needs a D-Bus session bus (make test runs one)")
+	}
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		t.Skip("no session bus:", err)
+	}
+	defer conn.Close()
+	f := &fakeNotifications{got: make(chan []any, 1)}
+	if err := conn.Export(f, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
+	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Skip("a notification server runs on this bus already")
+	}
+	if err := desktopNotify("team reached its limit", "team rests until 14:36."); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-f.got:
+		if got[0] != "Codex Relay" || got[1] != "team reached its limit" || got[2] != "team rests until 14:36." {
+			t.Errorf("notified %q", got)
+		}
+		if exp := got[3].(int32); exp <= 0 || exp != int32(notifyExpiry.Milliseconds()) {
+			t.Errorf("expire timeout %d ms, want %d", exp, notifyExpiry.Milliseconds())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Notify reached the server")
+	}
+}
