@@ -51,7 +51,14 @@ func (k Keychain) Get(user string) (string, error) {
 // Set stores secret under user, replacing what was there. A JSON object secret is stored with
 // the keychain's Folder in it.
 func (k Keychain) Set(user, secret string) error {
-	return keychainError(keyring.Set(k.service(), user, k.owned(secret)))
+	owned := k.owned(secret)
+	err := keyring.Set(k.service(), user, owned)
+	if errors.Is(err, keyring.ErrSetDataTooBig) && owned != secret {
+		// The folder's few bytes tipped a large sign-in over the system's limit (2,560 bytes
+		// on Windows): stored without it, the entry is of unknown owner, never pruned unasked.
+		err = keyring.Set(k.service(), user, secret)
+	}
+	return keychainError(err)
 }
 
 // owned adds the folder to a JSON object secret; any other secret is returned as it is.
