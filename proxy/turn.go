@@ -1,6 +1,10 @@
 package proxy
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
 
 // Turn headers. The Codex CLI sends, with each request of a turn, headers that the Responses
 // upstreams read (the turn's metadata, beta features, the subagent, request and window ids),
@@ -26,12 +30,19 @@ func (x *exchange) upstreamHeaders(m *member) http.Header {
 	if m.Kind == KindOpenAI && m.API == APIChat {
 		return h
 	}
+	meta := x.frameMetadata()
 	for _, k := range turnHeaders {
-		if v := x.r.Header.Values(k); len(v) > 0 {
+		if v, ok := meta[strings.ToLower(k)]; ok {
+			h.Set(k, v)
+		} else if v := x.r.Header.Values(k); len(v) > 0 {
 			h[k] = v
 		}
 	}
-	if st := x.r.Header.Get(turnStateHeader); st != "" {
+	st := x.r.Header.Get(turnStateHeader)
+	if v, ok := meta[strings.ToLower(turnStateHeader)]; ok {
+		st = v
+	}
+	if st != "" {
 		if owner, ok := x.s.turnStates.owner([]byte(st)); ok && owner == m.key() {
 			h.Set(turnStateHeader, st)
 		} else {
@@ -46,4 +57,36 @@ func (s *Server) learnTurnState(m *member, h http.Header) {
 	if st := h.Get(turnStateHeader); st != "" {
 		s.turnStates.learn(m.key(), []byte(st))
 	}
+}
+
+// frameMetadata is, for a WebSocket turn, the frame's client_metadata: over a socket the
+// Codex CLI sends each turn's headers there (the handshake's x-codex-turn-metadata is the
+// connection's first, a prewarm's), by lower-case header name. Nil for an HTTP request.
+func (x *exchange) frameMetadata() map[string]string {
+	if x.turn == nil {
+		return nil
+	}
+	raw, ok := x.turn.obj.Get("client_metadata")
+	if !ok {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[strings.ToLower(k)] = s
+		}
+	}
+	return out
+}
+
+// turnMetadata is the request's x-codex-turn-metadata: a WebSocket frame's, else the header.
+func (x *exchange) turnMetadata() string {
+	if v, ok := x.frameMetadata()["x-codex-turn-metadata"]; ok {
+		return v
+	}
+	return x.r.Header.Get("X-Codex-Turn-Metadata")
 }

@@ -208,3 +208,21 @@ func TestSocketConnectionLimitIsInvisible(t *testing.T) {
 		t.Errorf("account blamed: %+v", st)
 	}
 }
+
+// Over a socket the Codex CLI sends each turn's headers in the frame's client_metadata (the
+// handshake's are the connection's first, a prewarm's): the frame's reach the upstream.
+func TestSocketTurnHeadersComeFromTheFrame(t *testing.T) {
+	up := newUpstream(t, answerText("ok")) // HTTP only: the turn is replayed over HTTP
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
+	c := r.dial(t, "X-Codex-Turn-Metadata", `{"turn_id":"","request_kind":"prewarm"}`, "X-Codex-Window-Id", "w:0")
+	frame := strings.TrimSuffix(createFrame("", userItem("one")), "}") +
+		`,"client_metadata":{"x-codex-turn-metadata":"{\"turn_id\":\"t-42\",\"request_kind\":\"turn\",\"workspaces\":{\"/src/app\":{}}}","x-codex-window-id":"w:1"}}`
+	responseID(t, turn(t, c, frame))
+	h := up.requests()[0].Header
+	if got := h.Get("X-Codex-Turn-Metadata"); !strings.Contains(got, `"turn_id":"t-42"`) || h.Get("X-Codex-Window-Id") != "w:1" {
+		t.Fatalf("upstream got metadata %q, window %q", got, h.Get("X-Codex-Window-Id"))
+	}
+	if tr := r.lastTrace(t, 1); tr.Project != "app" {
+		t.Errorf("trace project %q", tr.Project)
+	}
+}

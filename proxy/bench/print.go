@@ -71,6 +71,9 @@ func (r ProxyResult) Print(w io.Writer) {
 	sl := r.Sealed
 	fmt.Fprintf(tw, "sealed-item tracking\tsmall Codex turn p50 with it %.0f us, without %.0f us: added %.1f us [< 5]; after a rotation (one foreign item left out) %.0f us against the clean body untracked %.0f us: added %.1f us; %.0f bytes per remembered item\n",
 		sl.OnP50Us, sl.OffP50Us, sl.AddedP50Us, sl.RotatedOnP50Us, sl.RotatedOffP50Us, sl.RotatedAddedP50Us, sl.BytesPerItem)
+	ro := r.Rotation
+	fmt.Fprintf(tw, "%.2f MB request rotated\tleaving out %d items the first account sealed %.2f ms, nothing sealed %.2f ms: added %.2f passes of %.2f ms [within 2]; %d full serialization(s)\n",
+		float64(ro.Bytes)/1e6, ro.SealedItems, ro.StrippedMs, ro.PlainMs, ro.AddedPasses, ro.PassMs, ro.Serializations)
 	c := r.Conversation
 	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
 		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)

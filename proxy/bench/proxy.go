@@ -132,6 +132,8 @@ type ProxyResult struct {
 	Ledger LedgerResult `json:"ledger"`
 	// Sealed is what tracking account-sealed items costs.
 	Sealed SealedResult `json:"sealed"`
+	// Rotation is the large request rotated, leaving out what the first account sealed.
+	Rotation RotationResult `json:"rotation"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -184,7 +186,7 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.stream, r.conversation, r.loads, r.soak} {
+	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.rotation, r.stream, r.conversation, r.loads, r.soak} {
 		if err := phase(); err != nil {
 			return res, err
 		}
@@ -588,15 +590,40 @@ func newBenchUpstream() (*benchUpstream, error) {
 		head := make([]byte, 4096)
 		n, _ := io.ReadFull(r.Body, head)
 		body := head[:n]
-		io.Copy(io.Discard, r.Body)
+		if !bytes.Contains(body, []byte(`"model":"bench-rotate"`)) {
+			io.Copy(io.Discard, r.Body)
+		}
 		if r.Method == http.MethodGet {
-			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"gpt-5-codex"}]}`)
+			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"bench-rotate"},{"id":"gpt-5-codex"}]}`)
 			return
 		}
 		model := ""
 		if i := bytes.Index(body, []byte(`"model":"`)); i >= 0 {
 			rest := body[i+9:]
 			model = string(rest[:bytes.IndexByte(rest, '"')])
+		}
+		if model == "bench-rotate" {
+			rest, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case r.Header.Get("Authorization") == "Bearer sk-a" && n < len(head):
+				// The small request: a's answer, with the reasoning it seals.
+				out := ""
+				for i := range rotationSealed {
+					out += `{"type":"reasoning","id":"rs_` + strconv.Itoa(i) + `","summary":[],"encrypted_content":"gAAAABsealedA-` + strconv.Itoa(i) +
+						`-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"},`
+				}
+				io.WriteString(w, `{"id":"resp_a","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"m","role":"assistant","content":[]}]}`)
+			case r.Header.Get("Authorization") == "Bearer sk-a":
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`)
+			case bytes.Contains(body, []byte("gAAAABsealedA")) || bytes.Contains(rest, []byte("gAAAABsealedA")):
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content could not be verified."}}`)
+			default:
+				w.Write(done[len(`{"type":"response.completed","response":`) : len(done)-1])
+			}
+			return
 		}
 		if model == "bench-sealed" {
 			// Seals its reasoning to its key; refuses content another account sealed.

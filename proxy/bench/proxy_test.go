@@ -90,6 +90,9 @@ func TestProxyBenchRuns(t *testing.T) {
 	if sl := r.Sealed; sl.Requests != 20 || sl.OnP50Us <= 0 || sl.OffP50Us <= 0 || sl.RotatedOnP50Us <= 0 || sl.BytesPerItem <= 8 || sl.BytesPerItem > 200 {
 		t.Fatalf("sealed %+v", sl)
 	}
+	if ro := r.Rotation; ro.StrippedMs <= 0 || ro.PlainMs <= 0 || ro.PassMs <= 0 || ro.Serializations != 1 {
+		t.Fatalf("rotation %+v", ro)
+	}
 	c := r.Conversation
 	if c.Turns != 6 || len(c.PerTurn) != 6 || c.LastUploadRatio <= 0 || c.LastUploadRatio >= 0.5 {
 		t.Fatalf("conversation %+v", c)

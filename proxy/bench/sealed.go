@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // The sealed phase of `bench proxy`: what tracking account-sealed items (reasoning's
@@ -103,4 +110,102 @@ func (r *proxyRun) timed(body string) (float64, error) {
 		return 0, err
 	}
 	return float64(time.Since(t0).Nanoseconds()) / 1e3, nil
+}
+
+// RotationResult is the 1.16 MB Codex request rotated from an account that answers 429 to the
+// next one, with reasoning the first account sealed in its input (the next one must not get
+// it) against the same rotation with nothing sealed, in the same run; in parse-and-build
+// passes of the body (PassOnce), the unit of the large request's target.
+type RotationResult struct {
+	Bytes       int     `json:"bytes"`
+	SealedItems int     `json:"sealedItems"` // reasoning items the first account sealed
+	PlainMs     float64 `json:"plainMs"`     // the rotation with nothing sealed
+	StrippedMs  float64 `json:"strippedMs"`  // the rotation leaving the sealed items out
+	PassMs      float64 `json:"passMs"`
+	AddedPasses float64 `json:"addedPasses"` // (stripped - plain) / pass
+	// Serializations are the full builds the stripped rotation made (the trace's misses and
+	// direct builds): the first account gets the client's bytes as they are.
+	Serializations int64 `json:"serializations"`
+}
+
+const rotationSealed = 200
+
+// rotationBodies are the synthetic 1.16 MB body with and without rotationSealed reasoning
+// items sealed by the first account at the head of its input.
+func rotationBodies() (plain, sealed []byte) {
+	plain = testkit.SyntheticResponsesBody(10000)
+	plain = bytes.Replace(plain, []byte(`"model":"gpt-5-codex"`), []byte(`"model":"bench-rotate"`), 1)
+	// No session: each sample starts on the first account (a session would stay on the next).
+	if i := bytes.Index(plain, []byte(`"prompt_cache_key":`)); i >= 0 {
+		j := i + bytes.IndexByte(plain[i+len(`"prompt_cache_key":"`):], '"') + len(`"prompt_cache_key":"`) + 2
+		plain = append(plain[:i:i], plain[j:]...)
+	}
+	var items []byte
+	for i := range rotationSealed {
+		items = append(items, `{"type":"reasoning","id":"rs_`+strconv.Itoa(i)+`","summary":[],"encrypted_content":"gAAAABsealedA-`+strconv.Itoa(i)+
+			`-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"},`...)
+	}
+	at := bytes.Index(plain, []byte(`"input":[`)) + len(`"input":[`)
+	sealed = append(append(append([]byte{}, plain[:at]...), items...), plain[at:]...)
+	return plain, sealed
+}
+
+// rotation measures RotationResult on a relay of its own with two accounts on the bench
+// upstream: "a" answers the large request 429 (and, once, a small one with the sealed items,
+// so that the relay knows they are a's), "b" refuses any of a's items. The relay's clock moves
+// a minute past a's cooldown between samples, so that each sample rotates.
+func (r *proxyRun) rotation() error {
+	res := &r.res.Rotation
+	var offset atomic.Int64
+	relay := proxy.New(proxy.Options{Hold: -1, Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
+		Catalog: proxy.CatalogOptions{RefreshInterval: -1, TTL: 10000 * time.Hour}})
+	relay.SetAccounts([]proxy.Account{
+		{Name: "a", Kind: proxy.KindOpenAI, BaseURL: r.up.url + "/v1", Credentials: proxy.Static{Token: "sk-a"}},
+		{Name: "b", Kind: proxy.KindOpenAI, BaseURL: r.up.url + "/v1", Credentials: proxy.Static{Token: "sk-b"}},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
+	defer func() { stop(); <-served }()
+	url := "http://" + ln.Addr().String() + "/v1"
+	// a answers a small request with the items it sealed: the relay learns them.
+	if err := drain(r.post(url, `{"model":"bench-rotate","stream":false,"input":"learn"}`)); err != nil {
+		return fmt.Errorf("rotation: %w", err)
+	}
+	plain, sealed := rotationBodies()
+	res.Bytes, res.SealedItems = len(plain), rotationSealed
+	once := func(body []byte) (float64, error) {
+		offset.Add(int64(61 * time.Second))
+		t0 := time.Now()
+		if err := drain(r.post(url, string(body))); err != nil {
+			return 0, err
+		}
+		return ms(time.Since(t0)), nil
+	}
+	var ps, ss, passes []float64
+	for i := 0; i < max(20, r.opt.LargeRequests/2); i++ {
+		runtime.GC()
+		p, err := once(plain)
+		if err != nil {
+			return fmt.Errorf("rotation without sealed items: %w", err)
+		}
+		s, err := once(sealed)
+		if err != nil {
+			return fmt.Errorf("rotation with sealed items: %w", err)
+		}
+		ps, ss, passes = append(ps, p), append(ss, s), append(passes, PassOnce(sealed))
+	}
+	if tr := relay.Traces(1); len(tr) == 1 {
+		if tr[0].SealedOmitted != rotationSealed || len(tr[0].Attempts) != 2 {
+			return fmt.Errorf("rotation: the trace says %d items left out over %d attempts", tr[0].SealedOmitted, len(tr[0].Attempts))
+		}
+		res.Serializations = tr[0].Serialization.Misses + tr[0].Serialization.Direct - 1 // less a's bytes as they came
+	}
+	res.PlainMs, res.StrippedMs, res.PassMs = quantile(ps, 0.5), quantile(ss, 0.5), quantile(passes, 0.5)
+	res.AddedPasses = ratio(res.StrippedMs-res.PlainMs, res.PassMs)
+	return nil
 }
