@@ -178,59 +178,59 @@ func readSettings(path string) (Settings, error) {
 
 // readSettingsFile is readSettings with a missing file reported as errSettingsMissing.
 func readSettingsFile(path string) (Settings, error) {
-	s, err, unparsed := readSettingsOnce(path)
+	s, unparsed, err := readSettingsOnce(path)
 	if unparsed {
 		(*settle.Load())()
-		s, err, _ = readSettingsOnce(path)
+		s, _, err = readSettingsOnce(path)
 	}
 	return s, err
 }
 
 // readSettingsOnce reads the settings file once; unparsed says that it was read whole but did
 // not parse (worth a second look).
-func readSettingsOnce(path string) (_ Settings, _ error, unparsed bool) {
+func readSettingsOnce(path string) (_ Settings, unparsed bool, _ error) {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Settings{}, errSettingsMissing, false
+		return Settings{}, false, errSettingsMissing
 	}
 	if err != nil {
-		return Settings{}, fmt.Errorf("cannot read the settings file %s: %w", path, err), false
+		return Settings{}, false, fmt.Errorf("cannot read the settings file %s: %w", path, err)
 	}
 	if st.Mode()&fs.ModeSymlink == 0 {
 		b, err := readBounded(path, maxSettingsBytes)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return Settings{}, errSettingsMissing, false
+			return Settings{}, false, errSettingsMissing
 		case errors.Is(err, errTooLarge):
-			return Settings{}, fmt.Errorf("%w: %s %v", ErrCorruptSettings, path, err), false
+			return Settings{}, false, fmt.Errorf("%w: %s %v", ErrCorruptSettings, path, err)
 		case err != nil:
-			return Settings{}, fmt.Errorf("cannot read the settings file %s: %w", path, err), false
+			return Settings{}, false, fmt.Errorf("cannot read the settings file %s: %w", path, err)
 		}
 		s, err := parseSettings(b, false)
 		if err != nil {
-			return Settings{}, fmt.Errorf("%w: %s is not valid JSON (%v)", ErrCorruptSettings, path, err), true
+			return Settings{}, true, fmt.Errorf("%w: %s is not valid JSON (%v)", ErrCorruptSettings, path, err)
 		}
-		return s, nil, false
+		return s, false, nil
 	}
 	refuse := func(why string) error {
 		return fmt.Errorf("%w: %s is a symbolic link %s; Codex Relay neither reads it nor writes through it: point the link at a Codex Relay settings file, or remove it", ErrSettingsLink, path, why)
 	}
 	target, err := resolveLink(path)
 	if err != nil {
-		return Settings{}, refuse(fmt.Sprintf("that cannot be followed (%v)", err)), false
+		return Settings{}, false, refuse(fmt.Sprintf("that cannot be followed (%v)", err))
 	}
 	b, err := readBounded(target, maxSettingsBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Settings{}, refuse(fmt.Sprintf("to %s, which does not exist (Codex Relay creates no file outside its folder)", target)), false
+		return Settings{}, false, refuse(fmt.Sprintf("to %s, which does not exist (Codex Relay creates no file outside its folder)", target))
 	case err != nil:
-		return Settings{}, refuse(fmt.Sprintf("to %s, which cannot be used: %v", target, err)), false
+		return Settings{}, false, refuse(fmt.Sprintf("to %s, which cannot be used: %v", target, err))
 	}
 	s, err := parseSettings(b, true)
 	if err != nil {
-		return Settings{}, refuse(fmt.Sprintf("to %s, which is not a Codex Relay settings file (%v)", target, err)), true
+		return Settings{}, true, refuse(fmt.Sprintf("to %s, which is not a Codex Relay settings file (%v)", target, err))
 	}
-	return s, nil, false
+	return s, false, nil
 }
 
 var errTooLarge = fmt.Errorf("is larger than the %d MiB a settings file may have", maxSettingsBytes>>20)
@@ -244,7 +244,7 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+		return nil, fmt.Errorf("%s is not a regular file but %s", path, fileKind(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, errTooLarge
