@@ -170,6 +170,9 @@ type exchange struct {
 	items    [][]byte
 	stripped []strippedInput
 	stripFor string
+	// events is where a streamed answer goes (sink.go): set for a WebSocket turn, else made
+	// on first need.
+	events eventSink
 	// renewed says that a WebSocket turn was moved to a new upstream socket once, after the
 	// upstream ended the old one at its time limit.
 	renewed bool

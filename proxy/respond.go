@@ -29,8 +29,7 @@ func (x *exchange) respond() {
 		a.wire.whole(x, a)
 	default:
 		// A stream: the headers leave first, from this shallow frame (see attempt).
-		x.startSSE(a.resp.Header)
-		if http.NewResponseController(x.w).Flush() != nil {
+		if x.sink().start(a.resp.Header) != nil {
 			x.clientGone()
 			return
 		}
@@ -38,51 +37,56 @@ func (x *exchange) respond() {
 	}
 }
 
-func (x *exchange) startSSE(upHeader http.Header) {
-	h := x.w.Header()
-	copyRelayHeaders(h, upHeader)
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	x.w.WriteHeader(http.StatusOK)
-	x.t.Status = http.StatusOK
+// emit sends one event to the client's sink; false when the client is gone (noted).
+func (x *exchange) emit(name string, data, raw []byte) bool {
+	if x.sink().event(name, data, raw) != nil {
+		x.clientGone()
+		return false
+	}
+	return true
 }
 
-// relayStream sends the upstream's events to the client byte for byte, flushing as soon as no
-// further event is already waiting. If the upstream breaks off (or goes silent past the stream
-// idle timeout) before a terminal event, the client gets a well-formed response.failed with
-// code server_error (which the Codex CLI retries) rather than a silently truncated stream.
-// A failure event from the upstream is relayed redacted.
-func (x *exchange) relayStream(a *answer) {
-	rd, held, first := a.rd, a.held, a.first
-	rc := http.NewResponseController(x.w)
+// flushIdle flushes once no further upstream event is already waiting, so that each event
+// leaves as soon as it arrived; false when the client is gone (noted).
+func (x *exchange) flushIdle(rd *sse.Reader) bool {
+	if rd.Buffered() == 0 && x.sink().flush() != nil {
+		x.clientGone()
+		return false
+	}
+	return true
+}
 
+// relayStream sends the upstream's events to the client as they came (byte for byte to an
+// HTTP client), flushing as soon as no further event is already waiting. If the upstream
+// breaks off (or goes silent past the stream idle timeout) before a terminal event, the client
+// gets a well-formed response.failed with code server_error (which the Codex CLI retries)
+// rather than a silently truncated stream. A failure event from the upstream is relayed
+// redacted.
+func (x *exchange) relayStream(a *answer) {
+	rd := a.rd
 	var events int64
 	terminal := ""
 	responseID := ""
-	write := x.writeRaw
-	for _, ev := range held {
+	for _, ev := range a.held {
 		if responseID == "" && ev.Name == "response.created" {
 			responseID = responseIDOf(ev.Data)
 		}
-		if !write(ev.Raw) {
-			x.clientGone()
+		if !x.emit(ev.Name, ev.Data, ev.Raw) {
 			return
 		}
 		events++
 	}
-	ev := first
+	ev := a.first
 	var err error
 	for err == nil {
-		raw := ev.Raw
+		data, raw := ev.Data, ev.Raw
 		if isFailureEvent(ev.Name) {
-			raw = redact(raw, x.cred.Token)
-			if _, msg, _ := parseUpstreamError(redact(ev.Data, x.cred.Token)); msg != "" {
+			data, raw = redact(data, x.cred.Token), redact(raw, x.cred.Token)
+			if _, msg, _ := parseUpstreamError(data); msg != "" {
 				x.t.Error = truncate(msg, 200)
 			}
 		}
-		if !write(raw) {
-			x.clientGone()
+		if !x.emit(ev.Name, data, raw) {
 			return
 		}
 		events++
@@ -91,14 +95,12 @@ func (x *exchange) relayStream(a *answer) {
 			x.noteUsage(ev.Data)
 		}
 		x.learnEvent(x.served, ev.Name, ev.Data)
-		// Flush once nothing more is waiting: each event leaves as soon as it arrived.
-		if rd.Buffered() == 0 && rc.Flush() != nil {
-			x.clientGone()
+		if !x.flushIdle(rd) {
 			return
 		}
 		ev, err = rd.Next()
 	}
-	rc.Flush()
+	x.sink().flush()
 	switch {
 	case errors.Is(err, io.EOF) && terminal != "":
 		x.t.Outcome = OutcomeCompleted
@@ -111,17 +113,16 @@ func (x *exchange) relayStream(a *answer) {
 		why := x.brokeOff(err, "response.completed")
 		x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 		if terminal == "" {
-			write(failedEvent(events, responseID, "server_error", why))
-			rc.Flush()
+			x.sink().event("response.failed", failedEvent(events, responseID, "server_error", why), nil)
+			x.sink().flush()
 		}
 	}
 }
 
 // relayChatFromResponses answers a Chat client from an upstream Responses stream.
 func (x *exchange) relayChatFromResponses(a *answer) {
-	rd, held, first := a.rd, a.held, a.first
+	rd := a.rd
 	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.start.Unix(), "chatcmpl-"+x.t.ID)
-	rc := http.NewResponseController(x.w)
 	feed := func(ev sse.Event) (done bool, ok bool) {
 		if len(ev.Data) == 0 {
 			return false, true
@@ -131,7 +132,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 		chunks, done, err := cs.Event(ev.Name, ev.Data)
 		for _, c := range chunks {
-			if !x.writeRaw(sse.AppendEvent(nil, "", c)) {
+			if !x.emit("", c, nil) {
 				return true, false
 			}
 		}
@@ -140,23 +141,17 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 		return done, true
 	}
-	for _, ev := range held {
+	for _, ev := range a.held {
 		if _, ok := feed(ev); !ok {
-			x.clientGone()
 			return
 		}
 	}
-	ev := first
+	ev := a.first
 	var err error
 	done := false
 	for err == nil && !done {
 		var ok bool
-		if done, ok = feed(ev); !ok {
-			x.clientGone()
-			return
-		}
-		if rd.Buffered() == 0 && rc.Flush() != nil {
-			x.clientGone()
+		if done, ok = feed(ev); !ok || !x.flushIdle(rd) {
 			return
 		}
 		if !done {
@@ -164,36 +159,36 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 	}
 	if !done {
-		x.chatBrokeOff(rc, x.brokeOff(err, "response.completed"))
+		x.chatBrokeOff(x.brokeOff(err, "response.completed"))
 		return
 	}
-	x.writeRaw([]byte("data: [DONE]\n\n"))
-	rc.Flush()
+	x.emit("", chatDone, nil)
+	x.sink().flush()
 	if x.t.Outcome == "" {
 		x.t.Outcome = OutcomeCompleted
 	}
 }
 
+var chatDone = []byte("[DONE]")
+
 // relayResponsesFromChat answers a Responses client from an upstream Chat chunk stream whose
 // first chunk was read already.
 func (x *exchange) relayResponsesFromChat(a *answer) {
-	rd, first := a.rd, a.first
+	rd := a.rd
 	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.start.Unix())
-	rc := http.NewResponseController(x.w)
 	emit := func(evs []bridge.Event) bool {
 		for _, e := range evs {
-			if !x.writeRaw(sse.AppendEvent(nil, e.Name, e.Data)) {
+			if !x.emit(e.Name, e.Data, nil) {
 				return false
 			}
 		}
 		return true
 	}
 	if !emit(rs.Start()) {
-		x.clientGone()
 		return
 	}
-	rc.Flush()
-	ev := first
+	x.sink().flush()
+	ev := a.first
 	var err error
 	for ; ; ev, err = rd.Next() {
 		if err != nil {
@@ -204,16 +199,16 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 			why := x.brokeOff(err, "[DONE]")
 			x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 			emit(rs.Fail("server_error", why))
-			rc.Flush()
+			x.sink().flush()
 			return
 		}
-		data := strings.TrimSpace(string(ev.Data))
-		if data == "" {
+		data := bytes.TrimSpace(ev.Data)
+		if len(data) == 0 {
 			continue
 		}
-		if data == "[DONE]" {
+		if bytes.Equal(data, chatDone) {
 			emit(rs.End())
-			rc.Flush()
+			x.sink().flush()
 			x.t.Outcome = OutcomeCompleted
 			return
 		}
@@ -222,15 +217,10 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 		if cerr != nil {
 			x.t.Outcome, x.t.Error = OutcomeFailed, cerr.Error()
 			emit(rs.Fail("server_error", cerr.Error()))
-			rc.Flush()
+			x.sink().flush()
 			return
 		}
-		if !emit(evs) {
-			x.clientGone()
-			return
-		}
-		if rd.Buffered() == 0 && rc.Flush() != nil {
-			x.clientGone()
+		if !emit(evs) || !x.flushIdle(rd) {
 			return
 		}
 	}
@@ -239,35 +229,28 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 // relayChat passes an upstream Chat chunk stream through, chunk by chunk: the comments held
 // while waiting for the first chunk, the first chunk, and the rest as it comes.
 func (x *exchange) relayChat(a *answer) {
-	rd, held, first := a.rd, a.held, a.first
-	rc := http.NewResponseController(x.w)
-	for _, ev := range held {
-		if !x.writeRaw(ev.Raw) {
-			x.clientGone()
+	rd := a.rd
+	for _, ev := range a.held {
+		if !x.emit(ev.Name, ev.Data, ev.Raw) {
 			return
 		}
 	}
-	ev := first
+	ev := a.first
 	var err error
 	for ; ; ev, err = rd.Next() {
 		if err != nil {
-			x.chatBrokeOff(rc, x.brokeOff(err, "[DONE]"))
+			x.chatBrokeOff(x.brokeOff(err, "[DONE]"))
 			return
 		}
-		raw := ev.Raw
+		data, raw := ev.Data, ev.Raw
 		if isChatError(ev.Data) {
-			raw = redact(raw, x.cred.Token)
+			data, raw = redact(data, x.cred.Token), redact(raw, x.cred.Token)
 		}
 		x.noteChunkUsage(ev.Data)
-		if !x.writeRaw(raw) {
-			x.clientGone()
+		if !x.emit(ev.Name, data, raw) || !x.flushIdle(rd) {
 			return
 		}
-		if rd.Buffered() == 0 && rc.Flush() != nil {
-			x.clientGone()
-			return
-		}
-		if strings.TrimSpace(string(ev.Data)) == "[DONE]" {
+		if bytes.Equal(bytes.TrimSpace(ev.Data), chatDone) {
 			x.t.Outcome = OutcomeCompleted
 			return
 		}
@@ -376,12 +359,6 @@ func (x *exchange) writeJSONBody(b []byte) {
 	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, OutcomeCompleted
 }
 
-func (x *exchange) writeRaw(b []byte) bool {
-	n, err := x.w.Write(b)
-	x.t.Bytes += int64(n)
-	return err == nil
-}
-
 // brokeOff says why an upstream stream that was being relayed ended before its terminal
 // event: a timeout, a broken connection (redacted), or an end without the terminal event.
 func (x *exchange) brokeOff(err error, terminal string) string {
@@ -406,17 +383,18 @@ func (x *exchange) clientGone() {
 
 // chatBrokeOff ends a Chat stream whose upstream broke off with an error chunk, unless the
 // client is the one that left.
-func (x *exchange) chatBrokeOff(rc *http.ResponseController, why string) {
+func (x *exchange) chatBrokeOff(why string) {
 	if x.r.Context().Err() != nil {
 		x.clientGone()
 		return
 	}
 	x.t.Outcome, x.t.Error = OutcomeInterrupted, why
-	x.writeRaw(chatErrorChunk("server_error", why))
-	rc.Flush()
+	x.sink().event("", chatErrorChunk("server_error", why), nil)
+	x.sink().flush()
 }
 
-// failedEvent builds a response.failed event in the shape the Codex CLI and the SDKs read.
+// failedEvent is the data of a response.failed event in the shape the Codex CLI and the SDKs
+// read.
 func failedEvent(seq int64, responseID, code, message string) []byte {
 	if responseID == "" {
 		responseID = "resp_relay_failed"
@@ -429,7 +407,7 @@ func failedEvent(seq int64, responseID, code, message string) []byte {
 			"error": map[string]string{"code": code, "message": message},
 		},
 	})
-	return sse.AppendEvent(nil, "response.failed", data)
+	return data
 }
 
 // responseIDOf reads the response id of a response.created event's data.
@@ -457,7 +435,7 @@ func responseObject(ev *payload.Object) *payload.Object {
 // chatErrorChunk is the error a Chat stream ends with when the upstream broke off.
 func chatErrorChunk(code, message string) []byte {
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": "server_error", "code": code}})
-	return []byte("data: " + string(b) + "\n\n")
+	return b
 }
 
 // isChatError reports whether a Chat stream's chunk is an error object rather than a chunk

@@ -252,7 +252,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	w := &socketWriter{sc: sc, turn: t, h: http.Header{}}
 	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(sc.ctx)
 	x := s.begin(w, r, routeResponses)
-	x.turn = t
+	x.turn, x.events = t, w
 	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
 	defer x.end()
 	req, e := clientFields(routeResponses, t.obj, sc.header)
@@ -336,16 +336,15 @@ func errorEvent(status int, e any) []byte {
 	return b
 }
 
-// socketWriter is the ResponseWriter a turn's exchange answers through: the SSE events the
-// respond phase writes leave as text frames, one per event; a plain answer (an error, a whole
-// response) is turned into its event when the turn ends.
+// socketWriter is a turn's client: the event sink its stream is written to (each event leaves
+// as one text frame) and the ResponseWriter of a plain answer (an error, a whole response),
+// turned into its event when the turn ends.
 type socketWriter struct {
 	sc     *socketConn
 	turn   *socketTurn
 	h      http.Header
 	status int
-	sse    bool
-	buf    []byte // SSE bytes not yet ending an event
+	sse    bool   // the answer is a stream (start was called)
 	plain  []byte // a plain answer's body
 	err    error
 	events int64
@@ -354,13 +353,12 @@ type socketWriter struct {
 func (w *socketWriter) Header() http.Header { return w.h }
 
 func (w *socketWriter) WriteHeader(status int) {
-	if w.status != 0 {
-		return
+	if w.status == 0 {
+		w.status = status
 	}
-	w.status = status
-	w.sse = status == http.StatusOK && strings.HasPrefix(w.h.Get("Content-Type"), "text/event-stream")
 }
 
+// Write collects a plain answer's body.
 func (w *socketWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
@@ -368,41 +366,34 @@ func (w *socketWriter) Write(b []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if !w.sse {
-		w.plain = append(w.plain, b...)
-		return len(b), nil
-	}
-	w.buf = append(w.buf, b...)
-	for {
-		name, data, n, ok := nextEvent(w.buf)
-		if !ok {
-			break
-		}
-		if data != nil {
-			w.event(name, data)
-		}
-		w.buf = w.buf[n:]
-		if w.err != nil {
-			return 0, w.err
-		}
-	}
-	if len(w.buf) == 0 {
-		w.buf = nil
-	}
+	w.plain = append(w.plain, b...)
 	return len(b), nil
 }
 
-// FlushError: every event leaves as it is written.
-func (w *socketWriter) FlushError() error { return w.err }
+// start begins a streamed answer: its events follow as frames.
+func (w *socketWriter) start(http.Header) error {
+	w.WriteHeader(http.StatusOK)
+	w.sse = true
+	return w.err
+}
+
+// flush: every event leaves as it is written.
+func (w *socketWriter) flush() error { return w.err }
 
 // event sends one event's data as a frame, and notes what the turn answered.
-func (w *socketWriter) event(name string, data []byte) {
+func (w *socketWriter) event(name string, data, _ []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(data) == 0 {
+		return nil // a comment: nothing to send
+	}
 	if name == "" {
 		name = eventType(data)
 	}
 	if !w.sc.send(data) {
 		w.err = errClientGone
-		return
+		return w.err
 	}
 	w.events++
 	if isTerminalEvent(name) {
@@ -411,6 +402,7 @@ func (w *socketWriter) event(name string, data []byte) {
 			w.turn.completedID, w.turn.output = responseOutput(data)
 		}
 	}
+	return nil
 }
 
 // finish turns a plain answer into its event: an error status into an error event, a whole
@@ -431,55 +423,13 @@ func (w *socketWriter) finish(x *exchange) {
 		w.sc.send(errorEvent(w.status, v.Error))
 		w.turn.terminal = true
 	case !w.sse && len(w.plain) > 0:
-		w.event("response.completed", append(append([]byte(`{"type":"response.completed","response":`), w.plain...), '}'))
+		w.event("response.completed", append(append([]byte(`{"type":"response.completed","response":`), w.plain...), '}'), nil)
 	default:
 		w.sc.sendError(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error", Message: "the turn ended without an answer: " + x.t.Error})
 	}
 }
 
 var errClientGone = errors.New("the client closed the WebSocket")
-
-// nextEvent reads the first whole event of SSE bytes b: its name, its data (nil for an event
-// without data, such as a comment) and its length; ok is false until b holds a whole event.
-// The relay's respond phase writes whole events, so b is almost always exactly one.
-func nextEvent(b []byte) (name string, data []byte, n int, ok bool) {
-	pos := 0
-	for pos < len(b) {
-		i := bytes.IndexAny(b[pos:], "\r\n")
-		if i < 0 {
-			return "", nil, 0, false
-		}
-		i += pos
-		line := b[pos:i]
-		next := i + 1
-		if b[i] == '\r' {
-			if next == len(b) {
-				return "", nil, 0, false // a "\r\n" may be split
-			}
-			if b[next] == '\n' {
-				next++
-			}
-		}
-		pos = next
-		if len(line) == 0 {
-			return name, data, pos, true
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			name = string(value)
-		case "data":
-			if data == nil {
-				data = make([]byte, 0, len(value))
-			} else {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-		}
-	}
-	return "", nil, 0, false
-}
 
 // eventType is the "type" of an event's data.
 func eventType(data []byte) string {
