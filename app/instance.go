@@ -213,7 +213,8 @@ func (in *Instance) Serving(listen string, paused bool) {
 
 func (in *Instance) write() error {
 	b, _ := json.MarshalIndent(in.info, "", "  ")
-	return writeAtomic(filepath.Join(in.dir, instanceInfoName), append(b, '\n'), 0o600)
+	// Never through a link: the description is the relay's own file, in its folder.
+	return replaceFile(filepath.Join(in.dir, instanceInfoName), append(b, '\n'), 0o600)
 }
 
 // The control port's bounds. It answers one command, "show TOKEN\n", to processes of this

@@ -389,7 +389,14 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+"-*.tmp")
+	return replaceFile(target, data, mode)
+}
+
+// replaceFile is writeAtomic without following links: a link at path is itself replaced by
+// the file, and whatever it pointed to is left alone. Codex Relay's own files in the settings
+// folder (instance.json) are written so.
+func replaceFile(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
 	if err != nil {
 		return err
 	}
@@ -409,7 +416,7 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), target)
+	return os.Rename(f.Name(), path)
 }
 
 // resolveLink follows symbolic links from path to the file they name, which need not exist
