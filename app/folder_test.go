@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,4 +62,52 @@ func TestARunningRelayTakesBackItsFolderMovedAway(t *testing.T) {
 		inst.Release()
 		t.Fatal("a second relay claimed the folder after it was moved away")
 	}
+}
+
+// The relay's own description is written in its folder, never through a link planted there.
+func TestTheInstanceDescriptionIsNeverWrittenThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "dotfile")
+	content := fixture(t, "not-settings-passwd-copy")
+	os.WriteFile(victim, content, 0o644)
+	if err := os.Symlink(victim, filepath.Join(dir, instanceInfoName)); err != nil {
+		t.Fatal(err)
+	}
+	inst, _, err := ClaimInstance(dir, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.Serving("127.0.0.1:1", false)
+	inst.Release()
+	if b, _ := os.ReadFile(victim); !bytes.Equal(b, content) {
+		t.Fatal("the link's target was replaced")
+	}
+	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o644 {
+		t.Fatalf("the link's target: %v %v", st, err)
+	}
+}
+
+// Where the system cannot notify, the poll says so when the file goes away, keeps the
+// settings in force, and recreates a deleted folder.
+func TestThePollKeepsTheSettingsWhenTheFileGoesAway(t *testing.T) {
+	opt := testOptions(t, Keychain{})
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetStrategy("round-robin"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.poll(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	os.RemoveAll(opt.ConfigDir)
+	waitFor(t, func() bool { return a.ReloadError() != nil })
+	if a.Settings().Strategy != "round-robin" {
+		t.Fatal("the settings in force were dropped")
+	}
+	waitFor(t, func() bool { _, err := os.Stat(opt.ConfigDir); return err == nil })
+	os.WriteFile(filepath.Join(opt.ConfigDir, settingsName), []byte(`{"strategy": "priority", "accounts": []}`), 0o600)
+	waitFor(t, func() bool { return a.ReloadError() == nil && a.Settings().Strategy == "priority" })
 }

@@ -142,6 +142,7 @@ func (a *App) poll(ctx context.Context) {
 	t := time.NewTicker(watchPoll)
 	defer t.Stop()
 	var last os.FileInfo
+	gone := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,12 +152,13 @@ func (a *App) poll(ctx context.Context) {
 		a.retakeFolder()
 		st, err := os.Stat(a.SettingsPath())
 		if err != nil {
-			if last != nil { // it went away: say so once, keeping the last good settings
-				last = nil
+			if !gone { // it went away: say so once, keeping the last good settings
+				gone, last = true, nil
 				a.Reload()
 			}
 			continue
 		}
+		gone = false
 		if last == nil || !os.SameFile(last, st) || st.ModTime() != last.ModTime() || st.Size() != last.Size() {
 			last = st
 			a.Reload()
