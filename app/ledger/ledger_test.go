@@ -120,6 +120,9 @@ func TestFullQueueDropsAndNeverBlocks(t *testing.T) {
 // Rows in flight count against the bound: a write under way plus new rows never exceed it.
 func TestQueueBoundIncludesRowsInFlight(t *testing.T) {
 	l := open(t, Options{QueueSize: 4})
+	// The writer (woken early when the queue is half full) must not take the queue meanwhile.
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
 	for range 3 {
 		l.Record(Row{Account: "a"})
 	}
