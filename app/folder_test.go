@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -110,4 +111,31 @@ func TestThePollKeepsTheSettingsWhenTheFileGoesAway(t *testing.T) {
 	waitFor(t, func() bool { _, err := os.Stat(opt.ConfigDir); return err == nil })
 	os.WriteFile(filepath.Join(opt.ConfigDir, settingsName), []byte(`{"strategy": "priority", "accounts": []}`), 0o600)
 	waitFor(t, func() bool { return a.ReloadError() == nil && a.Settings().Strategy == "priority" })
+}
+
+// When another relay claimed the recreated folder first, taking it back fails, and says so
+// once (the watch tries again every second).
+func TestAFolderAnotherRelayTookIsNotTakenFromIt(t *testing.T) {
+	dir := t.TempDir()
+	first, _, err := ClaimInstance(dir, "tray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	os.RemoveAll(dir)
+	second, other, err := ClaimInstance(dir, "serve") // in the moment before the first noticed
+	if err != nil || second == nil || other != nil {
+		t.Fatalf("the second claim: %v %v", other, err)
+	}
+	defer second.Release()
+	fresh, err := first.retake()
+	if err == nil || !fresh || !strings.Contains(err.Error(), "another Codex Relay claimed") {
+		t.Fatalf("taking it back: %v (fresh %v)", err, fresh)
+	}
+	if fresh, err := first.retake(); err == nil || fresh {
+		t.Fatalf("the same failure again: %v (fresh %v)", err, fresh)
+	}
+	if info := RunningInstance(dir); info == nil || info.Mode != "serve" {
+		t.Fatalf("the folder describes %+v", info)
+	}
 }

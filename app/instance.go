@@ -67,6 +67,8 @@ type Instance struct {
 	mu   sync.Mutex
 	info InstanceInfo
 	ln   net.Listener
+	// retakeFailed is retake's last failure, so that a folder lost for good is reported once.
+	retakeFailed string
 }
 
 // ClaimInstance makes this process the running Codex Relay of dir in mode "tray" or "serve".
@@ -141,25 +143,32 @@ func (in *Instance) holdsFolder() bool {
 
 // retake recreates the folder's instance lock (and description) after the folder was deleted,
 // so that a second relay still finds this one running. It fails when another process took the
-// new lock first.
-func (in *Instance) retake() error {
+// new lock first; fresh says whether this failure differs from the previous one.
+func (in *Instance) retake() (fresh bool, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	defer func() {
+		msg := fmt.Sprint(err)
+		fresh = err != nil && msg != in.retakeFailed
+		if in.retakeFailed = ""; err != nil {
+			in.retakeFailed = msg
+		}
+	}()
 	if err := os.MkdirAll(in.dir, 0o700); err != nil {
-		return fmt.Errorf("cannot create the settings folder: %w", err)
+		return false, fmt.Errorf("cannot create the settings folder: %w", err)
 	}
 	l := flock.New(filepath.Join(in.dir, instanceLockName), flock.SetPermissions(0o600))
 	ok, err := l.TryLock()
 	if err != nil {
-		return fmt.Errorf("cannot lock %s: %w", l.Path(), err)
+		return false, fmt.Errorf("cannot lock %s: %w", l.Path(), err)
 	}
 	if !ok {
-		return fmt.Errorf("another Codex Relay claimed %s after it was deleted", in.dir)
+		return false, fmt.Errorf("another Codex Relay claimed %s after it was deleted", in.dir)
 	}
 	old := in.lock
 	in.lock = l
 	old.Unlock()
-	return in.write()
+	return false, in.write()
 }
 
 // RunningInstance describes the Codex Relay running for dir, or returns nil when none runs.

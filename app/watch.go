@@ -104,8 +104,10 @@ func (a *App) retakeFolder() bool {
 		return false
 	}
 	if in != nil {
-		if err := in.retake(); err != nil {
-			a.log.Error("the settings folder was deleted and could not be taken back", "folder", dir, "error", err)
+		if fresh, err := in.retake(); err != nil {
+			if fresh { // once: a folder another relay took stays taken
+				a.log.Error("the settings folder was deleted and could not be taken back", "folder", dir, "error", err)
+			}
 			return false
 		}
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
