@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -147,22 +146,13 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 	x.cred = cred
 	m.requests.Add(1)
 	wr := x.wireFor(m)
-	// ChatGPT accounts always stream; the others stream when the client does.
-	upStream := x.req.stream || m.Kind == KindChatGPT
 	tmo := s.Timeouts()
-	var resp *http.Response
-	var c *call
-	if wr.socket {
-		var sent int
-		resp, c, sent, err = x.sendSocket(ctx, m, cred, tmo.Header)
-		x.t.UpstreamBytes += int64(sent)
-		if errors.Is(err, errNoSocket) {
-			return fallback, "", nil
-		}
-	} else {
-		resp, c, err = s.send(ctx, m, cred, wr.path(), x.newBody(body), len(body), upStream, x.upstreamHeaders(m), tmo.Header)
-		x.t.UpstreamBytes += int64(len(body))
+	out, err := wr.send(wr, x, m, cred, body, tmo)
+	x.t.UpstreamBytes += int64(out.bytes)
+	if errors.Is(err, errNoSocket) {
+		return fallback, "", nil // the wire cannot reach m: the same account by another
 	}
+	resp, c := out.resp, out.call
 	if err != nil {
 		reason := describeTransportError(err, cred.Token)
 		x.record(m, start, 0, reason)
@@ -174,13 +164,36 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 	x.call = c
 	s.learnTurnState(m, resp.Header)
 	if resp.StatusCode/100 != 2 {
-		v, reason := x.classifyStatus(m, resp)
+		v, reason, body := x.classifyStatus(m, resp)
 		x.record(m, start, resp.StatusCode, reason)
+		if v == served {
+			// The client's own mistake: respond relays it (the call ends there).
+			x.t.Error = reason
+			x.answer = &answer{wire: wr, resp: resp, call: c, plain: body, started: start, timeouts: tmo}
+			return v, reason, nil
+		}
 		resp.Body.Close()
 		c.end()
 		return v, reason, nil
 	}
-	return served, "", &answer{wire: wr, resp: resp, call: c, started: start, timeouts: tmo}
+	return served, "", &answer{wire: wr, resp: resp, call: c, rd: out.events, started: start, timeouts: tmo}
+}
+
+// sent is what a wire's send function sent and got: the answer's status and headers, the call
+// that bounds it, the bytes sent and, for a wire whose answer is no HTTP body, its events.
+type sent struct {
+	resp   *http.Response
+	call   *call
+	bytes  int
+	events eventSource
+}
+
+// sendHTTP is the send function of the HTTP wires: the body posted to the wire's path.
+func sendHTTP(w *wire, x *exchange, m *member, cred Credential, body []byte, tmo Timeouts) (sent, error) {
+	// ChatGPT accounts always stream; the others stream when the client does.
+	stream := x.req.stream || m.Kind == KindChatGPT
+	resp, c, err := x.s.send(x.r.Context(), m, cred, w.path(), x.newBody(body), len(body), stream, x.upstreamHeaders(m), tmo.Header)
+	return sent{resp: resp, call: c, bytes: len(body)}, err
 }
 
 // await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
@@ -201,10 +214,8 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	}()
 	broke := func(what string, err error) (verdict, string) {
 		err = c.explain(err)
-		if a.wire.socket && x.turn.sc.up.reused && !isTimeout(err) {
-			// An upstream may close a socket left idle between turns: the same account
-			// again, on a new socket with the conversation replayed, is no failure of it.
-			return fallback, what + " (on a socket kept from an earlier turn: retried on a new one)"
+		if why, ok := a.wire.renew(x, "", err); ok {
+			return fallback, what + why
 		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
 			what += ": " + describeTransportError(err, x.cred.Token)
@@ -215,7 +226,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		return transient, what
 	}
 	var err error
-	if !isEventStream(a.resp.Header) {
+	if a.rd == nil && !isEventStream(a.resp.Header) {
 		// A plain answer is read whole before any of it is relayed.
 		c.live(a.timeouts.StreamIdle)
 		if a.plain, err = io.ReadAll(io.LimitReader(c.body(a.resp.Body), maxEventBytes)); err != nil {
@@ -224,7 +235,9 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		return served, ""
 	}
 	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
-	a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+	if a.rd == nil {
+		a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+	}
 	held, first, ferr := peekStream(a.rd)
 	if ferr != nil {
 		if len(held) == 0 {
@@ -236,17 +249,8 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload).
 		first.Data = redact(first.Data, x.cred.Token)
 		code, msg, resetsAt := parseUpstreamError(first.Data)
-		if a.wire.socket && x.t.Incremental && !x.turn.keepPrev && code == "previous_response_not_found" {
-			// The upstream socket lost the conversation: replay it whole on a new one.
-			x.turn.sc.up.close()
-			return fallback, "the upstream socket lost the conversation: replayed on a new one"
-		}
-		if a.wire.socket && code == "websocket_connection_limit_reached" && !x.renewed {
-			x.renewed = true
-			// The upstream ends each socket after its time limit (60 minutes): a new one,
-			// with the conversation replayed, before the client notices.
-			x.turn.sc.up.close()
-			return fallback, "the upstream socket reached its time limit: replayed on a new one"
+		if why, ok := a.wire.renew(x, code, nil); ok {
+			return fallback, why
 		}
 		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
 			return v, reason
@@ -277,7 +281,7 @@ type answer struct {
 	// A streamed answer: the reader, the bookkeeping events held back and the first real
 	// event (a copy of Raw is not needed: nothing was read after it); or, for a client that
 	// wants the answer whole, its terminal event.
-	rd    *sse.Reader
+	rd    eventSource
 	held  []sse.Event
 	first sse.Event
 	final sse.Event
@@ -285,13 +289,17 @@ type answer struct {
 }
 
 func (a *answer) close() {
+	if e, ok := a.rd.(*socketEvents); ok {
+		e.abandon()
+	}
 	a.resp.Body.Close()
 	a.call.end()
 }
 
 // classifyStatus decides what a non-2xx upstream answer means for the account and the request.
-// Answers that are the client's own mistake are relayed, redacted.
-func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string) {
+// An answer that is the client's own mistake is served: its body, redacted, comes back for
+// respond to relay.
+func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string, []byte) {
 	// The upstream's text enters here: nothing of it goes further unredacted.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	body = redact(body, x.cred.Token)
@@ -313,34 +321,24 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 			reason = fmt.Sprintf("HTTP %d: the upstream redirects to %s (not followed): check the account's base URL", status, u.Host)
 		}
 		m.fail(now, false, reason, x.s.opt.Breaker)
-		return nextAccount, reason
+		return nextAccount, reason, nil
 	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
 		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
 			resetsAt = t.Unix()
 		}
 		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
-		return nextAccount, reason
+		return nextAccount, reason, nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return unauthorized, reason
+		return unauthorized, reason, nil
 	case status == http.StatusNotFound:
 		m.blockModel(x.target, now.Add(modelBlockFor), reason)
-		return nextAccount, reason
+		return nextAccount, reason, nil
 	case status == http.StatusRequestTimeout || status >= 500:
-		return transient, reason
+		return transient, reason, nil
 	case status == http.StatusBadRequest && sealedRefusal(code, msg) && x.refused(m, x.inputItemsOf):
-		return resealed, reason + " (sealed by another account: retried without it)"
+		return resealed, reason + " (sealed by another account: retried without it)", nil
 	}
-	// The client's own mistake: relay it.
-	x.t.Status, x.t.Outcome, x.t.Error = status, OutcomeFailed, reason
-	copyRelayHeaders(x.w.Header(), resp.Header)
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		x.w.Header().Set("Content-Type", ct)
-	}
-	x.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	x.w.WriteHeader(status)
-	n, _ := x.w.Write(body)
-	x.t.Bytes = int64(n)
-	return served, reason
+	return served, reason, body // the client's own mistake
 }
 
 // classifyCode decides what a failure event at the start of a 200 stream means. Quota and
@@ -383,7 +381,7 @@ const maxHeld = 8
 // response.in_progress, comments) and the first event after them. The held events are copies;
 // comments past maxHeld are dropped rather than held (they carry nothing), so that a stream of
 // keep-alives alone still waits for a real event.
-func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
+func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -404,7 +402,7 @@ func peekStream(rd *sse.Reader) (held []sse.Event, first sse.Event, err error) {
 // collectFinal reads an upstream Responses stream to its terminal event and returns a copy of
 // it. An error means the stream ended or broke before one; seen, when set, sees each event on
 // the way.
-func collectFinal(rd *sse.Reader, first sse.Event, seen func(sse.Event)) (sse.Event, error) {
+func collectFinal(rd eventSource, first sse.Event, seen func(sse.Event)) (sse.Event, error) {
 	ev := first
 	var err error
 	for {
@@ -561,15 +559,23 @@ type watchedBody struct {
 	c *call
 }
 
-// Read reads the body and moves the idle deadline, at most once a second (moving a timer costs
-// more than reading the clock): the silence allowed is between idle and idle plus a second.
+// Read reads the body and moves the idle deadline.
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if c := b.c; n > 0 && c.idle > 0 {
+	if n > 0 {
+		b.c.touch()
+	}
+	return n, err
+}
+
+// touch says that bytes came: once the call is live it moves the idle deadline, at most once a
+// second (moving a timer costs more than reading the clock): the silence allowed is between
+// idle and idle plus a second.
+func (c *call) touch() {
+	if c.idle > 0 {
 		if now := time.Now(); now.Sub(c.moved) >= time.Second {
 			c.moved = now
 			c.timer.Reset(c.idle)
 		}
 	}
-	return n, err
 }

@@ -23,6 +23,8 @@ func (x *exchange) respond() {
 	a := x.answer
 	defer a.close()
 	switch {
+	case a.resp.StatusCode/100 != 2:
+		x.relayError(a)
 	case a.rd == nil:
 		a.wire.plain(x, a)
 	case a.whole:
@@ -48,7 +50,7 @@ func (x *exchange) emit(name string, data, raw []byte) bool {
 
 // flushIdle flushes once no further upstream event is already waiting, so that each event
 // leaves as soon as it arrived; false when the client is gone (noted).
-func (x *exchange) flushIdle(rd *sse.Reader) bool {
+func (x *exchange) flushIdle(rd eventSource) bool {
 	if rd.Buffered() == 0 && x.sink().flush() != nil {
 		x.clientGone()
 		return false
@@ -255,6 +257,20 @@ func (x *exchange) relayChat(a *answer) {
 			return
 		}
 	}
+}
+
+// relayError relays an upstream's answer that is the client's own mistake (a 400, say), its
+// body redacted, in whatever protocol: it is already in the OpenAI error shape.
+func (x *exchange) relayError(a *answer) {
+	h := x.w.Header()
+	copyRelayHeaders(h, a.resp.Header)
+	if ct := a.resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(a.plain)))
+	x.w.WriteHeader(a.resp.StatusCode)
+	n, _ := x.w.Write(a.plain)
+	x.t.Status, x.t.Outcome, x.t.Bytes = a.resp.StatusCode, OutcomeFailed, int64(n)
 }
 
 // relayPlain answers a non-streamed request with the upstream's answer, read whole.

@@ -61,3 +61,12 @@ func (x *exchange) sink() eventSink {
 	}
 	return x.events
 }
+
+// An eventSource is where the attempt and respond phases read an upstream's streamed answer,
+// event by event, whatever it came by: an HTTP body of text/event-stream (an sse.Reader), or an
+// upstream WebSocket's frames (socketEvents, socketwire.go).
+type eventSource interface {
+	Next() (sse.Event, error)
+	// Buffered is how many bytes of further events are already read (0: the next may wait).
+	Buffered() int
+}

@@ -68,15 +68,15 @@ func (u *upstreamSocket) close() {
 	go u.c.Close(websocket.StatusNormalClosure, "")
 }
 
-// sendSocket sends the turn to m over the connection's upstream socket, opening one when
-// there is none to m. The answer reads as an SSE stream of the upstream's events, up to the
-// turn's terminal event. A refused upgrade comes back as the upstream's answer (for
+// sendSocket is the socket wire's send function: the turn goes to m over the connection's
+// upstream socket, opened when there is none to m. The answer's events are the socket's frames
+// up to the turn's terminal event. A refused upgrade comes back as the upstream's answer (for
 // classifyStatus), or as errNoSocket when the upstream does not speak WebSocket.
-func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, headerTimeout time.Duration) (*http.Response, *call, int, error) {
+func sendSocket(_ *wire, x *exchange, m *member, cred Credential, _ []byte, tmo Timeouts) (sent, error) {
 	sc := x.turn.sc
-	c := newCall(ctx)
-	c.arm(headerTimeout, errHeaderTimeout)
-	sent := 0
+	c := newCall(x.r.Context())
+	c.arm(tmo.Header, errHeaderTimeout)
+	out := sent{}
 	for {
 		if up := sc.up; up != nil && (up.key != m.key() || up.dead) {
 			up.close()
@@ -90,14 +90,15 @@ func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, h
 						m.noSocketUntil.Store(x.s.now().Add(noSocketFor).UnixNano())
 						resp.Body.Close()
 						c.end()
-						return nil, nil, sent, errNoSocket
+						return out, errNoSocket
 					}
 					c.timer.Stop()
-					return resp, c, sent, nil // refused: an answer for classifyStatus
+					out.resp, out.call = resp, c
+					return out, nil // refused: an answer for classifyStatus
 				}
 				err = c.explain(err)
 				c.end()
-				return nil, nil, sent, err
+				return out, err
 			}
 			sc.up = &upstreamSocket{c: conn, key: m.key()}
 		} else {
@@ -105,7 +106,7 @@ func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, h
 		}
 		up := sc.up
 		frame := x.socketFrame(m, up)
-		sent += len(frame)
+		out.bytes += len(frame)
 		err := up.c.Write(c.ctx, websocket.MessageText, frame)
 		if err == nil {
 			break
@@ -114,16 +115,37 @@ func (x *exchange) sendSocket(ctx context.Context, m *member, cred Credential, h
 		if !up.reused || c.ctx.Err() != nil {
 			err = c.explain(err)
 			c.end()
-			return nil, nil, sent, err
+			return out, err
 		}
 		// An upstream may close a socket left idle between turns: open a new one.
 	}
-	up := sc.up
 	// The frame is the request: what follows is the answer's first event (await arms its wait).
 	c.timer.Stop()
-	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body: &socketTurnBody{up: up, ctx: c.ctx}}
-	return resp, c, sent, nil
+	out.resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: http.NoBody}
+	out.call = c
+	out.events = &socketEvents{up: sc.up, c: c}
+	return out, nil
+}
+
+// renewSocket is the socket wire's recover: what an upstream socket does that a new socket to
+// the same account mends, with the conversation replayed, before the client notices.
+func renewSocket(x *exchange, code string, err error) (string, bool) {
+	up := x.turn.sc.up
+	switch {
+	case code == "" && up != nil && up.reused && !isTimeout(err):
+		// An upstream may close a socket left idle between turns: the same account again,
+		// on a new socket, is no failure of it.
+		return " (on a socket kept from an earlier turn: retried on a new one)", true
+	case code == "previous_response_not_found" && x.t.Incremental && !x.turn.keepPrev:
+		up.close()
+		return "the upstream socket lost the conversation: replayed on a new one", true
+	case code == "websocket_connection_limit_reached" && !x.renewed:
+		// The upstream ends each socket after its time limit (60 minutes); once a turn.
+		x.renewed = true
+		up.close()
+		return "the upstream socket reached its time limit: replayed on a new one", true
+	}
+	return "", false
 }
 
 // socketFrame is the response.create frame for m: the client's frame as it came (the new
@@ -198,54 +220,53 @@ func (s *Server) socketClient() *http.Client {
 	return s.socketHTTP
 }
 
-// socketTurnBody reads one turn's events from an upstream socket as SSE, up to the terminal
-// event. Closing it before the terminal event leaves the socket unusable (the rest of the
-// turn would arrive before the next one's): it is closed.
-type socketTurnBody struct {
+// socketEvents are one turn's events read from an upstream socket, one frame an event, up to
+// the terminal event; each read extends the call's idle deadline. A turn left before its
+// terminal event leaves the socket unusable (the rest of the turn would arrive before the
+// next one's): it is closed when the call ends (answer.close).
+type socketEvents struct {
 	up   *upstreamSocket
-	ctx  context.Context
-	buf  []byte
-	off  int
+	c    *call
 	done bool
 }
 
-func (b *socketTurnBody) Read(p []byte) (int, error) {
-	for b.off == len(b.buf) {
-		if b.done {
-			return 0, io.EOF
+func (e *socketEvents) Buffered() int { return 0 }
+
+func (e *socketEvents) Next() (sse.Event, error) {
+	for {
+		if e.done {
+			return sse.Event{}, io.EOF
 		}
-		typ, data, err := b.up.c.Read(b.ctx)
+		typ, data, err := e.up.c.Read(e.c.ctx)
 		if err != nil {
-			b.up.dead = true
+			e.up.dead = true
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return 0, err
+				return sse.Event{}, err
 			}
-			return 0, io.ErrUnexpectedEOF
+			return sse.Event{}, io.ErrUnexpectedEOF
 		}
+		e.c.touch()
 		if typ != websocket.MessageText {
 			continue
 		}
 		// One parse of the frame gives its type and, for a terminal event, its response id.
 		ev, _ := payload.Parse(data)
 		name, _ := stringMember(ev, "type")
-		b.buf, b.off = sse.AppendEvent(b.buf[:0], name, data), 0
 		if isTerminalEvent(name) {
-			b.done = true
-			b.up.last = ""
+			e.done = true
+			e.up.last = ""
 			if name == "response.completed" || name == "response.incomplete" {
-				b.up.last, _ = stringMember(responseObject(ev), "id")
+				e.up.last, _ = stringMember(responseObject(ev), "id")
 			}
 		}
+		return sse.Event{Name: name, Data: data}, nil
 	}
-	n := copy(p, b.buf[b.off:])
-	b.off += n
-	return n, nil
 }
 
-func (b *socketTurnBody) Close() error {
-	if !b.done && !b.up.dead {
-		b.up.dead = true
-		b.up.c.CloseNow()
+// abandon closes the socket when the turn is left before its terminal event.
+func (e *socketEvents) abandon() {
+	if !e.done && !e.up.dead {
+		e.up.dead = true
+		e.up.c.CloseNow()
 	}
-	return nil
 }

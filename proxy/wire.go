@@ -20,10 +20,16 @@ type wire struct {
 	// chat says that the account speaks Chat Completions: requests go to /chat/completions,
 	// and a 200 stream may carry an error object where its first chunk should be.
 	chat bool
-	// socket says that the request goes over the client connection's upstream WebSocket.
-	socket bool
 	// body builds the upstream body for account m (through the request's serialization cache).
 	body func(x *exchange, m *member) ([]byte, error)
+	// send sends the body to m and returns the answer's head (sendHTTP, sendSocket). It
+	// returns errNoSocket when the wire cannot reach m at all (the same account is then tried
+	// by the wire wireFor picks next).
+	send func(w *wire, x *exchange, m *member, cred Credential, body []byte, tmo Timeouts) (sent, error)
+	// recover, when set, says whether an answer that broke before its first event (code "",
+	// err the break) or failed in it (code) is the wire's own matter, mended by sending again
+	// to the same account (a new upstream socket), and why. Nil: never.
+	recover func(x *exchange, code string, err error) (why string, ok bool)
 	// stream relays an upstream stream to a streaming client: the held events, the first real
 	// one, then the rest as it comes.
 	stream func(x *exchange, a *answer)
@@ -37,21 +43,21 @@ type wire struct {
 // The four wires.
 var (
 	// Responses client, Responses account: the body goes as it is, with what routing changes.
-	responsesWire = &wire{name: "responses", body: responsesBody,
+	responsesWire = &wire{name: "responses", body: responsesBody, send: sendHTTP,
 		stream: (*exchange).relayStream, plain: (*exchange).relayPlain, whole: (*exchange).answerWhole}
 	// Chat client, Chat account: the body goes as it is.
-	chatWire = &wire{name: "chat", chat: true, body: chatBody,
+	chatWire = &wire{name: "chat", chat: true, body: chatBody, send: sendHTTP,
 		stream: (*exchange).relayChat, plain: (*exchange).relayPlain}
 	// Chat client, Responses account: translated both ways.
-	chatOverResponses = &wire{name: "chat over responses", body: chatOverResponsesBody,
+	chatOverResponses = &wire{name: "chat over responses", body: chatOverResponsesBody, send: sendHTTP,
 		stream: (*exchange).relayChatFromResponses, plain: (*exchange).plainChatFromResponses, whole: (*exchange).answerWholeAsChat}
 	// Responses client, Chat account: translated both ways.
-	responsesOverChat = &wire{name: "responses over chat", chat: true, body: responsesOverChatBody,
+	responsesOverChat = &wire{name: "responses over chat", chat: true, body: responsesOverChatBody, send: sendHTTP,
 		stream: (*exchange).relayResponsesFromChat, plain: (*exchange).plainResponsesFromChat}
 	// A WebSocket turn, Responses account over WebSocket: the frame is built when it is sent,
 	// as it depends on the upstream socket (socketwire.go); the events relay as a stream.
-	responsesOverSocket = &wire{name: "responses over websocket", socket: true, body: func(*exchange, *member) ([]byte, error) { return nil, nil },
-		stream: (*exchange).relayStream}
+	responsesOverSocket = &wire{name: "responses over websocket", body: func(*exchange, *member) ([]byte, error) { return nil, nil },
+		send: sendSocket, recover: renewSocket, stream: (*exchange).relayStream}
 )
 
 // wireFor is the wire between the request's client and account m.
@@ -68,6 +74,14 @@ func (x *exchange) wireFor(m *member) *wire {
 		return responsesOverSocket
 	}
 	return responsesWire
+}
+
+// renew asks the wire's recover, if it has one.
+func (w *wire) renew(x *exchange, code string, err error) (string, bool) {
+	if w.recover == nil {
+		return "", false
+	}
+	return w.recover(x, code, err)
 }
 
 // path is where the wire's requests go, under the account's base URL.
