@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,8 @@ func TestTheControlPortCutsPeersThatSendNoNewline(t *testing.T) {
 	}
 	info := readInstanceInfo(inst.dir)
 	const peers, attempt = 8, 64 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	var wg sync.WaitGroup
 	sent := make([]int, peers)
 	for i := range peers {
@@ -75,6 +78,14 @@ func TestTheControlPortCutsPeersThatSendNoNewline(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	runtime.ReadMemStats(&after)
+	// An unbounded read holds what each peer sent (the old port grew by gigabytes); the
+	// bounded one allocates its small buffers.
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("the control port allocated %d bytes while %d peers sent megabytes without a newline", n, peers)
+	} else {
+		t.Logf("%d peers sent %v bytes without a newline; the process allocated %d bytes meanwhile", peers, sent, n)
+	}
 	for i, n := range sent {
 		if n >= attempt {
 			t.Errorf("peer %d sent all of its %d bytes without a newline: the port kept reading", i, n)
