@@ -53,19 +53,27 @@ type sealTable struct {
 	owners []string
 	ids    map[string]uint32
 	count  []int
+	// sessions has, for each conversation (the request's session) the relay saw sealed items
+	// in, a bit per owner index that sealed some (bit 63 for indexes past it); sessRing orders
+	// them for eviction, at the table's capacity / 64.
+	sessions map[string]uint64
+	sessRing []string
+	sessNext int
 }
 
 func newSealTable(capacity int) *sealTable {
 	if capacity <= 0 {
 		capacity = defaultSealedItems
 	}
-	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]uint32{}, cap: capacity, ids: map[string]uint32{}}
+	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]uint32{}, cap: capacity, ids: map[string]uint32{},
+		sessions: map[string]uint64{}}
 }
 
 func (t *sealTable) digest(content []byte) uint64 { return maphash.Bytes(t.seed, content) }
 
-// learn records that owner sealed content (the raw JSON string value).
-func (t *sealTable) learn(owner string, content []byte) {
+// learn records that owner sealed content (the raw JSON string value) in the conversation
+// session ("" when the request named none).
+func (t *sealTable) learn(owner, session string, content []byte) {
 	d := t.digest(content)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -75,6 +83,9 @@ func (t *sealTable) learn(owner string, content []byte) {
 		t.owners = append(t.owners, owner)
 		t.count = append(t.count, 0)
 		t.ids[owner] = id
+	}
+	if session != "" {
+		t.noteSession(session, id)
 	}
 	if was, ok := t.own[d]; ok {
 		// Known: the latest word wins (an account that served it back owns it).
@@ -110,17 +121,45 @@ func (t *sealTable) owner(content []byte) (string, bool) {
 	return t.owners[id], true
 }
 
-// foreignTo reports whether the table knows any item sealed by another account than owner:
-// when it knows none, a request to owner has nothing to leave out and costs nothing.
-func (t *sealTable) foreignTo(owner string) bool {
+func ownerBit(id uint32) uint64 { return 1 << min(id, 63) }
+
+// noteSession records that owner id sealed items in session (t.mu held).
+func (t *sealTable) noteSession(session string, id uint32) {
+	if mask, ok := t.sessions[session]; ok {
+		t.sessions[session] = mask | ownerBit(id)
+		return
+	}
+	if limit := max(t.cap/64, 16); len(t.sessRing) < limit {
+		t.sessRing = append(t.sessRing, session)
+	} else {
+		delete(t.sessions, t.sessRing[t.sessNext])
+		t.sessRing[t.sessNext] = session
+		t.sessNext = (t.sessNext + 1) % limit
+	}
+	t.sessions[session] = ownerBit(id)
+}
+
+// foreignIn reports whether a request of the conversation session to owner may carry items
+// another account sealed: whether another account sealed items of that conversation. When
+// none did (a conversation that never rotated, or one the relay does not know), the request
+// has nothing to leave out and costs a look-up. A request that names no conversation asks
+// whether the table knows any item another account sealed.
+func (t *sealTable) foreignIn(session, owner string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	for i, n := range t.count {
-		if n > 0 && t.owners[i] != owner {
-			return true
+	if session == "" {
+		for i, n := range t.count {
+			if n > 0 && t.owners[i] != owner {
+				return true
+			}
 		}
+		return false
 	}
-	return false
+	mask := t.sessions[session]
+	if id, ok := t.ids[owner]; ok && id < 63 {
+		mask &^= ownerBit(id)
+	}
+	return mask != 0
 }
 
 // size is how many items the table remembers.
@@ -164,7 +203,7 @@ func SealedItemBytes() float64 {
 	content := make([]byte, 0, 64)
 	for i := range defaultSealedItems {
 		content = strconv.AppendInt(append(content[:0], `"gAAAAB`...), int64(i), 10)
-		t.learn("account", append(content, '"'))
+		t.learn("account", "", append(content, '"'))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -178,7 +217,7 @@ func (x *exchange) learnItem(m *member, item []byte) {
 		return
 	}
 	if c, ok := sealedContent(item); ok {
-		x.s.seals.learn(m.key(), c)
+		x.s.seals.learn(m.key(), x.req.session, c)
 	}
 }
 
@@ -244,8 +283,9 @@ func sealedRefusal(code, msg string) bool {
 // withoutSealed is the "input" override that leaves out of what m receives the items another
 // account sealed (and, after m refused sealed content, every sealed item m is not known to have
 // sealed), or false when nothing is to be left out. items returns the request's input items;
-// it is called only when something may have to be left out, so a request whose account sealed
-// everything the relay knows of costs a map look-up. The override's value is built once per
+// it is called only when something may have to be left out (another account sealed items of
+// the conversation), so a conversation that never rotated costs a map look-up. The override's
+// value is built once per
 // set of items left out, so that attempts with the same set share one body in the
 // serialization cache.
 func (x *exchange) withoutSealed(m *member, items func() [][]byte) (payload.Override, bool) {
@@ -254,7 +294,7 @@ func (x *exchange) withoutSealed(m *member, items func() [][]byte) (payload.Over
 		return payload.Override{}, false
 	}
 	strip := x.stripFor == m.key()
-	if !strip && !x.s.seals.foreignTo(m.key()) {
+	if !strip && !x.s.seals.foreignIn(x.req.session, m.key()) {
 		return payload.Override{}, false
 	}
 	all := items()
@@ -325,7 +365,7 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 			continue
 		}
 		found = true
-		x.s.seals.learn(refusedOwner, c)
+		x.s.seals.learn(refusedOwner, x.req.session, c)
 	}
 	if found {
 		x.stripFor = m.key()

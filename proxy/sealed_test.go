@@ -334,18 +334,24 @@ func TestSealedItemsOverASocket(t *testing.T) {
 	}
 }
 
-// Nothing sealed and nothing rotating: the body goes as the client sent it, untouched.
+// A conversation that never rotated goes as the client sent it, untouched and unscanned,
+// even when another conversation rotated.
 func TestSealedNothingToDoCostsNothing(t *testing.T) {
 	a := newUpstream(t, sealer("A", "code", func(int) string { return outputItem("ok") }))
 	r := newRelay(t, proxy.Options{}, openaiAccount("a", a))
+	// Another conversation carried an item a refused: the relay left it out and remembers it.
+	other := strings.Replace(turnBody(userItem("elsewhere"), sealedItem("Z", 0)), "conv-1", "conv-2", 1)
+	if _, end := r.streamItems(t, other); end != "response.completed" || !r.lastTrace(t, 1).SealedRetry {
+		t.Fatalf("the other conversation: %s", end)
+	}
 	out, _ := r.streamItems(t, turnBody(userItem("one")))
 	body := turnBody(userItem("one"), out[0], out[1], userItem("two"))
 	r.streamItems(t, body)
 	got := a.requests()
-	if string(got[1].Body) != body {
-		t.Fatalf("the body changed:\n got %s\nwant %s", got[1].Body, body)
+	if string(got[len(got)-1].Body) != body {
+		t.Fatalf("the body changed:\n got %s\nwant %s", got[len(got)-1].Body, body)
 	}
-	if tr := r.lastTrace(t, 2); tr.SealedOmitted != 0 || tr.SealedRetry || tr.Serialization.Direct != 1 {
+	if tr := r.lastTrace(t, 3); tr.SealedOmitted != 0 || tr.SealedRetry || tr.Serialization.Direct != 1 {
 		t.Fatalf("trace: %+v", tr)
 	}
 }

@@ -55,7 +55,7 @@ func (x *exchange) upstreamHeaders(m *member) http.Header {
 // learnTurnState records the turn state m issued in an answer's (or a handshake's) headers.
 func (s *Server) learnTurnState(m *member, h http.Header) {
 	if st := h.Get(turnStateHeader); st != "" {
-		s.turnStates.learn(m.key(), []byte(st))
+		s.turnStates.learn(m.key(), "", []byte(st))
 	}
 }
 

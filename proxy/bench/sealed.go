@@ -60,12 +60,9 @@ func (r *proxyRun) sealed() error {
 	defer r.relay.SetSealedTracking(true)
 	n := r.opt.SmallRequests
 	res.Requests = n
-	// The relay learns the serving account's item from the first answer, and that the
-	// foreign one is refused from a strip-and-retry.
-	for _, b := range []string{sealedBody(), sealedBody(sealedForeign, sealedOwn)} {
-		if err := drain(r.post(r.relayURL, b)); err != nil {
-			return fmt.Errorf("sealed: %w", err)
-		}
+	// The relay learns the serving account's item from the first answer.
+	if err := drain(r.post(r.relayURL, sealedBody())); err != nil {
+		return fmt.Errorf("sealed: %w", err)
 	}
 	measure := func(on, off string) (onP50, offP50 float64, err error) {
 		block := min(50, max(1, n/4))
@@ -95,6 +92,12 @@ func (r *proxyRun) sealed() error {
 		return err
 	}
 	res.AddedP50Us = res.OnP50Us - res.OffP50Us
+	// The conversation rotates: the relay learns from a strip-and-retry that the foreign item
+	// is refused, and leaves it out from then on.
+	r.relay.SetSealedTracking(true)
+	if err := drain(r.post(r.relayURL, sealedBody(sealedForeign, sealedOwn))); err != nil {
+		return fmt.Errorf("sealed: %w", err)
+	}
 	if res.RotatedOnP50Us, res.RotatedOffP50Us, err = measure(sealedBody(sealedForeign, sealedOwn), own); err != nil {
 		return err
 	}
