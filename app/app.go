@@ -104,6 +104,7 @@ func Open(opt Options) (*App, error) {
 		Logger:    opt.Logger,
 		Catalog:   catOpt,
 		Timeouts:  s.Timeouts.proxy(),
+		Hold:      s.hold(),
 	})
 	if err := a.Proxy.SetAliases(s.Aliases); err != nil {
 		return nil, fmt.Errorf("settings: %w (fix the aliases in %s)", err, filepath.Join(opt.ConfigDir, settingsName))
@@ -252,6 +253,9 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 	}
 	if next.Timeouts != prev.Timeouts {
 		a.Proxy.SetTimeouts(next.Timeouts.proxy())
+	}
+	if next.HoldSeconds != prev.HoldSeconds {
+		a.Proxy.SetHold(next.hold())
 	}
 	if next.Strategy != prev.Strategy {
 		if err := validStrategy(next.Strategy); err != nil {

@@ -515,3 +515,31 @@ func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
 		t.Fatal("the relay process did not end when its stdin closed")
 	}
 }
+
+// hold-seconds: the CLI changes it, a running relay follows, `settings` shows it; out of range
+// is a usage error that changes nothing.
+func TestHoldSetting(t *testing.T) {
+	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Proxy.HoldBound(); got != 30*time.Second {
+		t.Fatalf("default hold %v", got)
+	}
+	if code, _, errs := runCLI(t, opt, "", "settings", "set", "hold-seconds", "5"); code != 0 {
+		t.Fatalf("set: %d %s", code, errs)
+	}
+	a.Reload()
+	if got := a.Proxy.HoldBound(); got != 5*time.Second {
+		t.Fatalf("live hold %v", got)
+	}
+	if code, _, errs := runCLI(t, opt, "", "settings", "set", "hold-seconds", "99999"); code != 2 || !strings.Contains(errs, "3600") {
+		t.Fatalf("out of range: %d %s", code, errs)
+	}
+	runCLI(t, opt, "", "settings", "set", "hold-seconds", "-1")
+	a.Reload()
+	if code, out, _ := runCLI(t, opt, "", "settings"); code != 0 || !strings.Contains(out, "hold-seconds            never") || a.Proxy.HoldBound() >= 0 {
+		t.Fatalf("settings: %s (bound %v)", out, a.Proxy.HoldBound())
+	}
+}

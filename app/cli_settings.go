@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // settingsCommand is `codexrelay settings`: show the settings, or change one.
@@ -37,6 +39,7 @@ var settingKeys = [][2]string{
 	{"header-timeout-ms", "upstream timeout for the response headers, in milliseconds (0: the default)"},
 	{"first-event-timeout-ms", "upstream timeout for a stream's first event, in milliseconds (0: the default)"},
 	{"stream-idle-timeout-ms", "upstream timeout between a stream's events, in milliseconds (0: the default)"},
+	{"hold-seconds", "how long a request waits, sending nothing, for a resting pool to come back (0: the default, 30; -1: never)"},
 	{"usage-ledger", "true or false: record each request's tokens in the usage ledger (see codexrelay usage)"},
 	{"usage-retention-days", "days the usage ledger keeps each request (0: the default, 400); daily totals stay"},
 }
@@ -86,6 +89,13 @@ func (c *CLI) showSettings() error {
 	fmt.Fprintf(tw, "header-timeout-ms\t%d\n", tmo.Header.Milliseconds())
 	fmt.Fprintf(tw, "first-event-timeout-ms\t%d\n", tmo.FirstEvent.Milliseconds())
 	fmt.Fprintf(tw, "stream-idle-timeout-ms\t%d\n", tmo.StreamIdle.Milliseconds())
+	hold := "never"
+	if d := s.hold(); d == 0 {
+		hold = strconv.Itoa(int(proxy.DefaultHold.Seconds()))
+	} else if d > 0 {
+		hold = strconv.Itoa(s.HoldSeconds)
+	}
+	fmt.Fprintf(tw, "hold-seconds\t%s\n", hold)
 	fmt.Fprintf(tw, "usage-ledger\t%v (%s)\n", !s.Usage.Off, a.LedgerPath())
 	retention := s.Usage.RetentionDays
 	if retention == 0 {
@@ -137,6 +147,12 @@ func setterOf(key, val string) (func(a *App) error, error) {
 		}
 		which := strings.TrimSuffix(key, "-timeout-ms")
 		return func(a *App) error { return a.SetTimeout(which, time.Duration(n)*time.Millisecond) }, nil
+	case "hold-seconds":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < -1 || n > 3600 {
+			return nil, usagef("hold-seconds must be a number of seconds from -1 (never) to 3600 (0 restores the default, 30)")
+		}
+		return func(a *App) error { return a.SetHold(n) }, nil
 	case "usage-ledger":
 		on, err := strconv.ParseBool(val)
 		if err != nil {

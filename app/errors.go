@@ -25,6 +25,7 @@ const (
 	FieldAlias    = "alias"
 	FieldStaleAge = "maximum stale age"
 	FieldTTL      = "catalog TTL"
+	FieldHold     = "hold"
 )
 
 func fieldError(field, msg string) error { return &FieldError{Field: field, Msg: msg} }

@@ -76,6 +76,16 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 	})
 }
 
+// SetHold sets how long a request may wait, sending nothing, for a resting pool to come back
+// (0 restores the default of 30 s; negative never waits). At most an hour: a client waits
+// that long with nothing on the line.
+func (a *App) SetHold(seconds int) error {
+	if seconds > 3600 {
+		return fieldError(FieldHold, "must be at most 3600 seconds")
+	}
+	return a.update(func(s *Settings) error { s.HoldSeconds = max(seconds, -1); return nil })
+}
+
 // SetNotification switches one kind of desktop notification on or off.
 func (a *App) SetNotification(kind string, on bool) error {
 	if !slices.Contains(NotifyKinds, kind) {

@@ -40,6 +40,9 @@ type Settings struct {
 	LocalKeyRev int             `json:"local_api_key_rev,omitempty"`
 	Catalog     CatalogSettings `json:"catalog"`
 	Timeouts    TimeoutSettings `json:"timeouts,omitzero"`
+	// HoldSeconds is the longest a request waits, with nothing sent, for a resting pool to
+	// come back (0: proxy.DefaultHold; negative: never).
+	HoldSeconds int `json:"hold_seconds,omitempty"`
 	// Notifications are the desktop notifications the tray app sends.
 	Notifications NotificationSettings `json:"notifications,omitzero"`
 	// Usage configures the usage ledger.
@@ -478,4 +481,12 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 		os.Remove(path)
 	}
 	return err
+}
+
+// hold is the proxy's hold bound for HoldSeconds.
+func (s Settings) hold() time.Duration {
+	if s.HoldSeconds < 0 {
+		return -1
+	}
+	return time.Duration(s.HoldSeconds) * time.Second
 }

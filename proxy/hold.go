@@ -94,3 +94,6 @@ func (p *pool) backAt(now time.Time, serves func(*member) bool) time.Time {
 	}
 	return back
 }
+
+// HoldBound is the longest wait for a resting pool in force (negative: never).
+func (s *Server) HoldBound() time.Duration { return time.Duration(s.hold.Load()) }
