@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // A conversation over its own bound is forgotten; past the relay-wide bound the least recently
@@ -49,5 +52,27 @@ func TestConversationBounds(t *testing.T) {
 	empty.close()
 	if b.used != 0 || b.lru.Len() != 0 {
 		t.Fatalf("closed conversations left %d bytes, %d entries", b.used, b.lru.Len())
+	}
+}
+
+// A turn's input items are kept in memory of their own, not as parts of the frame they came
+// in; response.append keeps the last frame's parameters without its input.
+func TestSocketKeepsItsItemsNotItsFrames(t *testing.T) {
+	frame := []byte(`{"type":"response.create","model":"m","instructions":"` + strings.Repeat("x", 1<<20) + `","input":[{"type":"message","role":"user","content":"hi"}]}`)
+	at := bytes.Index(frame, []byte(`{"type":"message"`))
+	items := cloneItems([][]byte{frame[at : len(frame)-2]})
+	if string(items[0]) != `{"type":"message","role":"user","content":"hi"}` || cap(items[0]) > 64 {
+		t.Fatalf("item %q, capacity %d", items[0], cap(items[0]))
+	}
+	obj, err := payload.Parse(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := withoutInput(obj)
+	if _, has := last.Get("input"); has || last.Size >= len(frame) {
+		t.Fatalf("kept the input (%d bytes of %d)", last.Size, len(frame))
+	}
+	if raw, _ := last.Get("instructions"); &raw[0] == &frame[len(`{"type":"response.create","model":"m","instructions":`)] {
+		t.Fatal("the parameters are parts of the frame")
 	}
 }

@@ -58,6 +58,13 @@ type Options struct {
 	// ConversationBudget bounds the conversations the WebSocket connections keep, all together
 	// (default 512 MiB); past it the least recently used connection's is forgotten.
 	ConversationBudget int64
+	// MaxSockets bounds the client WebSockets open at once (default 256); SocketReadBudget the
+	// bytes of client frames being read or waiting to be answered, all sockets together
+	// (default 256 MiB); SocketIdle the silence allowed between a socket's turns (default 15
+	// minutes; the first frame must come within a minute).
+	MaxSockets       int
+	SocketReadBudget int64
+	SocketIdle       time.Duration
 	// SealedItems bounds how many account-sealed items (reasoning, compaction) the relay
 	// remembers the sealing account of (default 262144, about 40 bytes each).
 	SealedItems int
@@ -110,6 +117,8 @@ type Server struct {
 	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.
 	hold    atomic.Int64
 	holding atomic.Int64
+	// frameBytes is what client WebSocket frames being read or waiting hold (socket.go).
+	frameBytes atomic.Int64
 }
 
 // SetTraceHook has f called with the trace of every finished request (nil: none), on the
@@ -164,6 +173,15 @@ func New(opt Options) *Server {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.MaxSockets <= 0 {
+		opt.MaxSockets = 256
+	}
+	if opt.SocketReadBudget <= 0 {
+		opt.SocketReadBudget = 256 << 20
+	}
+	if opt.SocketIdle <= 0 {
+		opt.SocketIdle = defaultSocketIdle
 	}
 	if opt.TraceBufferSize <= 0 {
 		opt.TraceBufferSize = 500

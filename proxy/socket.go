@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -49,6 +53,13 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 			Message: "method GET is not allowed on " + truncate(r.URL.Path, 200) + "; use POST, or GET with Upgrade: websocket for the WebSocket transport"})
 		return
 	}
+	// A bound on the sockets open at once: each holds a goroutine pair, buffers and a
+	// conversation.
+	if n := s.c.sockets.Load(); n >= int64(s.opt.MaxSockets) {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "too_many_sockets",
+			Message: fmt.Sprintf("Codex Relay has %d WebSockets open, its limit: close one, or use HTTP (POST /v1/responses)", n)})
+		return
+	}
 	// The Origin check is the guard's (any Origin is refused before this point).
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
@@ -79,12 +90,90 @@ type socketConn struct {
 	// drained is closed when the relay stops: the connection closes after its current turn.
 	drained   chan struct{}
 	drainOnce sync.Once
+	// busy says that a turn is running (the idle limit between turns does not count it).
+	busy atomic.Bool
 }
 
 type frame struct {
 	typ  websocket.MessageType
 	data []byte
+	// held is what the frame holds of the relay-wide budget of frames being read or waiting
+	// (released once it is answered).
+	held int64
 }
+
+// Socket limits: the longest silence between a client's frames while no turn runs (the first
+// frame must come sooner), and the budget step frames are read in.
+const (
+	defaultSocketIdle = 15 * time.Minute
+	firstFrameWait    = time.Minute
+	frameStep         = 64 << 10
+)
+
+// readFrame reads the client's next frame into memory taken from the relay-wide budget of
+// frames being read (Options.SocketReadBudget): a socket whose frame would exceed it is closed
+// with 1013 (try again later), one silent past the idle limit between turns with 1001, and a
+// frame that stalls (no byte for BodyIdleTimeout) or trickles past BodyTimeout with 1008, as
+// an HTTP body would get 408.
+func (sc *socketConn) readFrame(first bool) (frame, error) {
+	s := sc.s
+	wait := s.opt.SocketIdle
+	if first {
+		wait = min(wait, firstFrameWait)
+	}
+	var idle atomic.Pointer[time.Timer]
+	idle.Store(time.AfterFunc(wait, func() {
+		if sc.busy.Load() {
+			idle.Load().Reset(wait) // a turn is running: its end starts the wait
+			return
+		}
+		sc.c.Close(websocket.StatusGoingAway, "idle: no request for "+wait.String())
+	}))
+	typ, rd, err := sc.c.Reader(sc.ctx)
+	idle.Load().Stop()
+	if err != nil {
+		return frame{}, err
+	}
+	stall := time.AfterFunc(s.opt.BodyIdleTimeout, func() {
+		sc.c.Close(websocket.StatusPolicyViolation, "the frame stalled: no byte for "+s.opt.BodyIdleTimeout.String())
+	})
+	whole := time.AfterFunc(s.opt.BodyTimeout, func() {
+		sc.c.Close(websocket.StatusPolicyViolation, "the frame took longer than "+s.opt.BodyTimeout.String())
+	})
+	defer stall.Stop()
+	defer whole.Stop()
+	f := frame{typ: typ}
+	for {
+		if len(f.data) == cap(f.data) {
+			step := int64(max(frameStep, cap(f.data))) // doubling, a step at least
+			if s.frameBytes.Add(step) > s.opt.SocketReadBudget {
+				s.frameBytes.Add(-step)
+				sc.release(f)
+				sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
+				return frame{}, errFrameBudget
+			}
+			f.held += step
+			f.data = slices.Grow(f.data, int(step))
+		}
+		n, err := rd.Read(f.data[len(f.data):cap(f.data)])
+		f.data = f.data[:len(f.data)+n]
+		if n > 0 {
+			stall.Reset(s.opt.BodyIdleTimeout)
+		}
+		if err == io.EOF {
+			return f, nil
+		}
+		if err != nil {
+			sc.release(f)
+			return frame{}, err
+		}
+	}
+}
+
+// release gives a frame's memory back to the budget.
+func (sc *socketConn) release(f frame) { sc.s.frameBytes.Add(-f.held) }
+
+var errFrameBudget = errors.New("the relay's budget of frames being read is spent")
 
 // serve reads the client's frames and answers them one turn at a time, until the client
 // closes or the relay stops. A read goroutine watches the socket while a turn runs, so that a
@@ -111,17 +200,23 @@ func (sc *socketConn) serve() {
 	frames := make(chan frame, 4)
 	go func() {
 		defer close(frames)
-		for {
-			typ, data, err := sc.c.Read(sc.ctx)
+		for first := true; ; first = false {
+			f, err := sc.readFrame(first)
 			if err != nil {
-				sc.cancel() // the client left (or sent a frame over the size limit: closed with 1009)
+				sc.cancel() // the client left, or was cut (a frame over the size limit: 1009)
 				return
 			}
 			select {
-			case frames <- frame{typ, data}:
+			case frames <- f:
 			case <-sc.ctx.Done():
+				sc.release(f)
 				return
 			}
+		}
+	}()
+	defer func() {
+		for f := range frames { // left unanswered
+			sc.release(f)
 		}
 	}()
 	for {
@@ -130,7 +225,10 @@ func (sc *socketConn) serve() {
 			if !ok {
 				return
 			}
+			sc.busy.Store(true)
 			sc.handle(f)
+			sc.release(f)
+			sc.busy.Store(false)
 			continue
 		case <-sc.drained:
 		}
@@ -198,13 +296,23 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		}
 		input, _ = inputItems(raw)
 	}
-	sc.last = obj
+	sc.last = withoutInput(obj)
 	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
 		return
 	}
 	sc.run(t, size)
+}
+
+// withoutInput is a copy of a response.create frame's parameters, without its input: what
+// response.append needs of it, in memory of its own (the frame, input and all, is let go).
+func withoutInput(obj *payload.Object) *payload.Object {
+	o, err := payload.Parse(payload.Build(nil, obj, []payload.Override{{Key: "input"}}))
+	if err != nil {
+		panic("proxy: a frame's parameters do not parse: " + err.Error()) // built from parsed parts
+	}
+	return o
 }
 
 // appendTurn runs a response.append frame: its input items continue the last completed
@@ -242,7 +350,7 @@ func (sc *socketConn) warmUp(t *socketTurn) {
 		id, sc.s.now().Unix(), payload.AppendString(nil, model))
 	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
 	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
-	sc.conv.commit(len(t.base), t.input, nil, id)
+	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id)
 	sc.lastID = id
 }
 
@@ -268,7 +376,8 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	x.route()
 	w.finish(x)
 	if t.completedID != "" {
-		sc.conv.commit(len(t.base), t.input, t.output, t.completedID)
+		// The input items are parts of the frame: copied, the frame is let go.
+		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID)
 		sc.lastID = t.completedID
 	}
 }
@@ -452,6 +561,21 @@ func responseOutput(data []byte) (string, [][]byte) {
 		items[i] = bytes.Clone(it)
 	}
 	return id, items
+}
+
+// cloneItems copies items into one allocation of their own.
+func cloneItems(items [][]byte) [][]byte {
+	n := 0
+	for _, it := range items {
+		n += len(it)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		buf = append(buf, it...)
+		out[i] = buf[len(buf)-len(it):]
+	}
+	return out
 }
 
 // stringMember is a string member of o ("", false when o is nil, or the member absent or not

@@ -42,6 +42,9 @@ type RequestStats struct {
 	InFlight  int64 `json:"in_flight"`
 	// WebSockets counts the client WebSocket connections open now.
 	WebSockets int64 `json:"websockets_open"`
+	// SocketFrameBytes is what client WebSocket frames being read or waiting hold now, of the
+	// relay-wide budget (Options.SocketReadBudget).
+	SocketFrameBytes int64 `json:"websocket_frame_bytes"`
 	// Held counts the requests waiting now for a resting pool to come back (hold.go).
 	Held int64 `json:"held"`
 	// SealedItems is how many account-sealed items the relay knows the sealer of; SealedOmitted
@@ -98,7 +101,7 @@ func (s *Server) snapshot() Snapshot {
 		Requests: RequestStats{
 			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
 			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(), WebSockets: s.c.sockets.Load(),
-			Held: s.holding.Load(), SealedItems: s.seals.size(),
+			Held: s.holding.Load(), SealedItems: s.seals.size(), SocketFrameBytes: s.frameBytes.Load(),
 			SealedOmitted: s.c.sealedOmitted.Load(), SealedRetries: s.c.sealedRetries.Load(),
 			MedianPreparationMs: s.traces.medianPreparation(),
 		},
