@@ -39,7 +39,7 @@ func TestEchoedKeysStayOutOfAccountsList(t *testing.T) {
 			t.Errorf("the key reached the %s:\n%s", where, text)
 		}
 	}
-	if code == 200 || code2 != 0 || !strings.Contains(listed, "****9876") || !strings.Contains(listed, `"state": "needs_login"`) {
+	if code == 200 || code2 != 0 || !strings.Contains(listed, "****9876") || !strings.Contains(listed, `"state": "key_rejected"`) {
 		t.Fatalf("client %d; list %d:\n%s", code, code2, listed)
 	}
 }

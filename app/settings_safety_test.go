@@ -83,7 +83,12 @@ func TestARunningRelayIgnoresFilesThatDoNotParse(t *testing.T) {
 		[]byte("null"),
 		[]byte(`{"strategy": "priority"} {"strategy": "priority"}`),
 	} {
-		if err := os.WriteFile(path, bad, 0o600); err != nil {
+		// Whole at once (written, then renamed in): a relay that read the 4 MiB file while it
+		// was being written would see a prefix that parses, which is not what this tests.
+		if err := os.WriteFile(path+".next", bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".next", path); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, func() bool { return a.ReloadError() != nil })

@@ -41,6 +41,8 @@ const (
 // tried once more on the same account, a timeout is not. Each counts as the account's failure,
 // and the breaker makes an account that keeps failing rest.
 func (x *exchange) tryAccount(m *member) (done bool, reason string) {
+	// A client request counts once for each account it is sent to, however many tries there.
+	m.requests.Add(1)
 	// One body per account: a retry on the same account resends the same bytes.
 	body, err := x.wireFor(m).body(x, m)
 	refreshed := false
@@ -144,7 +146,6 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 		return nextAccount, reason, nil
 	}
 	x.cred = cred
-	m.requests.Add(1)
 	wr := x.wireFor(m)
 	tmo := s.Timeouts()
 	out, err := wr.send(wr, x, m, cred, body, tmo)

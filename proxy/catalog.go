@@ -377,7 +377,12 @@ func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, er
 	if resp.StatusCode != http.StatusOK {
 		// The upstream's text: redacted before it is stored or logged.
 		code, msg, _ := parseUpstreamError(redact(body, cred.Token))
-		return nil, fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
+		err := fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
+		if m.Kind == KindOpenAI && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			// The key itself was refused: no request should find that out again.
+			m.markNeedsLogin("the upstream refused the API key: " + err.Error())
+		}
+		return nil, err
 	}
 	return parseModelList(body)
 }

@@ -445,3 +445,27 @@ func TestScheduledRefreshRunsWhileServing(t *testing.T) {
 		t.Fatal("the schedule kept running after Serve returned")
 	}
 }
+
+// An API key the upstream refuses while listing models is key_rejected at once, before a
+// request finds out; a request never goes to it.
+func TestModelListRefusalRejectsTheKey(t *testing.T) {
+	bad := newUpstream(t, answerText("never"))
+	bad.setModels(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","code":"invalid_api_key"}}`)
+	})
+	good := newUpstream(t, answerText("ok"))
+	good.setModels(listing(nil, "gpt-5"))
+	r := catalogRelay(t, newClock(), true, openaiAccount("bad", bad), openaiAccount("good", good))
+	readAll(t, r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi","stream":true}`))
+	if st := r.account(t, "bad"); st.State != proxy.StateKeyRejected || !strings.Contains(st.LastError, "refused the API key") {
+		t.Fatalf("bad: %+v", st)
+	}
+	if n := len(bad.requests()); n != 0 {
+		t.Fatalf("a rejected key got %d requests", n)
+	}
+	if st := r.account(t, "good"); st.Requests != 1 {
+		t.Errorf("good counts %d requests, want 1 (model lists are not requests)", st.Requests)
+	}
+}

@@ -476,3 +476,34 @@ func TestLargeBodiesArrivingInPieces(t *testing.T) {
 		})
 	}
 }
+
+// A request another site started (an <img>, a <script>: no Origin, but Sec-Fetch-Site) is
+// refused on every route, and no answer may be sniffed as another type.
+func TestCrossSiteFetchesRefused(t *testing.T) {
+	up := newUpstream(t, answerText("ok"))
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
+	for _, path := range []string{"/relay/stats", "/relay/traces", "/metrics", "/v1/models"} {
+		for _, site := range []string{"cross-site", "same-site"} {
+			req, _ := http.NewRequest(http.MethodGet, r.URL+path, nil)
+			req.Header.Set("Sec-Fetch-Site", site)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := decodeErr(t, resp); resp.StatusCode != 403 || e.Error.Code != "forbidden_origin" {
+				t.Errorf("%s from %s: %d %+v", path, site, resp.StatusCode, e)
+			}
+			resp.Body.Close()
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.URL+"/relay/stats", nil)
+	req.Header.Set("Sec-Fetch-Site", "none") // typed in the address bar, or a tool
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("stats: %d, nosniff %q", resp.StatusCode, resp.Header.Get("X-Content-Type-Options"))
+	}
+}

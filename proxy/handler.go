@@ -48,6 +48,9 @@ func (s *Server) routes() {
 
 // ServeHTTP applies the loopback guards and the local key, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// No answer is ever to be read as anything but what its Content-Type says (a page that
+	// loads a route as a script or a style gets nothing it can use).
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if e := s.guard(r); e != nil {
 		writeError(w, e)
 		return
@@ -70,6 +73,11 @@ func (s *Server) guard(r *http.Request) *apiError {
 	if r.Header.Get("Origin") != "" {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
 			Message: "Codex Relay does not answer requests from web pages (Origin header present)"}
+	}
+	// A browser names a request another site started (an <img> or <script> sends no Origin).
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
+			Message: "Codex Relay does not answer requests from web pages (Sec-Fetch-Site: " + site + ")"}
 	}
 	if key != nil && r.URL.Path != "/health" {
 		got := r.Header.Get("X-Api-Key")

@@ -41,7 +41,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	for _, a := range snap.Accounts {
 		name := `account="` + escapeLabel(a.Name) + `"`
 		metric("codexrelay_account_requests_total", "counter", "Upstream attempts per account.", a.Requests, name)
-		for _, st := range []string{StateReady, StateCooldown, StateNeedsLogin, StateDisabled} {
+		for _, st := range []string{StateReady, StateCooldown, StateNeedsLogin, StateKeyRejected, StateDisabled} {
 			v := 0
 			if a.State == st {
 				v = 1

@@ -17,7 +17,10 @@ const (
 	StateReady      = "ready"
 	StateCooldown   = "cooldown"
 	StateNeedsLogin = "needs_login"
-	StateDisabled   = "disabled"
+	// StateKeyRejected is an API key the upstream refused (401/403), when listing models or
+	// serving; it clears when the key is replaced (a ChatGPT sign-in refused is needs_login).
+	StateKeyRejected = "key_rejected"
+	StateDisabled    = "disabled"
 )
 
 // Routing strategies: the order in which healthy accounts take requests (a session keeps its
@@ -76,6 +79,8 @@ func (m *member) stateLocked(now time.Time) string {
 	switch {
 	case m.Disabled:
 		return StateDisabled
+	case m.needsLogin != "" && m.Kind == KindOpenAI:
+		return StateKeyRejected
 	case m.needsLogin != "":
 		return StateNeedsLogin
 	case now.Before(m.cooldownUntil):
@@ -442,7 +447,7 @@ func (p *pool) unavailable(model string, now time.Time) *apiError {
 				earliest = m.cooldownUntil
 			}
 			desc += " until " + m.cooldownUntil.UTC().Format(time.RFC3339)
-		case StateNeedsLogin:
+		case StateNeedsLogin, StateKeyRejected:
 			desc += " (" + m.needsLogin + ")"
 		case StateReady:
 			if until, ok := m.modelBlocked[model]; ok && now.Before(until) {

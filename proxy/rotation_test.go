@@ -191,7 +191,8 @@ func TestFailureAsFirstEventOfA200StreamRotates(t *testing.T) {
 	})
 }
 
-func TestUnauthorizedMarksNeedsLogin(t *testing.T) {
+// An API key refused with 401/403 is key_rejected (a ChatGPT sign-in would be needs_login).
+func TestUnauthorizedMarksTheKeyRejected(t *testing.T) {
 	for _, code := range []int{401, 403} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			bad := newUpstream(t, status(code, `{"error":{"message":"invalid token","code":"invalid_api_key"}}`))
@@ -201,7 +202,7 @@ func TestUnauthorizedMarksNeedsLogin(t *testing.T) {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
 			a := r.account(t, "a")
-			if a.State != "needs_login" || !strings.Contains(a.LastError, "invalid token") {
+			if a.State != proxy.StateKeyRejected || !strings.Contains(a.LastError, "invalid token") {
 				t.Fatalf("account a %+v", a)
 			}
 			// It stays out of rotation until the user signs in again.
@@ -211,7 +212,7 @@ func TestUnauthorizedMarksNeedsLogin(t *testing.T) {
 			}
 			r.ResetAccount("a")
 			if r.account(t, "a").State != "ready" {
-				t.Fatal("reset did not clear needs_login")
+				t.Fatal("reset did not clear key_rejected")
 			}
 		})
 	}
