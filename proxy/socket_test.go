@@ -627,7 +627,7 @@ func TestSocketClosesWhenTheRelayStops(t *testing.T) {
 // costs nothing: the turn goes again to the same account on a new socket with the whole
 // conversation, the account is not blamed and the client sees one ordinary turn.
 func TestSocketUpstreamClosedOrForgot(t *testing.T) {
-	for _, how := range []string{"closed", "forgot"} {
+	for _, how := range []string{"closed", "forgot", "time limit"} {
 		t.Run(how, func(t *testing.T) {
 			up := newWSUpstream(t)
 			up.answer = func(n int, c *websocket.Conn, f map[string]any) bool {
@@ -640,6 +640,10 @@ func TestSocketUpstreamClosedOrForgot(t *testing.T) {
 					return true
 				case n == 1 && how == "forgot":
 					c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"error","status":400,"error":{"type":"invalid_request_error","code":"previous_response_not_found","message":"Previous response with id 'resp_ws_0' not found.","param":"previous_response_id"}}`))
+					return true
+				case n == 1 && how == "time limit": // the upstream ends each socket after 60 minutes
+					c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"error","status":400,"error":{"type":"invalid_request_error","code":"websocket_connection_limit_reached","message":"Responses websocket connection limit reached (60 minutes). Create a new websocket connection to continue."}}`))
+					c.Close(websocket.StatusNormalClosure, "websocket_connection_limit_reached")
 					return true
 				}
 				return false

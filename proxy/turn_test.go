@@ -181,34 +181,6 @@ func TestSocketResponseProcessedIsSilent(t *testing.T) {
 	responseID(t, evs)
 }
 
-// An upstream socket ended at its time limit is replaced, the conversation replayed, before
-// the client notices; the account is not blamed.
-func TestSocketConnectionLimitIsInvisible(t *testing.T) {
-	up := newWSUpstream(t)
-	up.answer = func(n int, c *websocket.Conn, f map[string]any) bool {
-		if n == 1 {
-			c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"error","status":400,"error":{"type":"invalid_request_error","code":"websocket_connection_limit_reached","message":"Responses websocket connection limit reached (60 minutes). Create a new websocket connection to continue."}}`))
-			c.Close(websocket.StatusNormalClosure, "websocket_connection_limit_reached")
-			return true
-		}
-		return false
-	}
-	r := newRelay(t, proxy.Options{RetryBackoff: time.Hour}, up.account("a"))
-	c := r.dial(t)
-	id := responseID(t, turn(t, c, createFrame("", userItem("one"))))
-	evs := turn(t, c, createFrame(id, userItem("two")))
-	if last(evs)["type"] != "response.completed" {
-		t.Fatalf("the client saw %v", last(evs))
-	}
-	frames := up.got()
-	if len(frames) != 3 || field(t, frames[2], "previous_response_id") != nil {
-		t.Fatalf("%d frames; the last not a replay", len(frames))
-	}
-	if st := r.account(t, "a"); st.Failures != 0 || st.State != proxy.StateReady {
-		t.Errorf("account blamed: %+v", st)
-	}
-}
-
 // Over a socket the Codex CLI sends each turn's headers in the frame's client_metadata (the
 // handshake's are the connection's first, a prewarm's): the frame's reach the upstream.
 func TestSocketTurnHeadersComeFromTheFrame(t *testing.T) {

@@ -76,15 +76,11 @@ func (r *proxyRun) conversation() error {
 	defer up.close()
 	relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
 	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: up.url + "/v1", Credentials: proxy.Static{Token: "sk-bench"}}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	relayURL, stop, err := serveOnLoopback(relay)
 	if err != nil {
 		return err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
-	defer func() { stop(); <-served }()
-	relayURL := "http://" + ln.Addr().String() + "/v1"
+	defer stop()
 
 	turns, rounds := r.opt.ConversationTurns, r.opt.ConversationRounds
 	res := &r.res.Conversation

@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -166,17 +165,14 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 	}
 	defer up.close()
 	relay := Relay(up.url + "/v1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	relayURL, stop, err := serveOnLoopback(relay)
 	if err != nil {
 		return res, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
-	defer func() { stop(); <-served }()
+	defer stop()
 	r := &proxyRun{
 		opt: opt, res: &res, up: up, relay: relay,
-		relayURL:  "http://" + ln.Addr().String() + "/v1",
+		relayURL:  relayURL,
 		directURL: up.url + "/v1",
 		client:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}},
 	}

@@ -166,15 +166,11 @@ func (r *proxyRun) rotation() error {
 		{Name: "a", Kind: proxy.KindOpenAI, BaseURL: r.up.url + "/v1", Credentials: proxy.Static{Token: "sk-a"}},
 		{Name: "b", Kind: proxy.KindOpenAI, BaseURL: r.up.url + "/v1", Credentials: proxy.Static{Token: "sk-b"}},
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := serveOnLoopback(relay)
 	if err != nil {
 		return err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
-	defer func() { stop(); <-served }()
-	url := "http://" + ln.Addr().String() + "/v1"
+	defer stop()
 	// a answers a small request with the items it sealed: the relay learns them.
 	if err := drain(r.post(url, `{"model":"bench-rotate","stream":false,"input":"learn"}`)); err != nil {
 		return fmt.Errorf("rotation: %w", err)
@@ -211,4 +207,17 @@ func (r *proxyRun) rotation() error {
 	res.PlainMs, res.StrippedMs, res.PassMs = quantile(ps, 0.5), quantile(ss, 0.5), quantile(passes, 0.5)
 	res.AddedPasses = ratio(res.StrippedMs-res.PlainMs, res.PassMs)
 	return nil
+}
+
+// serveOnLoopback serves relay on a loopback port of its own until stop is called; url is its
+// base URL, ending in /v1.
+func serveOnLoopback(relay *proxy.Server) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- relay.Serve(ctx, ln, time.Second) }()
+	return "http://" + ln.Addr().String() + "/v1", func() { cancel(); <-served }, nil
 }
