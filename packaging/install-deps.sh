@@ -4,13 +4,13 @@
 # and needs no network. Works as root (CI) or through sudo.
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
 #   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb
-#   install-deps.sh shot    test + what screenshots need (imagemagick, xdotool)
+#   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
 set -euo pipefail
 
 build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
-shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils)
+shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils python3 libglib2.0-bin procps)
 
 want=("${build[@]}")
 case "${1:-build}" in
