@@ -32,7 +32,7 @@ type accountsWindow struct {
 	none  *widget.RichText
 	order *widget.RichText
 	// status says what the last action did ("Added “work”.").
-	status *widget.Label
+	status *fleeting // it clears itself after noteFor
 
 	// The dialogs last opened, for the tests to drive.
 	add    *addDialog
@@ -74,13 +74,11 @@ func (a *accountsWindow) build() fyne.CanvasObject {
 	a.order = note("")
 	add := widget.NewButtonWithIcon("Add account…", theme.ContentAddIcon(), func() { a.showAdd(addChatGPT) })
 	add.Importance = widget.HighImportance
-	a.status = widget.NewLabel("")
-	a.status.Wrapping = fyne.TextWrapWord
-	a.status.Hide()
+	a.status = newFleeting()
 	top := container.NewVBox(
 		container.NewBorder(nil, nil, nil, add, heading("Accounts, in list order")),
 		a.none)
-	bottom := container.NewVBox(a.status, a.order)
+	bottom := container.NewVBox(a.status.Label, a.order)
 	// The compact theme fits seven accounts in the window without scrolling.
 	return container.NewThemeOverride(container.NewPadded(container.NewBorder(top, bottom, nil, nil, a.list)), compact)
 }
@@ -93,6 +91,7 @@ func (a *accountsWindow) show(v view) {
 	}
 	metas := a.u.relay.Accounts()
 	now := a.u.now()
+	a.status.expire(now)
 	rows := make([]accountRow, 0, len(metas))
 	views := make([]accountItemView, 0, len(metas))
 	for i, m := range metas {
@@ -137,13 +136,13 @@ func (a *accountsWindow) reload() {
 
 // done reports what an action did, under the list.
 func (a *accountsWindow) done(text string) {
-	setMessage(a.status, text, widget.SuccessImportance)
+	a.status.set(text, widget.SuccessImportance, a.u.now())
 	a.reload()
 }
 
 // fail reports err in a dialog (a keychain failure with its advice).
 func (a *accountsWindow) fail(err error) {
-	setMessage(a.status, "", widget.SuccessImportance)
+	a.status.set("", widget.SuccessImportance, a.u.now())
 	a.u.showError(a.win, err)
 	a.reload()
 }

@@ -19,20 +19,18 @@ type codexRow struct {
 	state     *widget.Label
 	why       *textCell
 	configure *widget.Button
-	result    *widget.Label
+	result    *fleeting
 	shown     app.CodexSetup
 }
 
 func newCodexRow(opt *DashboardOptions) *codexRow {
 	r := &codexRow{opt: opt, dot: newDot(), state: widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		why: newTextCell(fyne.TextAlignLeading), result: widget.NewLabel("")}
+		why: newTextCell(fyne.TextAlignLeading), result: newFleeting()}
 	r.configure = widget.NewButtonWithIcon("Configure", theme.DocumentSaveIcon(), r.write)
 	r.configure.Importance = widget.HighImportance
 	r.configure.Hide()
-	r.result.Wrapping = fyne.TextWrapWord
-	r.result.Hide()
 	left := container.NewHBox(r.dot, r.state)
-	r.box = container.NewVBox(container.NewBorder(nil, nil, left, container.NewCenter(r.configure), r.why), r.result)
+	r.box = container.NewVBox(container.NewBorder(nil, nil, left, container.NewCenter(r.configure), r.why), r.result.Label)
 	r.box.Hide()
 	return r
 }
@@ -40,6 +38,9 @@ func newCodexRow(opt *DashboardOptions) *codexRow {
 // show says what setup found; nil hides the row (no way to know).
 func (r *codexRow) show(setup *app.CodexSetup) {
 	setVisible(r.box, setup != nil)
+	if r.result.expire(r.opt.Now()) {
+		r.box.Refresh()
+	}
 	if setup == nil || *setup == r.shown {
 		return
 	}
@@ -65,9 +66,9 @@ func (r *codexRow) write() {
 		fyne.Do(func() {
 			r.configure.Enable()
 			if err != nil {
-				setMessage(r.result, "Could not configure Codex: "+err.Error(), widget.DangerImportance)
+				r.result.set("Could not configure Codex: "+err.Error(), widget.DangerImportance, r.opt.Now())
 			} else {
-				setMessage(r.result, configLine(res).text, widget.MediumImportance)
+				r.result.set(configLine(res).text, widget.MediumImportance, r.opt.Now())
 			}
 			if r.opt.Changed != nil {
 				r.opt.Changed()

@@ -3,6 +3,7 @@ package ui
 import (
 	"image/color"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -195,4 +196,45 @@ func (l *maxWidth) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		o.Move(fyne.NewPos((size.Width-w)/2, 0))
 		o.Resize(fyne.NewSize(w, size.Height))
 	}
+}
+
+// noteFor is how long a note about an action the user took stays (a success; an error stays
+// errorNoteFor): long enough to read, then it gives its room back. They stayed ten minutes and
+// more, until the next action replaced them.
+const (
+	noteFor      = 15 * time.Second
+	errorNoteFor = time.Minute
+)
+
+// fleeting is a message label that clears itself: set says something at now, and each tick's
+// expire takes it away once its time is up.
+type fleeting struct {
+	*widget.Label
+	until time.Time
+}
+
+func newFleeting() *fleeting {
+	l := widget.NewLabel("")
+	l.Wrapping = fyne.TextWrapWord
+	l.Hide()
+	return &fleeting{Label: l}
+}
+
+// set shows text with imp from now on ("" hides it).
+func (n *fleeting) set(text string, imp widget.Importance, now time.Time) {
+	d := noteFor
+	if imp == widget.DangerImportance {
+		d = errorNoteFor
+	}
+	n.until = now.Add(d)
+	setMessage(n.Label, text, imp)
+}
+
+// expire hides the note once its time is up at now; it says whether it did.
+func (n *fleeting) expire(now time.Time) bool {
+	if n.Text == "" || now.Before(n.until) {
+		return false
+	}
+	setMessage(n.Label, "", n.Importance)
+	return true
 }
