@@ -445,12 +445,25 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 	if !up(first) || !svc.Status().Running {
 		t.Fatalf("not serving: %+v", svc.Status())
 	}
+	// Paused, the port stays the relay's and says how to resume.
 	svc.Pause()
-	if up(first) || !svc.Status().Paused || svc.Status().Running {
+	if !up(first) || !svc.Status().Paused || svc.Status().Running {
 		t.Fatalf("paused: %+v", svc.Status())
 	}
-	if err := svc.Resume(); err != nil || !up(first) {
-		t.Fatalf("resume: %v", err)
+	resp, err := http.Get("http://" + first + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "relay_paused") || !strings.Contains(string(body), "Resume") {
+		t.Fatalf("paused answer: %d %s", resp.StatusCode, body)
+	}
+	if err := svc.Resume(); err != nil || !up(first) || !svc.Status().Running {
+		t.Fatalf("resume: %v %+v", err, svc.Status())
+	}
+	if resp, err := http.Get("http://" + first + "/v1/models"); err != nil || resp.StatusCode == 503 {
+		t.Fatalf("after resume: %v %v", resp, err)
 	}
 	// A taken port is refused and the old address keeps serving.
 	taken, _ := net.Listen("tcp", "127.0.0.1:0")

@@ -98,7 +98,7 @@ func (s *Service) startLocked(addr string) error {
 	if s.cancel != nil {
 		return nil
 	}
-	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning}
+	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning, Paused: s.status.Paused}
 	if err := s.a.CheckListen(addr, s.allowRemote); err != nil {
 		s.status.Err = err
 		return err
@@ -113,7 +113,7 @@ func (s *Service) startLocked(addr string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.cancel, s.done = cancel, done
-	s.status.Running = true
+	s.status.Running = !s.status.Paused
 	s.status.Addr = ln.Addr().String()
 	go func() {
 		defer close(done)
@@ -171,11 +171,13 @@ func (s *Service) Done() <-chan struct{} {
 	return s.done
 }
 
-// Pause stops serving until Resume; clients get connection refused meanwhile.
+// Pause stops serving requests until Resume. The port stays the relay's: a client gets 503
+// relay_paused, which says how to resume, rather than a refused connection (which the Codex CLI
+// reports as "stream disconnected"); requests under way finish.
 func (s *Service) Pause() {
 	s.mu.Lock()
-	s.stopLocked()
-	s.status.Paused, s.status.Err = true, nil
+	s.a.Proxy.SetPaused(true)
+	s.status.Paused, s.status.Running, s.status.Err = true, false, nil
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
@@ -184,8 +186,14 @@ func (s *Service) Pause() {
 // Resume serves again after Pause.
 func (s *Service) Resume() error {
 	s.mu.Lock()
+	s.a.Proxy.SetPaused(false)
 	s.status.Paused = false
-	err := s.startLocked(s.addr())
+	var err error
+	if s.cancel != nil {
+		s.status.Running = true
+	} else {
+		err = s.startLocked(s.addr())
+	}
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
@@ -243,8 +251,6 @@ func (s *Service) follow() {
 		if want != s.addr() {
 			s.status.Warning = fmt.Sprintf("the settings say listen on %s, but this relay's address is fixed by %s: restart it without that to move", want, pin)
 		}
-	case s.status.Paused:
-		s.status.Addr = want
 	case s.cancel != nil && want == s.status.Addr:
 	case s.cancel != nil:
 		ln, err := s.a.Listen(want)

@@ -507,3 +507,26 @@ func TestCrossSiteFetchesRefused(t *testing.T) {
 		t.Fatalf("stats: %d, nosniff %q", resp.StatusCode, resp.Header.Get("X-Content-Type-Options"))
 	}
 }
+
+// Paused, the relay keeps its port: requests to accounts get 503 relay_paused saying how to
+// resume (over a WebSocket too), while health, stats and metrics answer.
+func TestPausedAnswersRelayPaused(t *testing.T) {
+	up := newUpstream(t, answerText("ok"))
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", up))
+	r.SetPaused(true)
+	resp := r.post(t, "/v1/responses", smallBody)
+	if e := decodeErr(t, resp); resp.StatusCode != 503 || e.Error.Code != "relay_paused" || !strings.Contains(e.Error.Message, "Resume") {
+		t.Fatalf("paused: %d %+v", resp.StatusCode, e)
+	}
+	for _, path := range []string{"/health", "/relay/stats", "/metrics"} {
+		resp, err := http.Get(r.URL + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s while paused: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	r.SetPaused(false)
+	if resp := r.post(t, "/v1/responses", smallBody); resp.StatusCode != 200 || len(up.requests()) != 1 {
+		t.Fatalf("resumed: %d, upstream got %d", resp.StatusCode, len(up.requests()))
+	}
+}

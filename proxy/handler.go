@@ -55,11 +55,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if s.paused.Load() && !strings.HasPrefix(r.URL.Path, "/relay/") && r.URL.Path != "/health" && r.URL.Path != "/metrics" {
+		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "relay_paused",
+			Message: "Codex Relay is paused: choose Resume in its tray menu to serve requests again"})
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// SetPaused pauses the relay (true) or resumes it: while paused it keeps its port and answers
+// every request to an account 503 relay_paused, with how to resume, so that a client gets a
+// clear answer instead of a refused connection; /health, /relay/* and /metrics still answer.
+// Requests under way finish.
+func (s *Server) SetPaused(on bool) { s.paused.Store(on) }
 
 // guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
 // rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS

@@ -119,6 +119,8 @@ type Server struct {
 	holding atomic.Int64
 	// frameBytes is what client WebSocket frames being read or waiting hold (socket.go).
 	frameBytes atomic.Int64
+	// paused: requests to accounts get 503 relay_paused (SetPaused).
+	paused atomic.Bool
 }
 
 // SetTraceHook has f called with the trace of every finished request (nil: none), on the
@@ -368,7 +370,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	listen, _ := s.listen.Load().(string)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status": "ok", "accounts": len(snap.Accounts), "ready_accounts": ready, "uptime_ms": snap.UptimeMs,
-		"listen": listen, "settings_generation": s.generation.Load(),
+		"listen": listen, "settings_generation": s.generation.Load(), "paused": s.paused.Load(),
 	})
 }
 
