@@ -56,7 +56,11 @@ func newChartData(bars []chartBar, format func(float64) string) chartData {
 		}
 		tallest = max(tallest, sum)
 	}
-	top := niceCeil(tallest)
+	return newChartDataTo(bars, niceCeil(tallest), format)
+}
+
+// newChartDataTo is a chart of bars with an axis from 0 to top.
+func newChartDataTo(bars []chartBar, top float64, format func(float64) string) chartData {
 	return chartData{bars: bars, top: top, ticks: []chartTick{{top / 2, format(top / 2)}, {top, format(top)}}}
 }
 

@@ -98,8 +98,7 @@ func TestUsageWindowShowsTheLedger(t *testing.T) {
 	mustContain(t, c,
 		"cost · $10.10 API-equivalent", // seats' cost beside the API key's
 		"Costs at API list prices of "+ledger.PricesCheckedAt,
-		"at API list prices of "+ledger.PricesCheckedAt+"; API-equivalent for ChatGPT seats",
-		"cost at API list prices of "+ledger.PricesCheckedAt,
+		"API-equivalent for ChatGPT seats",
 		"At the pace of the last hour (4.1 M tokens), the pool's 5-hour capacity runs out around 15:40.",
 		"Not counted, for want of readings: team.",
 	)
@@ -418,6 +417,30 @@ func TestTrayUsageLine(t *testing.T) {
 	tr.Menu()[2].Action()
 	if !slices.Equal(*opened, []string{"usage"}) {
 		t.Errorf("the usage line asked for %q", *opened)
+	}
+}
+
+// The prices' date is said once in the window (it was said four times), and a few tokens'
+// worth of cost has an axis whose two lines read differently (both read "<$0.01").
+func TestUsageWindowSaysThingsOnce(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowUsage()
+	all := strings.Join(texts(u.usageWin.win.Content()), "\n")
+	if n := strings.Count(all, ledger.PricesCheckedAt); n != 1 {
+		t.Errorf("the prices' date is said %d times:\n%s", n, all)
+	}
+
+	for _, cost := range []float64{0.002, 0.004, 0.012, 0.03} {
+		tiny := &FixedUsage{Rows: []UsageRow{usageRow(0, "api", "gpt-5.4-mini", "", 1_000, 0, 10, cost)}}
+		u, _ := newUsageUI(t, tiny)
+		u.ShowUsage()
+		ticks := u.usageWin.costChart.data.ticks
+		if len(ticks) != 2 || ticks[0].label == ticks[1].label || strings.Contains(ticks[0].label+ticks[1].label, "<") {
+			t.Errorf("cost %v: the axis reads %v", cost, ticks)
+		}
+		if top := u.usageWin.costChart.data.top; top < cost {
+			t.Errorf("cost %v: the axis ends at %v, below the bar", cost, top)
+		}
 	}
 }
 

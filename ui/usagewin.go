@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -227,6 +229,11 @@ func newUsageView(d usageData) usageView {
 	}
 	v.tokensChart = newChartData(tokenBars, func(x float64) string { return tokenCount(int64(x)) })
 	v.costChart = newChartData(costBars, axisDollars)
+	if v.costChart.top < minCostTop {
+		// A few tokens' worth: an axis to $0.02, so that its two lines read $0.01 and $0.02
+		// (both read "<$0.01" on an axis to the tallest bar's fraction of a cent).
+		v.costChart = newChartDataTo(costBars, minCostTop, axisDollars)
+	}
 	var names []string
 	for a := range used {
 		names = append(names, a)
@@ -239,11 +246,12 @@ func newUsageView(d usageData) usageView {
 		}
 		v.legend = append(v.legend, legendItem{text, colors[a]})
 	}
-	v.costTitle = "at " + prices + "; API-equivalent for ChatGPT seats"
+	// The prices' date is said once, in the note at the top (it was said four times).
+	v.costTitle = "API-equivalent for ChatGPT seats"
 
 	// The top models and projects.
-	v.models, v.modelsNote = topRows(d.models, "(unknown model)"), "cost at "+prices
-	v.projects, v.projectsNote = topRows(d.projects, "(no project)"), "cost at "+prices
+	v.models, v.modelsNote = topRows(d.models, "(unknown model)"), "by tokens"
+	v.projects, v.projectsNote = topRows(d.projects, "(no project)"), "by tokens"
 
 	// Quota burn and the forecast.
 	for _, b := range d.burns {
@@ -300,11 +308,17 @@ func dayLabel(day string) string {
 
 // axisDollars labels the cost axis: "$5", "$2.50", "$0.25".
 func axisDollars(v float64) string {
-	if v == float64(int64(v)) {
+	switch {
+	case v == float64(int64(v)):
 		return "$" + count(int64(v))
+	case math.Abs(v*100-math.Round(v*100)) > 1e-9:
+		return "$" + strconv.FormatFloat(v, 'f', -1, 64) // $0.025: never "<$0.01" on an axis
 	}
 	return dollars(v)
 }
+
+// minCostTop is the least top of the cost axis.
+const minCostTop = 0.02
 
 // topRows are the first usageTop groups of a report as table lines.
 func topRows(rep ledger.Report, none string) []usageRowView {
