@@ -506,19 +506,15 @@ func (s *settingsWindow) applyLocalKey(on bool) {
 	})
 }
 
-// localKeyExport is the command that gives Codex the local key, for a shell profile.
-const localKeyExport = "export CODEXRELAY_API_KEY=$(codexrelay local-key show)"
-
 // offerCodexConfig offers, once the local key is on and when Codex was configured for the
-// relay, to make Codex send it: the provider block then names the variable Codex reads the key
-// from (env_key), which must be exported.
+// relay, to make Codex send it: the provider block then carries the key itself
+// (experimental_bearer_token), so that every Codex front end sends it without an environment
+// variable (the desktop app and the IDE extensions do not inherit a shell's).
 func (s *settingsWindow) offerCodexConfig() {
-	cmd, cmdBox := code(localKeyExport)
-	msg := note("Codex must send the key now. Codex Relay can add env_key = \"CODEXRELAY_API_KEY\" to its " +
-		"provider in ~/.codex/config.toml (after a backup of the file). Codex reads the key from that " +
-		"variable, so export it where you start Codex, e.g. in your shell profile:")
-	copyCmd := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { s.u.copyText(cmd.Text) })
-	content := widthBox(520, msg, container.NewBorder(nil, nil, nil, container.NewCenter(copyCmd), cmdBox))
+	msg := note("Codex must send the key now. Codex Relay can write it into its provider in ~/.codex/config.toml " +
+		"(as experimental_bearer_token, after a backup of the file, which then becomes readable by you alone), " +
+		"so that the Codex CLI, its desktop app and its IDE extensions all send it, with no environment variable to set.")
+	content := widthBox(520, msg)
 	s.offer = dialog.NewCustomConfirm("Update the Codex configuration?", "Update config.toml", "Not now", content,
 		func(ok bool) {
 			if !ok {
@@ -531,7 +527,7 @@ func (s *settingsWindow) offerCodexConfig() {
 						setError(s.localKeyMsg, fmt.Errorf("could not update the Codex configuration: %w", err))
 						return
 					}
-					setMessage(s.localKeyMsg, configLine(res).text+" Export CODEXRELAY_API_KEY before you start Codex.",
+					setMessage(s.localKeyMsg, configLine(res).text+" Codex sends the key from now on.",
 						widget.SuccessImportance)
 					s.u.changed()
 				})

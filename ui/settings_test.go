@@ -274,17 +274,17 @@ func TestSettingsLocalKeyShownOnce(t *testing.T) {
 	}
 	// It offers to make Codex send the key, and says how Codex gets it.
 	got := overlayTexts(t, s.win)
-	for _, want := range []string{"CODEXRELAY_API_KEY", localKeyExport, "Update config.toml", "Not now"} {
+	for _, want := range []string{"experimental_bearer_token", "no environment variable", "Update config.toml", "Not now"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the offer does not say %q:\n%s", want, got)
 		}
 	}
 	tapButton(t, s.win.Canvas().Overlays().Top(), "Update config.toml")
 	b, err := os.ReadFile(filepath.Join(relay.CodexHome(), "config.toml"))
-	if err != nil || !strings.Contains(string(b), `env_key = "CODEXRELAY_API_KEY"`) {
-		t.Errorf("config.toml:\n%s (%v)", b, err)
+	if err != nil || !strings.Contains(string(b), `experimental_bearer_token = "`+key+`"`) || strings.Contains(string(b), "env_key") {
+		t.Errorf("config.toml does not carry the key (%v)", err)
 	}
-	if !strings.Contains(s.localKeyMsg.Text, "Export CODEXRELAY_API_KEY") {
+	if !strings.Contains(s.localKeyMsg.Text, "Codex sends the key") {
 		t.Errorf("message %q", s.localKeyMsg.Text)
 	}
 	tapButton(t, s.keyBox, "Copy")
