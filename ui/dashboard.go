@@ -359,7 +359,7 @@ func accountsSummary(accts []proxy.AccountStats) string {
 		n[a.State]++
 	}
 	parts := []string{count(int64(len(accts))) + " configured"}
-	for _, st := range []string{proxy.StateReady, proxy.StateCooldown, proxy.StateNeedsLogin, proxy.StateDisabled} {
+	for _, st := range []string{proxy.StateReady, proxy.StateCooldown, proxy.StateNeedsLogin, proxy.StateKeyRejected, proxy.StateDisabled} {
 		if n[st] > 0 {
 			parts = append(parts, strconv.Itoa(n[st])+" "+strings.ToLower(stateText(st)))
 		}

@@ -71,6 +71,8 @@ var diagnosticsSpec = []panelSpec{
 		fig("Rotations", func(s proxy.Snapshot) int64 { return s.Requests.Rotations }, count),
 		fig("In flight", func(s proxy.Snapshot) int64 { return s.Requests.InFlight }, count),
 		fig("WebSockets open", func(s proxy.Snapshot) int64 { return s.Requests.WebSockets }, count),
+		fig("Held for the pool", func(s proxy.Snapshot) int64 { return s.Requests.Held }, count),
+		fig("Sealed items left out", func(s proxy.Snapshot) int64 { return s.Requests.SealedOmitted }, count),
 		fig("Median preparation", func(s proxy.Snapshot) proxy.RequestStats { return s.Requests }, medianPrep),
 	}},
 }

@@ -134,6 +134,8 @@ func stateText(state string) string {
 		return "Resting"
 	case proxy.StateNeedsLogin:
 		return "Needs sign-in"
+	case proxy.StateKeyRejected:
+		return "Key rejected"
 	case proxy.StateDisabled:
 		return "Disabled"
 	}
@@ -156,7 +158,7 @@ func accountState(a proxy.AccountStats, now time.Time) textView {
 			return textView{what, toneWarn}
 		}
 		return textView{what + " until " + clock(*a.CooldownUntil, now), toneWarn}
-	case proxy.StateNeedsLogin:
+	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
 		if a.Kind == proxy.KindOpenAI {
 			return textView{"Key rejected", toneBad}
 		}
@@ -174,7 +176,7 @@ func stateTone(state string) tone {
 		return toneGood
 	case proxy.StateCooldown:
 		return toneWarn
-	case proxy.StateNeedsLogin:
+	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
 		return toneBad
 	}
 	return toneDim

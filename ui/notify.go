@@ -121,7 +121,7 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 		aw := window{accountWindow(a, now)}
 
 		// Needs a sign-in, or its key was rejected.
-		if n.edge(app.NotifyNeedsLogin, a.Name, a.State == proxy.StateNeedsLogin, aw, now) {
+		if n.edge(app.NotifyNeedsLogin, a.Name, a.State == proxy.StateNeedsLogin || a.State == proxy.StateKeyRejected, aw, now) {
 			out = append(out, needsLoginNotice(a))
 		}
 
@@ -257,7 +257,7 @@ func everyAccountResting(snap proxy.Snapshot) (bool, *proxy.AccountStats) {
 			if a.CooldownUntil != nil && (first == nil || a.CooldownUntil.Before(*first.CooldownUntil)) {
 				first = &snap.Accounts[i]
 			}
-		case proxy.StateNeedsLogin:
+		case proxy.StateNeedsLogin, proxy.StateKeyRejected:
 		default:
 			return false, nil
 		}
