@@ -62,6 +62,10 @@ type UI struct {
 	// closes (the window process then ends).
 	shown      map[fyne.Window]bool
 	lastClosed func()
+	// placed are the windows shown once: each is centred on the screen the first time (they
+	// opened at the screen's corner, partly off it), then stays where the user puts it.
+	placed map[fyne.Window]bool
+	center func(fyne.Window)
 
 	// usage is what the Usage window and the tray's usage line read (the relay's ledger, or
 	// a fixed source: ShowFixedUsage); today caches the tray's line.
@@ -92,6 +96,8 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
 		shown:   map[fyne.Window]bool{},
+		placed:  map[fyne.Window]bool{},
+		center:  fyne.Window.CenterOnScreen,
 	}
 	u.ctl = u.svc
 	fa.Settings().SetTheme(newTheme())
@@ -290,6 +296,10 @@ func (u *UI) showDashboard() {
 // which are open).
 func (u *UI) showWindow(w fyne.Window) {
 	u.shown[w] = true
+	if !u.placed[w] {
+		u.placed[w] = true
+		u.center(w)
+	}
 	w.Show()
 	w.RequestFocus()
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -265,5 +266,23 @@ func TestWindowLauncherOneProcessAtATime(t *testing.T) {
 	l2, starts2 := helperLauncher(t)
 	if err := l2.open("die"); err == nil || starts2.Load() != 2 {
 		t.Errorf("a process that died twice before showing: %v after %d starts", err, starts2.Load())
+	}
+}
+
+// Each window is centred the first time it shows (Accounts and Settings opened at the screen's
+// corner, partly off it), and left where the user put it after that.
+func TestWindowsOpenCentred(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	centred := map[string]int{}
+	u.center = func(w fyne.Window) { centred[w.Title()]++ }
+	for range 2 {
+		for _, name := range []string{"dashboard", "accounts", "settings", "usage"} {
+			u.OpenWindow(name)
+		}
+	}
+	for _, title := range []string{"Codex Relay", "Accounts – Codex Relay", "Settings – Codex Relay", "Usage – Codex Relay"} {
+		if centred[title] != 1 {
+			t.Errorf("%s centred %d times, want once", title, centred[title])
+		}
 	}
 }
