@@ -384,3 +384,14 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+// A request that waited for a resting pool says so in the recent-requests table.
+func TestRequestRowSaysHeld(t *testing.T) {
+	v := newRequestView(proxy.Trace{Status: 200, Outcome: proxy.OutcomeCompleted, HeldMs: 2140})
+	if v.status.text != "200 · held 2.1 s" {
+		t.Fatalf("status %q", v.status.text)
+	}
+	if v := newRequestView(proxy.Trace{Status: 429, Outcome: proxy.OutcomeError}); v.status.text != "429 error" {
+		t.Fatalf("status %q", v.status.text)
+	}
+}

@@ -274,9 +274,13 @@ func statusText(t proxy.Trace) string {
 	s := strconv.Itoa(t.Status)
 	switch t.Outcome {
 	case "", proxy.OutcomeCompleted:
-		return s
+	default:
+		s += " " + t.Outcome
 	}
-	return s + " " + t.Outcome
+	if t.HeldMs > 0 { // it waited for a resting pool: "200 · held 2.1 s"
+		s += " · held " + strconv.FormatFloat(t.HeldMs/1000, 'f', 1, 64) + " s"
+	}
+	return s
 }
 
 // truncate shortens s to at most n runes, with an ellipsis.
