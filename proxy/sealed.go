@@ -69,12 +69,27 @@ func newSealTable(capacity int) *sealTable {
 		sessions: map[string]uint64{}}
 }
 
-func (t *sealTable) digest(content []byte) uint64 { return maphash.Bytes(t.seed, content) }
+// digest is the digest of a sealed value (raw JSON, quotes included) by what it says, not how
+// it was written: an upstream that writes "\/" and a client that writes "/" seal the same.
+func (t *sealTable) digest(content []byte) uint64 {
+	if bytes.IndexByte(content, '\\') >= 0 {
+		if s, err := payload.DecodeString(content); err == nil {
+			return maphash.String(t.seed, s)
+		}
+	}
+	if len(content) >= 2 && content[0] == '"' {
+		content = content[1 : len(content)-1]
+	}
+	return maphash.Bytes(t.seed, content)
+}
 
 // learn records that owner sealed content (the raw JSON string value) in the conversation
 // session ("" when the request named none).
 func (t *sealTable) learn(owner, session string, content []byte) {
 	d := t.digest(content)
+	if t.knows(d, owner, session) {
+		return // each turn replays what the relay learned on the turns before
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	id, ok := t.ids[owner]
@@ -119,6 +134,17 @@ func (t *sealTable) owner(content []byte) (string, bool) {
 		return "", false
 	}
 	return t.owners[id], true
+}
+
+// knows reports whether the table already says that owner sealed digest d in session.
+func (t *sealTable) knows(d uint64, owner, session string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.own[d]
+	if !ok || t.owners[id] != owner {
+		return false
+	}
+	return session == "" || t.sessions[session]&ownerBit(id) != 0
 }
 
 func ownerBit(id uint32) uint64 { return 1 << min(id, 63) }
@@ -211,35 +237,13 @@ func SealedItemBytes() float64 {
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(t.size())
 }
 
-// learnItem records that account m sealed item, if it carries sealed content.
-func (x *exchange) learnItem(m *member, item []byte) {
-	if x.s.sealOff.Load() {
-		return
-	}
-	if c, ok := sealedContent(item); ok {
-		x.s.seals.learn(m.key(), x.req.session, c)
-	}
-}
-
 // learnEvent records the sealed items of an upstream Responses event from m: the item of
 // response.output_item.done, or the output of a final response. An event that carries no
 // sealed content costs a comparison of its name, or one scan of its bytes.
 func (x *exchange) learnEvent(m *member, name string, data []byte) {
 	switch name {
-	case "response.output_item.done":
-		if !bytes.Contains(data, encryptedKey) {
-			return
-		}
-		if o, _ := payload.Parse(data); o != nil {
-			if item, ok := o.Get("item"); ok {
-				x.learnItem(m, item)
-			}
-		}
-	case "response.completed", "response.incomplete":
-		if bytes.Contains(data, encryptedKey) {
-			o, _ := payload.Parse(data)
-			x.learnOutput(m, responseObject(o))
-		}
+	case "response.output_item.done", "response.completed", "response.incomplete":
+		x.learnResponse(m, data)
 	}
 }
 
@@ -248,24 +252,59 @@ func (x *exchange) learnEventOf(m *member) func(sse.Event) {
 	return func(ev sse.Event) { x.learnEvent(m, ev.Name, ev.Data) }
 }
 
-// learnOutput records the sealed items of a response object's output.
-func (x *exchange) learnOutput(m *member, r *payload.Object) {
-	if r == nil {
+// learnResponse records the sealed content in an upstream's answer from m (an event, or a
+// whole response): every "encrypted_content" string in it, found by one scan of its bytes,
+// without parsing it. (Remembering a value nested deeper than an item costs a table entry and
+// changes nothing: only items whose own encrypted_content it is are ever left out.)
+func (x *exchange) learnResponse(m *member, data []byte) {
+	if x.s.sealOff.Load() {
 		return
 	}
-	out, _ := r.Get("output")
-	items, _ := payload.Elements(out)
-	for _, it := range items {
-		x.learnItem(m, it)
+	for rest := data; ; {
+		i := bytes.Index(rest, encryptedKey)
+		if i < 0 {
+			return
+		}
+		rest = rest[i+len(encryptedKey):]
+		v, n := stringValue(rest)
+		if n == 0 {
+			continue
+		}
+		rest = rest[n:]
+		if len(v) > 2 {
+			x.s.seals.learn(m.key(), x.req.session, v)
+		}
 	}
 }
 
-// learnResponse records the sealed items of a whole response body from m (a plain answer).
-func (x *exchange) learnResponse(m *member, body []byte) {
-	if bytes.Contains(body, encryptedKey) {
-		o, _ := payload.Parse(body)
-		x.learnOutput(m, o)
+// stringValue reads `: "..."` at the start of b (after a key) and returns the string with its
+// quotes, as raw JSON, and how many bytes of b it took; n is 0 when b holds no string there.
+func stringValue(b []byte) (v []byte, n int) {
+	i := 0
+	skip := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
 	}
+	skip()
+	if i >= len(b) || b[i] != ':' {
+		return nil, 0
+	}
+	i++
+	skip()
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0
+	}
+	start := i
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return b[start : i+1], i + 1
+		}
+	}
+	return nil, 0
 }
 
 // sealedRefusal reports whether an upstream error says that it could not read sealed content:

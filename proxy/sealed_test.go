@@ -355,3 +355,27 @@ func TestSealedNothingToDoCostsNothing(t *testing.T) {
 		t.Fatalf("trace: %+v", tr)
 	}
 }
+
+// The same content written two ways (an upstream that escapes "/", a client that does not) is
+// the same sealed item.
+func TestSealedContentIsComparedByValue(t *testing.T) {
+	a := newUpstream(t, nil)
+	a.handle = sequence(func(w http.ResponseWriter, r *http.Request, n int) {
+		evs := sealedEvents("resp_a", "A", 0, functionCall("1"))
+		for i := range evs {
+			evs[i] = strings.ReplaceAll(evs[i], "gAAAABA00xyz=", `gAAAABA0\/0xyz=`)
+		}
+		writeEvents(w, evs)
+	}, status(429, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`, "Retry-After", "3600"))
+	b := newUpstream(t, sealer("B", "code", func(int) string { return outputItem("done") }))
+	r := newRelay(t, proxy.Options{}, openaiAccount("a", a), openaiAccount("b", b))
+	r.streamItems(t, turnBody(userItem("one")))
+	// The client replays the item as it decoded it: "/" unescaped.
+	replayed := `{"id":"rs_A_0","type":"reasoning","summary":[],"encrypted_content":"gAAAABA0/0xyz="}`
+	if _, end := r.streamItems(t, turnBody(userItem("one"), replayed, functionCall("1"), functionOutput("1"))); end != "response.completed" {
+		t.Fatalf("turn 2 ended with %s", end)
+	}
+	if got := b.requests(); len(got) != 1 || strings.Contains(string(got[0].Body), "gAAAABA0") {
+		t.Fatalf("b got %d requests; the item went: %v", len(got), len(got) > 0 && strings.Contains(string(got[0].Body), "gAAAABA0"))
+	}
+}
