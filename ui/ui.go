@@ -15,8 +15,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -74,14 +72,8 @@ type UI struct {
 	today   today
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
-	// codexSetup caches what CodexConfigured found, by the state of config.toml it read.
-	codexMu    sync.Mutex
-	codexKey   codexFileKey
-	codexSetup app.CodexSetup
-	// loginCache caches what FindCodexLogin found, by the state of auth.json it read.
-	loginMu    sync.Mutex
-	loginKey   codexFileKey
-	loginCache app.CodexLogin
+	// codex caches what the Codex home's config.toml and auth.json say.
+	codex *app.CodexFiles
 	// fixed, when set, is a status shown instead of the listener's (ShowFixed).
 	fixed *app.ServiceStatus
 }
@@ -95,6 +87,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		usage:   relayUsage{relay},
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
+		codex:   relay.NewCodexFiles(),
 		shown:   map[fyne.Window]bool{},
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
@@ -389,51 +382,12 @@ func (u *UI) resume() {
 // codexConfig is the provider block for ~/.codex/config.toml.
 func (u *UI) codexConfig() string { return u.relay.CodexConfig() }
 
-// codexFileKey identifies what CodexConfigured read: config.toml as it was, and the settings
-// (the listen address, the local key) it was compared with.
-type codexFileKey struct {
-	mtime      time.Time
-	size       int64
-	exists     bool
-	generation uint64
-	listen     string
-}
+// codexConfigured says whether Codex's config.toml points at the relay (read again only when
+// the file or the settings changed: the poller asks every second).
+func (u *UI) codexConfigured() app.CodexSetup { return u.codex.Configured() }
 
-// codexFile is the key of a file of the Codex home as it is now, with the settings generation
-// and listen address it is judged against.
-func (u *UI) codexFile(name, listen string) codexFileKey {
-	key := codexFileKey{generation: u.relay.Settings().Generation, listen: listen}
-	if st, err := os.Stat(filepath.Join(u.relay.CodexHome(), name)); err == nil {
-		key.mtime, key.size, key.exists = st.ModTime(), st.Size(), true
-	}
-	return key
-}
-
-// codexConfigured says whether Codex's config.toml points at the relay. It reads and parses
-// the file only when the file or the settings changed since the last look, so that the
-// poller can ask every second.
-func (u *UI) codexConfigured() app.CodexSetup {
-	key := u.codexFile("config.toml", u.relay.ListenAddr())
-	u.codexMu.Lock()
-	defer u.codexMu.Unlock()
-	if key != u.codexKey || u.codexSetup.Path == "" {
-		u.codexKey, u.codexSetup = key, u.relay.CodexConfigured()
-	}
-	return u.codexSetup
-}
-
-// codexLogin is the Codex CLI's login (FindCodexLogin). It reads and parses auth.json only
-// when the file or the settings (the accounts that may hold the login) changed since the last
-// look, so that the poller can ask every second while there is no account.
-func (u *UI) codexLogin() app.CodexLogin {
-	key := u.codexFile("auth.json", "")
-	u.loginMu.Lock()
-	defer u.loginMu.Unlock()
-	if key != u.loginKey || u.loginCache.Path == "" {
-		u.loginKey, u.loginCache = key, u.relay.FindCodexLogin()
-	}
-	return u.loginCache
-}
+// codexLogin is the Codex CLI's login (read again only when auth.json or the settings changed).
+func (u *UI) codexLogin() app.CodexLogin { return u.codex.Login() }
 
 func (u *UI) copyText(s string) { u.fa.Clipboard().SetContent(s) }
 
