@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,10 @@ type Dashboard struct {
 	// firstBox holds the first-run card; firstMode says whether it shows instead of the tables.
 	firstBox  fyne.CanvasObject
 	firstMode bool
+	// top holds the header, the banners and the accounts; middle is under it.
+	top *fyne.Container
+	// bannersShown is what banners said at the last layout.
+	bannersShown string
 
 	accounts        *accountsTable
 	accountsTitle   *widget.Label
@@ -197,8 +202,8 @@ func (d *Dashboard) build() {
 	d.middle = container.NewVScroll(container.New(fillFirst{}, d.requestsSection, d.diag.box))
 	d.diag.opened = d.revealDiagnostics
 
-	top := container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
-	d.body = container.NewBorder(top, nil, nil, nil, d.middle, d.firstBox)
+	d.top = container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
+	d.body = container.NewBorder(d.top, nil, nil, nil, d.middle, d.firstBox)
 	d.content = container.NewThemeOverride(container.NewPadded(d.body), compact)
 }
 
@@ -231,6 +236,12 @@ func (d *Dashboard) show(v view) {
 
 	first := len(snap.Accounts) == 0 || d.first.active()
 	relayout := first != d.firstMode
+	// A banner that comes or goes changes the top's height: the body is laid out again, or
+	// the top would cover the first rows under it (they were clipped when a banner showed).
+	if b := d.banners(); b != d.bannersShown {
+		d.bannersShown = b
+		relayout = true
+	}
 	if relayout {
 		d.firstMode = first
 		setVisible(d.firstBox, first)
@@ -262,6 +273,12 @@ func (d *Dashboard) show(v view) {
 		d.body.Refresh()
 		redraws.Add(1)
 	}
+}
+
+// banners says which of the lines above the accounts show, and the Codex line's height.
+func (d *Dashboard) banners() string {
+	return fmt.Sprint(d.notice.Visible(), d.notice.Text, d.catalog.Visible(), d.catalog.Text, d.orphanRow.Visible(),
+		d.codex.box.Visible(), d.codex.result.Visible(), d.codex.result.Text, d.resume.Visible())
 }
 
 // headerStatus is the dashboard header's state word and status line; the line never repeats

@@ -395,3 +395,38 @@ func TestRequestRowSaysHeld(t *testing.T) {
 		t.Fatalf("status %q", v.status.text)
 	}
 }
+
+// A banner that appears pushes what is under it down instead of covering its first rows, and
+// the accounts table is as tall as its accounts (a floor of three rows left an empty band).
+func TestDashboardMakesRoomForBanners(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := sample()
+	st := running()
+	u.ShowFixed(src, st, testNow)
+	u.ShowDashboard()
+	u.dashWin.Resize(DashboardSize)
+	d := u.dash
+	d.body.Refresh()
+	before := d.middle.Position().Y
+
+	st.Warning = "the settings say listen on 127.0.0.1:7460, but this relay's address is fixed by CODEXRELAY_LISTEN"
+	u.ShowFixed(src, st, testNow)
+	if !d.notice.Visible() {
+		t.Fatal("no banner")
+	}
+	if got, want := d.middle.Position().Y, before+d.notice.MinSize().Height; got < want-1 {
+		t.Errorf("with the banner the requests start at %.0f, want at least %.0f: the top covers them", got, want)
+	}
+	st.Warning = ""
+	u.ShowFixed(src, st, testNow)
+	if got := d.middle.Position().Y; got != before {
+		t.Errorf("after the banner went the requests start at %.0f, not %.0f", got, before)
+	}
+
+	one := sample()
+	one.Snapshot.Accounts = one.Snapshot.Accounts[:1]
+	u.ShowFixed(one, st, testNow)
+	if h, row := d.accounts.size.min.Height, d.accounts.rowH; h > 2*row {
+		t.Errorf("one account takes %.0f, %.1f rows", h, h/row)
+	}
+}

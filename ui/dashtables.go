@@ -128,7 +128,9 @@ func (t *accountsTable) show(snap proxy.Snapshot, now time.Time) (resized bool) 
 	for i, a := range snap.Accounts {
 		rows[i] = newAccountView(a, snap, now)
 	}
-	if n := min(max(len(rows), 3), 6); n != t.shown {
+	// As tall as its accounts (up to six, then it scrolls): a floor of three rows left an empty
+	// band under a single account.
+	if n := min(max(len(rows), 1), 6); n != t.shown {
 		t.shown = n
 		// A list separates its rows by a padding.
 		t.size.min = fyne.NewSize(0, float32(n)*(t.rowH+compact.Size(theme.SizeNamePadding))+2)
