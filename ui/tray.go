@@ -271,6 +271,12 @@ func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
 	}
 }
 
+// stateFor is the state the icon shows for v.
+func (t *Tray) stateFor(v view) state {
+	s, _ := trayState(v.snap, v.svc)
+	return s
+}
+
 // menuSignature is what a menu shows, to compare two menus.
 func menuSignature(items []*fyne.MenuItem) string {
 	var b strings.Builder
