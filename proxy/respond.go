@@ -35,6 +35,7 @@ func (x *exchange) respond() {
 			x.clientGone()
 			return
 		}
+		x.t.Status = http.StatusOK
 		a.wire.stream(x, a)
 	}
 }

@@ -322,8 +322,8 @@ func TestSealedItemsOverASocket(t *testing.T) {
 	if in, want := string(field(t, bf[0], "input")), "["+user+","+functionCall("1")+","+functionOutput("1")+"]"; in != want {
 		t.Fatalf("b's replay:\n got %s\nwant %s", in, want)
 	}
-	if tr := r.lastTrace(t, 2); tr.SealedOmitted != 1 || tr.Incremental {
-		t.Fatalf("trace: omitted %d incremental %v", tr.SealedOmitted, tr.Incremental)
+	if tr := r.lastTrace(t, 2); tr.SealedOmitted != 1 || tr.Incremental || tr.Status != 200 || tr.Account != "b" {
+		t.Fatalf("trace: omitted %d incremental %v status %d account %q", tr.SealedOmitted, tr.Incremental, tr.Status, tr.Account)
 	}
 	// Turn 3 stays on b, incremental; a's item is still not sent (it is not in the new items).
 	evs = turn(t, c, createFrame(id, userItem("thanks")))

@@ -34,7 +34,6 @@ func (s *httpSink) start(upHeader http.Header) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	x.w.WriteHeader(http.StatusOK)
-	x.t.Status = http.StatusOK
 	return s.flush()
 }
 
