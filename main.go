@@ -80,6 +80,16 @@ func tray() int {
 // windows runs the window process the tray process starts: the Fyne windows over the tray
 // process's state, until the last one closes.
 func windows(name string) int {
+	if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		// Typed in a terminal: the tray process starts window processes itself. Ask it for the
+		// dashboard, as a second launch does.
+		if other := app.RunningInstance(app.DefaultConfigDir()); other != nil && other.Mode == "tray" && other.Show() == nil {
+			fmt.Println("Codex Relay's dashboard is in front now.")
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "codexrelay window: the tray app opens its windows itself: run codexrelay without arguments")
+		return 2
+	}
 	log := app.Logger(os.Stderr, os.Getenv)
 	relay, err := app.Open(app.Options{Logger: log})
 	if err != nil {

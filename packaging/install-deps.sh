@@ -4,20 +4,23 @@
 # and needs no network. Works as root (CI) or through sudo.
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
 #   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb
+#   install-deps.sh cross   build + the mingw-w64 cross compiler (make cross: the Windows build)
 #   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
 set -euo pipefail
 
 build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
+cross=(gcc-mingw-w64-x86-64)
 shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils python3 libglib2.0-bin procps)
 
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test[@]}") ;;
+  cross) want+=("${cross[@]}") ;;
   shot) want+=("${test[@]}" "${shot[@]}") ;;
-  *) echo "usage: $0 build|test|shot" >&2; exit 2 ;;
+  *) echo "usage: $0 build|test|cross|shot" >&2; exit 2 ;;
 esac
 
 missing=()
