@@ -57,6 +57,12 @@ bench: build
 	./$(BIN) bench catalog --samples 50 --concurrent 8 --delay-ms 50
 	./$(BIN) bench proxy
 
+## codex-e2e: the real Codex CLI (npm @openai/codex 0.171.0, fetched into bin/ once) through the relay
+## and two fake accounts that seal their reasoning: a tool loop across a rotation, over WebSocket and HTTP
+.PHONY: codex-e2e
+codex-e2e: build test-deps
+	.ci/with-keyring bash packaging/codex-e2e/run.sh $(BIN)
+
 ## reload-latency: how long a running relay takes to apply a change made from the CLI (median of 40)
 reload-latency: build test-deps
 	.ci/with-keyring .ci/reload-latency $(BIN)
