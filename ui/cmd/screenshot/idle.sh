@@ -78,8 +78,9 @@ sleep 10          # let it settle
 win=$(pgrep -P "$app" -f ' window ' | head -n 1 || true)
 if [ -n "$win" ]; then
   measure "dashboard open" 1 "$win" &
+  m=$!
   measure "  its tray process" 0.2 "$app"
-  wait
+  wait "$m"
 else
   echo "  (no window process runs)"
 fi
