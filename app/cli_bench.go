@@ -43,6 +43,13 @@ var benchCommand = &command{
 			details: "The same phase runs inside bench proxy; this runs it alone.",
 			flags:   benchConversationFlags,
 		},
+		{
+			name:    "sockets",
+			usage:   []string{"[--sockets 20] [--frame-mb 60] [--turns 16] [--json]"},
+			summary: "hostile WebSocket clients against the relay's memory bounds",
+			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item; the peak resident memory of each.",
+			flags:   benchSocketsFlags,
+		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
 	},
@@ -169,5 +176,26 @@ func benchProcessCommand(kind string) *command {
 				return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { SetMemoryLimit(os.Getenv) })
 			}
 		},
+	}
+}
+
+// benchSocketsFlags declares the flags of `bench sockets`.
+func benchSocketsFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.SocketsOptions
+	fs.IntVar(&opt.Sockets, "sockets", 20, "sockets that each send one huge frame at once")
+	frameMB := fs.Int("frame-mb", 60, "size of each huge frame, in MiB")
+	fs.IntVar(&opt.Turns, "turns", 16, "turns of huge frames on one socket")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Sockets < 1 || opt.Turns < 1 || *frameMB < 1 || *frameMB > 63 {
+			return usagef("--sockets and --turns must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
+		}
+		opt.FrameBytes = *frameMB << 20
+		SetMemoryLimit(os.Getenv) // as the relay runs
+		r, err := bench.Sockets(opt)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
 	}
 }

@@ -60,7 +60,8 @@ type Options struct {
 	ConversationBudget int64
 	// MaxSockets bounds the client WebSockets open at once (default 256); SocketReadBudget the
 	// bytes of client frames being read or waiting to be answered, all sockets together
-	// (default 256 MiB); SocketIdle the silence allowed between a socket's turns (default 15
+	// and what large turns being served copy of them (default 128 MiB; one turn is always
+	// served); SocketIdle the silence allowed between a socket's turns (default 15
 	// minutes; the first frame must come within a minute).
 	MaxSockets       int
 	SocketReadBudget int64
@@ -117,8 +118,9 @@ type Server struct {
 	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.
 	hold    atomic.Int64
 	holding atomic.Int64
-	// frameBytes is what client WebSocket frames being read or waiting hold (socket.go).
-	frameBytes atomic.Int64
+	// frameBytes is what client WebSocket frames being read or waiting hold, turnBytes what the
+	// turns being served reserve for their copies (socket.go).
+	frameBytes, turnBytes atomic.Int64
 	// paused: requests to accounts get 503 relay_paused (SetPaused).
 	paused atomic.Bool
 }
@@ -180,7 +182,7 @@ func New(opt Options) *Server {
 		opt.MaxSockets = 256
 	}
 	if opt.SocketReadBudget <= 0 {
-		opt.SocketReadBudget = 256 << 20
+		opt.SocketReadBudget = 128 << 20
 	}
 	if opt.SocketIdle <= 0 {
 		opt.SocketIdle = defaultSocketIdle

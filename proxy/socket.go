@@ -145,15 +145,17 @@ func (sc *socketConn) readFrame(first bool) (frame, error) {
 	f := frame{typ: typ}
 	for {
 		if len(f.data) == cap(f.data) {
-			step := int64(max(frameStep, cap(f.data))) // doubling, a step at least
-			if s.frameBytes.Add(step) > s.opt.SocketReadBudget {
-				s.frameBytes.Add(-step)
+			// Doubling, a step at least; each buffer counts until the frame is answered, the
+			// ones it outgrew too, so that the budget bounds what reading allocated.
+			grown := int64(2*cap(f.data) + frameStep)
+			if s.frameBytes.Add(grown) > s.opt.SocketReadBudget {
+				s.frameBytes.Add(-grown)
 				sc.release(f)
 				sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
 				return frame{}, errFrameBudget
 			}
-			f.held += step
-			f.data = slices.Grow(f.data, int(step))
+			f.held += grown
+			f.data = slices.Grow(f.data, int(grown)-len(f.data))
 		}
 		n, err := rd.Read(f.data[len(f.data):cap(f.data)])
 		f.data = f.data[:len(f.data)+n]
@@ -357,6 +359,17 @@ func (sc *socketConn) warmUp(t *socketTurn) {
 // run runs one turn as a request through the relay's phases, with the socket as its client.
 func (sc *socketConn) run(t *socketTurn, size int) {
 	s := sc.s
+	// A turn copies its frame and conversation (the replay, the upstream body): large turns
+	// share the budget of frames, one always admitted, so that many of them at once cannot
+	// multiply the relay's memory.
+	need := int64(2 * (size + itemsLen(t.base)))
+	if n := s.turnBytes.Add(need); n > need && n+s.frameBytes.Load() > s.opt.SocketReadBudget {
+		s.turnBytes.Add(-need)
+		sc.sendError(&apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_busy",
+			Message: "Codex Relay is serving too many large WebSocket turns at once: try again in a moment"})
+		return
+	}
+	defer s.turnBytes.Add(-need)
 	w := &socketWriter{sc: sc, turn: t, h: http.Header{}}
 	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(sc.ctx)
 	x := s.begin(w, r, routeResponses)
@@ -563,13 +576,18 @@ func responseOutput(data []byte) (string, [][]byte) {
 	return id, items
 }
 
-// cloneItems copies items into one allocation of their own.
-func cloneItems(items [][]byte) [][]byte {
+// itemsLen is the bytes of items.
+func itemsLen(items [][]byte) int {
 	n := 0
 	for _, it := range items {
 		n += len(it)
 	}
-	buf := make([]byte, 0, n)
+	return n
+}
+
+// cloneItems copies items into one allocation of their own.
+func cloneItems(items [][]byte) [][]byte {
+	buf := make([]byte, 0, itemsLen(items))
 	out := make([][]byte, len(items))
 	for i, it := range items {
 		buf = append(buf, it...)

@@ -43,7 +43,6 @@ func (r CatalogResult) Print(w io.Writer) {
 // Print writes the result as the table `codexrelay bench proxy` shows, each figure with its
 // target in brackets.
 func (r ProxyResult) Print(w io.Writer) {
-	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
 	where := "processes of their own"
 	if !r.Concurrent.RelayProcess {
 		where = "one process for client, proxies and upstream"
@@ -105,3 +104,6 @@ func (c ConversationResult) Print(w io.Writer) {
 }
 
 func kb(b int64) string { return fmt.Sprintf("%.0f KB", float64(b)/1e3) }
+
+// mb formats bytes as megabytes.
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
