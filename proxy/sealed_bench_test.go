@@ -1,0 +1,25 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// BenchmarkSealedTracking is what the tracking adds to one small Codex turn that stayed on its
+// account: learning the sealed item of its answer, and the look-up that finds nothing to leave
+// out. (`bench proxy` measures the same end to end, on against off.)
+func BenchmarkSealedTracking(b *testing.B) {
+	s := New(Options{})
+	s.SetAccounts([]Account{{Name: "a", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:1/v1", Credentials: Static{Token: "sk-a"}}})
+	m := s.pool.list()[0]
+	answer := []byte(`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAABbench-own-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}}`)
+	obj, _ := payload.Parse([]byte(`{"model":"m","input":[{"type":"message","role":"user","content":"hi"}]}`))
+	x := &exchange{s: s, req: &clientRequest{obj: obj, session: "conv-1"}}
+	x.learnResponse(m, answer)
+	b.ReportAllocs()
+	for b.Loop() {
+		x.learnResponse(m, answer)
+		x.withoutSealed(m, x.inputItemsOf)
+	}
+}
