@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -51,6 +52,8 @@ type App struct {
 	// LoadWarning is set when the settings file was corrupt: kept aside by the relay's own
 	// start, left in place by any other command.
 	LoadWarning error
+	// newInstall says that the settings folder had no settings file when this App opened it.
+	newInstall bool
 
 	writeMu sync.Mutex // one change at a time in this process; the file lock orders processes
 	applyMu sync.Mutex // one reload at a time: read the file, apply it
@@ -84,6 +87,9 @@ func Open(opt Options) (*App, error) {
 		opt.Now = time.Now
 	}
 	a := &App{opt: opt, log: opt.Logger, creds: map[string]*accountCreds{}}
+	if _, err := os.Lstat(filepath.Join(opt.ConfigDir, settingsName)); errors.Is(err, fs.ErrNotExist) {
+		a.newInstall = true
+	}
 	s, err := loadSettings(opt.ConfigDir, opt.Now())
 	if errors.Is(err, ErrCorruptSettings) {
 		a.LoadWarning = err

@@ -343,8 +343,20 @@ func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	resp.Body.Close()
-	// With no account, a request gets 503 and advice.
+	// A new install: the local key is on, and serve said so.
 	r, _ := http.Post("http://"+addr+"/v1/responses", "application/json", strings.NewReader(`{"model":"m","input":"x"}`))
+	r.Body.Close()
+	if r.StatusCode != 401 || !strings.Contains(errb.String(), "new install") {
+		t.Fatalf("a new install without the key: %d (%s)", r.StatusCode, errb.String())
+	}
+	_, key, _ := runCLI(t, opt, "", "local-key", "show")
+	// With no account, a request gets 503 and advice.
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/responses", strings.NewReader(`{"model":"m","input":"x"}`))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(key[strings.LastIndex(strings.TrimSpace(key), "\n")+1:]))
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 	if r.StatusCode != 503 || !bytes.Contains(b, []byte("accounts add")) {

@@ -45,6 +45,16 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	defer stopSignals()
 	svc := a.NewServeService(listen, allowRemote)
 	svc.Instance = inst
+	// A new install gets the local key before it serves; a serve refused for its address
+	// (checked first) leaves nothing behind.
+	if err := a.CheckListen(svc.addr(), allowRemote); err != nil {
+		return err
+	}
+	if made, err := a.LocalKeyForNewInstall(); err != nil {
+		a.log.Warn(err.Error())
+	} else if made {
+		fmt.Fprintln(c.Stderr, "This is a new install, so the relay's local API key is on: clients must send it (`codexrelay local-key show`); `codexrelay codex-config --write` gives it to Codex.")
+	}
 	if err := svc.Start(); err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%w; `codexrelay serve --listen 127.0.0.1:PORT` picks another", err)

@@ -74,6 +74,22 @@ func (e *portTakenError) Error() string {
 
 func (e *portTakenError) Unwrap() error { return e.err }
 
+// LocalKeyForNewInstall turns the local API key on when this is a new install (the settings
+// folder had no settings file when the App opened it) and the key is off: on a shared machine
+// any local user could otherwise spend the accounts and read the stats, where a ChatGPT
+// account's e-mail appears. The Codex configuration the relay writes carries the key
+// (codex-config --write), so no variable has to be set. It reports whether it made one.
+func (a *App) LocalKeyForNewInstall() (bool, error) {
+	if !a.newInstall || a.Settings().LocalAPIKey {
+		return false, nil
+	}
+	a.newInstall = false
+	if _, err := a.SetLocalKey(true); err != nil {
+		return false, fmt.Errorf("could not turn the local API key on for this new install: %w", err)
+	}
+	return true, nil
+}
+
 // SetLocalKey turns the local API key on (storing a new one, returned once) or off. Every
 // running relay reads the change from the settings file: the new key from the keychain.
 func (a *App) SetLocalKey(on bool) (string, error) {
