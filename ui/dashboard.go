@@ -229,7 +229,7 @@ func (d *Dashboard) show(v view) {
 		if n == 1 {
 			what = "1 keychain entry of Codex Relay belongs"
 		}
-		setText(d.orphans, what+" to no account (left by an interrupted add or an older version).")
+		setText(d.orphans, what+" to no account of this settings folder (left by an interrupted add).")
 	}
 	setVisible(d.orphanRow, len(v.orphans) > 0)
 	d.codex.show(v.codex)

@@ -430,3 +430,34 @@ func TestDashboardMakesRoomForBanners(t *testing.T) {
 		t.Errorf("one account takes %.0f, %.1f rows", h, h/row)
 	}
 }
+
+// "Remove them" lists the leftover keychain entries by name and removes them only once the
+// removal is confirmed.
+func TestRemoveLeftoversListsThemFirst(t *testing.T) {
+	needKeyring(t)
+	u, relay := newTestUI(t, nil)
+	m, err := relay.AddAccount(app.NewAccount{Name: "gone", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-left-over-0000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The settings lose the account behind the relay's back (an interrupted add, a hand edit).
+	if err := os.WriteFile(relay.SettingsPath(), []byte(`{"generation":9,"accounts":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	relay.Reload()
+	u.checkOrphans()
+	if len(u.orphans) != 1 || !strings.HasSuffix(u.orphans[0], m.ID) {
+		t.Fatalf("orphans %v, want [%s]", u.orphans, m.ID)
+	}
+	u.pruneSecrets()
+	if got := overlayTexts(t, u.dashWin); !strings.Contains(got, m.ID) || !strings.Contains(got, "Remove") {
+		t.Fatalf("the confirmation does not name the entry:\n%s", got)
+	}
+	if left, _ := relay.OrphanSecrets(); len(left) != 1 {
+		t.Fatal("removed before the confirmation")
+	}
+	tapButton(t, u.dashWin.Canvas().Overlays().Top(), "Remove")
+	if left, _ := relay.OrphanSecrets(); len(left) != 0 {
+		t.Fatalf("left after the removal: %v", left)
+	}
+}

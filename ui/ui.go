@@ -15,6 +15,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,17 +211,33 @@ func (u *UI) checkOrphans() {
 	u.changed()
 }
 
-// pruneSecrets removes the keychain entries no account names.
+// pruneSecrets removes the keychain entries no account names, once their names were shown
+// and the removal confirmed. Only this settings folder's own entries are listed, and only
+// those that are still left over when it runs are removed (RemoveLeftovers checks again).
 func (u *UI) pruneSecrets() {
-	u.async(func() {
-		_, err := u.relay.PruneSecrets()
-		fyne.Do(func() {
-			if err != nil {
-				u.showError(u.parent(), err)
-			}
+	u.orphansMu.Lock()
+	names := slices.Clone(u.orphans)
+	u.orphansMu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	w := u.parent()
+	list := widget.NewLabel(strings.Join(names, "\n"))
+	msg := note("These keychain entries of Codex Relay belong to this settings folder and name no account. Remove them?")
+	dialog.ShowCustomConfirm("Remove keychain entries?", "Remove", "Cancel", widthBox(460, msg, list), func(ok bool) {
+		if !ok {
+			return
+		}
+		u.async(func() {
+			_, err := u.relay.RemoveLeftovers(names, false)
+			fyne.Do(func() {
+				if err != nil {
+					u.showError(w, err)
+				}
+			})
+			u.checkOrphans()
 		})
-		u.checkOrphans()
-	})
+	}, w)
 }
 
 // apply shows v in the open windows (UI thread).
