@@ -13,7 +13,8 @@
 # click: StatusNotifierItem.Activate) and how long B takes to end after its last window is
 # closed (a WM_DELETE_WINDOW, as a close button sends). It fails (exit 1) when the tray does not
 # register, its menu lacks the account's line, no window process or window shows, B outlives
-# its window, or A stops serving.
+# its window, A stops serving, or A does not exit 0 without a panic on SIGTERM and on four Quits from
+# its menu.
 set -euo pipefail
 bin=$(realpath "$1")
 bare=$(realpath "$2")
@@ -131,4 +132,24 @@ st=0; wait "$a" || st=$?
 grep -q panic "$HOME/a.log" && fail "the tray process panicked: $(cat "$HOME/a.log")"
 a=""
 echo "SIGTERM: A drained and exited 0"
+
+# Quit from the menu, four times (it panicked in 2 of 4 tries when a late icon update met the
+# closed D-Bus connection): each exits 0 without a panic.
+for q in 1 2 3 4; do
+  : > "$HOME/a.log"
+  "$bin" 2>>"$HOME/a.log" &
+  a=$!
+  item="org.kde.StatusNotifierItem-$a-1"
+  for _ in $(seq 50); do has_name "$item" && break; sleep 0.2; done
+  layout=$(call "$item" /StatusNotifierMenu com.canonical.dbusmenu.GetLayout 0 -1 '@as []')
+  quit_id=$(id_of Quit)
+  [ -n "$quit_id" ] || fail "no Quit in the menu"
+  t0=$(now)
+  call "$item" /StatusNotifierMenu com.canonical.dbusmenu.Event "$quit_id" clicked '<int32 0>' 0 >/dev/null
+  st=0; wait "$a" || st=$?
+  [ "$st" = 0 ] || fail "Quit $q: the tray process exited $st"
+  grep -q panic "$HOME/a.log" && fail "Quit $q: the tray process panicked: $(cat "$HOME/a.log")"
+  a=""
+  echo "Quit $q from the menu: exited 0 after $(since "$t0") s"
+done
 kill "$host" 2>/dev/null || true
