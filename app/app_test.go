@@ -325,8 +325,9 @@ func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	sig := make(chan os.Signal, 1)
-	var out, errb bytes.Buffer
-	c := &CLI{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Options: opt, Signals: sig}
+	var out bytes.Buffer
+	errb := &lockedBuffer{} // read while serve writes to it
+	c := &CLI{Stdin: strings.NewReader(""), Stdout: &out, Stderr: errb, Options: opt, Signals: sig}
 	done := make(chan int, 1)
 	go func() { done <- c.Run([]string{"serve", "--listen", addr}) }()
 	var resp *http.Response

@@ -25,18 +25,18 @@ func closeStatus(t *testing.T, c *websocket.Conn) websocket.StatusCode {
 	}
 }
 
-// Frames being read are bounded relay-wide: 20 sockets each sending an 8 MiB frame against a
-// 16 MiB budget get most of them closed with 1013 before their frame is held, and whatever was
+// Frames being read are bounded relay-wide: 8 sockets each sending a 4 MiB frame against an
+// 8 MiB budget get most of them closed with 1013 before their frame is held, and whatever was
 // held is given back.
 func TestSocketFrameBudget(t *testing.T) {
 	up := newWSUpstream(t)
-	r := newRelay(t, proxy.Options{MaxBodyBytes: 64 << 20, SocketReadBudget: 16 << 20}, up.account("a"))
-	big := createFrame("", userItem("tiny")) // then padded to 8 MiB in instructions
-	big = strings.Replace(big, `"instructions":"be brief"`, `"instructions":"`+strings.Repeat("x", 8<<20)+`"`, 1)
+	r := newRelay(t, proxy.Options{MaxBodyBytes: 64 << 20, SocketReadBudget: 8 << 20}, up.account("a"))
+	big := createFrame("", userItem("tiny")) // then padded to 4 MiB in instructions
+	big = strings.Replace(big, `"instructions":"be brief"`, `"instructions":"`+strings.Repeat("x", 4<<20)+`"`, 1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[websocket.StatusCode]int{}
-	for range 20 {
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -72,7 +72,9 @@ func TestSocketFrameBudget(t *testing.T) {
 // idles between turns past the limit, is closed; the number of open sockets is bounded.
 func TestSocketDeadlinesAndCap(t *testing.T) {
 	up := newWSUpstream(t)
-	r := newRelay(t, proxy.Options{BodyIdleTimeout: 200 * time.Millisecond, SocketIdle: 300 * time.Millisecond, MaxSockets: 3}, up.account("a"))
+	// The idle limit is long beside a loopback dial (even under the race detector), short
+	// beside the test's patience.
+	r := newRelay(t, proxy.Options{BodyIdleTimeout: 200 * time.Millisecond, SocketIdle: 2 * time.Second, MaxSockets: 3}, up.account("a"))
 
 	stalled := r.dial(t)
 	w, err := stalled.Writer(context.Background(), websocket.MessageText)
