@@ -73,6 +73,13 @@ func tray() int {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
 		return 1
 	}
+	// A new install starts with the local key on; the first run writes it into Codex's
+	// configuration (the window process reads the tray's state with a token of its own).
+	if made, err := relay.LocalKeyForNewInstall(); err != nil {
+		log.Warn(err.Error())
+	} else if made {
+		log.Info("a new install: the relay's local API key is on (codexrelay codex-config --write gives it to Codex)")
+	}
 	ui.RunTray(relay, log, inst, exe)
 	return 0
 }
