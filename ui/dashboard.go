@@ -270,8 +270,21 @@ func (d *Dashboard) show(v view) {
 		d.diag.show(snap)
 	}
 	if relayout {
-		d.body.Refresh()
+		d.relayout()
 		redraws.Add(1)
+	}
+}
+
+// relayout lays the dashboard out again in its compact theme. A container's own Refresh lays
+// it out in the app's theme: Fyne's ThemeOverride pushes its theme (the paddings the layouts
+// read) only while it is itself laid out or measured, which a size change does. Laid out
+// outside it, the top took 6 px more than the window's own layouts gave it and the rows under
+// it sat off by as much ("live Diagnostics values drift about 4 px off their row").
+func (d *Dashboard) relayout() {
+	d.body.Refresh()
+	if s := d.content.Size(); !s.IsZero() {
+		d.content.Resize(s.AddWidthHeight(0, 1))
+		d.content.Resize(s)
 	}
 }
 
@@ -322,6 +335,7 @@ func (d *Dashboard) revealDiagnostics() {
 	// them their width, the second the height that follows.
 	d.middle.Refresh()
 	d.middle.Refresh()
+	d.relayout()
 	d.middle.ScrollToOffset(fyne.NewPos(0, d.diag.box.Position().Y))
 }
 

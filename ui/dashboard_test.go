@@ -406,7 +406,7 @@ func TestDashboardMakesRoomForBanners(t *testing.T) {
 	u.ShowDashboard()
 	u.dashWin.Resize(DashboardSize)
 	d := u.dash
-	d.body.Refresh()
+	d.relayout()
 	before := d.middle.Position().Y
 
 	st.Warning = "the settings say listen on 127.0.0.1:7460, but this relay's address is fixed by CODEXRELAY_LISTEN"
@@ -459,5 +459,33 @@ func TestRemoveLeftoversListsThemFirst(t *testing.T) {
 	tapButton(t, u.dashWin.Canvas().Overlays().Top(), "Remove")
 	if left, _ := relay.OrphanSecrets(); len(left) != 0 {
 		t.Fatalf("left after the removal: %v", left)
+	}
+}
+
+// The dashboard's own relayouts measure in its compact theme, as the window's do: laid out in
+// the app's theme, the top took 6 px more and the rows under it sat off their place.
+func TestDashboardLaysOutInItsTheme(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	u.ShowFixed(sample(), running(), testNow)
+	u.ShowDashboard()
+	u.dashWin.Resize(DashboardSize)
+	d := u.dash
+	top, mid := d.top.Size().Height, d.middle.Position().Y
+	d.relayout()
+	if d.top.Size().Height != top || d.middle.Position().Y != mid {
+		t.Errorf("a relayout moved the top from %.1f to %.1f high and the requests from y %.1f to %.1f",
+			top, d.top.Size().Height, mid, d.middle.Position().Y)
+	}
+	// The same after a change that lays the dashboard out again (an account more).
+	src := sample()
+	src.Snapshot.Accounts = append(src.Snapshot.Accounts, src.Snapshot.Accounts[0])
+	src.Snapshot.Accounts[3].Name = "fourth"
+	u.ShowFixed(src, running(), testNow)
+	top, mid = d.top.Size().Height, d.middle.Position().Y
+	u.dashWin.Resize(DashboardSize.AddWidthHeight(0, 2))
+	u.dashWin.Resize(DashboardSize)
+	if d.top.Size().Height != top || d.middle.Position().Y != mid {
+		t.Errorf("the window lays out the top %.1f high and the requests at y %.1f; the dashboard had %.1f and %.1f",
+			d.top.Size().Height, d.middle.Position().Y, top, mid)
 	}
 }
