@@ -26,7 +26,7 @@ serve: build
 	./$(BIN) serve
 
 ## test: install what is missing, then every check and test (what CI runs)
-test: test-deps check unit fuzz-short
+test: test-deps check unit fuzz-short cross
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

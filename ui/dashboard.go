@@ -199,7 +199,10 @@ func (d *Dashboard) build() {
 	d.requestsSection = container.NewBorder(
 		container.NewHBox(heading("Recent requests"), container.NewCenter(d.requestsSummary)), nil, nil, nil, d.requests.box)
 	d.diag = newDiagnostics(diagnosticsSpec)
-	d.middle = container.NewVScroll(container.New(fillFirst{}, d.requestsSection, d.diag.box))
+	wantRequests := func() float32 {
+		return d.requestsSection.MinSize().Height - d.requests.box.MinSize().Height + d.requests.wantHeight()
+	}
+	d.middle = container.NewVScroll(container.New(fillFirst{want: wantRequests}, d.requestsSection, d.diag.box))
 	d.diag.opened = d.revealDiagnostics
 
 	d.top = container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
@@ -340,8 +343,10 @@ func (d *Dashboard) revealDiagnostics() {
 }
 
 // fillFirst lays its objects out top to bottom, each at least its minimum height: the first
-// takes whatever height the others leave.
-type fillFirst struct{}
+// takes whatever height the others leave, up to what it wants (want, when set: the recent
+// requests need no more than their rows), so that a short list leaves no gap above the
+// objects after it; any height left over stays below the last.
+type fillFirst struct{ want func() float32 }
 
 // fillGap is the space between two objects of a fillFirst.
 const fillGap = 4
@@ -361,7 +366,7 @@ func (fillFirst) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	return s
 }
 
-func (fillFirst) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+func (f fillFirst) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	var rest float32
 	for _, o := range objs[1:] {
 		if o.Visible() {
@@ -375,7 +380,11 @@ func (fillFirst) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		}
 		h := o.MinSize().Height
 		if i == 0 {
-			h = max(size.Height-rest, h)
+			room := size.Height - rest
+			if f.want != nil {
+				room = min(room, f.want())
+			}
+			h = max(room, h)
 		}
 		o.Move(fyne.NewPos(0, y))
 		o.Resize(fyne.NewSize(size.Width, h))

@@ -489,3 +489,23 @@ func TestDashboardLaysOutInItsTheme(t *testing.T) {
 			d.top.Size().Height, d.middle.Position().Y, top, mid)
 	}
 }
+
+// A short list of recent requests leaves no gap above Diagnostics: the section under the
+// list starts where its rows end, and the window's spare height stays below everything.
+func TestNoGapUnderAShortRequestList(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := sample()
+	src.Recent = src.Recent[:2]
+	u.ShowFixed(src, running(), testNow)
+	u.ShowDashboard()
+	u.dashWin.Resize(fyne.NewSize(DashboardSize.Width, 1000))
+	d := u.dash
+	d.relayout()
+	rowsEnd := d.requestsSection.Position().Y + d.requestsSection.Size().Height
+	if gap := d.diag.box.Position().Y - rowsEnd; gap > 2*fillGap {
+		t.Fatalf("%.0f px between the requests and Diagnostics", gap)
+	}
+	if want := d.requests.headH + 3*d.requests.rowH + 2; d.requests.box.Size().Height > want+1 {
+		t.Fatalf("the table takes %.0f px for 2 rows (want at most %.0f)", d.requests.box.Size().Height, want)
+	}
+}

@@ -221,6 +221,12 @@ type requestsTable struct {
 	rows []requestView
 	list *widget.List
 	box  *fyne.Container
+	rowH, headH float32 // a row's height, its separator included; the header's
+}
+
+// wantHeight is the height the table needs to show every row (at least its minimum).
+func (t *requestsTable) wantHeight() float32 {
+	return max(t.box.MinSize().Height, t.headH+float32(len(t.rows))*t.rowH+2)
 }
 
 func newRequestsTable() *requestsTable {
@@ -237,7 +243,9 @@ func newRequestsTable() *requestsTable {
 	t.list.OnSelected = func(widget.ListItemID) { t.list.UnselectAll() }
 	// At least three rows show, however short the window: the dashboard scrolls the rest.
 	rowH := newRequestRowCells(t.cols).MinSize().Height + compact.Size(theme.SizeNamePadding)
-	t.box = container.NewBorder(t.cols.header(), nil, nil, nil,
+	head := t.cols.header()
+	t.rowH, t.headH = rowH, head.MinSize().Height
+	t.box = container.NewBorder(head, nil, nil, nil,
 		container.New(&sized{min: fyne.NewSize(0, 3*rowH+2)}, t.list))
 	return t
 }
