@@ -217,10 +217,10 @@ func (r *requestRowCells) CreateRenderer() fyne.WidgetRenderer {
 
 // requestsTable lists the recent requests, newest first.
 type requestsTable struct {
-	cols *columns
-	rows []requestView
-	list *widget.List
-	box  *fyne.Container
+	cols        *columns
+	rows        []requestView
+	list        *widget.List
+	box         *fyne.Container
 	rowH, headH float32 // a row's height, its separator included; the header's
 }
 
