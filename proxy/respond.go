@@ -263,6 +263,26 @@ func (x *exchange) relayChat(a *answer) {
 // relayError relays an upstream's answer that is the client's own mistake (a 400, say), its
 // body redacted, in whatever protocol: it is already in the OpenAI error shape.
 func (x *exchange) relayError(a *answer) {
+	x.writeUpstreamBody(a)
+	x.t.Outcome = OutcomeFailed
+}
+
+// relayPlain answers a non-streamed request with the upstream's answer, read whole.
+func (x *exchange) relayPlain(a *answer) {
+	x.noteUsage(a.plain)
+	if x.req.route == routeResponses {
+		x.learnResponse(x.served, a.plain)
+	}
+	if x.writeUpstreamBody(a) != nil {
+		x.clientGone()
+		return
+	}
+	x.t.Outcome = OutcomeCompleted
+}
+
+// writeUpstreamBody answers with the upstream's status, type and body read whole (a.plain),
+// and the upstream headers worth relaying.
+func (x *exchange) writeUpstreamBody(a *answer) error {
 	h := x.w.Header()
 	copyRelayHeaders(h, a.resp.Header)
 	if ct := a.resp.Header.Get("Content-Type"); ct != "" {
@@ -270,31 +290,9 @@ func (x *exchange) relayError(a *answer) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(a.plain)))
 	x.w.WriteHeader(a.resp.StatusCode)
-	n, _ := x.w.Write(a.plain)
-	x.t.Status, x.t.Outcome, x.t.Bytes = a.resp.StatusCode, OutcomeFailed, int64(n)
-}
-
-// relayPlain answers a non-streamed request with the upstream's answer, read whole.
-func (x *exchange) relayPlain(a *answer) {
-	resp, answer := a.resp, a.plain
-	h := x.w.Header()
-	copyRelayHeaders(h, resp.Header)
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		h.Set("Content-Type", ct)
-	}
-	h.Set("Content-Length", strconv.Itoa(len(answer)))
-	x.noteUsage(answer)
-	if x.req.route == routeResponses {
-		x.learnResponse(x.served, answer)
-	}
-	x.w.WriteHeader(resp.StatusCode)
-	n, err := x.w.Write(answer)
-	x.t.Bytes, x.t.Status = int64(n), resp.StatusCode
-	if err != nil {
-		x.clientGone()
-		return
-	}
-	x.t.Outcome = OutcomeCompleted
+	n, err := x.w.Write(a.plain)
+	x.t.Bytes, x.t.Status = int64(n), a.resp.StatusCode
+	return err
 }
 
 // plainChatFromResponses answers a Chat client from a whole Responses answer.
