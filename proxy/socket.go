@@ -299,7 +299,7 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		input, _ = inputItems(raw)
 	}
 	sc.last = withoutInput(obj)
-	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev}
+	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev, meta: clientMetadata(obj)}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
 		return
@@ -406,6 +406,8 @@ type socketTurn struct {
 	// keepPrev says that prev is not in the conversation but may be stored upstream: the turn
 	// goes up with previous_response_id, to a Responses account only, and is never replayed.
 	keepPrev bool
+	// meta is the frame's client_metadata (the turn's Codex headers, turn.go), read once.
+	meta map[string]string
 	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
 	// built on first need.
 	replay     *payload.Object

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // Turn headers. The Codex CLI sends, with each request of a turn, headers that the Responses
@@ -59,14 +61,19 @@ func (s *Server) learnTurnState(m *member, h http.Header) {
 	}
 }
 
-// frameMetadata is, for a WebSocket turn, the frame's client_metadata: over a socket the
-// Codex CLI sends each turn's headers there (the handshake's x-codex-turn-metadata is the
-// connection's first, a prewarm's), by lower-case header name. Nil for an HTTP request.
+// frameMetadata is, for a WebSocket turn, the frame's client_metadata (nil for an HTTP request).
 func (x *exchange) frameMetadata() map[string]string {
 	if x.turn == nil {
 		return nil
 	}
-	raw, ok := x.turn.obj.Get("client_metadata")
+	return x.turn.meta
+}
+
+// clientMetadata reads a frame's client_metadata: over a socket the Codex CLI sends each
+// turn's headers there (the handshake's x-codex-turn-metadata is the connection's first, a
+// prewarm's), by lower-case header name; nil when it has none.
+func clientMetadata(frame *payload.Object) map[string]string {
+	raw, ok := frame.Get("client_metadata")
 	if !ok {
 		return nil
 	}
