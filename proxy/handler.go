@@ -192,6 +192,8 @@ type exchange struct {
 	// events is where a streamed answer goes (sink.go): set for a WebSocket turn, else made
 	// on first need.
 	events eventSink
+	// held is how long the request has waited for a resting pool (hold.go).
+	held time.Duration
 	// renewed says that a WebSocket turn was moved to a new upstream socket once, after the
 	// upstream ended the old one at its time limit.
 	renewed bool

@@ -53,7 +53,7 @@ func (x *exchange) holdForPool() bool {
 		}
 	}
 	wait := back.Sub(now)
-	if back.IsZero() || time.Duration(x.t.HeldMs*float64(time.Millisecond))+wait > bound {
+	if back.IsZero() || x.held+wait > bound {
 		return false
 	}
 	if s.holding.Add(1) > maxHolding {
@@ -65,13 +65,15 @@ func (x *exchange) holdForPool() bool {
 	t := time.NewTimer(wait + holdSlack)
 	defer t.Stop()
 	start := time.Now()
+	defer func() {
+		x.held += time.Since(start)
+		x.t.HeldMs = stat.Ms(x.held)
+	}()
 	select {
 	case <-x.r.Context().Done():
-		x.t.HeldMs += stat.Ms(time.Since(start))
 		return false
 	case <-t.C:
 	}
-	x.t.HeldMs += stat.Ms(time.Since(start))
 	return true
 }
 
