@@ -606,8 +606,7 @@ func newBenchUpstream() (*benchUpstream, error) {
 				// The small request: a's answer, with the reasoning it seals.
 				out := ""
 				for i := range rotationSealed {
-					out += `{"type":"reasoning","id":"rs_` + strconv.Itoa(i) + `","summary":[],"encrypted_content":"gAAAABsealedA-` + strconv.Itoa(i) +
-						`-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"},`
+					out += rotationItem(i) + ","
 				}
 				io.WriteString(w, `{"id":"resp_a","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"m","role":"assistant","content":[]}]}`)
 			case r.Header.Get("Authorization") == "Bearer sk-a":

@@ -133,6 +133,12 @@ type RotationResult struct {
 
 const rotationSealed = 200
 
+// rotationItem is the i-th reasoning item the first account of the rotation seals.
+func rotationItem(i int) string {
+	return `{"type":"reasoning","id":"rs_` + strconv.Itoa(i) + `","summary":[],"encrypted_content":"gAAAABsealedA-` + strconv.Itoa(i) +
+		`-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"}`
+}
+
 // rotationBodies are the synthetic 1.16 MB body with and without rotationSealed reasoning
 // items sealed by the first account at the head of its input.
 func rotationBodies() (plain, sealed []byte) {
@@ -145,8 +151,7 @@ func rotationBodies() (plain, sealed []byte) {
 	}
 	var items []byte
 	for i := range rotationSealed {
-		items = append(items, `{"type":"reasoning","id":"rs_`+strconv.Itoa(i)+`","summary":[],"encrypted_content":"gAAAABsealedA-`+strconv.Itoa(i)+
-			`-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"},`...)
+		items = append(append(items, rotationItem(i)...), ',')
 	}
 	at := bytes.Index(plain, []byte(`"input":[`)) + len(`"input":[`)
 	sealed = append(append(append([]byte{}, plain[:at]...), items...), plain[at:]...)
