@@ -1,0 +1,474 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"filippo.io/age"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// An account export is one age file (filippo.io/age) encrypted to a passphrase with age's
+// scrypt recipient. Its plaintext, which exists only in memory, is one JSON document:
+//
+//	{"format":"codexrelay-accounts","version":1,"exported_at":"...",
+//	 "accounts":[{"position":1,"account":{AccountMeta without id and secret_rev},"secret":{Secret}}]}
+//
+// Import decrypts and checks the whole file before it writes anything, so a wrong passphrase,
+// a damaged or truncated file, or one of an unknown version imports nothing.
+
+// BackupVersion is the version of the export format this Codex Relay writes and reads.
+const BackupVersion = 1
+
+// backupFormat names the plaintext's kind, so that another age file is not taken for an export.
+const backupFormat = "codexrelay-accounts"
+
+// maxBackupBytes bounds an export file: a hundred sign-ins take well under 1 MiB.
+const maxBackupBytes = 16 << 20
+
+// scryptWorkFactor is the scrypt cost of an export (2^18, about a second, age's default);
+// tests lower it. Import accepts what age accepts (up to 2^22).
+var scryptWorkFactor = 18
+
+var (
+	// ErrEmptyPassphrase refuses an export or import without a passphrase.
+	ErrEmptyPassphrase = errors.New("the passphrase is empty: an account export is always encrypted with one")
+	// ErrWrongPassphrase is an export that the passphrase does not open.
+	ErrWrongPassphrase = errors.New("wrong passphrase")
+	// ErrDamagedExport is a file that is not a whole, intact Codex Relay account export.
+	ErrDamagedExport = errors.New("the account export is damaged, truncated or not an account export")
+	// ErrExportVersion is an export of a format version this Codex Relay does not read.
+	ErrExportVersion = errors.New("unknown account export version")
+)
+
+// SkippedAccount is an account an export or an import left out, and why.
+type SkippedAccount struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// ExportResult says what ExportAccounts wrote.
+type ExportResult struct {
+	// Accounts are the accounts written, in priority order.
+	Accounts []string `json:"accounts"`
+	// ChatGPT are those of Accounts that are ChatGPT sign-ins. Their refresh tokens are
+	// single-use: once the other machine refreshes one, the sign-in here stops working (and the
+	// other way round), so the caller should offer to disable them here (DisableAccounts).
+	ChatGPT []string `json:"chatgpt,omitempty"`
+	// Skipped are accounts that were not written (no secret in the keychain).
+	Skipped []SkippedAccount `json:"skipped,omitempty"`
+}
+
+// ImportResult says what ImportAccounts did.
+type ImportResult struct {
+	// Imported are the accounts added, in the order they were added (after the existing ones).
+	Imported []string `json:"imported"`
+	// ChatGPT are those of Imported that are ChatGPT sign-ins.
+	ChatGPT []string `json:"chatgpt,omitempty"`
+	// Skipped are the accounts of the file that exist here already (by name, by ChatGPT login,
+	// or by API key), left as they are.
+	Skipped []SkippedAccount `json:"skipped,omitempty"`
+}
+
+type backupFile struct {
+	Format     string          `json:"format"`
+	Version    int             `json:"version"`
+	ExportedAt string          `json:"exported_at,omitempty"`
+	Accounts   []backupAccount `json:"accounts"`
+}
+
+type backupAccount struct {
+	Position int         `json:"position"` // 1-based, in the exporting machine's order
+	Account  AccountMeta `json:"account"`  // without ID and SecretRev, which are this machine's
+	Secret   Secret      `json:"secret"`
+}
+
+// ExportAccounts writes the accounts named (every account when none is named), with their
+// settings, their position and their secrets read from the keychain, to w as one file
+// encrypted with passphrase. Nothing is written to w in clear. An account whose keychain entry
+// is missing is skipped and named; any other keychain failure fails the export.
+func (a *App) ExportAccounts(w io.Writer, passphrase string, names ...string) (ExportResult, error) {
+	if passphrase == "" {
+		return ExportResult{}, ErrEmptyPassphrase
+	}
+	plain, res, err := a.exportPlaintext(names)
+	defer clear(plain)
+	if err != nil {
+		return res, err
+	}
+	rcpt, err := age.NewScryptRecipient(passphrase)
+	if err != nil {
+		return res, err
+	}
+	rcpt.SetWorkFactor(scryptWorkFactor)
+	enc, err := age.Encrypt(w, rcpt)
+	if err != nil {
+		return res, fmt.Errorf("cannot encrypt the export: %w", err)
+	}
+	if _, err := enc.Write(plain); err != nil {
+		return res, fmt.Errorf("cannot write the export: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return res, fmt.Errorf("cannot write the export: %w", err)
+	}
+	return res, nil
+}
+
+// exportPlaintext reads the accounts and their secrets, under the settings lock (so that the
+// list and the keychain agree) and the token lock (so that no refresh is half done), and
+// returns the export's plaintext. The caller clears it.
+func (a *App) exportPlaintext(names []string) ([]byte, ExportResult, error) {
+	var res ExportResult
+	unlock, err := lockFile(filepath.Join(a.opt.ConfigDir, settingsLockName), lockWait)
+	if err != nil {
+		return nil, res, err
+	}
+	defer unlock()
+	s, err := readSettings(a.SettingsPath())
+	if err != nil {
+		return nil, res, err
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == n }) {
+			return nil, res, ErrNoAccount(n)
+		}
+	}
+	unlockTokens, err := lockFile(filepath.Join(a.opt.ConfigDir, tokensLockName), lockWait)
+	if err != nil {
+		return nil, res, err
+	}
+	defer unlockTokens()
+	f := backupFile{Format: backupFormat, Version: BackupVersion, ExportedAt: a.opt.Now().UTC().Format("2006-01-02T15:04:05Z")}
+	for i, m := range s.Accounts {
+		if len(names) > 0 && !slices.Contains(names, m.Name) {
+			continue
+		}
+		v, err := a.opt.Keychain.Get(accountUser(m.ID))
+		if errors.Is(err, ErrNoSecret) {
+			res.Skipped = append(res.Skipped, SkippedAccount{m.Name, "the keychain has no secret for it"})
+			continue
+		}
+		if err != nil {
+			return nil, res, fmt.Errorf("cannot read the secret of %q: %w", m.Name, err)
+		}
+		sec, err := decodeSecret(v)
+		if err != nil {
+			res.Skipped = append(res.Skipped, SkippedAccount{m.Name, err.Error()})
+			continue
+		}
+		m.ID, m.SecretRev = "", 0
+		f.Accounts = append(f.Accounts, backupAccount{Position: i + 1, Account: m, Secret: sec})
+		res.Accounts = append(res.Accounts, m.Name)
+		if m.Kind == string(proxy.KindChatGPT) {
+			res.ChatGPT = append(res.ChatGPT, m.Name)
+		}
+	}
+	if len(f.Accounts) == 0 {
+		if len(res.Skipped) > 0 {
+			return nil, res, errors.New("nothing to export: no account has its secret in the keychain")
+		}
+		return nil, res, errors.New("nothing to export: there is no account")
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, res, errors.New("cannot encode the export")
+	}
+	return b, res, nil
+}
+
+// ExportAccountsFile is ExportAccounts to the file at path, created with mode 0600 and
+// written whole or not at all (a temporary file beside it, renamed over it). A symbolic link
+// at path is refused, never followed; an existing regular file is replaced.
+func (a *App) ExportAccountsFile(path, passphrase string, names ...string) (ExportResult, error) {
+	if passphrase == "" {
+		return ExportResult{}, ErrEmptyPassphrase
+	}
+	if err := exportTarget(path); err != nil {
+		return ExportResult{}, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return ExportResult{}, fmt.Errorf("cannot create the export: %w", err)
+	}
+	defer os.Remove(f.Name()) // a no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return ExportResult{}, err
+	}
+	res, err := a.ExportAccounts(f, passphrase, names...)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err2 := f.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := exportTarget(path); err != nil { // a link put there meanwhile
+		return res, err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return res, fmt.Errorf("cannot write the export: %w", err)
+	}
+	return res, nil
+}
+
+// exportTarget refuses a path where an export must not be written: a symbolic link (the
+// export would replace the link, or write through it), a folder or any other non-regular file.
+func exportTarget(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("cannot write the export to %s: %w", path, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: Codex Relay does not write an export through a link; choose the file itself or another name", path)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file but %s: choose another name", path, fileKind(st.Mode()))
+	}
+	return nil
+}
+
+// ImportAccountsFile is ImportAccounts from the file at path.
+func (a *App) ImportAccountsFile(path, passphrase string) (ImportResult, error) {
+	if passphrase == "" {
+		return ImportResult{}, ErrEmptyPassphrase
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("cannot read the export: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return ImportResult{}, fmt.Errorf("%s is not a regular file but %s", path, fileKind(st.Mode()))
+	}
+	return a.ImportAccounts(f, passphrase)
+}
+
+// ImportAccounts reads an export written by ExportAccounts and adds its accounts, with their
+// settings and secrets, after the existing ones in the order of the file. An account that
+// exists here already (the same name, the same ChatGPT login, or the same API key and base
+// URL) is skipped and named. The whole file is decrypted and checked before anything is
+// written: a wrong passphrase (ErrWrongPassphrase), a damaged or truncated file
+// (ErrDamagedExport) or an unknown version (ErrExportVersion) imports nothing. The secrets go
+// to the keychain and the accounts to the settings in one change under the settings lock; if
+// any keychain write fails, the entries already written are removed and nothing is imported.
+func (a *App) ImportAccounts(r io.Reader, passphrase string) (ImportResult, error) {
+	if passphrase == "" {
+		return ImportResult{}, ErrEmptyPassphrase
+	}
+	f, err := readExport(r, passphrase)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	var res ImportResult
+	var stored []string // keychain users written, removed again if the change fails
+	err = a.update(func(s *Settings) error {
+		res = ImportResult{}
+		held := a.heldSecrets(s.Accounts)
+		for _, e := range f.Accounts {
+			m := e.Account
+			if slices.ContainsFunc(s.Accounts, func(o AccountMeta) bool { return o.Name == m.Name }) {
+				res.Skipped = append(res.Skipped, SkippedAccount{m.Name, "an account of that name exists here"})
+				continue
+			}
+			if other := sameLogin(held, m, e.Secret); other != "" {
+				what := "the same API key"
+				if m.Kind == string(proxy.KindChatGPT) {
+					what = "the same ChatGPT login"
+				}
+				res.Skipped = append(res.Skipped, SkippedAccount{m.Name, fmt.Sprintf("%s is here as %q", what, other)})
+				continue
+			}
+			m.ID, m.SecretRev = newID(), 0
+			if m.Added.IsZero() {
+				m.Added = a.opt.Now().UTC()
+			}
+			if err := a.opt.Keychain.Set(accountUser(m.ID), e.Secret.encode()); err != nil {
+				return fmt.Errorf("cannot store the secret of %q in the keychain, so nothing was imported: %w", m.Name, err)
+			}
+			stored = append(stored, accountUser(m.ID))
+			s.Accounts = append(s.Accounts, m)
+			held = append(held, heldSecret{m, e.Secret})
+			res.Imported = append(res.Imported, m.Name)
+			if m.Kind == string(proxy.KindChatGPT) {
+				res.ChatGPT = append(res.ChatGPT, m.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, u := range stored {
+			a.opt.Keychain.Delete(u)
+		}
+		return ImportResult{}, err
+	}
+	return res, nil
+}
+
+// readExport decrypts and checks a whole export. Its errors say what is wrong with the file
+// and that nothing was imported; they never carry its content.
+func readExport(r io.Reader, passphrase string) (backupFile, error) {
+	var f backupFile
+	ct, err := io.ReadAll(io.LimitReader(r, maxBackupBytes+1))
+	if err != nil {
+		return f, fmt.Errorf("cannot read the export: %w", err)
+	}
+	if len(ct) > maxBackupBytes {
+		return f, fmt.Errorf("%w (it is larger than %d MiB): nothing was imported", ErrDamagedExport, maxBackupBytes>>20)
+	}
+	id, err := age.NewScryptIdentity(passphrase)
+	if err != nil {
+		return f, err
+	}
+	pr, err := age.Decrypt(bytes.NewReader(ct), id)
+	var nomatch *age.NoIdentityMatchError
+	switch {
+	case errors.As(err, &nomatch):
+		return f, fmt.Errorf("%w (or the file is not an export encrypted with a passphrase): nothing was imported", ErrWrongPassphrase)
+	case err != nil:
+		return f, fmt.Errorf("%w (%v): nothing was imported", ErrDamagedExport, err)
+	}
+	plain, err := io.ReadAll(io.LimitReader(pr, maxBackupBytes+1))
+	defer clear(plain)
+	if err != nil {
+		return f, fmt.Errorf("%w (%v): nothing was imported", ErrDamagedExport, err)
+	}
+	var head struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if json.Unmarshal(plain, &head) != nil || head.Format != backupFormat {
+		return f, fmt.Errorf("%w (it decrypts, but is not a Codex Relay account export): nothing was imported", ErrDamagedExport)
+	}
+	if head.Version != BackupVersion {
+		return f, fmt.Errorf("%w %d (this Codex Relay reads version %d; a newer one wrote it?): nothing was imported", ErrExportVersion, head.Version, BackupVersion)
+	}
+	if json.Unmarshal(plain, &f) != nil {
+		return backupFile{}, fmt.Errorf("%w (its accounts cannot be read): nothing was imported", ErrDamagedExport)
+	}
+	if err := checkExport(f); err != nil {
+		return backupFile{}, fmt.Errorf("%w (%v): nothing was imported", ErrDamagedExport, err)
+	}
+	slices.SortStableFunc(f.Accounts, func(x, y backupAccount) int { return x.Position - y.Position })
+	return f, nil
+}
+
+// checkExport checks every account of an export as AddAccount would. Its errors name the
+// account and the field, never a secret.
+func checkExport(f backupFile) error {
+	if len(f.Accounts) == 0 {
+		return errors.New("it holds no account")
+	}
+	seen := map[string]bool{}
+	for i := range f.Accounts {
+		e := &f.Accounts[i]
+		m := &e.Account
+		if err := ValidateName(m.Name); err != nil {
+			return fmt.Errorf("account %d: %v", i+1, err)
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("account %q appears twice", m.Name)
+		}
+		seen[m.Name] = true
+		switch proxy.Kind(m.Kind) {
+		case proxy.KindOpenAI:
+			if m.BaseURL == "" {
+				return fmt.Errorf("account %q: an API-key account has no base URL", m.Name)
+			}
+			if ValidateKey(e.Secret.APIKey) != nil {
+				return fmt.Errorf("account %q: its API key is missing or not valid", m.Name)
+			}
+		case proxy.KindChatGPT:
+			if e.Secret.AccessToken == "" && e.Secret.RefreshToken == "" {
+				return fmt.Errorf("account %q: its ChatGPT sign-in has no token", m.Name)
+			}
+		default:
+			return fmt.Errorf("account %q: %q is not an account kind", m.Name, m.Kind)
+		}
+		if m.BaseURL != "" {
+			u, err := ValidateBaseURL(m.BaseURL)
+			if err != nil {
+				return fmt.Errorf("account %q: its base URL is not valid", m.Name)
+			}
+			m.BaseURL = u
+		}
+		switch m.API {
+		case "":
+			m.API = string(proxy.APIResponses)
+		case string(proxy.APIResponses), string(proxy.APIChat):
+		default:
+			return fmt.Errorf("account %q: %q is not an API Codex Relay speaks", m.Name, m.API)
+		}
+	}
+	return nil
+}
+
+type heldSecret struct {
+	meta AccountMeta
+	sec  Secret
+}
+
+// heldSecrets reads the secrets of the existing accounts from the keychain, for sameLogin.
+// An entry that cannot be read is left out (the account is still skipped by its name).
+func (a *App) heldSecrets(accounts []AccountMeta) []heldSecret {
+	var out []heldSecret
+	for _, m := range accounts {
+		v, err := a.opt.Keychain.Get(accountUser(m.ID))
+		if err != nil {
+			continue
+		}
+		if sec, err := decodeSecret(v); err == nil {
+			out = append(out, heldSecret{m, sec})
+		}
+	}
+	return out
+}
+
+// sameLogin names the existing account that holds the same login as m: the same ChatGPT
+// account id or access token, or the same API key at the same base URL; "" when none does.
+func sameLogin(held []heldSecret, m AccountMeta, sec Secret) string {
+	for _, h := range held {
+		if h.meta.Kind != m.Kind {
+			continue
+		}
+		switch proxy.Kind(m.Kind) {
+		case proxy.KindChatGPT:
+			if (sec.AccountID != "" && h.sec.AccountID == sec.AccountID) ||
+				(sec.AccessToken != "" && h.sec.AccessToken == sec.AccessToken) {
+				return h.meta.Name
+			}
+		case proxy.KindOpenAI:
+			if sec.APIKey != "" && h.sec.APIKey == sec.APIKey && h.meta.BaseURL == m.BaseURL {
+				return h.meta.Name
+			}
+		}
+	}
+	return ""
+}
+
+// DisableAccounts disables the accounts named, in one change: after an export, the ChatGPT
+// sign-ins that the other machine will use (their refresh tokens are single-use). A name that
+// does not exist fails the change and nothing is disabled.
+func (a *App) DisableAccounts(names []string) error {
+	return a.update(func(s *Settings) error {
+		for _, n := range names {
+			i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == n })
+			if i < 0 {
+				return ErrNoAccount(n)
+			}
+			s.Accounts[i].Disabled = true
+		}
+		return nil
+	})
+}
