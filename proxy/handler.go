@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /relay/traces", s.handleTraces)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /relay/usage", s.handleUsage)
+	mux.HandleFunc("POST /relay/accounts/{name}/redeem-credit", s.handleRedeemCredit)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
@@ -194,6 +195,8 @@ type exchange struct {
 	events eventSink
 	// held is how long the request has waited for a resting pool (hold.go).
 	held time.Duration
+	// redeemed says that a reset credit was redeemed (or its redemption waited for) for it.
+	redeemed bool
 	// renewed says that a WebSocket turn was moved to a new upstream socket once, after the
 	// upstream ended the old one at its time limit.
 	renewed bool

@@ -34,11 +34,12 @@ func (s *Server) Held() int64 { return s.holding.Load() }
 // come back, when that is within what is left of the hold bound. It reports whether it waited
 // (the request is then to be dispatched again); false when an account is usable (the failures
 // were the upstreams'), none rests, the wait is too long, too many requests wait already, or
-// the client left.
+// the client left. A wait longer than the bound goes to the reset-credit policy, which may
+// redeem a credit and have the request dispatched again (true).
 func (x *exchange) holdForPool() bool {
 	s := x.s
 	bound := time.Duration(s.hold.Load())
-	if bound <= 0 || x.r.Context().Err() != nil {
+	if x.r.Context().Err() != nil {
 		return false
 	}
 	now := s.now()
@@ -52,9 +53,13 @@ func (x *exchange) holdForPool() bool {
 			back = t
 		}
 	}
-	wait := back.Sub(now)
-	if back.IsZero() || x.held+wait > bound {
+	if back.IsZero() {
 		return false
+	}
+	wait := back.Sub(now)
+	if bound <= 0 || x.held+wait > bound {
+		// Longer than the hold covers: the reset-credit policy's turn (credits.go).
+		return x.redeemForPool(now, back)
 	}
 	if s.holding.Add(1) > maxHolding {
 		s.holding.Add(-1)

@@ -73,6 +73,7 @@ type health struct {
 	lastError      string
 	modelBlocked   map[string]time.Time
 	quota          *Quota
+	credits        accountCredits // banked resets (credits.go)
 }
 
 func (m *member) stateLocked(now time.Time) string {

@@ -32,6 +32,7 @@ func (s *Server) RefreshQuotas(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			s.refreshQuota(ctx, m)
+			s.refreshCredits(ctx, m) // banked resets, when the policy reads them (credits.go)
 		}()
 	}
 	wg.Wait()
@@ -55,7 +56,10 @@ func (s *Server) refreshQuotaSoon(m *member) {
 	if m.Kind != KindChatGPT || m.Disabled || s.serving.Load() == 0 {
 		return
 	}
-	go s.refreshQuota(context.Background(), m)
+	go func() {
+		s.refreshQuota(context.Background(), m)
+		s.refreshCredits(context.Background(), m)
+	}()
 }
 
 func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {

@@ -73,6 +73,9 @@ type Options struct {
 	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
 	// changes it at runtime.
 	Hold time.Duration
+	// ResetCredits is the reset-credit policy: ResetCreditsAsk (default), ResetCreditsOff or
+	// ResetCreditsAuto (credits.go); SetResetCredits changes it at runtime.
+	ResetCredits string
 }
 
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
@@ -123,6 +126,8 @@ type Server struct {
 	frameBytes, turnBytes atomic.Int64
 	// paused: requests to accounts get 503 relay_paused (SetPaused).
 	paused atomic.Bool
+	// credits is the reset-credit policy and its redemptions (credits.go).
+	credits creditPolicy
 }
 
 // SetTraceHook has f called with the trace of every finished request (nil: none), on the
@@ -203,6 +208,9 @@ func New(opt Options) *Server {
 		turnStates: newSealTable(4096),
 	}
 	s.SetHold(opt.Hold)
+	if err := s.SetResetCredits(opt.ResetCredits); err != nil {
+		s.log.Error("options: reset credits ignored", "error", err)
+	}
 	s.started = s.now()
 	s.SetTimeouts(opt.Timeouts)
 	s.pool.setStrategy(opt.Strategy)

@@ -19,6 +19,8 @@ type Snapshot struct {
 	Serialization Serialization  `json:"serialization"`
 	Requests      RequestStats   `json:"requests"`
 	Accounts      []AccountStats `json:"accounts"`
+	// ResetCredits is the reset-credit policy and what it spent (credits.go).
+	ResetCredits ResetCreditStats `json:"reset_credits"`
 }
 
 // CatalogStats describes the model catalog (seed 001).
@@ -71,6 +73,8 @@ type AccountStats struct {
 	LastError      string `json:"last_error"`
 	// Quota is the usage of a ChatGPT account's windows, when known.
 	Quota *Quota `json:"quota,omitempty"`
+	// ResetCredits are a ChatGPT account's banked resets, when read (never with the policy off).
+	ResetCredits *ResetCredits `json:"reset_credits,omitempty"`
 }
 
 // Quota is a ChatGPT account's usage: the five-hour (primary) and weekly (secondary) windows.
@@ -118,8 +122,10 @@ func (s *Server) snapshot() Snapshot {
 			st.CooldownUntil, st.CooldownReason = &t, m.cooldownReason
 		}
 		m.mu.Unlock()
+		st.ResetCredits = s.resetCredits(m)
 		snap.Accounts = append(snap.Accounts, st)
 	}
+	snap.ResetCredits = s.creditStats()
 	if snap.Accounts == nil {
 		snap.Accounts = []AccountStats{}
 	}
