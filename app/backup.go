@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"filippo.io/age"
 
@@ -34,9 +35,17 @@ const backupFormat = "codexrelay-accounts"
 // maxBackupBytes bounds an export file: a hundred sign-ins take well under 1 MiB.
 const maxBackupBytes = 16 << 20
 
-// scryptWorkFactor is the scrypt cost of an export (2^18, about a second, age's default);
-// tests lower it. Import accepts what age accepts (up to 2^22).
+// scryptWorkFactor is the scrypt cost (log2) of an export: 2^18, about a second, age's default.
+// CODEXRELAY_EXPORT_SCRYPT_LOG_N (10 to 22) changes it, for tests; import accepts what age
+// accepts (up to 2^22), whatever the file says.
 var scryptWorkFactor = 18
+
+func (a *App) exportWorkFactor() int {
+	if n, err := strconv.Atoi(a.opt.Getenv("CODEXRELAY_EXPORT_SCRYPT_LOG_N")); err == nil && n >= 10 && n <= 22 {
+		return n
+	}
+	return scryptWorkFactor
+}
 
 var (
 	// ErrEmptyPassphrase refuses an export or import without a passphrase.
@@ -108,7 +117,7 @@ func (a *App) ExportAccounts(w io.Writer, passphrase string, names ...string) (E
 	if err != nil {
 		return res, err
 	}
-	rcpt.SetWorkFactor(scryptWorkFactor)
+	rcpt.SetWorkFactor(a.exportWorkFactor())
 	enc, err := age.Encrypt(w, rcpt)
 	if err != nil {
 		return res, fmt.Errorf("cannot encrypt the export: %w", err)
@@ -335,7 +344,7 @@ func readExport(r io.Reader, passphrase string) (backupFile, error) {
 	var nomatch *age.NoIdentityMatchError
 	switch {
 	case errors.As(err, &nomatch):
-		return f, fmt.Errorf("%w (or the file is not an export encrypted with a passphrase): nothing was imported", ErrWrongPassphrase)
+		return f, fmt.Errorf("%w (or the file is not an export encrypted with a passphrase, or its header is damaged): nothing was imported", ErrWrongPassphrase)
 	case err != nil:
 		return f, fmt.Errorf("%w (%v): nothing was imported", ErrDamagedExport, err)
 	}
