@@ -326,7 +326,7 @@ func TestNewerSchemaIsLeftAlone(t *testing.T) {
 func TestMigrateFromEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "usage.db")
 	l := open(t, Options{Path: path})
-	if v := count(t, l.db, `PRAGMA user_version`); v != int64(SchemaVersion) || SchemaVersion != 2 {
+	if v := count(t, l.db, `PRAGMA user_version`); v != int64(SchemaVersion) || SchemaVersion != 3 {
 		t.Errorf("user_version %d, SchemaVersion %d", v, SchemaVersion)
 	}
 	var mode string
@@ -344,14 +344,14 @@ func TestMigrateFromEmpty(t *testing.T) {
 	// Opening again runs no migration and changes nothing.
 	l.Close()
 	l2 := open(t, Options{Path: path})
-	if v := count(t, l2.db, `PRAGMA user_version`); v != 2 {
+	if v := count(t, l2.db, `PRAGMA user_version`); v != int64(SchemaVersion) {
 		t.Errorf("user_version after reopening %d", v)
 	}
 }
 
 func checkFinalSchema(t *testing.T, db *sql.DB) {
 	t.Helper()
-	for _, name := range []string{"requests", "daily", "quota", "requests_at", "requests_account_at"} {
+	for _, name := range []string{"requests", "daily", "quota", "requests_at", "requests_account_at", "events", "events_at"} {
 		if n := count(t, db, `SELECT COUNT(*) FROM sqlite_master WHERE name = ?`, name); n != 1 {
 			t.Errorf("%s missing", name)
 		}
@@ -397,7 +397,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 	now := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // the old row is 2026-11-01 11:00 UTC
 	l := open(t, Options{Path: path, Now: newClock(now).now})
-	if v := count(t, l.db, `PRAGMA user_version`); v != 2 {
+	if v := count(t, l.db, `PRAGMA user_version`); v != int64(SchemaVersion) {
 		t.Fatalf("user_version %d after migrating", v)
 	}
 	checkFinalSchema(t, l.db)

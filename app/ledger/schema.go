@@ -32,6 +32,8 @@ import (
 //	quota     ChatGPT window readings keyed (account, at): primary (five-hour) and secondary
 //	          (weekly) used percent and resets-at (unix s, 0 when unknown); v2; deleted by
 //	          retention like requests.
+//	events    things that happened to an account, one row each (v3; events.go): at (unix ms),
+//	          kind, account, detail (JSON); kept for good.
 //
 // Adding migration 3 is one more entry at the end of migrations; nothing else changes.
 type migration struct {
@@ -89,6 +91,7 @@ var migrations = []migration{
 			PRIMARY KEY (account, at)
 		) WITHOUT ROWID`,
 	}},
+	{3, "events: reset-credit redemptions", eventsMigration},
 }
 
 // SchemaVersion is the user_version a database has once Open has migrated it.
