@@ -15,6 +15,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/cli"
 	"github.com/codexrelay/codexrelay/ui"
 )
 
@@ -31,8 +32,8 @@ func main() {
 	// the latencies `bench proxy` measured. So they run on an ordinary goroutine.
 	code := make(chan int)
 	go func() {
-		cli := &app.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-		code <- cli.Run(os.Args[1:])
+		cmd := &cli.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+		code <- cmd.Run(os.Args[1:])
 	}()
 	os.Exit(<-code)
 }

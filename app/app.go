@@ -97,36 +97,23 @@ func Open(opt Options) (*App, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	// The catalog is built with the proxy (its refresh starts with its options, and the
+	// environment gives them first); everything else is applied as a reload applies it.
 	catOpt, err := catalogOptions(s, opt.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	if err := validStrategy(s.Strategy); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+	a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt})
+	a.settings.Catalog = s.Catalog
+	if _, problems := a.apply(s); len(problems) > 0 {
+		return nil, fmt.Errorf("settings: %w", problems[0])
 	}
-	a.Proxy = proxy.New(proxy.Options{
-		Strategy:  s.Strategy,
-		Transport: opt.Transport,
-		Logger:    opt.Logger,
-		Catalog:   catOpt,
-		Timeouts:  s.Timeouts.proxy(),
-		Hold:      s.hold(),
-	})
-	if err := a.Proxy.SetAliases(s.Aliases); err != nil {
-		return nil, fmt.Errorf("settings: %w (fix the aliases in %s)", err, filepath.Join(opt.ConfigDir, settingsName))
-	}
-	if s.LocalAPIKey {
-		key, err := a.opt.Keychain.Get(localKeyUser)
-		if err != nil {
-			return nil, fmt.Errorf("the local API key is on but cannot be read: %w", err)
-		}
-		a.Proxy.SetLocalAPIKey(key)
-	}
-	a.settings = s
-	a.setAccounts(s.Accounts)
 	a.Proxy.SetSettingsGeneration(s.Generation)
 	return a, nil
 }
+
+// Log is the app's structured logger.
+func (a *App) Log() *slog.Logger { return a.log }
 
 // ConfigDir is the folder of the settings file.
 func (a *App) ConfigDir() string { return a.opt.ConfigDir }
@@ -232,7 +219,11 @@ func (a *App) Reload() {
 		return
 	}
 	defer a.applyMu.Unlock()
-	if a.apply(next) {
+	moved, problems := a.apply(next)
+	for _, err := range problems {
+		a.log.Error("settings: a part of the file is ignored", "error", err)
+	}
+	if moved {
 		a.mu.Lock()
 		hooks := slices.Clone(a.onListen)
 		a.mu.Unlock()
@@ -245,9 +236,11 @@ func (a *App) Reload() {
 }
 
 // apply makes next the settings in force (applyMu held) and reports whether the listen
-// address changed. Each part is applied only when it changed, so that an unrelated change does
-// not, say, invalidate the model catalog.
-func (a *App) apply(next Settings) (listenMoved bool) {
+// address changed, and the parts it could not apply (a reload logs them and keeps the rest;
+// Open refuses the file). Each part is applied only when it changed, so that an unrelated
+// change does not, say, invalidate the model catalog. Open applies a file through here too,
+// from the zero settings.
+func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 	a.mu.Lock()
 	prev := a.settings
 	a.settings = next
@@ -261,22 +254,24 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 		a.Proxy.SetTimeouts(next.Timeouts.proxy())
 	}
 	if next.HoldSeconds != prev.HoldSeconds {
-		a.Proxy.SetHold(next.hold())
+		a.Proxy.SetHold(next.Hold())
 	}
 	if next.Strategy != prev.Strategy {
 		if err := validStrategy(next.Strategy); err != nil {
-			a.log.Error("settings: strategy ignored", "error", err)
+			problems = append(problems, err)
 		} else {
 			a.Proxy.SetStrategy(next.Strategy)
 		}
 	}
 	if !reflect.DeepEqual(prev.Aliases, next.Aliases) {
 		if err := a.Proxy.SetAliases(next.Aliases); err != nil {
-			a.log.Error("settings: aliases ignored", "error", err)
+			problems = append(problems, fmt.Errorf("%w (fix the aliases in %s)", err, a.SettingsPath()))
 		}
 	}
 	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev {
-		a.applyLocalKey(next.LocalAPIKey)
+		if err := a.applyLocalKey(next.LocalAPIKey); err != nil {
+			problems = append(problems, err)
+		}
 	}
 	if !slices.Equal(prev.Accounts, next.Accounts) {
 		a.setAccounts(next.Accounts)
@@ -285,7 +280,7 @@ func (a *App) apply(next Settings) (listenMoved bool) {
 	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
 		a.log.Debug("settings applied", "generation", next.Generation)
 	}
-	return prev.Listen != next.Listen
+	return prev.Listen != next.Listen, problems
 }
 
 func sameCatalog(a, b CatalogSettings) bool {
@@ -333,17 +328,18 @@ func (a *App) applyCatalog(prev CatalogSettings, next Settings) {
 
 // applyLocalKey reads the local key from the keychain and makes the proxy require it. A key
 // that is on but cannot be read locks clients out rather than letting them in without it.
-func (a *App) applyLocalKey(on bool) {
+func (a *App) applyLocalKey(on bool) error {
 	if !on {
 		a.Proxy.SetLocalAPIKey("")
-		return
+		return nil
 	}
 	key, err := a.opt.Keychain.Get(localKeyUser)
 	if err != nil || key == "" {
-		a.log.Error("the local API key is on but cannot be read from the keychain: every client is refused until it can", "error", err)
-		key = "unreadable-" + newID() + newID() // matches no client
+		a.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
+		return fmt.Errorf("the local API key is on but cannot be read from the keychain: every client is refused until it can: %v", err)
 	}
 	a.Proxy.SetLocalAPIKey(key)
+	return nil
 }
 
 // setAccounts hands accounts to the proxy. Credentials are kept per account ID; those of
@@ -368,7 +364,7 @@ func (a *App) setAccounts(metas []AccountMeta) {
 			renewed = append(renewed, m.ID)
 		}
 		accounts = append(accounts, proxy.Account{
-			ID: m.ID, Name: m.Name, Kind: proxy.Kind(m.Kind), BaseURL: a.baseURL(m), API: proxy.API(m.API),
+			ID: m.ID, Name: m.Name, Kind: proxy.Kind(m.Kind), BaseURL: a.BaseURL(m), API: proxy.API(m.API),
 			Disabled: m.Disabled, Credentials: c,
 		})
 	}
@@ -384,7 +380,8 @@ func (a *App) setAccounts(metas []AccountMeta) {
 	}
 }
 
-func (a *App) baseURL(m AccountMeta) string {
+// BaseURL is the upstream base URL an account is served from: its own, or its kind's default.
+func (a *App) BaseURL(m AccountMeta) string {
 	if m.BaseURL != "" {
 		return m.BaseURL
 	}

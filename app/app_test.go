@@ -77,7 +77,7 @@ func testOptions(t *testing.T, k Keychain) Options {
 func runCLI(t *testing.T, opt Options, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	c := &CLI{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Options: opt}
+	c := &testCLI{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Options: opt}
 	code = c.Run(args)
 	return code, out.String(), errb.String()
 }
@@ -327,7 +327,7 @@ func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 	sig := make(chan os.Signal, 1)
 	var out bytes.Buffer
 	errb := &lockedBuffer{} // read while serve writes to it
-	c := &CLI{Stdin: strings.NewReader(""), Stdout: &out, Stderr: errb, Options: opt, Signals: sig}
+	c := &testCLI{Stdin: strings.NewReader(""), Stdout: &out, Stderr: errb, Options: opt, Signals: sig}
 	done := make(chan int, 1)
 	go func() { done <- c.Run([]string{"serve", "--listen", addr}) }()
 	var resp *http.Response
@@ -389,9 +389,9 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
 		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
-		{[]string{"settings", "set", "strategy", "random"}, 1, "unknown routing strategy"},
-		{[]string{"settings", "set", "ttl-ms", "-5"}, 1, "positive"},
-		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 1, "loopback"},
+		{[]string{"settings", "set", "strategy", "random"}, 2, "strategy must be priority, round-robin or most-quota-left, not \"random\""},
+		{[]string{"settings", "set", "ttl-ms", "-5"}, 2, "positive"},
+		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 2, "loopback"},
 		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},
 		{[]string{"aliases", "set", "fast", "gpt-5-mini", "gpt-4.1-mini"}, 0, "Alias fast now names gpt-5-mini, gpt-4.1-mini."},
 		{[]string{"aliases", "set", "gpt-5-mini", "fast"}, 1, "cycle"},
@@ -506,7 +506,7 @@ func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
 	up := newFakeUpstream(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &CLI{Stdin: inR, Stdout: outW, Stderr: io.Discard, Options: Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}}
+	c := &testCLI{Stdin: inR, Stdout: outW, Stderr: io.Discard, Options: Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}}
 	code := make(chan int, 1)
 	go func() { code <- c.Run([]string{"bench", "relay-process", "--upstream", up.URL + "/v1"}) }()
 	out := bufio.NewReader(outR)
@@ -565,7 +565,7 @@ func TestHoldSetting(t *testing.T) {
 	}
 	runCLI(t, opt, "", "settings", "set", "hold-seconds", "-1")
 	a.Reload()
-	if code, out, _ := runCLI(t, opt, "", "settings"); code != 0 || !strings.Contains(out, "hold-seconds            never") || a.Proxy.HoldBound() >= 0 {
+	if code, out, _ := runCLI(t, opt, "", "settings"); code != 0 || !strings.Contains(out, "\nhold-seconds ") || !strings.Contains(out, " -1\n") || a.Proxy.HoldBound() >= 0 {
 		t.Fatalf("settings: %s (bound %v)", out, a.Proxy.HoldBound())
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"runtime"
 )
 
-// openBrowser opens u in the desktop's browser.
-func openBrowser(u string) error {
+// OpenBrowser opens u in the desktop's browser.
+func OpenBrowser(u string) error {
 	var cmd *exec.Cmd
 	switch runtime.GOOS {
 	case "darwin":

@@ -13,19 +13,22 @@ func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
 
 // The fields a FieldError names.
 const (
-	FieldName     = "account name"
-	FieldKind     = "kind"
-	FieldBaseURL  = "base URL"
-	FieldAPI      = "API"
-	FieldKey      = "API key"
-	FieldPosition = "position"
-	FieldListen   = "listen address"
-	FieldStrategy = "strategy"
-	FieldTimeout  = "timeout"
-	FieldAlias    = "alias"
-	FieldStaleAge = "maximum stale age"
-	FieldTTL      = "catalog TTL"
-	FieldHold     = "hold"
+	FieldName         = "account name"
+	FieldKind         = "kind"
+	FieldBaseURL      = "base URL"
+	FieldAPI          = "API"
+	FieldKey          = "API key"
+	FieldPosition     = "position"
+	FieldListen       = "listen address"
+	FieldStrategy     = "strategy"
+	FieldTimeout      = "timeout"
+	FieldAlias        = "alias"
+	FieldStaleAge     = "maximum stale age"
+	FieldTTL          = "catalog TTL"
+	FieldHold         = "hold"
+	FieldRetention    = "usage retention"
+	FieldThreshold    = "low-capacity threshold"
+	FieldNotification = "notification kind"
 )
 
 func fieldError(field, msg string) error { return &FieldError{Field: field, Msg: msg} }

@@ -113,7 +113,7 @@ func TestServeAllowRemote(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		var o, e strings.Builder
-		c := &CLI{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Options: opt, Signals: sig}
+		c := &testCLI{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Options: opt, Signals: sig}
 		done <- c.Run([]string{"serve", "--listen", net.JoinHostPort("0.0.0.0", itoa(port)), "--allow-remote"})
 	}()
 	get := func(withKey bool) int {

@@ -87,3 +87,46 @@ func keychainLostChild(t *testing.T) {
 		t.Fatal("an account was saved without its secret")
 	}
 }
+
+func TestSetKeyReplacesTheKeyInTheKeychain(t *testing.T) {
+	k := testKeychain(t)
+	cleanKeychain(t, k)
+	opt := testOptions(t, k)
+	up := newFakeUpstream(t)
+	if code, _, errs := runCLI(t, opt, "sk-old\n", "accounts", "add", "--name", "work", "--kind", "openai", "--base-url", up.URL); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := runCLI(t, opt, "sk-new\n", "accounts", "set-key", "work")
+	want := "Replaced the key of account \"work\"; it is in the system keychain.\nNo Codex Relay is running: it will use this when it starts.\n"
+	if code != 0 || out != want || strings.Contains(out+errs, "sk-") {
+		t.Fatalf("set-key: %d %q %q", code, out, errs)
+	}
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Accounts()[0]
+	v, err := k.Get(accountUser(m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sec, err := decodeSecret(v); err != nil || sec.APIKey != "sk-new" {
+		t.Fatalf("the keychain holds %+v (%v)", sec, err)
+	}
+	if m.SecretRev != 1 {
+		t.Fatalf("SecretRev %d: running relays would not read the new key", m.SecretRev)
+	}
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"sk-x\n", []string{"accounts", "set-key", "ghost"}, "codexrelay: no account named \"ghost\" (see `codexrelay accounts list`)\n"},
+		{"", []string{"accounts", "set-key", "work"}, "codexrelay: no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts set-key work`\n"},
+		{"sk-a sk-b\n", []string{"accounts", "set-key", "work"}, "codexrelay: the API key on stdin: API key contains whitespace: give the key alone\n"},
+	} {
+		if code, _, errs := runCLI(t, opt, c.stdin, c.args...); code != 1 || errs != c.want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+		}
+	}
+}

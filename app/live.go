@@ -17,10 +17,19 @@ func (a *App) SetStaleWhileRevalidate(on bool) error {
 	return a.update(func(s *Settings) error { s.Catalog.StaleWhileRevalidate = &on; return nil })
 }
 
-// SetListen saves a new listen address; a running relay moves to it.
+// SetListen saves a new listen address; a running relay moves to it. An address whose port
+// another program holds is refused and nothing is saved, so that the next start does not fail
+// (the port the relay of this folder listens on now is its own, and taken by it).
 func (a *App) SetListen(addr string) error {
 	if err := a.CheckListen(addr, false); err != nil {
 		return err
+	}
+	if info := RunningInstance(a.ConfigDir()); info == nil || info.Listen != addr {
+		ln, err := a.Listen(addr)
+		if err != nil {
+			return err
+		}
+		ln.Close()
 	}
 	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
 }
@@ -52,9 +61,8 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 	})
 }
 
-// SetTimeout sets one of the upstream timeouts ("header", "first-event", "stream-idle");
-// zero restores its default.
-func (a *App) SetTimeout(which string, d time.Duration) error {
+// SetTimeout sets one of the upstream timeouts; zero restores its default.
+func (a *App) SetTimeout(which Timeout, d time.Duration) error {
 	if d < 0 {
 		return fieldError(FieldTimeout, "must not be negative")
 	}
@@ -63,14 +71,14 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 	}
 	return a.update(func(s *Settings) error {
 		switch which {
-		case "header":
+		case TimeoutHeader:
 			s.Timeouts.HeaderMs = d.Milliseconds()
-		case "first-event":
+		case TimeoutFirstEvent:
 			s.Timeouts.FirstEventMs = d.Milliseconds()
-		case "stream-idle":
+		case TimeoutStreamIdle:
 			s.Timeouts.StreamIdleMs = d.Milliseconds()
 		default:
-			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use header, first-event or stream-idle", which))
+			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use %s", which, orList([]string{string(TimeoutHeader), string(TimeoutFirstEvent), string(TimeoutStreamIdle)})))
 		}
 		return nil
 	})
@@ -80,8 +88,8 @@ func (a *App) SetTimeout(which string, d time.Duration) error {
 // (0 restores the default of 30 s; negative never waits). At most an hour: a client waits
 // that long with nothing on the line.
 func (a *App) SetHold(seconds int) error {
-	if seconds > 3600 {
-		return fieldError(FieldHold, "must be at most 3600 seconds")
+	if seconds > maxHoldSeconds {
+		return fieldError(FieldHold, fmt.Sprintf("must be at most %d seconds", maxHoldSeconds))
 	}
 	return a.update(func(s *Settings) error { s.HoldSeconds = max(seconds, -1); return nil })
 }
@@ -89,7 +97,7 @@ func (a *App) SetHold(seconds int) error {
 // SetNotification switches one kind of desktop notification on or off.
 func (a *App) SetNotification(kind string, on bool) error {
 	if !slices.Contains(NotifyKinds, kind) {
-		return fmt.Errorf("unknown notification kind %q", kind)
+		return fieldError(FieldNotification, fmt.Sprintf("%q is not one: use %s", kind, orList(NotifyKinds)))
 	}
 	return a.update(func(s *Settings) error {
 		off := slices.DeleteFunc(slices.Clone(s.Notifications.Off), func(k string) bool { return k == kind })
@@ -105,7 +113,7 @@ func (a *App) SetNotification(kind string, on bool) error {
 // under which the tray app warns.
 func (a *App) SetLowCapacityThreshold(percent int) error {
 	if percent < 1 || percent > 99 {
-		return fieldError("low-capacity threshold", "must be a percentage from 1 to 99")
+		return fieldError(FieldThreshold, "must be a percentage from 1 to 99")
 	}
 	return a.update(func(s *Settings) error { s.Notifications.LowCapacityPercent = percent; return nil })
 }
@@ -160,10 +168,10 @@ func (a *App) SetUsageLedger(on bool) error {
 }
 
 // SetUsageRetention sets how many days request rows are kept in the usage ledger (0: the
-// default, 400); daily totals are kept longer.
+// default, ledger.DefaultRetention); daily totals are kept longer.
 func (a *App) SetUsageRetention(days int) error {
 	if days < 0 {
-		return fmt.Errorf("the usage retention must be a number of days, 0 for the default")
+		return fieldError(FieldRetention, "must be a number of days, 0 for the default")
 	}
 	return a.update(func(s *Settings) error { s.Usage.RetentionDays = days; return nil })
 }

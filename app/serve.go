@@ -20,14 +20,9 @@ const callbackPort = 1455
 // CheckListen refuses a non-loopback address unless remote access is allowed and protected
 // by the local API key, and the sign-in callback's port however it is written.
 func (a *App) CheckListen(addr string, allowRemote bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" {
-		return fieldError(FieldListen, fmt.Sprintf("%q is not valid: use host:port, e.g. %s", addr, DefaultListen))
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fieldError(FieldListen, fmt.Sprintf("%q is not valid: the port must be a number from 0 to 65535", addr))
-	} else if n == callbackPort {
-		return fieldError(FieldListen, "cannot use port 1455: it is the Codex sign-in callback's; choose another port")
+	host, err := checkAddr(addr)
+	if err != nil {
+		return err
 	}
 	if isLoopback(host) {
 		return nil
@@ -39,6 +34,30 @@ func (a *App) CheckListen(addr string, allowRemote bool) error {
 		return fieldError(FieldListen, "may be non-loopback only with the local API key on: turn it on first")
 	}
 	return nil
+}
+
+// checkListenSyntax checks a loopback listen address as the settings take it, without any
+// state: host:port, a port number, not the sign-in callback's, a loopback host.
+func checkListenSyntax(addr string) error {
+	host, err := checkAddr(addr)
+	if err == nil && !isLoopback(host) {
+		err = fieldError(FieldListen, fmt.Sprintf("%q is not a loopback address: the setting takes 127.0.0.1 or [::1] (`codexrelay serve --allow-remote --listen` serves others)", addr))
+	}
+	return err
+}
+
+// checkAddr checks that addr is host:port with a port it may use, and returns the host.
+func checkAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", fieldError(FieldListen, fmt.Sprintf("%q is not valid: use host:port, e.g. %s", addr, DefaultListen))
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fieldError(FieldListen, fmt.Sprintf("%q is not valid: the port must be a number from 0 to 65535", addr))
+	} else if n == callbackPort {
+		return "", fieldError(FieldListen, "cannot use port 1455: it is the Codex sign-in callback's; choose another port")
+	}
+	return host, nil
 }
 
 func isLoopback(host string) bool {

@@ -53,8 +53,8 @@ func (a *App) newService(pinned string, allowRemote bool) *Service {
 	return s
 }
 
-// addr is where the service should listen now.
-func (s *Service) addr() string {
+// Addr is where the service should listen now.
+func (s *Service) Addr() string {
 	if s.pinned != "" {
 		return s.pinned
 	}
@@ -87,7 +87,7 @@ func (s *Service) Start() error {
 		s.a.startUsage()
 	}
 	s.active = true
-	err := s.startLocked(s.addr())
+	err := s.startLocked(s.Addr())
 	st := s.status
 	s.mu.Unlock()
 	s.changed(st)
@@ -192,7 +192,7 @@ func (s *Service) Resume() error {
 	if s.cancel != nil {
 		s.status.Running = true
 	} else {
-		err = s.startLocked(s.addr())
+		err = s.startLocked(s.Addr())
 	}
 	st := s.status
 	s.mu.Unlock()
@@ -248,7 +248,7 @@ func (s *Service) follow() {
 	switch {
 	case !s.active:
 	case pin != "":
-		if want != s.addr() {
+		if want != s.Addr() {
 			s.status.Warning = fmt.Sprintf("the settings say listen on %s, but this relay's address is fixed by %s: restart it without that to move", want, pin)
 		}
 	case s.cancel != nil && want == s.status.Addr:

@@ -483,8 +483,8 @@ func writeNew(path string, data []byte, mode os.FileMode) error {
 	return err
 }
 
-// hold is the proxy's hold bound for HoldSeconds.
-func (s Settings) hold() time.Duration {
+// Hold is the proxy's hold bound for HoldSeconds.
+func (s Settings) Hold() time.Duration {
 	if s.HoldSeconds < 0 {
 		return -1
 	}

@@ -20,7 +20,7 @@ import (
 // CODEXRELAY_TEST_CLI=1, is `codexrelay` on a test settings folder and keychain service.
 func TestMain(m *testing.M) {
 	if os.Getenv("CODEXRELAY_TEST_CLI") == "1" {
-		c := &CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Options: Options{
+		c := &testCLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Options: Options{
 			ConfigDir: os.Getenv("CODEXRELAY_TEST_CONFIG"),
 			Keychain:  Keychain{Service: os.Getenv("CODEXRELAY_TEST_SERVICE")},
 			Getenv:    func(string) string { return "" },

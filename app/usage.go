@@ -129,7 +129,7 @@ func (a *App) openLedgerLocked(s UsageSettings) {
 		a.log.Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
 	}
 	u.l = l
-	a.Proxy.SetTraceHook(func(t proxy.Trace) { l.Record(rowOf(t)) })
+	a.Proxy.SetTraceHook(func(t proxy.Trace) { l.Record(LedgerRow(t)) })
 	a.Proxy.SetUsageHandler(usageHandler{l})
 	u.stop, u.sampled = make(chan struct{}), map[string]time.Time{}
 	go a.sampleQuotas(l, u.stop)
@@ -149,8 +149,8 @@ func (a *App) closeLedgerLocked() {
 	u.l = nil
 }
 
-// rowOf is the ledger row of a finished request.
-func rowOf(t proxy.Trace) ledger.Row {
+// LedgerRow is the ledger row of a finished request.
+func LedgerRow(t proxy.Trace) ledger.Row {
 	r := ledger.Row{
 		Time: t.Time.Add(time.Duration(t.LatencyBreakdown.TotalMs * float64(time.Millisecond))), Account: t.Account,
 		Model: t.Model, ServedModel: t.ResolvedModel, Route: t.Route, Transport: t.Transport, Outcome: t.Outcome,

@@ -41,8 +41,8 @@ type settingsWindow struct {
 	ttl      *numberEntry
 	ttlMsg   *widget.Label
 
-	timeouts   map[string]*numberEntry // by SetTimeout's name
-	timeoutMsg map[string]*widget.Label
+	timeouts   map[app.Timeout]*numberEntry
+	timeoutMsg map[app.Timeout]*widget.Label
 
 	notify       map[string]*widget.Check // by app.Notify* kind
 	threshold    *numberEntry
@@ -79,11 +79,10 @@ var notifyLabels = map[string]string{
 	app.NotifyLowCapacity: "The five-hour capacity left falls below",
 }
 
-// timeoutNames are SetTimeout's names, in the order the window shows them, with their labels.
-var timeoutNames = []struct{ name, label string }{
-	{"header", "Headers within"},
-	{"first-event", "First event within"},
-	{"stream-idle", "Silence in a stream up to"},
+// label is the window's label of a setting, from the settings table.
+func label(name app.SettingName) string {
+	st, _ := app.LookupSetting(string(name))
+	return st.Label
 }
 
 func newSettingsWindow(u *UI) *settingsWindow {
@@ -121,13 +120,13 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 	s.ttl, s.ttlMsg = newNumberEntry(), errorLabel()
 
 	// Upstream timeouts.
-	s.timeouts, s.timeoutMsg = map[string]*numberEntry{}, map[string]*widget.Label{}
+	s.timeouts, s.timeoutMsg = map[app.Timeout]*numberEntry{}, map[app.Timeout]*widget.Label{}
 	var timeoutRows []fyne.CanvasObject
-	for _, t := range timeoutNames {
+	for _, t := range app.Timeouts {
 		e := newNumberEntry()
-		s.timeouts[t.name], s.timeoutMsg[t.name] = e, errorLabel()
-		timeoutRows = append(timeoutRows, widget.NewLabel(t.label),
-			container.NewVBox(unitField(e, "s"), s.timeoutMsg[t.name]))
+		s.timeouts[t], s.timeoutMsg[t] = e, errorLabel()
+		timeoutRows = append(timeoutRows, widget.NewLabel(label(t.Setting())),
+			container.NewVBox(unitField(e, "s"), s.timeoutMsg[t]))
 	}
 
 	// Notifications.
@@ -167,14 +166,14 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		form(
 			widget.NewLabel("Listen port"), container.NewVBox(
 				container.NewBorder(nil, nil, nil, s.portApply, s.port), hint("e.g. 7455; from 1024 to 65535"), s.portMsg),
-			widget.NewLabel("Routing"), container.NewVBox(s.strategy, hint(strings.Join(explain, "\n")), s.strategyMsg),
+			widget.NewLabel(label(app.SettingStrategy)), container.NewVBox(s.strategy, hint(strings.Join(explain, "\n")), s.strategyMsg),
 		),
 		widget.NewSeparator(),
 		heading("Model catalog"),
 		s.swr,
 		form(
-			widget.NewLabel("Maximum stale age"), container.NewVBox(unitField(s.staleMax, "min"), s.staleMsg),
-			widget.NewLabel("Catalog TTL"), container.NewVBox(unitField(s.ttl, "min"), s.ttlMsg),
+			widget.NewLabel(label(app.SettingStaleMaxAge)), container.NewVBox(unitField(s.staleMax, "min"), s.staleMsg),
+			widget.NewLabel(label(app.SettingTTL)), container.NewVBox(unitField(s.ttl, "min"), s.ttlMsg),
 		),
 		widget.NewSeparator(),
 		heading("Upstream timeouts"),
@@ -268,9 +267,8 @@ func (s *settingsWindow) load() {
 	s.swr.SetChecked(c.SWREnabled)
 	setEntry(s.staleMax, strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
 	setEntry(s.ttl, strconv.FormatInt(c.TTLMs/60000, 10))
-	t := st.Timeouts
-	for name, ms := range map[string]int64{"header": t.HeaderMs, "first-event": t.FirstEventMs, "stream-idle": t.StreamIdleMs} {
-		setEntry(s.timeouts[name], secondsText(ms, name))
+	for _, t := range app.Timeouts {
+		setEntry(s.timeouts[t], strconv.FormatInt(int64(st.Timeouts.InForce(t).Seconds()), 10))
 	}
 	for kind, c := range s.notify {
 		c.SetChecked(st.Notifications.Enabled(kind))
@@ -279,21 +277,6 @@ func (s *settingsWindow) load() {
 	s.localKey.SetChecked(st.LocalAPIKey)
 	s.startAtLogin.SetChecked(st.StartAtLogin)
 	s.attach()
-}
-
-// secondsText is a timeout in whole seconds, its default when ms is 0.
-func secondsText(ms int64, name string) string {
-	if ms == 0 {
-		switch name {
-		case "header":
-			ms = proxy.DefaultHeaderTimeout.Milliseconds()
-		case "first-event":
-			ms = proxy.DefaultFirstEventTimeout.Milliseconds()
-		default:
-			ms = proxy.DefaultStreamIdleTimeout.Milliseconds()
-		}
-	}
-	return strconv.FormatInt(ms/1000, 10)
 }
 
 func (s *settingsWindow) detach() {
@@ -448,7 +431,7 @@ func (s *settingsWindow) applyCatalogTiming() {
 }
 
 // applyTimeout saves one upstream timeout, typed in seconds.
-func (s *settingsWindow) applyTimeout(name, text string) {
+func (s *settingsWindow) applyTimeout(name app.Timeout, text string) {
 	n, err := parseWhole(text)
 	if err != nil {
 		setError(s.timeoutMsg[name], err)

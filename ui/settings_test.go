@@ -142,11 +142,11 @@ func TestSettingsTimeouts(t *testing.T) {
 	u, relay := newTestUI(t, nil)
 	u.showSettings()
 	s := u.settings
-	if got := s.timeouts["header"].Text; got != "60" {
+	if got := s.timeouts[app.TimeoutHeader].Text; got != "60" {
 		t.Fatalf("header timeout %q", got)
 	}
 	// Typing saves nothing; leaving the field saves it.
-	e := s.timeouts["first-event"]
+	e := s.timeouts[app.TimeoutFirstEvent]
 	s.win.Canvas().Focus(e)
 	e.SetText("4")
 	e.SetText("45")
@@ -165,7 +165,7 @@ func TestSettingsTimeouts(t *testing.T) {
 	if got := relay.Settings().Generation; got != gen+1 {
 		t.Errorf("an unchanged field was saved again: generation %d, want %d", got, gen+1)
 	}
-	enter(s.timeouts["stream-idle"], "x")
+	enter(s.timeouts[app.TimeoutStreamIdle], "x")
 	if !s.timeoutMsg["stream-idle"].Visible() {
 		t.Error("no message for a timeout that is not a number")
 	}
@@ -207,7 +207,7 @@ func TestSettingsSaveOffTheUIThread(t *testing.T) {
 	runQueued("notification", func() bool { return !relay.Settings().Notifications.Enabled(app.NotifyLimit) })
 	enter(s.threshold, "30")
 	runQueued("threshold", func() bool { return relay.Settings().Notifications.Threshold() == 30 })
-	enter(s.timeouts["header"], "90")
+	enter(s.timeouts[app.TimeoutHeader], "90")
 	runQueued("timeout", func() bool { return relay.Settings().Timeouts.HeaderMs == 90_000 })
 	enter(s.ttl, "20")
 	enter(s.staleMax, "40")

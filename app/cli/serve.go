@@ -1,10 +1,11 @@
-package app
+package cli
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,18 +19,18 @@ var serveCommand = &command{
 	details: `SIGINT or SIGTERM stops accepting, lets in-flight streams finish for up to 10 s, then cuts them.
 A non-loopback address needs --allow-remote and the local API key on (codexrelay local-key on).`,
 	flags: func(fs *flag.FlagSet) runFunc {
-		listen := fs.String("listen", "", "the `ADDR` to listen on (default $CODEXRELAY_LISTEN, the setting, or "+DefaultListen+")")
+		listen := fs.String("listen", "", "the `ADDR` to listen on (default $CODEXRELAY_LISTEN, the setting, or "+app.DefaultListen+")")
 		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback address (needs the local API key)")
 		return func(c *CLI, _ []string) error { return c.serve(*listen, *allowRemote) }
 	},
-	flagOf: fieldFlags(map[string]string{FieldListen: "--listen"}),
+	flagOf: fieldFlags(map[string]string{app.FieldListen: "--listen"}),
 }
 
 // serve runs the proxy on listen (or the configured address) until a signal, or until it fails.
 func (c *CLI) serve(listen string, allowRemote bool) error {
 	c.setLogger()
-	SetMemoryLimit(os.Getenv)
-	inst, other, err := ClaimInstance(c.configDir(), "serve")
+	app.SetMemoryLimit(os.Getenv)
+	inst, other, err := app.ClaimInstance(c.configDir(), "serve")
 	if err != nil {
 		return err
 	}
@@ -47,11 +48,11 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	svc.Instance = inst
 	// A new install gets the local key before it serves; a serve refused for its address
 	// (checked first) leaves nothing behind.
-	if err := a.CheckListen(svc.addr(), allowRemote); err != nil {
+	if err := a.CheckListen(svc.Addr(), allowRemote); err != nil {
 		return err
 	}
 	if made, err := a.LocalKeyForNewInstall(); err != nil {
-		a.log.Warn(err.Error())
+		a.Log().Warn(err.Error())
 	} else if made {
 		fmt.Fprintln(c.Stderr, "This is a new install, so the relay's local API key is on: clients must send it (`codexrelay local-key show`); `codexrelay codex-config --write` gives it to Codex.")
 	}
@@ -83,7 +84,7 @@ func (c *CLI) setLogger() {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	c.Options.Logger = Logger(c.Stderr, getenv)
+	c.Options.Logger = app.Logger(c.Stderr, getenv)
 }
 
 // signals is where serve learns to stop: SIGINT and SIGTERM, or the test's channel; stop
@@ -99,11 +100,11 @@ func (c *CLI) signals() (sig <-chan os.Signal, stop func()) {
 
 // warnAtStart logs what a user of a relay that just started should fix: no account yet, or
 // keychain entries no account names.
-func warnAtStart(a *App) {
+func warnAtStart(a *app.App) {
 	if len(a.Accounts()) == 0 {
-		a.log.Warn("no upstream account yet: add one with `codexrelay accounts add` (requests get 503 until then)")
+		a.Log().Warn("no upstream account yet: add one with `codexrelay accounts add` (requests get 503 until then)")
 	}
 	if orphans, err := a.OrphanSecrets(); err == nil && len(orphans) > 0 {
-		a.log.Warn("keychain entries that belong to no account: remove them with `codexrelay accounts prune`", "entries", len(orphans))
+		a.Log().Warn("keychain entries that belong to no account: remove them with `codexrelay accounts prune`", "entries", len(orphans))
 	}
 }

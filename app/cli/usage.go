@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app"
 	"os"
 	"slices"
 	"strconv"
@@ -34,12 +35,12 @@ func usageFlags(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	asCSV := fs.Bool("csv", false, "print CSV")
 	return func(c *CLI, _ []string) error {
-		from, err := ParseSince(*since, time.Now())
+		from, err := app.ParseSince(*since, time.Now())
 		if err != nil {
 			return usagef("--since: %v", err)
 		}
 		if !slices.Contains(ledger.Groupings, *by) {
-			if s := suggest(*by, ledger.Groupings); s != "" {
+			if s := app.Suggest(*by, ledger.Groupings); s != "" {
 				return usagef("--by %q: group by one of %s (did you mean %q?)", *by, strings.Join(ledger.Groupings, ", "), s)
 			}
 			return usagef("--by %q: group by one of %s", *by, strings.Join(ledger.Groupings, ", "))
@@ -85,7 +86,7 @@ func usageFlags(fs *flag.FlagSet) runFunc {
 }
 
 // printUsage prints a report as a table, costs labelled by the kind of account they are for.
-func printUsage(c *CLI, a *App, rep ledger.Report) {
+func printUsage(c *CLI, a *app.App, rep ledger.Report) {
 	seats := map[string]bool{}
 	for _, m := range a.Settings().Accounts {
 		if m.Kind == string(proxy.KindChatGPT) {

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app"
 	"io"
 	"net/http"
 	"os"
@@ -81,14 +82,14 @@ var accountsCommand = &command{
 				to := fs.Int("to", 0, "the new position `K`: 1 is tried first")
 				return func(c *CLI, args []string) error { return c.moveAccount(args[0], *to) }
 			},
-			flagOf: fieldFlags(map[string]string{FieldPosition: "--to"}),
+			flagOf: fieldFlags(map[string]string{app.FieldPosition: "--to"}),
 		},
 		{
 			name: "set-key", args: "NAME", minArgs: 1, maxArgs: 1,
 			summary: "replace the API key of an account; the new key is read from stdin",
 			tooMany: "accounts set-key takes only NAME: the API key is read from stdin, never from the command line",
 			run:     (*CLI).setKey,
-			flagOf:  fieldFlags(map[string]string{FieldKey: "the API key on stdin"}),
+			flagOf:  fieldFlags(map[string]string{app.FieldKey: "the API key on stdin"}),
 		},
 		{
 			name:    "prune",
@@ -107,13 +108,13 @@ and left alone, unless --include-unknown is given; entries of another settings f
 
 // addFields names the flags of `accounts add` that give the fields an AddAccount error names.
 var addFields = map[string]string{
-	FieldName: "--name", FieldKind: "--kind", FieldBaseURL: "--base-url", FieldAPI: "--api",
-	FieldKey: "the API key on stdin",
+	app.FieldName: "--name", app.FieldKind: "--kind", app.FieldBaseURL: "--base-url", app.FieldAPI: "--api",
+	app.FieldKey: "the API key on stdin",
 }
 
 // addFlags declares the flags of `accounts add`.
 func addFlags(fs *flag.FlagSet) runFunc {
-	var na NewAccount
+	var na app.NewAccount
 	fs.StringVar(&na.Name, "name", "", "the account's `NAME`")
 	fs.StringVar(&na.Kind, "kind", "", "the account's `KIND`: openai (an API key) or chatgpt (a ChatGPT sign-in)")
 	fs.StringVar(&na.BaseURL, "base-url", "", "the upstream base `URL`, e.g. https://api.openai.com/v1")
@@ -123,7 +124,7 @@ func addFlags(fs *flag.FlagSet) runFunc {
 }
 
 // addAccount adds an API-key account with the key on stdin, or signs in with ChatGPT.
-func (c *CLI) addAccount(na NewAccount, device bool) error {
+func (c *CLI) addAccount(na app.NewAccount, device bool) error {
 	if na.Kind == "" || (na.Name == "" && na.Kind != "chatgpt") {
 		return usagef("accounts add needs --name and --kind")
 	}
@@ -137,8 +138,8 @@ func (c *CLI) addAccount(na NewAccount, device bool) error {
 	if err != nil {
 		return err
 	}
-	return c.change(func(a *App) (string, error) {
-		m, err := a.AddAccount(na, Secret{APIKey: key})
+	return c.change(func(a *app.App) (string, error) {
+		m, err := a.AddAccount(na, app.Secret{APIKey: key})
 		return fmt.Sprintf("Added account %q (%s, %s API, %s); its key is in the system keychain.", m.Name, m.Kind, m.API, m.BaseURL), err
 	})
 }
@@ -154,15 +155,15 @@ func (c *CLI) signIn(name, baseURL string, device bool) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var m AccountMeta
+	var m app.AccountMeta
 	if device {
-		m, err = a.SignInChatGPTDevice(ctx, name, func(d DeviceCode) {
+		m, err = a.SignInChatGPTDevice(ctx, name, func(d app.DeviceCode) {
 			fmt.Fprintf(c.Stdout, "On any device, open %s and enter the code %s\nWaiting for the sign-in...\n", d.VerificationURL, d.UserCode)
 		})
 	} else {
 		m, err = a.SignInChatGPT(ctx, name, func(u string) error {
 			fmt.Fprintf(c.Stdout, "Opening the ChatGPT sign-in in your browser. If nothing opens, visit:\n%s\n", u)
-			return openBrowser(u)
+			return app.OpenBrowser(u)
 		})
 	}
 	if err != nil {
@@ -203,10 +204,10 @@ func (c *CLI) importCodex(path string) error {
 		return err
 	}
 	switch outcome {
-	case Unchanged:
+	case app.Unchanged:
 		fmt.Fprintf(c.Stdout, "The Codex login is already account %q; nothing changed.\n", m.Name)
 		return nil
-	case Renewed:
+	case app.Renewed:
 		fmt.Fprintf(c.Stdout, "Account %q now has the Codex login's new sign-in; its tokens are in the system keychain.\n", m.Name)
 	default:
 		fmt.Fprintf(c.Stdout, "Imported the Codex login as account %q (%s); its tokens are in the system keychain.\n", m.Name, m.Kind)
@@ -221,21 +222,21 @@ func (c *CLI) importCodex(path string) error {
 
 // renameAccount is `accounts rename OLD NEW`.
 func (c *CLI) renameAccount(args []string) error {
-	return c.change(func(a *App) (string, error) {
+	return c.change(func(a *app.App) (string, error) {
 		return fmt.Sprintf("Renamed account %q to %q.", args[0], args[1]), a.RenameAccount(args[0], args[1])
 	})
 }
 
 // removeAccount is `accounts remove NAME`.
 func (c *CLI) removeAccount(args []string) error {
-	return c.change(func(a *App) (string, error) {
+	return c.change(func(a *app.App) (string, error) {
 		return fmt.Sprintf("Removed account %q and its keychain entry.", args[0]), a.RemoveAccount(args[0])
 	})
 }
 
 // enableAccount is `accounts enable NAME` and `accounts disable NAME`.
 func (c *CLI) enableAccount(name string, enabled bool) error {
-	return c.change(func(a *App) (string, error) {
+	return c.change(func(a *app.App) (string, error) {
 		if enabled {
 			return fmt.Sprintf("Enabled account %q: it takes requests again.", name), a.SetAccountEnabled(name, true)
 		}
@@ -248,7 +249,7 @@ func (c *CLI) moveAccount(name string, to int) error {
 	if to == 0 {
 		return usagef("accounts move needs --to K")
 	}
-	return c.change(func(a *App) (string, error) {
+	return c.change(func(a *app.App) (string, error) {
 		n, err := a.MoveAccount(name, to)
 		return fmt.Sprintf("Moved account %q to position %d of %d.", name, to, n), err
 	})
@@ -260,7 +261,7 @@ func (c *CLI) setKey(args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.change(func(a *App) (string, error) {
+	return c.change(func(a *app.App) (string, error) {
 		return fmt.Sprintf("Replaced the key of account %q; it is in the system keychain.", args[0]), a.SetAPIKey(args[0], key)
 	})
 }
@@ -326,8 +327,8 @@ type accountRow struct {
 }
 
 // printAccounts prints the accounts with their live state, as a table or as JSON.
-func (c *CLI) printAccounts(a *App, asJSON bool) error {
-	stats, live := a.liveStats()
+func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
+	stats, live := liveStats(a)
 	rows := accountRows(a, stats)
 	if asJSON {
 		enc := json.NewEncoder(c.Stdout)
@@ -365,7 +366,7 @@ func (c *CLI) printAccounts(a *App, asJSON bool) error {
 }
 
 // accountRows joins the accounts' metadata with their stats, in priority order.
-func accountRows(a *App, stats []proxy.AccountStats) []accountRow {
+func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 	byName := map[string]proxy.AccountStats{}
 	for _, s := range stats {
 		byName[s.Name] = s
@@ -379,16 +380,16 @@ func accountRows(a *App, stats []proxy.AccountStats) []accountRow {
 				st.State = "disabled"
 			}
 		}
-		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.baseURL(m), st.State, m.Email, st.Quota, st.LastError})
+		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.BaseURL(m), st.State, m.Email, st.Quota, st.LastError})
 	}
 	return rows
 }
 
 // liveStats asks a Codex Relay running on the configured address for its account states;
 // without one, it reads the ChatGPT quotas itself.
-func (a *App) liveStats() ([]proxy.AccountStats, bool) {
+func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
 	addr := a.ListenAddr()
-	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
+	if info := app.RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
 		addr = info.Listen
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)

@@ -1,8 +1,9 @@
-package app
+package cli
 
 import (
 	"flag"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app"
 	"net"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func flagNames(cmd *command, path string) []string {
 }
 
 func TestHelpGoesToStdoutWithTheSynopsisAndTheFlags(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := testOptions(t)
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -60,7 +61,7 @@ func TestHelpGoesToStdoutWithTheSynopsisAndTheFlags(t *testing.T) {
 }
 
 func TestEveryCommandAnswersHelp(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := testOptions(t)
 	walk(root, root.name, func(cmd *command, path string) {
 		for _, h := range []string{"-h", "--help"} {
 			args := append(strings.Fields(path)[1:], h)
@@ -85,7 +86,7 @@ func printed(cmd *command, path string) string {
 }
 
 func TestTheUsageListsEveryCommandOfTheTable(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := testOptions(t)
 	_, usage, _ := runCLI(t, opt, "", "help")
 	code, _, bare := runCLI(t, opt, "")
 	if code != 2 || bare != usage {
@@ -121,7 +122,7 @@ func TestTheUsageListsEveryCommandOfTheTable(t *testing.T) {
 }
 
 func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := testOptions(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -160,22 +161,19 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	for _, arg := range []string{"version", "--version"} {
-		if code, out, errs := runCLI(t, testOptions(t, Keychain{}), "", arg); code != 0 || out != "codexrelay "+Version+"\n" || errs != "" {
+		if code, out, errs := runCLI(t, testOptions(t), "", arg); code != 0 || out != "codexrelay "+app.Version+"\n" || errs != "" {
 			t.Errorf("%s: %d %q %q", arg, code, out, errs)
 		}
 	}
 }
 
 func TestFieldErrorsNameTheFlagOfTheirCommand(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := testOptions(t)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"serve", "--listen", "0.0.0.0:7455"}, `codexrelay: --listen: listen address "0.0.0.0:7455" is not a loopback address`},
-		{[]string{"settings", "set", "listen", "127.0.0.1:1455"}, "codexrelay: listen: listen address cannot use port 1455"},
-		{[]string{"settings", "set", "header-timeout-ms", "500"}, "codexrelay: header-timeout-ms must be at least one second"},
-		{[]string{"settings", "set", "strategy", "random"}, "codexrelay: strategy must be priority, round-robin or most-quota-left"},
 		// rename takes the name as an argument, not as --name.
 		{[]string{"accounts", "rename", "a", "../b"}, `codexrelay: account name "../b" is not valid`},
 	} {
@@ -186,64 +184,6 @@ func TestFieldErrorsNameTheFlagOfTheirCommand(t *testing.T) {
 	}
 }
 
-func TestSetKeyReplacesTheKeyInTheKeychain(t *testing.T) {
-	k := testKeychain(t)
-	cleanKeychain(t, k)
-	opt := testOptions(t, k)
-	up := newFakeUpstream(t)
-	if code, _, errs := runCLI(t, opt, "sk-old\n", "accounts", "add", "--name", "work", "--kind", "openai", "--base-url", up.URL); code != 0 {
-		t.Fatal(errs)
-	}
-	code, out, errs := runCLI(t, opt, "sk-new\n", "accounts", "set-key", "work")
-	want := "Replaced the key of account \"work\"; it is in the system keychain.\nNo Codex Relay is running: it will use this when it starts.\n"
-	if code != 0 || out != want || strings.Contains(out+errs, "sk-") {
-		t.Fatalf("set-key: %d %q %q", code, out, errs)
-	}
-	a, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := a.Accounts()[0]
-	v, err := k.Get(accountUser(m.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sec, err := decodeSecret(v); err != nil || sec.APIKey != "sk-new" {
-		t.Fatalf("the keychain holds %+v (%v)", sec, err)
-	}
-	if m.SecretRev != 1 {
-		t.Fatalf("SecretRev %d: running relays would not read the new key", m.SecretRev)
-	}
-	for _, c := range []struct {
-		stdin string
-		args  []string
-		want  string
-	}{
-		{"sk-x\n", []string{"accounts", "set-key", "ghost"}, "codexrelay: no account named \"ghost\" (see `codexrelay accounts list`)\n"},
-		{"", []string{"accounts", "set-key", "work"}, "codexrelay: no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts set-key work`\n"},
-		{"sk-a sk-b\n", []string{"accounts", "set-key", "work"}, "codexrelay: the API key on stdin: API key contains whitespace: give the key alone\n"},
-	} {
-		if code, _, errs := runCLI(t, opt, c.stdin, c.args...); code != 1 || errs != c.want {
-			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
-		}
-	}
-}
-
-func TestSuggest(t *testing.T) {
-	names := []string{"serve", "accounts", "aliases", "settings", "local-key"}
-	for word, want := range map[string]string{
-		"acounts": "accounts", "accountz": "accounts", "serv": "serve", "acc": "accounts", "local": "local-key",
-		"setings": "settings", "aliasess": "aliases", "xyz": "", "": "", "bench": "",
-	} {
-		if got := suggest(word, names); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
-		}
-	}
-	if d := editDistance("kitten", "sitting"); d != 3 {
-		t.Errorf("editDistance = %d", d)
-	}
-}
-
 func TestServeOnATakenPortSaysHowToPickAnother(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -251,7 +191,7 @@ func TestServeOnATakenPortSaysHowToPickAnother(t *testing.T) {
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
-	code, _, errs := runCLI(t, testOptions(t, Keychain{}), "", "serve", "--listen", addr)
+	code, _, errs := runCLI(t, testOptions(t), "", "serve", "--listen", addr)
 	want := "codexrelay: cannot listen on " + addr + ": the port is taken (is another Codex Relay running?); `codexrelay serve --listen 127.0.0.1:PORT` picks another\n"
 	if code != 1 || !strings.HasSuffix(errs, want) {
 		t.Fatalf("exit %d, stderr %q, want %q", code, errs, want)
@@ -260,9 +200,9 @@ func TestServeOnATakenPortSaysHowToPickAnother(t *testing.T) {
 
 func TestAppErrorsGetCommandLineAdvice(t *testing.T) {
 	for err, want := range map[error]string{
-		ErrNoAccount("x"): " (see `codexrelay accounts list`)",
-		fmt.Errorf("wrapped: %w", ErrSignInAccount("x")): " (`codexrelay accounts add --kind chatgpt`)",
-		ErrNameTaken("x"): "",
+		app.ErrNoAccount("x"):                                " (see `codexrelay accounts list`)",
+		fmt.Errorf("wrapped: %w", app.ErrSignInAccount("x")): " (`codexrelay accounts add --kind chatgpt`)",
+		app.ErrNameTaken("x"):                                "",
 	} {
 		if got := cliAdvice(err); got != want {
 			t.Errorf("%v: advice %q, want %q", err, got, want)

@@ -1,8 +1,9 @@
-package app
+package cli
 
 import (
 	"encoding/json"
 	"flag"
+	"github.com/codexrelay/codexrelay/app"
 	"io"
 	"os"
 	"path/filepath"
@@ -89,7 +90,7 @@ func benchLedger(dir string) (bench.Ledger, error) {
 		return bench.Ledger{}, err
 	}
 	return bench.Ledger{
-		Hook:  func(t proxy.Trace) { l.Record(rowOf(t)) },
+		Hook:  func(t proxy.Trace) { l.Record(app.LedgerRow(t)) },
 		Flush: l.Flush,
 		Close: func() (int64, error) {
 			err := l.Close()
@@ -173,7 +174,7 @@ func benchProcessCommand(kind string) *command {
 		flags: func(fs *flag.FlagSet) runFunc {
 			upstream := fs.String("upstream", "", "the fake upstream's base `URL`")
 			return func(c *CLI, _ []string) error {
-				return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { SetMemoryLimit(os.Getenv) })
+				return bench.ServeProcess(kind, *upstream, c.Stdin, c.Stdout, func() { app.SetMemoryLimit(os.Getenv) })
 			}
 		},
 	}
@@ -191,7 +192,7 @@ func benchSocketsFlags(fs *flag.FlagSet) runFunc {
 			return usagef("--sockets and --turns must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
 		}
 		opt.FrameBytes = *frameMB << 20
-		SetMemoryLimit(os.Getenv) // as the relay runs
+		app.SetMemoryLimit(os.Getenv) // as the relay runs
 		r, err := bench.Sockets(opt)
 		if err != nil {
 			return err

@@ -1,12 +1,12 @@
-package app
+package cli
 
 import (
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -15,14 +15,11 @@ import (
 	"time"
 )
 
-// Version is set at build time (-ldflags "-X github.com/codexrelay/codexrelay/app.Version=...").
-var Version = "dev"
-
 // CLI runs the commands of codexrelay; the tray app is started by main without arguments.
 type CLI struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	Options        Options // passed to Open
+	Options        app.Options // passed to app.Open
 	// Signals, when set, replaces SIGINT/SIGTERM for `serve` (tests).
 	Signals <-chan os.Signal
 }
@@ -49,7 +46,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) runFunc
 	run   runFunc
 
-	// flagOf names the flag or argument of this command that gave the value a FieldError
+	// flagOf names the flag or argument of this command that gave the value a app.FieldError
 	// names (e.g. "--to" for the position), given the positional arguments; nil or "": none,
 	// and the error is shown as the app words it.
 	flagOf func(field string, args []string) string
@@ -80,7 +77,7 @@ var versionCommand = &command{
 	name:    "version",
 	summary: "print the version",
 	run: func(c *CLI, _ []string) error {
-		fmt.Fprintln(c.Stdout, "codexrelay", Version)
+		fmt.Fprintln(c.Stdout, "codexrelay", app.Version)
 		return nil
 	},
 }
@@ -181,7 +178,7 @@ func resolve(args []string) (*command, string, []string, error) {
 				what = cmdName(path) + " sub-command"
 			}
 			msg := fmt.Sprintf("unknown %s %q", what, args[0])
-			if s := suggest(args[0], cmd.subNames()); s != "" {
+			if s := app.Suggest(args[0], cmd.subNames()); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			return cmd, path, nil, &usageError{msg: msg, path: path}
@@ -243,13 +240,13 @@ func (cmd *command) check(path string, run runFunc, args []string) error {
 }
 
 // explain ties err to the command line of cmd: a usage error to the command's help, and a
-// FieldError to the flag or argument that gave the value.
+// app.FieldError to the flag or argument that gave the value.
 func (cmd *command) explain(err error, path string, args []string) error {
 	var ue *usageError
 	if errors.As(err, &ue) && ue.path == "" {
 		ue.path = path
 	}
-	var fe *FieldError
+	var fe *app.FieldError
 	if errors.As(err, &fe) && cmd.flagOf != nil {
 		if name := cmd.flagOf(fe.Field, args); name != "" {
 			return &flagError{flag: name, err: fe}
@@ -281,12 +278,12 @@ func usagef(format string, a ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, a...)}
 }
 
-// flagError is a FieldError shown against the flag or argument that gave the value:
+// flagError is a app.FieldError shown against the flag or argument that gave the value:
 // "--base-url is required ..." where the message reads on from the flag's name, else
 // "--to: position 9 is out of range: ...".
 type flagError struct {
 	flag string
-	err  *FieldError
+	err  *app.FieldError
 }
 
 func (e *flagError) Error() string {
@@ -306,9 +303,9 @@ func fieldFlags(flags map[string]string) func(string, []string) string {
 // cliAdvice is what a command line user can run about an error the app words for any
 // caller; "" if nothing.
 func cliAdvice(err error) string {
-	var noAccount ErrNoAccount
-	var signIn ErrSignInAccount
-	var noLogin ErrNoCodexLogin
+	var noAccount app.ErrNoAccount
+	var signIn app.ErrSignInAccount
+	var noLogin app.ErrNoCodexLogin
 	switch {
 	case errors.As(err, &noLogin):
 		return " (`codexrelay accounts add --kind chatgpt`)"
@@ -354,7 +351,7 @@ func flagUsageError(fs *flag.FlagSet, err error) error {
 		msg = "unknown flag --" + name
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		if s := suggest(name, names); s != "" {
+		if s := app.Suggest(name, names); s != "" {
 			msg += fmt.Sprintf(" (did you mean --%s?)", s)
 		}
 	}
@@ -362,46 +359,6 @@ func flagUsageError(fs *flag.FlagSet, err error) error {
 		msg = cmdName(fs.Name()) + ": " + msg
 	}
 	return &usageError{msg: msg, path: fs.Name()}
-}
-
-// suggest returns the name a mistyped word most likely meant: the closest of names at most
-// two edits away, or else the first one the word is a prefix of (or that is a prefix of the
-// word); "" when none is that near.
-func suggest(word string, names []string) string {
-	best, bestDist := "", 3
-	for _, n := range names {
-		d := editDistance(word, n)
-		if d > 2 && word != "" && (strings.HasPrefix(n, word) || strings.HasPrefix(word, n)) {
-			d = 2
-		}
-		if d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b: the fewest insertions, deletions
-// and substitutions of a character that turn a into b.
-func editDistance(a, b string) int {
-	s, t := []rune(a), []rune(b)
-	prev := make([]int, len(t)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := range s {
-		cur := make([]int, len(t)+1)
-		cur[0] = i + 1
-		for j := range t {
-			cost := 1
-			if s[i] == t[j] {
-				cost = 0
-			}
-			cur[j+1] = min(prev[j+1]+1, cur[j]+1, prev[j]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(t)]
 }
 
 // The listings start a command's summary in summaryColumn and wrap it at lineWidth.
@@ -514,18 +471,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	tw.Flush()
 }
 
-// Logger is the structured logger of the app: text on stderr, level from CODEXRELAY_LOG_LEVEL.
-func Logger(w io.Writer, getenv func(string) string) *slog.Logger {
-	lvl := slog.LevelInfo
-	if v := getenv("CODEXRELAY_LOG_LEVEL"); v != "" {
-		lvl.UnmarshalText([]byte(v))
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
-}
-
 // open opens the app on the CLI's options and shows a warning the settings left.
-func (c *CLI) open() (*App, error) {
-	a, err := Open(c.Options)
+func (c *CLI) open() (*app.App, error) {
+	a, err := app.Open(c.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -540,12 +488,12 @@ func (c *CLI) configDir() string {
 	if c.Options.ConfigDir != "" {
 		return c.Options.ConfigDir
 	}
-	return DefaultConfigDir()
+	return app.DefaultConfigDir()
 }
 
 // change opens the app and makes one change with do, which returns what it did; it says so,
 // and then whether a running Codex Relay applied it.
-func (c *CLI) change(do func(a *App) (string, error)) error {
+func (c *CLI) change(do func(a *app.App) (string, error)) error {
 	a, err := c.open()
 	if err != nil {
 		return err
@@ -561,12 +509,12 @@ func (c *CLI) change(do func(a *App) (string, error)) error {
 
 // applied says whether a running Codex Relay follows the change just written: it waits up to
 // two seconds for the relay to report the settings generation on /health.
-func (c *CLI) applied(a *App) {
+func (c *CLI) applied(a *app.App) {
 	gen := a.Settings().Generation
 	start := time.Now()
 	client := &http.Client{Timeout: 500 * time.Millisecond}
 	for {
-		info := RunningInstance(a.ConfigDir())
+		info := app.RunningInstance(a.ConfigDir())
 		switch {
 		case info == nil:
 			fmt.Fprintln(c.Stdout, "No Codex Relay is running: it will use this when it starts.")

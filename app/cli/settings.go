@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"github.com/codexrelay/codexrelay/app"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// settingsCommand is `codexrelay settings`: show the settings, or change one. Both, and the
+// help's list of keys, come from app.SettingsTable.
+var settingsCommand = &command{
+	name:    "settings",
+	summary: "show the settings",
+	run:     func(c *CLI, _ []string) error { return c.showSettings() },
+	subs: []*command{{
+		name: "set", args: "KEY VALUE", minArgs: 2, maxArgs: 2,
+		summary: "change a setting (-h lists the keys and their values)",
+		details: settingsHelp(),
+		run:     (*CLI).setSetting,
+		// A problem with the value is told against the key that was set.
+		flagOf: func(_ string, args []string) string { return args[0] },
+	}},
+}
+
+// settingsHelp is the help's table of the keys of `settings set`.
+func settingsHelp() string {
+	var b strings.Builder
+	b.WriteString("Keys:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, st := range app.SettingsTable {
+		fmt.Fprintf(tw, "  %s\t%s\n", st.Name, st.Help)
+	}
+	tw.Flush()
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// showSettings prints the settings in effect, as `settings set` takes them, and the file they
+// are kept in.
+func (c *CLI) showSettings() error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "settings file\t%s\n", a.SettingsPath())
+	for _, st := range app.SettingsTable {
+		v := st.Show(a)
+		if st.Name == app.SettingUsageLedger {
+			v += " (" + a.LedgerPath() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", st.Name, v)
+	}
+	return tw.Flush()
+}
+
+// setSetting is `settings set KEY VALUE`. A key or value the table refuses is a usage error;
+// a change the app refuses (a port another program holds) is a failure, and saves nothing.
+func (c *CLI) setSetting(args []string) error {
+	key, val := args[0], args[1]
+	st, ok := app.LookupSetting(key)
+	if !ok {
+		if s := app.Suggest(key, app.SettingNames()); s != "" {
+			return usagef("unknown setting %q (did you mean %q?)", key, s)
+		}
+		return usagef("unknown setting %q: the keys are %s", key, strings.Join(app.SettingNames(), ", "))
+	}
+	set, err := st.Parse(val)
+	if err != nil {
+		if fe, ok := err.(*app.FieldError); ok && fe.Field != key {
+			return usagef("%s: %v", key, err) // "listen: listen address ..."
+		}
+		return usagef("%v", err)
+	}
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	old := a.Settings()
+	if err := set(a); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
+	c.applied(a)
+	if st.Name == app.SettingListen && a.ListenAddr() != cmpOr(old.Listen, app.DefaultListen) {
+		c.codexAfterMove(a)
+	}
+	return nil
+}
+
+// codexAfterMove points Codex at the relay's new address: it rewrites the Codex configuration
+// if it pointed at the relay (the block Codex Relay wrote), else says how.
+func (c *CLI) codexAfterMove(a *app.App) {
+	if !a.CodexPointsAtRelayBlock() {
+		fmt.Fprintln(c.Stdout, "Codex does not point at the relay yet: `codexrelay codex-config --write` points it at the new address.")
+		return
+	}
+	w, err := a.WriteCodexConfig("")
+	if err != nil {
+		fmt.Fprintf(c.Stdout, "Codex still points at the old address, and its configuration could not be updated: %v. Run `codexrelay codex-config --write` once that is fixed.\n", err)
+		return
+	}
+	if w.Change != app.Unchanged {
+		fmt.Fprintf(c.Stdout, "Updated %s: Codex now points at %s (the previous file is kept as %s).\n", w.Path, a.ListenAddr(), w.Backup)
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// aliasesCommand is `codexrelay aliases`: model names that stand for other models.
+var aliasesCommand = &command{
+	name:    "aliases",
+	summary: "list the model aliases",
+	run:     func(c *CLI, _ []string) error { return c.listAliases() },
+	subs: []*command{
+		{
+			name:    "list",
+			summary: "list the model aliases",
+			run:     func(c *CLI, _ []string) error { return c.listAliases() },
+		},
+		{
+			name: "set", args: "NAME MODEL [MODEL...]", minArgs: 2, maxArgs: -1,
+			summary: "make NAME an alias of the models; they are tried in order",
+			run: func(c *CLI, args []string) error {
+				return c.change(func(a *app.App) (string, error) {
+					return fmt.Sprintf("Alias %s now names %s.", args[0], strings.Join(args[1:], ", ")), a.SetAlias(args[0], args[1:])
+				})
+			},
+		},
+		{
+			name: "remove", args: "NAME", minArgs: 1, maxArgs: 1,
+			summary: "remove an alias",
+			run: func(c *CLI, args []string) error {
+				return c.change(func(a *app.App) (string, error) {
+					return fmt.Sprintf("Removed alias %s.", args[0]), a.SetAlias(args[0], nil)
+				})
+			},
+		},
+	},
+}
+
+// listAliases prints the aliases, one a line, sorted by name.
+func (c *CLI) listAliases() error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	aliases := a.Settings().Aliases
+	if len(aliases) == 0 {
+		fmt.Fprintln(c.Stdout, "no aliases: add one with `codexrelay aliases set NAME MODEL [MODEL...]`")
+		return nil
+	}
+	names := make([]string, 0, len(aliases))
+	for k := range aliases {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(c.Stdout, "%s -> %s\n", k, strings.Join(aliases[k], ", "))
+	}
+	return nil
+}
+
+// localKeyCommand is `codexrelay local-key`: the API key clients must send, if it is on.
+var localKeyCommand = &command{
+	name: "local-key",
+	subs: []*command{
+		{
+			name:    "on",
+			summary: "require a local API key from clients (a new key, shown once)",
+			run: func(c *CLI, _ []string) error {
+				return c.change(func(a *app.App) (string, error) {
+					key, err := a.SetLocalKey(true)
+					return fmt.Sprintf("Local API key on; clients must send it as a bearer token:\n%s", key), err
+				})
+			},
+		},
+		{
+			name:    "off",
+			summary: "let clients in without a key",
+			run: func(c *CLI, _ []string) error {
+				return c.change(func(a *app.App) (string, error) {
+					_, err := a.SetLocalKey(false)
+					return "Local API key off: clients need no key.", err
+				})
+			},
+		},
+		{
+			name:    "show",
+			summary: "print the local API key (it is kept in the keychain)",
+			run:     func(c *CLI, _ []string) error { return c.showLocalKey() },
+		},
+	},
+}
+
+// showLocalKey prints the local API key, or that it is off.
+func (c *CLI) showLocalKey() error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	key, err := a.LocalKey()
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		fmt.Fprintln(c.Stdout, "local API key is off")
+		return nil
+	}
+	fmt.Fprintln(c.Stdout, key)
+	return nil
+}
+
+// codexConfigCommand is `codexrelay codex-config`: the provider block that points Codex at
+// the relay.
+var codexConfigCommand = &command{
+	name:    "codex-config",
+	usage:   []string{"[--write] [--path FILE]"},
+	summary: "print, or merge with a backup, the provider block for ~/.codex/config.toml",
+	flags: func(fs *flag.FlagSet) runFunc {
+		write := fs.Bool("write", false, "merge the block into the Codex config (a backup is written first)")
+		path := fs.String("path", "", "the Codex config `FILE` (default $CODEX_HOME/config.toml or ~/.codex/config.toml)")
+		return func(c *CLI, _ []string) error { return c.codexConfig(*write, *path) }
+	},
+}
+
+// codexConfig prints the provider block, or merges it into the Codex config at path.
+func (c *CLI) codexConfig(write bool, path string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	if !write {
+		fmt.Fprint(c.Stdout, a.CodexConfig())
+		return nil
+	}
+	w, err := a.WriteCodexConfig(path)
+	if err != nil {
+		return err
+	}
+	switch w.Change {
+	case app.Unchanged:
+		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+	case app.ConfigCreated:
+		fmt.Fprintf(c.Stdout, "Created %s: it points Codex at the relay (model_provider = \"codexrelay\").\n", w.Path)
+	default:
+		fmt.Fprintf(c.Stdout, "Updated %s: it points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s.\n", w.Path, w.Backup)
+	}
+	return nil
+}
