@@ -76,7 +76,10 @@ func (a *accountsWindow) build() fyne.CanvasObject {
 	add.Importance = widget.HighImportance
 	a.status = newFleeting()
 	top := container.NewVBox(
-		container.NewBorder(nil, nil, nil, add, heading("Accounts, in list order")),
+		container.NewBorder(nil, nil, nil, container.NewHBox(
+			widget.NewButtonWithIcon("Export…", theme.UploadIcon(), func() { a.showExport() }),
+			widget.NewButtonWithIcon("Import…", theme.DownloadIcon(), func() { a.showImport() }), add),
+			heading("Accounts, in list order")),
 		a.none)
 	bottom := container.NewVBox(a.status.Label, a.order)
 	// The compact theme fits seven accounts in the window without scrolling.

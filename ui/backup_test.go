@@ -183,3 +183,17 @@ func TestBackupDialogsOfferAFilePicker(t *testing.T) {
 		b.d.Hide()
 	}
 }
+
+// TestAccountsWindowOffersExportAndImport: the accounts window's toolbar opens both dialogs.
+func TestAccountsWindowOffersExportAndImport(t *testing.T) {
+	u, _ := newTestUI(t, backupEnv)
+	u.showAccounts()
+	w := u.accounts.win
+	for button, title := range map[string]string{"Export…": "Export accounts", "Import…": "Import accounts"} {
+		tapButton(t, w.Content(), button)
+		if got := overlayTexts(t, w); !strings.Contains(got, title) {
+			t.Errorf("%s opened %q", button, got)
+		}
+		w.Canvas().Overlays().Top().Hide()
+	}
+}
