@@ -65,6 +65,8 @@ type App struct {
 	onListen  []func()                 // called after a reload changed the listen address
 
 	usage usageState // the usage ledger while a service runs
+
+	credits creditState // banked resets: the proxy's credit hook and its listeners (credits.go)
 }
 
 // DefaultConfigDir is where the settings file lives.
@@ -277,6 +279,7 @@ func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 		a.setAccounts(next.Accounts)
 	}
 	a.applyUsage(prev.Usage, next.Usage)
+	problems = append(problems, a.applyResetCredits(prev, next)...)
 	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
 		a.log.Debug("settings applied", "generation", next.Generation)
 	}

@@ -43,6 +43,8 @@ type Settings struct {
 	// HoldSeconds is the longest a request waits, with nothing sent, for a resting pool to
 	// come back (0: proxy.DefaultHold; negative: never).
 	HoldSeconds int `json:"hold_seconds,omitempty"`
+	// ResetCredits is the banked-reset policy: ask ("": the default), auto or off (credits.go).
+	ResetCredits string `json:"reset_credits,omitempty"`
 	// Notifications are the desktop notifications the tray app sends.
 	Notifications NotificationSettings `json:"notifications,omitzero"`
 	// Usage configures the usage ledger.

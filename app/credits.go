@@ -1,0 +1,237 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// Banked resets on the app side: the reset-credits setting, a redemption asked for by the
+// command line or a window, and what a redemption leaves behind (a ledger row, the listeners'
+// notifications).
+//
+// A redemption runs in the process that serves: its per-account lock and the intent it keeps
+// until an answer (the redeem_request_id a retry reuses) live there. RedeemCredit in the
+// serving process redeems in place; in another process (the command line) it asks the running
+// relay (POST /relay/accounts/{name}/redeem-credit); with no relay running it redeems itself
+// and writes the ledger row itself.
+
+// SettingResetCredits is the reset-credits setting's name.
+const SettingResetCredits SettingName = "reset-credits"
+
+// FieldResetCredits names the setting in a FieldError.
+const FieldResetCredits = "reset-credits"
+
+// ResetCreditsSetting is the settings table's row for the reset-credits policy.
+var ResetCreditsSetting = Setting{
+	Name: SettingResetCredits, Label: "Banked resets",
+	Help: "ask (a notification offers to redeem one when every account rests), auto (the relay redeems one then, " +
+		"the credit that expires first) or off (credits are neither read nor spent)",
+	Parse: func(v string) (func(*App) error, error) {
+		if !slices.Contains(proxy.ResetCreditModes, v) {
+			return nil, settingError(SettingResetCredits, "must be "+orList(proxy.ResetCreditModes), v, proxy.ResetCreditModes)
+		}
+		return func(a *App) error { return a.SetResetCredits(v) }, nil
+	},
+	Show: func(a *App) string { return a.ResetCredits() },
+}
+
+// SetResetCredits sets the reset-credit policy: proxy.ResetCreditsAsk (the default),
+// proxy.ResetCreditsAuto or proxy.ResetCreditsOff.
+func (a *App) SetResetCredits(mode string) error {
+	if !slices.Contains(proxy.ResetCreditModes, mode) {
+		return fieldError(FieldResetCredits, fmt.Sprintf("must be %s, not %q", orList(proxy.ResetCreditModes), mode))
+	}
+	return a.update(func(s *Settings) error {
+		s.ResetCredits = mode
+		if mode == proxy.ResetCreditsAsk {
+			s.ResetCredits = "" // the default is not written
+		}
+		return nil
+	})
+}
+
+// ResetCredits is the reset-credit policy the settings say.
+func (a *App) ResetCredits() string { return cmpOr(a.Settings().ResetCredits, proxy.ResetCreditsAsk) }
+
+// applyResetCredits is apply's part for the policy (Open applies the file through it too, so
+// it also hands the proxy the app's credit hook, once).
+func (a *App) applyResetCredits(prev, next Settings) []error {
+	a.credits.once.Do(func() { a.Proxy.SetCreditHook(a.creditEvent) })
+	if prev.ResetCredits == next.ResetCredits {
+		return nil
+	}
+	if err := a.Proxy.SetResetCredits(next.ResetCredits); err != nil {
+		return []error{fieldError(FieldResetCredits, fmt.Sprintf("must be %s, not %q", orList(proxy.ResetCreditModes), next.ResetCredits))}
+	}
+	return nil
+}
+
+// creditState is the App's part of banked resets.
+type creditState struct {
+	once      sync.Once
+	mu        sync.Mutex
+	listeners []func(proxy.CreditEvent)
+}
+
+// OnCreditEvent has f told of each redemption, failed redemption and "ask" signal of the relay
+// this process runs (the tray turns them into notifications). f must not block.
+func (a *App) OnCreditEvent(f func(proxy.CreditEvent)) {
+	a.credits.mu.Lock()
+	a.credits.listeners = append(a.credits.listeners, f)
+	a.credits.mu.Unlock()
+}
+
+// creditEvent is the proxy's credit hook: the ledger row, then the listeners.
+func (a *App) creditEvent(e proxy.CreditEvent) {
+	if row, ok := eventRow(e); ok {
+		if l := a.Ledger(); l != nil {
+			go func() { // the hook must not block a request on the database
+				if err := l.RecordEvent(context.Background(), row); err != nil {
+					a.log.Warn("usage ledger: a redemption was not recorded", "error", err)
+				}
+			}()
+		} else if !a.serving() {
+			a.recordEventAlone(row)
+		}
+	}
+	a.credits.mu.Lock()
+	ls := slices.Clone(a.credits.listeners)
+	a.credits.mu.Unlock()
+	for _, f := range ls {
+		f(e)
+	}
+}
+
+// eventRow is the ledger row of a credit event (redemptions and their failures; an "ask" is
+// not history).
+func eventRow(e proxy.CreditEvent) (ledger.Event, bool) {
+	var kind string
+	var detail any
+	switch e.Kind {
+	case proxy.CreditRedeemed:
+		kind, detail = ledger.EventCreditRedeemed, e.Result
+	case proxy.CreditRedeemFailed:
+		kind, detail = ledger.EventCreditRedeemFailed, map[string]any{"error": e.Error, "pending": e.Pending}
+	default:
+		return ledger.Event{}, false
+	}
+	b, _ := json.Marshal(detail)
+	return ledger.Event{Time: e.Time, Kind: kind, Account: e.Account, Detail: string(b)}, true
+}
+
+// recordEventAlone writes an event in a process that serves nothing (the command line
+// redeeming with no relay running): it opens the ledger for the one row. With the ledger off,
+// nothing is written.
+func (a *App) recordEventAlone(row ledger.Event) {
+	s := a.Settings().Usage
+	if s.Off {
+		return
+	}
+	l, err := ledger.Open(ledger.Options{Path: a.LedgerPath(), Now: a.opt.Now, Prices: s.Prices})
+	if err != nil {
+		a.log.Warn("usage ledger: a redemption was not recorded", "error", err)
+		return
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.RecordEvent(ctx, row); err != nil {
+		a.log.Warn("usage ledger: a redemption was not recorded", "error", err)
+	}
+}
+
+// serving reports whether this process runs a relay service.
+func (a *App) serving() bool {
+	a.usage.mu.Lock()
+	defer a.usage.mu.Unlock()
+	return a.usage.users > 0
+}
+
+// redeemTimeout bounds a redemption asked for by hand, read-back included.
+const redeemTimeout = 90 * time.Second
+
+// RedeemCredit spends one of the named ChatGPT account's banked resets, the one that expires
+// first, in the process that serves (see the top of this file), and returns what the backend
+// answered with the account's usage and credits read back. Errors match (errors.Is)
+// proxy.ErrNoSuchAccount, proxy.ErrNotChatGPT, proxy.ErrNoResetCredit and
+// proxy.ErrRedeemPending (no answer came: trying again reuses the same request, so at most one
+// credit is spent for it).
+func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), redeemTimeout)
+	defer cancel()
+	if !a.serving() {
+		if res, err, asked := a.redeemRemote(ctx, name); asked {
+			return res, err
+		}
+	}
+	return a.Proxy.RedeemCredit(ctx, name)
+}
+
+// redeemRemote asks the relay running on the configured address to redeem; asked is false
+// when none answers (no relay runs: redeem here).
+func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
+	addr := a.ListenAddr()
+	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
+		addr = info.Listen
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/relay/accounts/"+url.PathEscape(name)+"/redeem-credit", nil)
+	if err != nil {
+		return res, err, false
+	}
+	if key, _ := a.LocalKey(); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return res, nil, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+			return res, fmt.Errorf("the running relay's answer: %w", err), true
+		}
+		return res, nil, true
+	}
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&e)
+	if e.Error.Code == "unknown_route" {
+		return res, nil, false // an older relay, or something else on the port
+	}
+	msg := cmpOr(e.Error.Message, fmt.Sprintf("the running relay answered HTTP %d", resp.StatusCode))
+	if sentinel := redeemErrors[e.Error.Code]; sentinel != nil {
+		return res, &remoteError{msg: msg, is: sentinel}, true
+	}
+	return res, errors.New(msg), true
+}
+
+// redeemErrors maps the relay route's error codes back to the proxy's errors.
+var redeemErrors = map[string]error{
+	"account_not_found": proxy.ErrNoSuchAccount,
+	"not_chatgpt":       proxy.ErrNotChatGPT,
+	"no_reset_credit":   proxy.ErrNoResetCredit,
+	"redeem_pending":    proxy.ErrRedeemPending,
+}
+
+// remoteError is the running relay's message, matching the proxy error it stands for.
+type remoteError struct {
+	msg string
+	is  error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.is }

@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+func TestResetCreditsSetting(t *testing.T) {
+	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ResetCredits() != proxy.ResetCreditsAsk || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAsk {
+		t.Fatalf("default %s / %s", a.ResetCredits(), a.Proxy.ResetCreditsMode())
+	}
+	if err := a.SetResetCredits(proxy.ResetCreditsAuto); err != nil {
+		t.Fatal(err)
+	}
+	if a.Settings().ResetCredits != "auto" || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
+		t.Fatalf("after set: %q / %s", a.Settings().ResetCredits, a.Proxy.ResetCreditsMode())
+	}
+	var fe *FieldError
+	if err := a.SetResetCredits("always"); !errors.As(err, &fe) || fe.Field != FieldResetCredits || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
+		t.Fatalf("a bad mode: %v", err)
+	}
+	if _, err := ResetCreditsSetting.Parse("aut"); err == nil || !strings.Contains(err.Error(), `"auto"`) {
+		t.Fatalf("the table row's parse: %v", err)
+	}
+	// A new process follows the file from its start.
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto || ResetCreditsSetting.Show(b) != "auto" {
+		t.Fatalf("reopened: %s", b.Proxy.ResetCreditsMode())
+	}
+	// The default is not written.
+	if err := a.SetResetCredits(proxy.ResetCreditsAsk); err != nil || a.Settings().ResetCredits != "" {
+		t.Fatalf("ask: %q %v", a.Settings().ResetCredits, err)
+	}
+	b.Reload()
+	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAsk {
+		t.Fatalf("the other process did not follow: %s", b.Proxy.ResetCreditsMode())
+	}
+}
+
+// creditUpstream is a ChatGPT backend holding reset credits (list, consume, usage).
+type creditUpstream struct {
+	*httptest.Server
+	mu       sync.Mutex
+	credits  map[string]bool // id: available
+	consumes []string        // redeem_request_ids
+}
+
+func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
+	u := &creditUpstream{credits: map[string]bool{}}
+	for _, id := range ids {
+		u.credits[id] = true
+	}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		switch r.URL.Path {
+		case "/backend-api/wham/usage":
+			fmt.Fprint(w, `{"rate_limit":{"primary_window":{"used_percent":0,"limit_window_seconds":18000,"reset_after_seconds":600}}}`)
+		case "/backend-api/wham/rate-limit-reset-credits":
+			var list []string
+			n := 0
+			for i, id := range ids {
+				if u.credits[id] {
+					n++
+					list = append(list, fmt.Sprintf(`{"id":%q,"status":"available","expires_at":"2027-01-0%dT00:00:00Z"}`, id, i+1))
+				}
+			}
+			fmt.Fprintf(w, `{"credits":[%s],"available_count":%d}`, strings.Join(list, ","), n)
+		case "/backend-api/wham/rate-limit-reset-credits/consume":
+			var req struct{ CreditID, RedeemRequestID string }
+			json.NewDecoder(r.Body).Decode(&struct {
+				CreditID        *string `json:"credit_id"`
+				RedeemRequestID *string `json:"redeem_request_id"`
+			}{&req.CreditID, &req.RedeemRequestID})
+			u.consumes = append(u.consumes, req.RedeemRequestID)
+			u.credits[req.CreditID] = false
+			fmt.Fprint(w, `{"code":"reset","credit":{"status":"redeemed"},"windows_reset":1}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+// freeLoopback is a loopback address nothing listens on.
+func freeLoopback(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// The command line redeems through the running relay when there is one, and by itself when
+// there is none; each redemption is a row in the ledger's events.
+func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
+	k := testKeychain(t)
+	opt := testOptions(t, k)
+	up := newCreditUpstream(t, "c1", "c2")
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetListen(freeLoopback(t)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.AddAccount(NewAccount{Name: "plus", Kind: "chatgpt", BaseURL: up.URL + "/backend-api/codex"},
+		Secret{AccessToken: "eyJ-access", RefreshToken: "rt-1", AccountID: "acc-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Delete(accountUser(m.ID)) })
+
+	// No relay runs: this process redeems, and writes the row itself.
+	res, err := a.RedeemCredit("plus")
+	if err != nil || res.Code != "reset" || res.Remaining == nil || res.Remaining.Available != 1 {
+		t.Fatalf("here: %+v, %v", res, err)
+	}
+
+	// A relay runs (another App on the same settings, serving on the listen address).
+	relay, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", a.ListenAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: relay.Proxy}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	var told []proxy.CreditEvent
+	var mu sync.Mutex
+	relay.OnCreditEvent(func(e proxy.CreditEvent) { mu.Lock(); told = append(told, e); mu.Unlock() })
+	res2, err := a.RedeemCredit("plus")
+	if err != nil || res2.Code != "reset" || res2.RequestID == res.RequestID {
+		t.Fatalf("through the relay: %+v, %v", res2, err)
+	}
+	mu.Lock()
+	if len(told) != 1 || told[0].Kind != proxy.CreditRedeemed || told[0].Result.RequestID != res2.RequestID {
+		t.Errorf("the relay's listeners: %+v", told)
+	}
+	mu.Unlock()
+	// Its errors keep their meaning across the process boundary.
+	if _, err := a.RedeemCredit("plus"); !errors.Is(err, proxy.ErrNoResetCredit) {
+		t.Fatalf("none left: %v", err)
+	}
+	if _, err := a.RedeemCredit("nobody"); !errors.Is(err, proxy.ErrNoSuchAccount) {
+		t.Fatalf("unknown account: %v", err)
+	}
+	up.mu.Lock()
+	if len(up.consumes) != 2 {
+		t.Errorf("%d consumes", len(up.consumes))
+	}
+	up.mu.Unlock()
+
+	l, err := ledger.Open(ledger.Options{Path: a.LedgerPath(), ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	evs, err := l.Events(context.Background(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Kind != ledger.EventCreditRedeemed || evs[0].Account != "plus" ||
+		!strings.Contains(evs[1].Detail, res.RequestID) || strings.Contains(evs[0].Detail+evs[1].Detail, "eyJ-access") {
+		t.Fatalf("ledger events %+v", evs)
+	}
+}
