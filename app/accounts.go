@@ -65,25 +65,20 @@ type NewAccount struct {
 	Email   string
 }
 
-// AddAccount stores the secret in the keychain and the metadata in the settings, both under
-// the settings lock. If the settings cannot be saved, the keychain entry is removed again.
-func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
+// CheckNewAccount checks what describes a new account, so that a caller can refuse it before
+// it asks for the secret: the name, the kind, the base URL (required for an API-key account)
+// and the API. It returns the account's metadata as it would be stored, without an ID.
+func CheckNewAccount(na NewAccount) (AccountMeta, error) {
 	if err := ValidateName(na.Name); err != nil {
 		return AccountMeta{}, err
 	}
-	m := AccountMeta{ID: newID(), Name: na.Name, Kind: na.Kind, API: na.API, Email: na.Email, Added: a.opt.Now().UTC()}
+	m := AccountMeta{Name: na.Name, Kind: na.Kind, API: na.API}
 	switch proxy.Kind(na.Kind) {
 	case proxy.KindOpenAI:
 		if na.BaseURL == "" {
 			return m, fieldError(FieldBaseURL, "is required for an API-key account, e.g. https://api.openai.com/v1")
 		}
-		if err := ValidateKey(sec.APIKey); err != nil {
-			return m, err
-		}
 	case proxy.KindChatGPT:
-		if sec.AccessToken == "" {
-			return m, errors.New("a chatgpt account needs a sign-in")
-		}
 	default:
 		return m, fieldError(FieldKind, fmt.Sprintf("%q is not an account kind: use openai or chatgpt", na.Kind))
 	}
@@ -101,8 +96,29 @@ func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
 	default:
 		return m, fieldError(FieldAPI, fmt.Sprintf("%q is not an API Codex Relay speaks: use responses or chat", m.API))
 	}
+	return m, nil
+}
+
+// AddAccount stores the secret in the keychain and the metadata in the settings, both under
+// the settings lock. If the settings cannot be saved, the keychain entry is removed again.
+func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
+	m, err := CheckNewAccount(na)
+	if err != nil {
+		return m, err
+	}
+	m.ID, m.Email, m.Added = newID(), na.Email, a.opt.Now().UTC()
+	switch proxy.Kind(na.Kind) {
+	case proxy.KindOpenAI:
+		if err := ValidateKey(sec.APIKey); err != nil {
+			return m, err
+		}
+	case proxy.KindChatGPT:
+		if sec.AccessToken == "" {
+			return m, errors.New("a chatgpt account needs a sign-in")
+		}
+	}
 	stored := false
-	err := a.update(func(s *Settings) error {
+	err = a.update(func(s *Settings) error {
 		if slices.ContainsFunc(s.Accounts, func(o AccountMeta) bool { return o.Name == m.Name }) {
 			return ErrNameTaken(m.Name)
 		}

@@ -108,7 +108,8 @@ func Open(opt Options) (*App, error) {
 	a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt})
 	a.settings.Catalog = s.Catalog
 	if _, problems := a.apply(s); len(problems) > 0 {
-		return nil, fmt.Errorf("settings: %w", problems[0])
+		// %v: a field the file holds is not the command line's mistake.
+		return nil, fmt.Errorf("settings: %v", problems[0])
 	}
 	a.Proxy.SetSettingsGeneration(s.Generation)
 	return a, nil

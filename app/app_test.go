@@ -212,11 +212,11 @@ func TestAccountCommandsValidate(t *testing.T) {
 		want  string
 	}{
 		{"", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://x.test/v1"}, 1, "no API key on stdin"},
-		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "ftp://x"}, 1, "base URL"},
-		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai"}, 1, "--base-url is required"},
-		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://u:p@x.test"}, 1, "credentials"},
-		{"k\n", []string{"accounts", "add", "--name", "../a", "--kind", "openai", "--base-url", "https://x.test"}, 1, "not valid"},
-		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://x.test", "--api", "soap"}, 1, "--api"},
+		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "ftp://x"}, 2, "base URL"},
+		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai"}, 2, "--base-url is required"},
+		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://u:p@x.test"}, 2, "credentials"},
+		{"k\n", []string{"accounts", "add", "--name", "../a", "--kind", "openai", "--base-url", "https://x.test"}, 2, "not valid"},
+		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://x.test", "--api", "soap"}, 2, "--api"},
 		{"k\n", []string{"accounts", "add", "--name", "a", "--kind", "openai", "--base-url", "https://x.test", "sk-on-argv"}, 2, "stdin"},
 		{"", []string{"accounts", "remove", "ghost"}, 1, "no account named"},
 		{"", []string{"accounts", "frobnicate"}, 2, "unknown"},
@@ -313,7 +313,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
 	code, _, errs := runCLI(t, opt, "", "serve", "--listen", "0.0.0.0:7455")
-	if code != 1 || !strings.Contains(errs, "not a loopback address") {
+	if code != 2 || !strings.Contains(errs, "not a loopback address") {
 		t.Fatalf("remote listen: %d %s", code, errs)
 	}
 	code, _, errs = runCLI(t, opt, "", "serve", "--listen", "0.0.0.0:7455", "--allow-remote")
@@ -395,7 +395,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},
 		{[]string{"aliases", "set", "fast", "gpt-5-mini", "gpt-4.1-mini"}, 0, "Alias fast now names gpt-5-mini, gpt-4.1-mini."},
 		{[]string{"aliases", "set", "gpt-5-mini", "fast"}, 1, "cycle"},
-		{[]string{"aliases", "remove", "nothing"}, 1, "no alias"},
+		{[]string{"aliases", "remove", "nothing"}, 1, "no alias named \"nothing\""},
 	} {
 		code, out, errs := runCLI(t, opt, "", c.args...)
 		if code != c.code || !strings.Contains(out+errs, c.want) {

@@ -119,13 +119,14 @@ func TestSetKeyReplacesTheKeyInTheKeychain(t *testing.T) {
 	for _, c := range []struct {
 		stdin string
 		args  []string
+		code  int
 		want  string
 	}{
-		{"sk-x\n", []string{"accounts", "set-key", "ghost"}, "codexrelay: no account named \"ghost\" (see `codexrelay accounts list`)\n"},
-		{"", []string{"accounts", "set-key", "work"}, "codexrelay: no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts set-key work`\n"},
-		{"sk-a sk-b\n", []string{"accounts", "set-key", "work"}, "codexrelay: the API key on stdin: API key contains whitespace: give the key alone\n"},
+		{"sk-x\n", []string{"accounts", "set-key", "ghost"}, 1, "codexrelay: no account named \"ghost\" (see `codexrelay accounts list`)\n"},
+		{"", []string{"accounts", "set-key", "work"}, 1, "codexrelay: no API key on stdin: pipe it in, e.g. `printenv OPENAI_API_KEY | codexrelay accounts set-key work`\n"},
+		{"sk-a sk-b\n", []string{"accounts", "set-key", "work"}, 2, "codexrelay: the API key on stdin: API key contains whitespace: give the key alone; run 'codexrelay accounts set-key -h' for usage\n"},
 	} {
-		if code, _, errs := runCLI(t, opt, c.stdin, c.args...); code != 1 || errs != c.want {
+		if code, _, errs := runCLI(t, opt, c.stdin, c.args...); code != c.code || errs != c.want {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
 		}
 	}

@@ -148,7 +148,7 @@ func (a *App) SetAlias(name string, targets []string) error {
 		}
 		if len(targets) == 0 {
 			if _, ok := next[name]; !ok {
-				return fieldError(FieldAlias, fmt.Sprintf("%q does not exist: there is no alias by that name", name))
+				return fmt.Errorf("no alias named %q", name) // a state, not a mistyped value
 			}
 			delete(next, name)
 		} else {

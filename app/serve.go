@@ -31,7 +31,7 @@ func (a *App) CheckListen(addr string, allowRemote bool) error {
 		return fieldError(FieldListen, fmt.Sprintf("%q is not a loopback address: Codex Relay only listens on 127.0.0.1 or [::1] unless remote access is allowed and the local API key is on", addr))
 	}
 	if !a.Settings().LocalAPIKey {
-		return fieldError(FieldListen, "may be non-loopback only with the local API key on: turn it on first")
+		return errors.New("a non-loopback listen address needs the local API key on: turn it on first") // a state: not a usage error
 	}
 	return nil
 }

@@ -134,6 +134,11 @@ func (c *CLI) addAccount(na app.NewAccount, device bool) error {
 	if na.Kind != "openai" {
 		return usagef("unknown --kind %q: use openai or chatgpt", na.Kind)
 	}
+	// Every flag is checked before the key is read: a mistake is told at once, not after the
+	// user pasted a key.
+	if _, err := app.CheckNewAccount(na); err != nil {
+		return err
+	}
 	key, err := c.readKey("accounts add ...")
 	if err != nil {
 		return err
@@ -248,6 +253,9 @@ func (c *CLI) enableAccount(name string, enabled bool) error {
 func (c *CLI) moveAccount(name string, to int) error {
 	if to == 0 {
 		return usagef("accounts move needs --to K")
+	}
+	if to < 0 {
+		return usagef("--to %d: positions start at 1", to)
 	}
 	return c.change(func(a *app.App) (string, error) {
 		n, err := a.MoveAccount(name, to)

@@ -120,6 +120,7 @@ func (c *CLI) Run(args []string) int {
 		fmt.Fprintf(c.Stderr, "codexrelay: %s; run '%s -h' for usage\n", ue.msg, ue.path)
 		return 2
 	}
+
 	fmt.Fprintf(c.Stderr, "codexrelay: %v%s\n", err, cliAdvice(err))
 	return 1
 }
@@ -240,17 +241,21 @@ func (cmd *command) check(path string, run runFunc, args []string) error {
 }
 
 // explain ties err to the command line of cmd: a usage error to the command's help, and a
-// app.FieldError to the flag or argument that gave the value.
+// FieldError (a value the app refuses for what it is: not valid, out of range) to the flag or
+// argument that gave the value; it is the command line's mistake, so a usage error too.
 func (cmd *command) explain(err error, path string, args []string) error {
 	var ue *usageError
 	if errors.As(err, &ue) && ue.path == "" {
 		ue.path = path
 	}
 	var fe *app.FieldError
-	if errors.As(err, &fe) && cmd.flagOf != nil {
-		if name := cmd.flagOf(fe.Field, args); name != "" {
-			return &flagError{flag: name, err: fe}
+	if errors.As(err, &fe) {
+		if cmd.flagOf != nil {
+			if name := cmd.flagOf(fe.Field, args); name != "" {
+				err = &flagError{flag: name, err: fe}
+			}
 		}
+		return &usageError{msg: err.Error(), path: path}
 	}
 	return err
 }

@@ -178,7 +178,7 @@ func TestFieldErrorsNameTheFlagOfTheirCommand(t *testing.T) {
 		{[]string{"accounts", "rename", "a", "../b"}, `codexrelay: account name "../b" is not valid`},
 	} {
 		code, _, errs := runCLI(t, opt, "", c.args...)
-		if code != 1 || !strings.HasPrefix(errs, c.want) {
+		if code != 2 || !strings.HasPrefix(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
 		}
 	}
