@@ -134,7 +134,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 		return
 	}
 	x.req = req
-	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, req.stream
+	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
 	x.route()
 }
@@ -220,6 +220,8 @@ type clientRequest struct {
 	session string // affinity key: prompt_cache_key, else the session-id header
 	// sessionHeader is the client's session-id/session_id header, sent upstream as session_id.
 	sessionHeader string
+	// tier is the service tier the client asked for (tier.go: "priority" for "fast", "" none).
+	tier string
 }
 
 // parseClientRequest validates the fields the relay relies on. Anything else in the body is
@@ -240,8 +242,9 @@ func parseClientRequest(route string, body []byte, h http.Header, p *payload.Par
 func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequest, *apiError) {
 	var err error
 	req := &clientRequest{route: route, obj: obj}
-	raw, ok := obj.Get("model")
-	if !ok {
+	f := routingMembers(route, obj)
+	raw := f.model
+	if raw == nil {
 		return nil, errInvalid("missing_required_parameter", "model", "'model' is required")
 	}
 	if payload.KindOf(raw) != payload.KindString {
@@ -253,7 +256,7 @@ func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequ
 	if req.model, err = payload.DecodeString(raw); err != nil || req.model == "" {
 		return nil, errInvalid("invalid_value", "model", "'model' must be a non-empty string")
 	}
-	if raw, ok := obj.Get("stream"); ok {
+	if raw := f.stream; raw != nil {
 		switch payload.KindOf(raw) {
 		case payload.KindTrue:
 			req.stream = true
@@ -266,7 +269,7 @@ func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequ
 	if route == routeChat {
 		bigKey = "messages"
 	}
-	if raw, ok := obj.Get(bigKey); ok {
+	if raw := f.big; raw != nil {
 		k := payload.KindOf(raw)
 		if route == routeChat && k != payload.KindArray {
 			return nil, errInvalid("invalid_type", bigKey, "'messages' must be an array, got "+k.String())
@@ -281,13 +284,46 @@ func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequ
 	if req.sessionHeader == "" {
 		req.sessionHeader = h.Get("Session_id")
 	}
-	if raw, ok := obj.Get("prompt_cache_key"); ok && payload.KindOf(raw) == payload.KindString {
+	if raw := f.cacheKey; payload.KindOf(raw) == payload.KindString {
 		req.session, _ = payload.DecodeString(raw)
 	}
 	if req.session == "" {
 		req.session = req.sessionHeader
 	}
+	req.tier = requestedTier(f.tier, f.tier != nil)
 	return req, nil
+}
+
+// routedMembers are the raw values of the members the relay routes on (nil: absent).
+type routedMembers struct{ model, stream, big, cacheKey, tier []byte }
+
+// routingMembers finds the members the relay routes on in one walk over the members the
+// parse split, rather than a look-up each: model, stream, the large array (input, or
+// messages for Chat), prompt_cache_key and service_tier.
+func routingMembers(route string, obj *payload.Object) routedMembers {
+	var f routedMembers
+	for i := range obj.Members {
+		m := &obj.Members[i]
+		switch m.Key {
+		case "model":
+			f.model = m.Value
+		case "stream":
+			f.stream = m.Value
+		case "input":
+			if route != routeChat {
+				f.big = m.Value
+			}
+		case "messages":
+			if route == routeChat {
+				f.big = m.Value
+			}
+		case "prompt_cache_key":
+			f.cacheKey = m.Value
+		case "service_tier":
+			f.tier = m.Value
+		}
+	}
+	return f
 }
 
 // maxModelName bounds a model name (real ones are far shorter).

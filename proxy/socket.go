@@ -384,7 +384,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	}
 	req.stream = true // a socket's turns always stream
 	x.req = req
-	x.t.Model, x.t.ResolvedModel, x.t.Stream = req.model, req.model, true
+	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
 	x.route()
 	w.finish(x)

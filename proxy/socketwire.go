@@ -162,6 +162,9 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 	if m.Kind == KindChatGPT {
 		ov = append(ov, payload.Override{Key: "store", Value: []byte("false")})
 	}
+	if tier, ok := x.tierFor(m); ok {
+		ov = append(ov, tier)
+	}
 	t := x.turn
 	if t.prev != "" && (up.last == t.prev || t.keepPrev) {
 		// The upstream holds the conversation up to prev: only the new items go, under the

@@ -45,6 +45,14 @@ type Trace struct {
 	SealedOmitted    int  `json:"sealedOmitted,omitempty"`
 	SealedRetry      bool `json:"sealedRetry,omitempty"`
 	TurnStateOmitted bool `json:"turnStateOmitted,omitempty"`
+	// ServiceTier is the service tier the client asked for in service_tier ("priority" for
+	// Codex's Fast mode, its older name "fast" included; "" when it named none).
+	// ServiceTierOmitted says that the serving account's backend does not serve that tier
+	// (flex, auto and scale on a ChatGPT account, any tier on a Chat Completions account reached
+	// through translation): service_tier was left out of what it received, and the request was
+	// served at the account's default tier.
+	ServiceTier        string `json:"serviceTier,omitempty"`
+	ServiceTierOmitted bool   `json:"serviceTierOmitted,omitempty"`
 	// HeldMs is how long the request waited for a resting pool before it was served.
 	HeldMs float64 `json:"heldMs,omitempty"`
 	// Account is the account that answered ("" when none did); Usage the tokens its answer
@@ -123,6 +131,7 @@ func (r *traceRing) compact() {
 			continue
 		}
 		t.ID, t.Model, t.ResolvedModel, t.Error = clone(t.ID), clone(t.Model), clone(t.ResolvedModel), clone(t.Error)
+		t.ServiceTier = clone(t.ServiceTier)
 		t.Attempts = slices.Clone(t.Attempts)
 		for j := range t.Attempts {
 			t.Attempts[j].Account, t.Attempts[j].Error = clone(t.Attempts[j].Account), clone(t.Attempts[j].Error)

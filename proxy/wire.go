@@ -109,11 +109,18 @@ func responsesBody(x *exchange, m *member) ([]byte, error) {
 	if in, ok := x.withoutSealed(m, x.inputItemsOf); ok {
 		ov = append(ov, in)
 	}
+	if tier, ok := x.tierFor(m); ok {
+		ov = append(ov, tier)
+	}
 	return x.upstreamBody(x.replayObj(), "input", append(ov, backendRules(m)...)), nil
 }
 
 func chatBody(x *exchange, m *member) ([]byte, error) {
-	return x.upstreamBody(x.req.obj, "", x.modelOverride()), nil
+	ov := x.modelOverride()
+	if tier, ok := x.tierFor(m); ok {
+		ov = append(ov, tier)
+	}
+	return x.upstreamBody(x.req.obj, "", ov), nil
 }
 
 func chatOverResponsesBody(x *exchange, m *member) ([]byte, error) {
@@ -121,7 +128,11 @@ func chatOverResponsesBody(x *exchange, m *member) ([]byte, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	return x.upstreamBody(t.obj, "", append(x.modelOverride(), backendRules(m)...)), nil
+	ov := x.modelOverride()
+	if tier, ok := x.tierFor(m); ok {
+		ov = append(ov, tier)
+	}
+	return x.upstreamBody(t.obj, "", append(ov, backendRules(m)...)), nil
 }
 
 func responsesOverChatBody(x *exchange, m *member) ([]byte, error) {
@@ -132,7 +143,9 @@ func responsesOverChatBody(x *exchange, m *member) ([]byte, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	// store and the Codex backend's rules do not apply to a Chat account.
+	// store and the Codex backend's rules do not apply to a Chat account; the translation
+	// leaves service_tier out (not every Chat upstream takes it).
+	x.t.ServiceTierOmitted = x.req.tier != ""
 	return x.upstreamBody(t.obj, "", x.modelOverride()), nil
 }
 
