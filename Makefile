@@ -15,7 +15,7 @@ test-deps:
 	@bash packaging/install-deps.sh test
 
 build: deps
-	$(GO) build -trimpath -o $(BIN) .
+	$(GO) build -buildvcs=auto -trimpath -o $(BIN) .
 
 ## run: install what is missing, build, start the tray app
 run: build

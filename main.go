@@ -7,6 +7,9 @@
 package main
 
 import (
+	// First: it keeps Fyne's locale lookup, which runs before main, quiet in the C locale.
+	"github.com/codexrelay/codexrelay/ui/locale"
+
 	"fmt"
 	"os"
 	"runtime"
@@ -30,6 +33,7 @@ func main() {
 	// init (the tray and the windows need that). The sub-commands do not, and a locked
 	// goroutine pays for a switch of OS threads each time it blocks and wakes, which tripled
 	// the latencies `bench proxy` measured. So they run on an ordinary goroutine.
+	locale.Restore() // for the programs a command starts (a browser)
 	code := make(chan int)
 	go func() {
 		cmd := &cli.CLI{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
@@ -40,6 +44,7 @@ func main() {
 
 // tray runs the tray process: the relay in-process and the tray icon (no Fyne app).
 func tray() int {
+	locale.Restore() // the window processes it starts quiet Fyne themselves
 	// The windows need a display. Say what to do instead, before anything is claimed or
 	// written.
 	if noDisplay() {
@@ -106,7 +111,7 @@ func windows(name string) int {
 	}
 	// The windows' title (and the app's identity) come from the app's metadata, which only a
 	// build by the fyne tool would embed: set it here for every build.
-	fyneapp.SetMetadata(fyne.AppMetadata{ID: ui.AppID, Name: "Codex Relay", Version: app.Version})
+	fyneapp.SetMetadata(fyne.AppMetadata{ID: ui.AppID, Name: "Codex Relay", Version: app.ReadBuild().Version})
 	if err := ui.RunWindows(fyneapp.NewWithID(ui.AppID), relay, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 2

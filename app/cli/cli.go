@@ -75,10 +75,18 @@ MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug
 // versionCommand is `codexrelay version` (and --version).
 var versionCommand = &command{
 	name:    "version",
-	summary: "print the version",
-	run: func(c *CLI, _ []string) error {
-		fmt.Fprintln(c.Stdout, "codexrelay", app.Version)
-		return nil
+	usage:   []string{"[--json]"},
+	summary: "print the version, the VCS revision it was built from and whether the tree was modified",
+	flags: func(fs *flag.FlagSet) runFunc {
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		return func(c *CLI, _ []string) error {
+			b := app.ReadBuild()
+			if *asJSON {
+				return json.NewEncoder(c.Stdout).Encode(b)
+			}
+			fmt.Fprintln(c.Stdout, "codexrelay", b)
+			return nil
+		}
 	},
 }
 

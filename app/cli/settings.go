@@ -174,7 +174,7 @@ var localKeyCommand = &command{
 	subs: []*command{
 		{
 			name:    "on",
-			summary: "require a local API key from clients (a new key, shown once)",
+			summary: "require a local API key from clients (a new key; `local-key show` prints it again)",
 			run: func(c *CLI, _ []string) error {
 				return c.change(func(a *app.App) (string, error) {
 					key, err := a.SetLocalKey(true)
