@@ -49,6 +49,12 @@ type Row struct {
 	// Session is the prompt_cache_key (or session header); Project the workspace name the
 	// Codex CLI sent ("" when unknown).
 	Session, Project string
+	// ServiceTier is the service tier the request asked for ("priority" for Codex's Fast mode;
+	// "fast" is stored as priority; "" when it named none). ServiceTierOmitted says the relay
+	// left it out of what the serving account received, which served it at its default tier:
+	// the row is then priced at the standard price (tiers.go).
+	ServiceTier        string
+	ServiceTierOmitted bool
 }
 
 // QuotaReading is one reading of a ChatGPT account's usage windows: primary is the five-hour
@@ -418,7 +424,10 @@ func (l *Ledger) flushLocked() error {
 }
 
 // dayKey identifies one roll-up row.
-type dayKey struct{ day, account, model, project string }
+type dayKey struct {
+	day, account, model, project, tier string
+	tierOmitted                        bool
+}
 
 // dayAgg is what one batch adds to one roll-up row.
 type dayAgg struct {
@@ -428,13 +437,14 @@ type dayAgg struct {
 }
 
 const insertRow = `INSERT INTO requests (at, account, model, served_model, route, transport, outcome,
-	status, is_error, input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms, session, project)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	status, is_error, input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms, session, project,
+	service_tier, tier_omitted)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-const upsertDaily = `INSERT INTO daily (day, account, model, project, requests, errors,
+const upsertDaily = `INSERT INTO daily (day, account, model, project, service_tier, tier_omitted, requests, errors,
 	input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (day, account, model, project) DO UPDATE SET
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
 		requests = requests + excluded.requests,
 		errors = errors + excluded.errors,
 		input_tokens = input_tokens + excluded.input_tokens,
@@ -447,7 +457,7 @@ const insertQuota = `INSERT OR REPLACE INTO quota (account, at, primary_used, pr
 	secondary_used, secondary_resets_at) VALUES (?, ?, ?, ?, ?, ?)`
 
 // write commits rows and readings in one transaction: each row inserted, then one upsert per
-// (day, account, model, project) the batch touches. Cost: one prepared insert per row plus one
+// (day, account, model, project, tier) the batch touches. Cost: one prepared insert per row plus one
 // upsert per distinct roll-up key, one fsync of the WAL at most (synchronous=NORMAL).
 func (l *Ledger) write(ctx context.Context, rows []Row, quotas []QuotaReading) error {
 	if len(rows) == 0 && len(quotas) == 0 {
@@ -473,10 +483,10 @@ func (l *Ledger) write(ctx context.Context, rows []Row, quotas []QuotaReading) e
 			}
 			if _, err := ins.ExecContext(ctx, r.Time.UnixMilli(), r.Account, r.Model, r.ServedModel, r.Route,
 				r.Transport, r.Outcome, r.Status, isErr, r.InputTokens, r.CachedTokens, r.OutputTokens,
-				r.ReasoningTokens, r.LatencyMs, r.Session, r.Project); err != nil {
+				r.ReasoningTokens, r.LatencyMs, r.Session, r.Project, r.ServiceTier, r.ServiceTierOmitted); err != nil {
 				return err
 			}
-			k := dayKey{dayOf(r.Time), r.Account, r.ServedModel, r.Project}
+			k := dayKey{dayOf(r.Time), r.Account, r.ServedModel, r.Project, r.ServiceTier, r.ServiceTierOmitted}
 			a := days[k]
 			if a == nil {
 				a = &dayAgg{}
@@ -496,7 +506,7 @@ func (l *Ledger) write(ctx context.Context, rows []Row, quotas []QuotaReading) e
 		}
 		defer up.Close()
 		for k, a := range days {
-			if _, err := up.ExecContext(ctx, k.day, k.account, k.model, k.project, a.requests, a.errors,
+			if _, err := up.ExecContext(ctx, k.day, k.account, k.model, k.project, k.tier, k.tierOmitted, a.requests, a.errors,
 				a.input, a.cached, a.output, a.reasoning, a.latency); err != nil {
 				return err
 			}
@@ -552,7 +562,10 @@ func isError(r Row) bool {
 func clean(r Row) Row {
 	r.Account, r.Model, r.ServedModel = field(r.Account), field(r.Model), field(r.ServedModel)
 	r.Route, r.Transport, r.Outcome = field(r.Route), field(r.Transport), field(r.Outcome)
-	r.Session, r.Project = field(r.Session), field(r.Project)
+	r.Session, r.Project, r.ServiceTier = field(r.Session), field(r.Project), cleanTier(r.ServiceTier)
+	if r.ServiceTier == "" {
+		r.ServiceTierOmitted = false // nothing to leave out
+	}
 	if r.ServedModel == "" {
 		r.ServedModel = r.Model
 	}

@@ -326,7 +326,7 @@ func TestNewerSchemaIsLeftAlone(t *testing.T) {
 func TestMigrateFromEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "usage.db")
 	l := open(t, Options{Path: path})
-	if v := count(t, l.db, `PRAGMA user_version`); v != int64(SchemaVersion) || SchemaVersion != 3 {
+	if v := count(t, l.db, `PRAGMA user_version`); v != int64(SchemaVersion) || SchemaVersion != 4 {
 		t.Errorf("user_version %d, SchemaVersion %d", v, SchemaVersion)
 	}
 	var mode string
@@ -358,6 +358,14 @@ func checkFinalSchema(t *testing.T, db *sql.DB) {
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('requests') WHERE name = 'transport'`); n != 1 {
 		t.Error("requests.transport missing")
+	}
+	for _, table := range []string{"requests", "daily"} {
+		if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name IN ('service_tier', 'tier_omitted')`, table); n != 2 {
+			t.Errorf("%s lacks the service tier columns (v4)", table)
+		}
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('daily') WHERE pk > 0`); n != 6 {
+		t.Errorf("daily's key has %d columns, want 6 (day, account, model, project, service_tier, tier_omitted)", n)
 	}
 }
 

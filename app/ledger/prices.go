@@ -60,6 +60,44 @@ var builtinPrices = map[string]Price{
 	"codex-mini-latest":  {Input: 1.50, CachedInput: 0.375, Output: 6.00},
 }
 
+// tierMultipliers are what a request costs at a service tier other than the standard one, as a
+// multiple of the standard list prices above, as of PricesCheckedAt. A tier without a row
+// (default, auto, or one the account was not sent) costs the standard price.
+//
+// Priority: OpenAI's price list (https://openai.com/api/pricing/, its "Priority" column, and
+// https://platform.openai.com/docs/guides/priority-processing) lists priority processing at
+// about twice the standard price for the models it covers: exactly 2x for the large GPT-5
+// models Codex uses (gpt-5: $2.50 / $0.25 cached / $20.00 per million against $1.25 / $0.125
+// / $10.00), a little less (about 1.7-1.8x) for smaller and older ones such as gpt-5-mini,
+// gpt-4.1, gpt-4o and o3, which one multiple therefore slightly over-counts. On
+// a ChatGPT seat, priority (Codex's Fast mode) costs no dollars but fills the plan's windows
+// faster; its figure is, like the rest of a seat's, the API-equivalent estimate.
+//
+// Flex (about half price on the API) has no row: a flex request is counted at the standard
+// price, an over-estimate, since a ChatGPT account is never sent flex.
+var tierMultipliers = map[string]float64{
+	TierPriority: 2,
+}
+
+// TierMultipliers returns a copy of the service-tier table (tier -> multiple of the standard
+// price), for a report or a settings page to show.
+func TierMultipliers() map[string]float64 {
+	m := make(map[string]float64, len(tierMultipliers))
+	for k, v := range tierMultipliers {
+		m[k] = v
+	}
+	return m
+}
+
+// TierMultiplier is the multiple of the standard price a request sent at tier costs (1 for
+// a tier without a row).
+func TierMultiplier(tier string) float64 {
+	if m, ok := tierMultipliers[tier]; ok {
+		return m
+	}
+	return 1
+}
+
 // BuiltinPrices returns a copy of the built-in table, by model, for a settings page to show.
 func BuiltinPrices() map[string]Price {
 	m := make(map[string]Price, len(builtinPrices))

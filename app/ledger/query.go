@@ -18,7 +18,8 @@ type Query struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until,omitzero"`
 	// By is the grouping: "account" (the default when ""), "model" (the served model),
-	// "project", "day" (UTC date, "YYYY-MM-DD") or "session".
+	// "project", "day" (UTC date, "YYYY-MM-DD"), "session" or "tier" (the service tier asked
+	// for, "" when none).
 	By string `json:"by"`
 }
 
@@ -31,8 +32,10 @@ type Totals struct {
 	OutputTokens    int64 `json:"output_tokens"`
 	ReasoningTokens int64 `json:"reasoning_tokens"`
 	// CostUSD is the API-equivalent cost at list prices (see Price): what the same tokens
-	// would cost on an API key. For requests served by API-key accounts it is the real cost;
-	// the caller, which knows the accounts' kinds, labels it. Unpriced models add 0.
+	// would cost on an API key, at the service tier each request was sent with (priority at
+	// its multiple, TierMultipliers). For requests served by API-key accounts it is the real
+	// cost; the caller, which knows the accounts' kinds, labels it (a ChatGPT seat's priority
+	// requests cost no dollars: their figure is an estimate). Unpriced models add 0.
 	CostUSD float64 `json:"cost_usd"`
 	// CacheHitRatio is CachedTokens / InputTokens (0 without input).
 	CacheHitRatio float64 `json:"cache_hit_ratio"`
@@ -65,7 +68,8 @@ func (t *Totals) finish() {
 	}
 }
 
-// Group is one line of a Report: the totals of one account, model, project, day or session.
+// Group is one line of a Report: the totals of one account, model, project, day, session or
+// service tier.
 // Key is "" for requests without one (e.g. no project known).
 type Group struct {
 	Key string `json:"key"`
@@ -79,6 +83,9 @@ type Report struct {
 	Total  Group   `json:"total"` // Key ""
 	// PricesCheckedAt is the date of the built-in price table, to show beside every cost.
 	PricesCheckedAt string `json:"prices_checked_at"`
+	// TierMultipliers are the service tiers priced above the standard price, as multiples of
+	// it ({"priority": 2}), of the same date.
+	TierMultipliers map[string]float64 `json:"tier_multipliers"`
 	// UnpricedModels are the models with tokens in the report that no price table knows,
 	// sorted; their cost counts as 0.
 	UnpricedModels []string `json:"unpriced_models"`
@@ -88,7 +95,7 @@ type Report struct {
 }
 
 // Groupings are the values Query.By takes, in the order to list them (groupings has each).
-var Groupings = []string{"account", "model", "project", "day", "session"}
+var Groupings = []string{"account", "model", "project", "day", "session", "tier"}
 
 // groupings maps Query.By to the column or expression it groups by, in requests and in daily
 // ("" where the roll-ups cannot answer). Only these fixed strings ever reach the SQL text.
@@ -98,6 +105,7 @@ var groupings = map[string][2]string{
 	"project": {"project", "project"},
 	"day":     {"strftime('%Y-%m-%d', at / 1000, 'unixepoch')", "day"},
 	"session": {"session", ""},
+	"tier":    {"service_tier", "service_tier"},
 }
 
 // Summary adds up requests by q.By over [q.Since, q.Until).
@@ -127,7 +135,7 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 	if q.Since.IsZero() {
 		q.Since = cutoff
 	}
-	rep := Report{Query: q, PricesCheckedAt: PricesCheckedAt}
+	rep := Report{Query: q, PricesCheckedAt: PricesCheckedAt, TierMultipliers: TierMultipliers()}
 	acc := newAccumulator(l.prices)
 
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for both parts
@@ -145,9 +153,9 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 		}
 		if from := floorDay(q.Since); from.Before(end) {
 			rep.FromRollups = true
-			err := acc.query(ctx, tx, `SELECT `+cols[1]+`, model, SUM(requests), SUM(errors), SUM(input_tokens),
-				SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
-				FROM daily WHERE day >= ? AND day < ? GROUP BY 1, 2`, dayOf(from), dayOf(end))
+			err := acc.query(ctx, tx, `SELECT `+cols[1]+`, model, `+pricedTier+`, SUM(requests), SUM(errors),
+				SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
+				FROM daily WHERE day >= ? AND day < ? GROUP BY 1, 2, 3`, dayOf(from), dayOf(end))
 			if err != nil {
 				return Report{}, err
 			}
@@ -159,9 +167,9 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 		until = q.Until.UnixMilli()
 	}
 	if from := rowsFrom.UnixMilli(); from < until {
-		err := acc.query(ctx, tx, `SELECT `+cols[0]+`, served_model, COUNT(*), SUM(is_error), SUM(input_tokens),
-			SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
-			FROM requests WHERE at >= ? AND at < ? GROUP BY 1, 2`, from, until)
+		err := acc.query(ctx, tx, `SELECT `+cols[0]+`, served_model, `+pricedTier+`, COUNT(*), SUM(is_error),
+			SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
+			FROM requests WHERE at >= ? AND at < ? GROUP BY 1, 2, 3`, from, until)
 		if err != nil {
 			return Report{}, err
 		}
@@ -183,7 +191,8 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 	return rep, nil
 }
 
-// accumulator merges (key, model, sums) lines into groups, pricing each line by its model.
+// accumulator merges (key, model, tier, sums) lines into groups, pricing each line by its model
+// and the tier it was sent with.
 type accumulator struct {
 	prices   map[string]Price
 	byKey    map[string]*Group
@@ -194,8 +203,8 @@ func newAccumulator(prices map[string]Price) *accumulator {
 	return &accumulator{prices: prices, byKey: map[string]*Group{}, unpriced: map[string]bool{}}
 }
 
-// query runs a statement whose columns are key, model, requests, errors, input, cached,
-// output, reasoning, and adds every line.
+// query runs a statement whose columns are key, model, priced tier, requests, errors, input,
+// cached, output, reasoning, and adds every line.
 func (a *accumulator) query(ctx context.Context, tx *sql.Tx, stmt string, args ...any) error {
 	rows, err := tx.QueryContext(ctx, stmt, args...)
 	if err != nil {
@@ -203,20 +212,20 @@ func (a *accumulator) query(ctx context.Context, tx *sql.Tx, stmt string, args .
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var key, model string
+		var key, model, tier string
 		var t Totals
-		if err := rows.Scan(&key, &model, &t.Requests, &t.Errors, &t.InputTokens, &t.CachedTokens,
+		if err := rows.Scan(&key, &model, &tier, &t.Requests, &t.Errors, &t.InputTokens, &t.CachedTokens,
 			&t.OutputTokens, &t.ReasoningTokens); err != nil {
 			return err
 		}
-		a.add(key, model, t)
+		a.add(key, model, tier, t)
 	}
 	return rows.Err()
 }
 
-func (a *accumulator) add(key, model string, t Totals) {
+func (a *accumulator) add(key, model, tier string, t Totals) {
 	if p, ok := LookupPrice(model, a.prices); ok {
-		t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens)
+		t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens) * TierMultiplier(tier)
 	} else if t.InputTokens+t.OutputTokens > 0 {
 		a.unpriced[model] = true
 	}
@@ -260,23 +269,23 @@ func (l *Ledger) Daily(ctx context.Context, since time.Time) ([]DayByAccount, er
 	if l == nil || l.shut.Load() {
 		return nil, ErrClosed
 	}
-	rows, err := l.db.QueryContext(ctx, `SELECT day, account, model, SUM(requests), SUM(errors),
+	rows, err := l.db.QueryContext(ctx, `SELECT day, account, model, `+pricedTier+`, SUM(requests), SUM(errors),
 		SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
-		FROM daily WHERE day >= ? GROUP BY day, account, model ORDER BY day, account`, dayOf(since))
+		FROM daily WHERE day >= ? GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`, dayOf(since))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []DayByAccount
 	for rows.Next() {
-		var day, account, model string
+		var day, account, model, tier string
 		var t Totals
-		if err := rows.Scan(&day, &account, &model, &t.Requests, &t.Errors, &t.InputTokens,
+		if err := rows.Scan(&day, &account, &model, &tier, &t.Requests, &t.Errors, &t.InputTokens,
 			&t.CachedTokens, &t.OutputTokens, &t.ReasoningTokens); err != nil {
 			return nil, err
 		}
 		if p, ok := LookupPrice(model, l.prices); ok {
-			t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens)
+			t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens) * TierMultiplier(tier)
 		}
 		if n := len(out); n == 0 || out[n-1].Day != day || out[n-1].Account != account {
 			out = append(out, DayByAccount{Day: day, Account: account})

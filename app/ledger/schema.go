@@ -35,6 +35,11 @@ import (
 //	events    things that happened to an account, one row each (v3; events.go): at (unix ms),
 //	          kind, account, detail (JSON); kept for good.
 //
+// Version 4 (tiers.go) adds to requests and to daily's key the service tier the request asked
+// for (service_tier, "" when none) and whether it was left out of what the serving account
+// received (tier_omitted, 0 or 1): daily is keyed (day, account, model, project,
+// service_tier, tier_omitted).
+//
 // Adding migration 3 is one more entry at the end of migrations; nothing else changes.
 type migration struct {
 	version int
@@ -92,6 +97,7 @@ var migrations = []migration{
 		) WITHOUT ROWID`,
 	}},
 	{3, "events: reset-credit redemptions", eventsMigration},
+	{4, "service tiers: requests and daily roll-ups by tier", tiersMigration},
 }
 
 // SchemaVersion is the user_version a database has once Open has migrated it.
