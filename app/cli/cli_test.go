@@ -161,7 +161,7 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	for _, arg := range []string{"version", "--version"} {
-		if code, out, errs := runCLI(t, testOptions(t), "", arg); code != 0 || out != "codexrelay "+app.Version+"\n" || errs != "" {
+		if code, out, errs := runCLI(t, testOptions(t), "", arg); code != 0 || out != "codexrelay "+app.ReadBuild().String()+"\n" || errs != "" {
 			t.Errorf("%s: %d %q %q", arg, code, out, errs)
 		}
 	}
