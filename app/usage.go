@@ -155,6 +155,7 @@ func LedgerRow(t proxy.Trace) ledger.Row {
 		Time: t.Time.Add(time.Duration(t.LatencyBreakdown.TotalMs * float64(time.Millisecond))), Account: t.Account,
 		Model: t.Model, ServedModel: t.ResolvedModel, Route: t.Route, Transport: t.Transport, Outcome: t.Outcome,
 		Status: t.Status, LatencyMs: t.LatencyBreakdown.TotalMs, Session: t.Session, Project: t.Project,
+		ServiceTier: t.ServiceTier, ServiceTierOmitted: t.ServiceTierOmitted,
 	}
 	if u := t.Usage; u != nil {
 		r.InputTokens, r.CachedTokens, r.OutputTokens, r.ReasoningTokens = u.InputTokens, u.CachedTokens, u.OutputTokens, u.ReasoningTokens
