@@ -235,3 +235,7 @@ type remoteError struct {
 
 func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.is }
+
+// NotifyResetCredit is the notification kind of banked resets: a credit that expires within
+// a day unused, the relay's question when every account rests (ask), a redemption's result.
+const NotifyResetCredit = "reset_credit"

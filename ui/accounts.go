@@ -160,6 +160,9 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 	} else {
 		items = append(items, fyne.NewMenuItem("Sign in again…", func() { a.signIn(name) }))
 	}
+	if canRedeem(r.live) {
+		items = append(items, fyne.NewMenuItem("Redeem a reset credit", func() { a.redeem(name) }))
+	}
 	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
 	if r.meta.Disabled {
 		items = append(items, fyne.NewMenuItem("Enable", func() { a.setEnabled(name, true) }))
@@ -286,13 +289,13 @@ type accountItemView struct {
 func newAccountItemView(r accountRow, i int, snap proxy.Snapshot, now time.Time) accountItemView {
 	return accountItemView{
 		pos: strconv.Itoa(i+1) + ".", name: r.meta.Name, badge: servingBadge(r.meta.Name, snap),
-		detail: accountDetail(r), state: accountState(r.live, now), usage: usageShort(r.live.Quota),
+		detail: accountDetail(r, now), state: accountState(r.live, now), usage: usageShort(r.live.Quota),
 	}
 }
 
 // accountDetail is the kind of an account and whose or where it is, with its last error when
-// it is not ready: "ChatGPT · dev@example.com", "API key · https://api.openai.com/v1".
-func accountDetail(r accountRow) string {
+// it is not ready, and its banked resets: "ChatGPT · dev@example.com", "API key · https://api.openai.com/v1".
+func accountDetail(r accountRow, now time.Time) string {
 	parts := []string{kindText(proxy.Kind(r.meta.Kind))}
 	if r.meta.Email != "" && r.meta.Email != r.meta.Name {
 		parts = append(parts, r.meta.Email)
@@ -302,6 +305,9 @@ func accountDetail(r accountRow) string {
 	}
 	if r.meta.Kind == string(proxy.KindOpenAI) && r.meta.API == string(proxy.APIChat) {
 		parts = append(parts, "Chat Completions")
+	}
+	if c := creditsDetail(r.live.ResetCredits, now); c != "" {
+		parts = append(parts, c)
 	}
 	if r.live.LastError != "" && r.live.State != proxy.StateReady {
 		parts = append(parts, r.live.LastError)

@@ -42,7 +42,7 @@ type accountView struct {
 // newAccountView is the row of account a.
 func newAccountView(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) accountView {
 	v := accountView{
-		name: a.Name, badge: servingBadge(a.Name, snap), kind: kindText(a.Kind),
+		name: a.Name, badge: servingBadge(a.Name, snap), kind: joinNonEmpty(", ", kindText(a.Kind), creditsShort(a.ResetCredits, now)),
 		state:    accountState(a, now),
 		fiveHour: quotaCellView(a, false, now), weekly: quotaCellView(a, true, now),
 		requests:  count(a.Requests),

@@ -159,6 +159,12 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 			}
 		}
 		n.noteLimits(a, limited)
+
+		// A banked reset would expire unused within a day: once per credit (its expiry).
+		at, expiring := creditExpiring(a, now)
+		if n.edge(app.NotifyResetCredit, a.Name, expiring, window{at.Round(time.Minute)}, now) {
+			out = append(out, creditExpiringNotice(a, at, now))
+		}
 	}
 	for k := range n.limitedIn { // accounts removed meanwhile
 		if _, ok := cur[k.account]; !ok {

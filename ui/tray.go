@@ -133,6 +133,9 @@ func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) strin
 	default:
 		parts = append(parts, lowerFirst(accountState(a, now).text))
 	}
+	if c := creditsShort(a.ResetCredits, now); c != "" {
+		parts = append(parts, c)
+	}
 	if b := servingBadge(a.Name, snap); b != "" {
 		parts = append(parts, b)
 	}
@@ -157,6 +160,8 @@ type trayActions struct {
 	// "settings", "configure-codex".
 	open                                 func(name string)
 	copyCodexConfig, pause, resume, quit func()
+	// redeem spends a banked reset of the named account (credits.go).
+	redeem func(account string)
 }
 
 // trayMenu is the tray menu for one view: the whole menu is a function of the state, rebuilt
@@ -185,6 +190,10 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
 		it.Icon = dotIcons[stateTone(a.State)]
 		items = append(items, it)
+	}
+	// Every account rests and one holds a banked reset: the relay's "ask", as an action.
+	if name := redeemCandidate(v.snap); name != "" && act.redeem != nil {
+		items = append(items, fyne.NewMenuItem("Redeem a reset credit of "+truncate(name, 60), func() { act.redeem(name) }))
 	}
 	if len(v.snap.Accounts) > 0 {
 		items = append(items, fyne.NewMenuItemSeparator())

@@ -66,6 +66,7 @@ func NewTray(relay *app.App, log *slog.Logger) *TrayApp {
 		async:    func(f func()) { go f() },
 		poke:     make(chan struct{}, 1),
 	}
+	relay.OnCreditEvent(t.creditEvent)
 	t.notes = &noteSender{send: func(title, body string) {
 		if err := desktopNotify(title, body); err != nil {
 			t.log.Debug("desktop notification not sent", "error", err)
@@ -117,7 +118,8 @@ func (t *TrayApp) apply(v view) {
 }
 
 func (t *TrayApp) actions() trayActions {
-	return trayActions{open: t.open, copyCodexConfig: t.copyCodexConfig, pause: t.pause, resume: t.resume, quit: t.quit}
+	return trayActions{open: t.open, copyCodexConfig: t.copyCodexConfig, pause: t.pause, resume: t.resume, quit: t.quit,
+		redeem: t.redeem}
 }
 
 // tapped is a left click on the tray icon: the dashboard, in the window process. (Fyne's tray

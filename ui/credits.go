@@ -1,0 +1,187 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// Banked resets in the UI: what an account holds (the accounts window, the dashboard's and the
+// tray's account lines), a notification when a credit would expire unused within a day, the
+// relay's "ask" turned into a notification and a tray action, and a redemption's result.
+
+// creditExpiringWithin is how soon an unused credit's expiry is worth a notification.
+const creditExpiringWithin = 24 * time.Hour
+
+// creditsShort is an account's banked resets in a few words ("" when none or unknown):
+// "2 resets", "1 reset, expires 14:00".
+func creditsShort(c *proxy.ResetCredits, now time.Time) string {
+	if c == nil || c.Available <= 0 {
+		return ""
+	}
+	s := plural(int64(c.Available), "reset")
+	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
+		s += ", expires " + clock(*c.NextExpiresAt, now)
+	}
+	return s
+}
+
+// creditsDetail is the longer form, for the accounts window: "2 banked resets (the next
+// expires Mon 09:00)".
+func creditsDetail(c *proxy.ResetCredits, now time.Time) string {
+	if c == nil || c.Available <= 0 {
+		return ""
+	}
+	s := plural(int64(c.Available), "banked reset")
+	if c.NextExpiresAt != nil {
+		s += " (the next expires " + clock(*c.NextExpiresAt, now) + ")"
+	}
+	if c.Pending {
+		s += "; a redemption awaits its answer"
+	}
+	return s
+}
+
+// canRedeem says whether an account's menu offers a redemption.
+func canRedeem(a proxy.AccountStats) bool {
+	return a.Kind == proxy.KindChatGPT && a.State != proxy.StateDisabled && a.ResetCredits != nil &&
+		(a.ResetCredits.Available > 0 || a.ResetCredits.Pending)
+}
+
+// creditExpiring is whether a's next credit expires within a day, unused.
+func creditExpiring(a proxy.AccountStats, now time.Time) (time.Time, bool) {
+	c := a.ResetCredits
+	if c == nil || c.Available <= 0 || c.NextExpiresAt == nil || a.State == proxy.StateDisabled {
+		return time.Time{}, false
+	}
+	t := *c.NextExpiresAt
+	return t, t.After(now) && t.Sub(now) <= creditExpiringWithin
+}
+
+// creditExpiringNotice tells of a credit about to expire unused.
+func creditExpiringNotice(a proxy.AccountStats, at, now time.Time) notice {
+	return notice{app.NotifyResetCredit, a.Name + ": a reset credit expires soon",
+		fmt.Sprintf("A banked reset of %s expires at %s unused. Redeem it from the Accounts window, or run `codexrelay accounts redeem %s`.",
+			a.Name, clock(at, now), a.Name)}
+}
+
+// redeemCandidate is the account the tray offers to redeem for when every account rests: the
+// resting ChatGPT account with a credit that expires first ("" when none).
+func redeemCandidate(snap proxy.Snapshot) string {
+	if snap.ResetCredits.Mode == proxy.ResetCreditsOff {
+		return ""
+	}
+	if resting, _ := everyAccountResting(snap); !resting {
+		return ""
+	}
+	best, bestAt := "", time.Time{}
+	for _, a := range snap.Accounts {
+		if a.State != proxy.StateCooldown || a.CooldownReason != proxy.CooldownRateLimit || !canRedeem(a) {
+			continue
+		}
+		var at time.Time
+		if a.ResetCredits.NextExpiresAt != nil {
+			at = *a.ResetCredits.NextExpiresAt
+		}
+		if best == "" || (!at.IsZero() && (bestAt.IsZero() || at.Before(bestAt))) {
+			best, bestAt = a.Name, at
+		}
+	}
+	return best
+}
+
+// creditNotice is the notification of a credit event of the relay (ok false: none).
+func creditNotice(e proxy.CreditEvent, now time.Time) (notice, bool) {
+	switch e.Kind {
+	case proxy.CreditAsk:
+		body := fmt.Sprintf("Every account is resting; %s holds a banked reset that would serve now", e.Account)
+		if !e.BackAt.IsZero() {
+			body += fmt.Sprintf(" (the pool is back at %s otherwise)", clock(e.BackAt, now))
+		}
+		body += fmt.Sprintf(". Choose “Redeem a reset credit of %s” in the tray menu, or run `codexrelay accounts redeem %s`.", e.Account, e.Account)
+		return notice{app.NotifyResetCredit, "A banked reset would serve now", body}, true
+	case proxy.CreditRedeemed:
+		return redeemedNotice(*e.Result), true
+	case proxy.CreditRedeemFailed:
+		return notice{app.NotifyResetCredit, e.Account + ": the reset credit was not redeemed", e.Error}, true
+	}
+	return notice{}, false
+}
+
+// redeemedNotice tells what a redemption did.
+func redeemedNotice(r proxy.RedeemResult) notice {
+	how := "Redeemed"
+	if r.Auto {
+		how = "Every account was resting: the relay redeemed"
+	}
+	body := fmt.Sprintf("%s a reset credit of %s: %s reset; it serves again.", how, r.Account, plural(int64(r.WindowsReset), "window"))
+	if r.Remaining != nil {
+		body += " " + plural(int64(r.Remaining.Available), "credit") + " left."
+	}
+	return notice{app.NotifyResetCredit, r.Account + ": reset credit redeemed", body}
+}
+
+// redeemFailure says why a redemption asked for in the UI did not happen, in the user's words.
+func redeemFailure(name string, err error) string {
+	switch {
+	case errors.Is(err, proxy.ErrNoResetCredit):
+		return fmt.Sprintf("“%s” holds no reset credit now.", name)
+	case errors.Is(err, proxy.ErrRedeemPending):
+		return fmt.Sprintf("No answer came for “%s”'s reset credit; trying again reuses the same request, so at most one credit is spent.", name)
+	}
+	return err.Error()
+}
+
+// joinNonEmpty joins the parts that are not "".
+func joinNonEmpty(sep string, parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += sep
+		}
+		out += p
+	}
+	return out
+}
+
+// creditEvent turns the relay's credit events into notifications (the tray process).
+func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
+	n, ok := creditNotice(e, t.now())
+	if ok && t.relay.Settings().Notifications.Enabled(n.kind) {
+		t.notes.add(n.title, n.body)
+	}
+}
+
+// redeem spends a banked reset of the named account, off the tray's goroutine; a success is
+// told by the relay's credit event, a failure here.
+func (t *TrayApp) redeem(name string) {
+	t.async(func() {
+		if _, err := t.relay.RedeemCredit(name); err != nil {
+			t.notes.add(name+": the reset credit was not redeemed", redeemFailure(name, err))
+		}
+		t.changed()
+	})
+}
+
+// redeem spends a banked reset of the named account, off the UI thread (the relay process
+// does it: RedeemCredit travels there).
+func (a *accountsWindow) redeem(name string) {
+	a.u.async(func() {
+		res, err := a.u.relay.RedeemCredit(name)
+		fyne.Do(func() {
+			if err != nil {
+				a.fail(errors.New(redeemFailure(name, err)))
+				return
+			}
+			a.done(redeemedNotice(res).body)
+		})
+	})
+}

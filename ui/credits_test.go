@@ -1,0 +1,148 @@
+package ui
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+func withCredits(n int, expires time.Time) *proxy.ResetCredits {
+	c := &proxy.ResetCredits{Available: n, FetchedAt: testNow}
+	if !expires.IsZero() {
+		c.NextExpiresAt = &expires
+	}
+	return c
+}
+
+// A credit that would expire unused within a day is told about once; one that expires later,
+// or an account without credits, is not.
+func TestACreditExpiringWithinADayIsToldOnce(t *testing.T) {
+	n := newNotifier()
+	p := newPool()
+	p.s.Accounts[0].ResetCredits = withCredits(2, testNow.Add(30*time.Hour))
+	p.s.Accounts[1].ResetCredits = withCredits(0, time.Time{})
+	if got := feed(n, p, testNow); len(got) != 0 {
+		t.Fatalf("baseline: %+v", got)
+	}
+	if got := feed(n, p, testNow.Add(5*time.Hour)); len(got) != 0 {
+		t.Fatalf("25 h before: %+v", got)
+	}
+	got := feed(n, p, testNow.Add(7*time.Hour))
+	if len(got) != 1 || got[0].kind != app.NotifyResetCredit || !strings.Contains(got[0].title, "a: a reset credit expires soon") ||
+		!strings.Contains(got[0].body, "codexrelay accounts redeem a") {
+		t.Fatalf("23 h before: %+v", got)
+	}
+	for _, at := range []time.Duration{8 * time.Hour, 20 * time.Hour} {
+		if got := feed(n, p, testNow.Add(at)); len(got) != 0 {
+			t.Fatalf("told again at +%v: %+v", at, got)
+		}
+	}
+}
+
+// Every account rests and one holds a credit: the tray line shows it and the menu offers the
+// redemption; choosing it asks the relay (here it has no such account, and says so).
+func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
+	tr, relay, _, _ := newTestTray(t, nil)
+	quietListen(t, relay)
+	src := sample()
+	back := testNow.Add(3 * time.Hour)
+	src.Snapshot.Accounts[0].State, src.Snapshot.Accounts[0].CooldownReason, src.Snapshot.Accounts[0].CooldownUntil =
+		proxy.StateCooldown, proxy.CooldownRateLimit, &back
+	src.Snapshot.Accounts[1].ResetCredits = withCredits(2, testNow.Add(5*time.Hour))
+	src.Snapshot.Accounts[0].ResetCredits = withCredits(1, testNow.Add(48*time.Hour))
+	st := running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	sentc := make(chan string, 4)
+	tr.notes.send = func(title, body string) { sentc <- title + ": " + body }
+	tr.refresh()
+	var lines []string
+	for _, it := range tr.Menu() {
+		lines = append(lines, it.Label)
+	}
+	joined := strings.Join(lines, "\n")
+	if !strings.Contains(joined, "team · limit until 14:36 · 2 resets, expires 19:32") {
+		t.Fatalf("menu:\n%s", joined)
+	}
+	it := trayItem(t, tr, "Redeem a reset credit of team") // the one that expires first
+	it.Action()
+	if got := <-sentc; !strings.Contains(got, "team: the reset credit was not redeemed") {
+		t.Fatalf("notification %q", got)
+	}
+
+	// With the policy off, or a pool that still serves, no offer.
+	src.Snapshot.ResetCredits.Mode = proxy.ResetCreditsOff
+	if redeemCandidate(src.Snapshot) != "" {
+		t.Error("offered with the policy off")
+	}
+	src.Snapshot.ResetCredits.Mode = proxy.ResetCreditsAsk
+	src.Snapshot.Accounts[0].State = proxy.StateReady
+	if redeemCandidate(src.Snapshot) != "" {
+		t.Error("offered while an account is ready")
+	}
+}
+
+// The relay's credit events become notifications: its question (ask), a redemption, a failure.
+func TestCreditEventNotices(t *testing.T) {
+	ask, ok := creditNotice(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "plus", BackAt: testNow.Add(2 * time.Hour)}, testNow)
+	if !ok || !strings.Contains(ask.body, "Redeem a reset credit of plus") || !strings.Contains(ask.body, "16:32") {
+		t.Fatalf("ask: %+v", ask)
+	}
+	res := proxy.RedeemResult{Account: "plus", WindowsReset: 2, Auto: true, Remaining: withCredits(1, time.Time{})}
+	done, _ := creditNotice(proxy.CreditEvent{Kind: proxy.CreditRedeemed, Account: "plus", Result: &res}, testNow)
+	if done.body != "Every account was resting: the relay redeemed a reset credit of plus: 2 windows reset; it serves again. 1 credit left." {
+		t.Fatalf("redeemed: %q", done.body)
+	}
+	if _, ok := creditNotice(proxy.CreditEvent{Kind: "other"}, testNow); ok {
+		t.Fatal("an unknown kind told")
+	}
+	if got := creditsDetail(withCredits(3, testNow.Add(26*time.Hour)), testNow); got != "3 banked resets (the next expires Fri 16:32)" {
+		t.Errorf("detail %q", got)
+	}
+	if got := joinNonEmpty(", ", kindText(proxy.KindChatGPT), creditsShort(nil, testNow)); got != "ChatGPT" {
+		t.Errorf("kind cell %q", got)
+	}
+}
+
+// The accounts window shows an account's credits and offers Redeem in its menu.
+func TestAccountsWindowShowsCreditsAndRedeems(t *testing.T) {
+	needKeyring(t)
+	u, relay := newTestUI(t, nil)
+	if _, err := relay.AddAccount(app.NewAccount{Name: "me", Kind: "chatgpt", Email: "me@example.com"},
+		app.Secret{AccessToken: "at", RefreshToken: "rt", AccountID: "acct"}); err != nil {
+		t.Fatal(err)
+	}
+	quietListen(t, relay)
+	u.showAccounts()
+	a := u.accounts
+	if got := labels(a.rowMenu(0).Items); strings.Contains(strings.Join(got, "|"), "Redeem") {
+		t.Fatalf("offered without credits: %q", got)
+	}
+	u.now = func() time.Time { return testNow }
+	a.show(view{snap: proxy.Snapshot{Accounts: []proxy.AccountStats{{Name: "me", Kind: proxy.KindChatGPT, State: proxy.StateReady,
+		ResetCredits: withCredits(2, testNow.Add(3*time.Hour))}}}})
+	mustShow(t, a.win.Content(), "ChatGPT · me@example.com · 2 banked resets (the next expires 17:32)")
+	menuAction(t, a, 0, "Redeem a reset credit")
+	// The fake base URL answers nothing: the failure is shown, and nothing else happened.
+	if got := overlayTexts(t, a.win); !strings.Contains(got, "eset credits: upstream unreachable") {
+		t.Errorf("no failure shown: %q", got)
+	}
+}
+
+// quietListen points relay's listen address at a loopback port nothing listens on, so that a
+// redemption asked for in a test finds no running relay (none of the developer's).
+func quietListen(t *testing.T, relay *app.App) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := relay.SetListen(addr); err != nil {
+		t.Fatal(err)
+	}
+}
