@@ -28,10 +28,20 @@ serve: build
 ## test: install what is missing, then every check and test (what CI runs)
 test: test-deps check unit fuzz-short cross
 
-check:
+# gofmt, go vet and staticcheck (built into bin/ from the Go module proxy, at the version named
+# here) stay clean.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
+check: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
 # Every test, with the race detector, inside a private D-Bus session with a real Secret Service.
 unit:

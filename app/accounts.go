@@ -221,12 +221,6 @@ func (a *App) SetAPIKey(name, key string) error {
 	return ErrNoAccount(name)
 }
 
-func (a *App) findAccount(name string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.IndexFunc(a.settings.Accounts, func(m AccountMeta) bool { return m.Name == name })
-}
-
 // ErrNoAccount names an account that does not exist.
 type ErrNoAccount string
 

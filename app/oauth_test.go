@@ -39,7 +39,6 @@ type fakeIssuer struct {
 	*httptest.Server
 	t           *testing.T
 	mu          sync.Mutex
-	challenge   string // of the last authorize request
 	codes       map[string]string
 	live        map[string]bool // refresh tokens that may be used (once)
 	refreshes   atomic.Int32
@@ -97,7 +96,7 @@ func (f *fakeIssuer) tokens() string {
 func (f *fakeIssuer) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	if r.Form.Get("client_id") != CodexClientID {
-		http.Error(w, `{"error":"invalid_client"}`, 401)
+		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -181,7 +180,7 @@ func newCodexBackend(t *testing.T, valid func(string) bool) *codexBackend {
 		b.tokens = append(b.tokens, tok)
 		b.mu.Unlock()
 		if !b.valid(tok) {
-			http.Error(w, `{"error":{"message":"token expired","code":"token_expired"}}`, 401)
+			http.Error(w, `{"error":{"message":"token expired","code":"token_expired"}}`, http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

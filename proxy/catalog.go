@@ -201,16 +201,6 @@ func (c *catalog) wait(ctx context.Context) (*catalogState, RefreshCounts, error
 	}
 }
 
-// settle waits for the refresh under way, if any, without starting one.
-func (c *catalog) settle() {
-	c.mu.Lock()
-	call := c.inflight
-	c.mu.Unlock()
-	if call != nil {
-		<-call.done
-	}
-}
-
 // start begins a refresh unless one is under way; either way it returns the call to wait on.
 func (c *catalog) start() (*refreshCall, bool) {
 	c.mu.Lock()

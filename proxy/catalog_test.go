@@ -295,7 +295,6 @@ func TestDiscoveryAsksEveryAccountAtOnce(t *testing.T) {
 	// first would wait forever and the catalog would time out with no models.
 	var arrived sync.WaitGroup
 	arrived.Add(3)
-	var ups []*upstream
 	var accounts []proxy.Account
 	for i, id := range []string{"m1", "m2", "m3"} {
 		u := newUpstream(t, answerText("ok"))
@@ -304,7 +303,6 @@ func TestDiscoveryAsksEveryAccountAtOnce(t *testing.T) {
 			arrived.Wait()
 			listing(nil, id)(w, r)
 		})
-		ups = append(ups, u)
 		accounts = append(accounts, openaiAccount(string(rune('a'+i)), u))
 	}
 	r := newRelay(t, proxy.Options{Catalog: proxy.CatalogOptions{DiscoveryTimeout: 30 * time.Second, RefreshInterval: -1}}, accounts...)

@@ -623,7 +623,7 @@ func newRequestID() string {
 // longer than the hold covers (back: when the first is back). With ResetCreditsAuto it redeems
 // one credit, shared with the concurrent requests in the same plight, and reports whether the
 // request is to be dispatched again; with ResetCreditsAsk it signals, at most every askEvery.
-func (x *exchange) redeemForPool(now, back time.Time) bool {
+func (x *exchange) redeemForPool(back time.Time) bool {
 	s := x.s
 	mode := s.ResetCreditsMode()
 	if mode == ResetCreditsOff || x.redeemed {
@@ -635,7 +635,8 @@ func (x *exchange) redeemForPool(now, back time.Time) bool {
 		p.mu.Unlock()
 		return x.waitRedeem(f)
 	}
-	if now = s.now(); x.anyUsable(now) {
+	now := s.now() // after any wait for the lock: what a redemption that just ended changed
+	if x.anyUsable(now) {
 		p.mu.Unlock()
 		return true // a redemption that just ended made an account usable
 	}

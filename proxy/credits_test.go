@@ -71,7 +71,7 @@ func withCredits(t *testing.T, u *upstream, b *creditBackend) {
 		}
 		if r.Header.Get("chatgpt-account-id") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") ||
 			r.Header.Get("originator") != proxy.Originator {
-			http.Error(w, `{"error":{"message":"unauthorized"}}`, 401)
+			http.Error(w, `{"error":{"message":"unauthorized"}}`, http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

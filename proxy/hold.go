@@ -59,7 +59,7 @@ func (x *exchange) holdForPool() bool {
 	wait := back.Sub(now)
 	if bound <= 0 || x.held+wait > bound {
 		// Longer than the hold covers: the reset-credit policy's turn (credits.go).
-		return x.redeemForPool(now, back)
+		return x.redeemForPool(back)
 	}
 	if s.holding.Add(1) > maxHolding {
 		s.holding.Add(-1)

@@ -18,7 +18,7 @@ func withUsage(t *testing.T, u *upstream, primary, weekly float64, reset time.Ti
 	u.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/backend-api/wham/usage" {
 			if r.Header.Get("chatgpt-account-id") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-				http.Error(w, "unauthorized", 401)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
 			fmt.Fprintf(w, `{"plan_type":"plus","rate_limit":{"allowed":true,"primary_window":{"used_percent":%g,"limit_window_seconds":18000,"reset_at":%d},"secondary_window":{"used_percent":%g,"limit_window_seconds":604800,"reset_at":%d}}}`,

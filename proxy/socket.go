@@ -620,9 +620,6 @@ func (s *Server) drainSockets() {
 	})
 }
 
-// openSockets counts the client sockets open now.
-func (s *Server) openSockets() int64 { return s.c.sockets.Load() }
-
 // convBudget is the relay's bound of the conversations' histories, made on first need.
 func (s *Server) convBudget() *convBudget {
 	s.convOnce.Do(func() {

@@ -192,16 +192,6 @@ func sample() *Fixed {
 
 func running() app.ServiceStatus { return app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true} }
 
-// fakeDesk is a desktop.App that counts what the tray hands it.
-type fakeDesk struct {
-	menus, icons int
-	menu         *fyne.Menu
-}
-
-func (d *fakeDesk) SetSystemTrayMenu(m *fyne.Menu)  { d.menus++; d.menu = m }
-func (d *fakeDesk) SetSystemTrayIcon(fyne.Resource) { d.icons++ }
-func (d *fakeDesk) SetSystemTrayWindow(fyne.Window) {}
-
 // labels are the labels of a menu's items ("" for a separator).
 func labels(items []*fyne.MenuItem) []string {
 	var out []string

@@ -35,7 +35,7 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 		return err
 	}
 	if other != nil {
-		return fmt.Errorf("Codex Relay is already running: %s. Use that relay, or stop it first", other)
+		return fmt.Errorf("another Codex Relay is already running (%s): use that relay, or stop it first", other)
 	}
 	defer inst.Release()
 	a, err := c.open()
