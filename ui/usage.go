@@ -104,7 +104,9 @@ func (r relayUsage) Forecast(ctx context.Context, accounts []string, now time.Ti
 type UsageRow struct {
 	At                      time.Time
 	Account, Model, Project string
-	ledger.Totals           // CostUSD as the ledger would price it; CacheHitRatio is computed
+	// Tier is the service tier the request asked for ("" none, "priority" for Fast mode).
+	Tier          string
+	ledger.Totals // CostUSD as the ledger would price it (priority at its multiple); CacheHitRatio is computed
 }
 
 // FixedUsage is a UsageSource over prepared rows, burn rates and a forecast (screenshots,
@@ -140,7 +142,8 @@ func (f *FixedUsage) Summary(_ context.Context, q ledger.Query) (ledger.Report, 
 	if q.By == "" {
 		q.By = "account"
 	}
-	rep := ledger.Report{Query: q, PricesCheckedAt: ledger.PricesCheckedAt, UnpricedModels: slices.Clone(f.Unpriced)}
+	rep := ledger.Report{Query: q, PricesCheckedAt: ledger.PricesCheckedAt, TierMultipliers: ledger.TierMultipliers(),
+		UnpricedModels: slices.Clone(f.Unpriced)}
 	byKey := map[string]*ledger.Group{}
 	var keys []string
 	for _, r := range f.Rows {
@@ -157,6 +160,8 @@ func (f *FixedUsage) Summary(_ context.Context, q ledger.Query) (ledger.Report, 
 			key = r.Project
 		case "day":
 			key = r.At.UTC().Format(time.DateOnly)
+		case "tier":
+			key = r.Tier
 		}
 		g := byKey[key]
 		if g == nil {

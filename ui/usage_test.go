@@ -223,8 +223,8 @@ func TestUsageWindowReadsOncePerMinute(t *testing.T) {
 	}
 	*el = el.Add(time.Second)
 	u.refresh()
-	if n := src.summaries - reads; n != 3 { // by account, model and project; the tray's line waits for the poller
-		t.Errorf("a minute later: %d reads, want 3", n)
+	if n := src.summaries - reads; n != 4 { // by account, model, project and tier; the tray's line waits for the poller
+		t.Errorf("a minute later: %d reads, want 4", n)
 	}
 	if n := redraws.Load() - before; n != 0 {
 		t.Errorf("unchanged usage redrew %d widgets", n)

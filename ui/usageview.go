@@ -26,9 +26,9 @@ type usageData struct {
 	now   time.Time
 	kinds accountKinds
 	// err is why the ledger could not be read (ErrUsageOff, ErrUsageClosed or a failure).
-	err                        error
-	accounts, models, projects ledger.Report
-	daily                      []ledger.DayByAccount
+	err                               error
+	accounts, models, projects, tiers ledger.Report
+	daily                             []ledger.DayByAccount
 	// burns are the ChatGPT accounts' burn rates, in list order; burnErr is why they or the
 	// forecast could not be read.
 	burns    []ledger.Burn
@@ -54,6 +54,9 @@ func readUsage(src UsageSource, accts []proxy.AccountStats, days int, now time.T
 		return d
 	}
 	if d.projects, d.err = src.Summary(ctx, ledger.Query{Since: since, By: "project"}); d.err != nil {
+		return d
+	}
+	if d.tiers, d.err = src.Summary(ctx, ledger.Query{Since: since, By: "tier"}); d.err != nil {
 		return d
 	}
 	if d.daily, d.err = src.Daily(ctx, since); d.err != nil {
@@ -112,6 +115,9 @@ type usageView struct {
 
 	modelsNote, projectsNote string
 	models, projects         []usageRowView
+	// tiers are the service tiers asked for, by tokens; tiersNote says how they are priced.
+	tiers     []usageRowView
+	tiersNote string
 
 	burns    []burnRowView
 	forecast string
@@ -230,6 +236,7 @@ func newUsageView(d usageData) usageView {
 	// The top models and projects.
 	v.models, v.modelsNote = topRows(d.models, "(unknown model)"), "by tokens"
 	v.projects, v.projectsNote = topRows(d.projects, "(no project)"), "by tokens"
+	v.tiers, v.tiersNote = tierRows(d.tiers), tiersNote(d.tiers, d.kinds)
 
 	// Quota burn and the forecast.
 	for _, b := range d.burns {
@@ -316,6 +323,35 @@ func topRows(rep ledger.Report, none string) []usageRowView {
 		rows = append(rows, usageRowView{name: name, tokens: tokenCount(g.Tokens()), cost: dollars(g.CostUSD), cacheHit: hit})
 	}
 	return rows
+}
+
+// tierRows are the service tiers of a report as table lines, named as Codex users know them:
+// priority is Fast mode, no tier asked for is the standard one.
+func tierRows(rep ledger.Report) []usageRowView {
+	rows := topRows(rep, "standard")
+	for i, g := range rep.Groups {
+		if i == len(rows) {
+			break
+		}
+		if g.Key == "priority" {
+			rows[i].name = "priority (Fast)"
+		}
+	}
+	return rows
+}
+
+// tiersNote says how the tiers are priced: priority at its multiple, and what that figure is
+// for a ChatGPT seat (an estimate: a seat pays for Fast mode in quota, not dollars).
+func tiersNote(rep ledger.Report, k accountKinds) string {
+	m := rep.TierMultipliers["priority"]
+	if m <= 1 {
+		return "by tokens"
+	}
+	note := "priority at " + strconv.FormatFloat(m, 'f', -1, 64) + "×"
+	if len(k.chatgpt) > 0 {
+		note += " · a seat's API-equivalent"
+	}
+	return note
 }
 
 // perPercent is a burn rate as a cell: "48.2 k", or "too few readings" when unknown.

@@ -64,8 +64,8 @@ type usageScreen struct {
 	costTitle   *widget.RichText
 	costChart   *barChart
 
-	models, projects         *usageTable
-	modelsNote, projectsNote *widget.RichText
+	models, projects, tiers             *usageTable
+	modelsNote, projectsNote, tiersNote *widget.RichText
 
 	burns    *burnTable
 	forecast *widget.Label
@@ -131,6 +131,14 @@ func (w *usageScreen) build() fyne.CanvasObject {
 	w.forecast.Wrapping = fyne.TextWrapWord
 	burn := container.NewVBox(heading("Quota burn · tokens per 1% of a window"), w.burns.box, w.forecast)
 
+	// The service tiers beside them (Fast mode is priority, priced at its multiple): a narrow
+	// table, so that the cost chart and the burn keep their room.
+	w.tiers = newUsageTableOf(tierColumns)
+	w.tiersNote = hint("")
+	w.tiersNote.Wrapping = fyne.TextWrapOff
+	w.tiersNote.Truncation = fyne.TextTruncateEllipsis
+	tiers := container.NewVBox(heading("Service tiers"), w.tiersNote, w.tiers.box)
+
 	w.models, w.projects = newUsageTable("Model"), newUsageTable("Project")
 	w.modelsNote, w.projectsNote = hint(""), hint("")
 	for _, n := range []*widget.RichText{w.modelsNote, w.projectsNote} {
@@ -142,7 +150,8 @@ func (w *usageScreen) build() fyne.CanvasObject {
 
 	// The tokens chart takes the height the rest leaves.
 	w.body = container.NewBorder(w.pricesNote,
-		container.NewVBox(container.NewGridWithColumns(2, cost, burn), container.NewGridWithColumns(2, models, projects)),
+		container.NewVBox(container.NewBorder(nil, nil, nil, container.NewHBox(burn, tiers), cost),
+			container.NewGridWithColumns(2, models, projects)),
 		nil, nil, tokens)
 	w.body.Hide()
 	w.scroll = container.NewVScroll(container.NewBorder(top, nil, nil, nil, w.body))
@@ -240,6 +249,8 @@ func (w *usageScreen) show(v usageView) {
 	setNote(w.projectsNote, v.projectsNote)
 	w.models.Set(v.models)
 	w.projects.Set(v.projects)
+	setNote(w.tiersNote, v.tiersNote)
+	w.tiers.Set(v.tiers)
 	w.burns.Set(v.burns)
 	setText(w.forecast, v.forecast)
 }
@@ -300,20 +311,33 @@ func usageColumnsFor(name string) []column {
 	}
 }
 
-// usageTable lists up to usageTop models or projects; unused rows hide.
+// usageTable lists up to usageTop models, projects or service tiers; unused rows hide.
 type usageTable struct {
 	cols  *columns
-	rows  [usageTop][4]*textCell
+	rows  [usageTop][]*textCell // a cell per column
 	lines [usageTop]*fyne.Container
 	none  *widget.RichText
 	box   *fyne.Container
 }
 
-func newUsageTable(name string) *usageTable {
-	t := &usageTable{cols: newColumns(usageColumnsFor(name)...)}
+// tierColumns are the service tiers table's: narrower than the others, and without the cache
+// hits, which a tier does not change.
+var tierColumns = []column{
+	{title: "Tier", min: 96, weight: 1},
+	{title: "Tokens", min: 56, weight: 0.5, align: fyne.TextAlignTrailing},
+	{title: "Cost", min: 60, weight: 0.5, align: fyne.TextAlignTrailing},
+}
+
+func newUsageTable(name string) *usageTable { return newUsageTableOf(usageColumnsFor(name)) }
+
+// newUsageTableOf is a table of the given columns (the first three or four of a
+// usageRowView: name, tokens, cost, cache hits).
+func newUsageTableOf(spec []column) *usageTable {
+	t := &usageTable{cols: newColumns(spec...)}
 	objs := []fyne.CanvasObject{t.cols.header()}
 	for i := range t.rows {
-		cells := make([]fyne.CanvasObject, 4)
+		cells := make([]fyne.CanvasObject, len(spec))
+		t.rows[i] = make([]*textCell, len(spec))
 		for j := range t.rows[i] {
 			align := fyne.TextAlignTrailing
 			if j == 0 {
@@ -340,10 +364,9 @@ func (t *usageTable) Set(rows []usageRowView) {
 			continue
 		}
 		r := rows[i]
-		t.rows[i][0].Set(textView{text: r.name})
-		t.rows[i][1].Set(textView{text: r.tokens})
-		t.rows[i][2].Set(textView{text: r.cost})
-		t.rows[i][3].Set(textView{text: r.cacheHit})
+		for j, text := range []string{r.name, r.tokens, r.cost, r.cacheHit}[:len(t.rows[i])] {
+			t.rows[i][j].Set(textView{text: text})
+		}
 		setVisible(t.lines[i], true)
 	}
 	setVisible(t.none, len(rows) == 0)
