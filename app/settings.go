@@ -80,7 +80,7 @@ const (
 )
 
 // NotifyKinds lists the notification kinds in the order the settings show them.
-var NotifyKinds = []string{NotifyNeedsLogin, NotifyLimit, NotifyAllResting, NotifyWindowReset, NotifyLowCapacity}
+var NotifyKinds = []string{NotifyNeedsLogin, NotifyLimit, NotifyAllResting, NotifyWindowReset, NotifyLowCapacity, NotifyResetCredit}
 
 // DefaultLowCapacityPercent is the default low-capacity threshold.
 const DefaultLowCapacityPercent = 20

@@ -118,6 +118,7 @@ var SettingsTable = []Setting{
 			}
 		},
 	},
+	ResetCreditsSetting,
 	{
 		Name: SettingLocalAPIKey, Label: "Local API key",
 		Help: "true or false: require clients to send the relay's own key (true makes a new one: `codexrelay local-key show` prints it)",

@@ -77,6 +77,7 @@ var notifyLabels = map[string]string{
 	app.NotifyAllResting:  "Every account is resting (with the first one back)",
 	app.NotifyWindowReset: "An account's five-hour or weekly window resets",
 	app.NotifyLowCapacity: "The five-hour capacity left falls below",
+	app.NotifyResetCredit: "A banked reset expires within a day, may be redeemed, or was",
 }
 
 // label is the window's label of a setting, from the settings table.

@@ -7,17 +7,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -90,6 +91,35 @@ var accountsCommand = &command{
 			tooMany: "accounts set-key takes only NAME: the API key is read from stdin, never from the command line",
 			run:     (*CLI).setKey,
 			flagOf:  fieldFlags(map[string]string{app.FieldKey: "the API key on stdin"}),
+		},
+		{
+			name: "redeem", args: "NAME", minArgs: 1, maxArgs: 1,
+			usage:   []string{"NAME [--json]"},
+			summary: "spend one of a ChatGPT account's banked resets (the one that expires first)",
+			details: `The running relay redeems it (one redemption at a time per account); without one, this
+command does. A redemption whose answer was lost is tried again under the same request id, so one
+intent never spends two credits.`,
+			flags: func(fs *flag.FlagSet) runFunc {
+				asJSON := fs.Bool("json", false, "print the result as JSON")
+				return func(c *CLI, args []string) error { return c.redeem(args[0], *asJSON) }
+			},
+		},
+		{
+			name: "export", args: "FILE", minArgs: 1, maxArgs: 1,
+			usage:   []string{"FILE [--disable-chatgpt]"},
+			summary: "write every account, its settings and its secret to FILE, encrypted with a passphrase read from stdin",
+			details: `FILE is an age file (scrypt passphrase recipient), mode 0600; no secret is ever written in clear.
+ChatGPT refresh tokens are single-use: once the other machine uses the file, only one of the two
+may refresh each sign-in. --disable-chatgpt disables those accounts here after the export.`,
+			flags: func(fs *flag.FlagSet) runFunc {
+				disable := fs.Bool("disable-chatgpt", false, "disable the exported ChatGPT accounts here")
+				return func(c *CLI, args []string) error { return c.export(args[0], *disable) }
+			},
+		},
+		{
+			name: "import", args: "FILE", minArgs: 1, maxArgs: 1,
+			summary: "restore the accounts of an export (passphrase on stdin); accounts that exist here are skipped and named",
+			run:     func(c *CLI, args []string) error { return c.importFile(args[0]) },
 		},
 		{
 			name:    "prune",
@@ -331,7 +361,9 @@ type accountRow struct {
 	State   string       `json:"state"`
 	Email   string       `json:"email,omitempty"`
 	Quota   *proxy.Quota `json:"quota,omitempty"`
-	Error   string       `json:"last_error,omitempty"`
+	// ResetCredits are a ChatGPT account's banked resets (absent while unknown, or off).
+	ResetCredits *proxy.ResetCredits `json:"reset_credits,omitempty"`
+	Error        string              `json:"last_error,omitempty"`
 }
 
 // printAccounts prints the accounts with their live state, as a table or as JSON.
@@ -356,13 +388,13 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 		return s
 	}
 	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tBASE URL")
+	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tRESETS\tBASE URL")
 	for i, r := range rows {
 		h5, wk := "-", "-"
 		if r.Quota != nil {
 			h5, wk = pct(r.Quota.PrimaryUsedPercent, r.Quota.PrimaryResetsAt), pct(r.Quota.SecondaryUsedPercent, r.Quota.SecondaryResetsAt)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, r.BaseURL)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, resets(r.ResetCredits), r.BaseURL)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -388,7 +420,7 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 				st.State = "disabled"
 			}
 		}
-		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.BaseURL(m), st.State, m.Email, st.Quota, st.LastError})
+		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.BaseURL(m), st.State, m.Email, st.Quota, st.ResetCredits, st.LastError})
 	}
 	return rows
 }
@@ -416,4 +448,127 @@ func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
 	defer cancel()
 	a.Proxy.RefreshQuotas(ctx)
 	return a.Proxy.Stats().Accounts, false
+}
+
+// resets is the RESETS cell: how many banked resets, and when the first expires.
+func resets(rc *proxy.ResetCredits) string {
+	switch {
+	case rc == nil:
+		return "-"
+	case rc.Available > 0 && rc.NextExpiresAt != nil:
+		return fmt.Sprintf("%d (first expires %s)", rc.Available, rc.NextExpiresAt.Local().Format("Jan 2 15:04"))
+	}
+	return strconv.Itoa(rc.Available)
+}
+
+// redeem is `accounts redeem NAME`.
+func (c *CLI) redeem(name string, asJSON bool) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	res, err := a.RedeemCredit(name)
+	switch {
+	case errors.Is(err, proxy.ErrRedeemPending):
+		return fmt.Errorf("%w; run the command again: it repeats the same request, so it spends at most one credit", err)
+	case err != nil:
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(c.Stdout, "Redeemed a banked reset of account %q (%s): %d %s reset.\n", name, res.Code, res.WindowsReset,
+		plural(res.WindowsReset, "window", "windows"))
+	if rc := res.Remaining; rc != nil {
+		fmt.Fprintf(c.Stdout, "%d %s left.\n", rc.Available, plural(rc.Available, "banked reset", "banked resets"))
+	}
+	return nil
+}
+
+// readPassphrase reads a backup's passphrase from stdin: the first line, without its line end.
+func (c *CLI) readPassphrase(command string) (string, error) {
+	if f, ok := c.Stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprint(c.Stderr, "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
+		}
+	}
+	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("cannot read the passphrase from stdin: %w", err)
+	}
+	p := strings.TrimRight(line, "\r\n")
+	if p == "" {
+		return "", fmt.Errorf("no passphrase on stdin: pipe it in, e.g. `printf '%%s\\n' \"$PASSPHRASE\" | codexrelay %s`", command)
+	}
+	return p, nil
+}
+
+// export is `accounts export FILE`.
+func (c *CLI) export(path string, disable bool) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	pass, err := c.readPassphrase("accounts export " + path)
+	if err != nil {
+		return err
+	}
+	res, err := a.ExportAccountsFile(path, pass)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "Exported %d %s to %s (encrypted with the passphrase, readable by you alone): %s.\n",
+		len(res.Accounts), plural(len(res.Accounts), "account", "accounts"), path, strings.Join(res.Accounts, ", "))
+	for _, s := range res.Skipped {
+		fmt.Fprintf(c.Stdout, "Left out %q: %s.\n", s.Name, s.Reason)
+	}
+	if len(res.ChatGPT) == 0 {
+		return nil
+	}
+	if disable {
+		if err := a.DisableAccounts(res.ChatGPT); err != nil {
+			return fmt.Errorf("the export is written, but the ChatGPT accounts could not be disabled here: %w", err)
+		}
+		fmt.Fprintf(c.Stdout, "Disabled here: %s (their refresh tokens are single-use: the other machine refreshes them now).\n", strings.Join(res.ChatGPT, ", "))
+		c.applied(a)
+		return nil
+	}
+	fmt.Fprintf(c.Stdout, "ChatGPT refresh tokens are single-use: once the other machine serves %s, disable %s here (`codexrelay accounts disable NAME`, or export again with --disable-chatgpt), or the two machines log each other out.\n",
+		strings.Join(res.ChatGPT, ", "), plural(len(res.ChatGPT), "it", "them"))
+	return nil
+}
+
+// importFile is `accounts import FILE`.
+func (c *CLI) importFile(path string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	pass, err := c.readPassphrase("accounts import " + path)
+	if err != nil {
+		return err
+	}
+	res, err := a.ImportAccountsFile(path, pass)
+	if err != nil {
+		return err
+	}
+	if len(res.Imported) == 0 {
+		fmt.Fprintln(c.Stdout, "Imported no account.")
+	} else {
+		fmt.Fprintf(c.Stdout, "Imported %d %s: %s; their secrets are in the system keychain.\n",
+			len(res.Imported), plural(len(res.Imported), "account", "accounts"), strings.Join(res.Imported, ", "))
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(c.Stdout, "Skipped %q: %s.\n", s.Name, s.Reason)
+	}
+	if len(res.ChatGPT) > 0 {
+		fmt.Fprintf(c.Stdout, "%s %s ChatGPT %s: disable %s on the other machine, whose refresh tokens are now this one's too.\n",
+			strings.Join(res.ChatGPT, ", "), plural(len(res.ChatGPT), "is a", "are"), plural(len(res.ChatGPT), "sign-in", "sign-ins"), plural(len(res.ChatGPT), "it", "them"))
+	}
+	if len(res.Imported) > 0 {
+		c.applied(a)
+	}
+	return nil
 }

@@ -3,12 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"flag"
-	"github.com/codexrelay/codexrelay/app"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/proxy/bench"

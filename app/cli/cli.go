@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // CLI runs the commands of codexrelay; the tray app is started by main without arguments.

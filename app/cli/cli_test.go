@@ -3,10 +3,11 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // walk calls f with every command of the table under cmd, and its path.

@@ -117,6 +117,7 @@ var validValues = map[app.SettingName][2]string{
 	app.SettingFirstEventTimeout:  {"0", strconv.FormatInt(proxy.DefaultFirstEventTimeout.Milliseconds(), 10)}, // 0: the default, shown as its value
 	app.SettingStreamIdleTimeout:  {"7000", "7000"},
 	app.SettingHold:               {"-1", "-1"},
+	app.SettingResetCredits:       {"auto", "auto"},
 	app.SettingUsageLedger:        {"false", "false"},
 	app.SettingUsageRetentionDays: {"30", "30"},
 }

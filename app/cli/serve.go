@@ -5,10 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // serveCommand is `codexrelay serve`: the proxy headless, in the foreground.

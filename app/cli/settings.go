@@ -3,10 +3,11 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // settingsCommand is `codexrelay settings`: show the settings, or change one. Both, and the
