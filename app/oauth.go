@@ -21,7 +21,7 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// The Codex CLI's public OAuth client (see DESIGN.md). Sign-ins made here are the same kind
+// The Codex CLI's public OAuth client (its issuer, client ID and PKCE flow). Sign-ins made here are the same kind
 // of sign-in as the CLI's own.
 const (
 	DefaultAuthIssuer = "https://auth.openai.com"

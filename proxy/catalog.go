@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// CatalogOptions configure the model catalog (seed 001).
+// CatalogOptions configure the model catalog (README: "The serialization cache and the catalog refresh").
 type CatalogOptions struct {
 	TTL                  time.Duration // MODELS_CACHE_MS; default 10 min
 	StaleWhileRevalidate bool          // serve a stale catalog while it refreshes (MODELS_STALE_WHILE_REVALIDATE)
@@ -76,7 +76,7 @@ type accountList struct {
 type refreshCall struct{ done chan struct{} }
 
 // catalog merges the model lists of every enabled account. Requests use it through resolve,
-// which implements the seed's stale-while-revalidate rules.
+// which implements the stale-while-revalidate rules the README describes.
 type catalog struct {
 	s        *Server
 	discover discoverFunc
@@ -164,7 +164,7 @@ func (c *catalog) invalidate() {
 	}
 }
 
-// resolve returns the catalog a request should use, refreshing it as the seed says: a fresh
+// resolve returns the catalog a request should use, refreshing it as stale-while-revalidate says: a fresh
 // catalog at once; none yet blocks; a stale one younger than the maximum age is served while
 // it refreshes in the background (when stale-while-revalidate is on); an older one blocks.
 // Concurrent refreshes are merged. The counts say what this request did.

@@ -91,7 +91,7 @@ type Resolution struct {
 	// Models are the catalog's models a request for the name would try, in order (an alias may
 	// name several); none when the catalog knows none of them.
 	Models []string
-	// Refresh says how the catalog was brought up to date for it (seed 001).
+	// Refresh says how the catalog was brought up to date for it (README: "The serialization cache and the catalog refresh").
 	Refresh RefreshCounts
 }
 

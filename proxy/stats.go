@@ -23,7 +23,7 @@ type Snapshot struct {
 	ResetCredits ResetCreditStats `json:"reset_credits"`
 }
 
-// CatalogStats describes the model catalog (seed 001).
+// CatalogStats describes the model catalog (README: "The serialization cache and the catalog refresh").
 type CatalogStats struct {
 	AgeMs         int64         `json:"age_ms"` // -1 before the first catalog
 	Models        int           `json:"models"`

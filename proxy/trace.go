@@ -73,7 +73,7 @@ type Attempt struct {
 	Error   string  `json:"error,omitempty"`
 }
 
-// Latency is the seed's latencyBreakdown: preparation (body read, parse, model resolution),
+// Latency is the trace's latencyBreakdown: preparation (body read, parse, model resolution),
 // upstream headers (from the first attempt's start to the chosen attempt's headers) and total.
 type Latency struct {
 	PreparationMs     float64 `json:"preparationMs"`
@@ -81,7 +81,7 @@ type Latency struct {
 	TotalMs           float64 `json:"totalMs"`
 }
 
-// RefreshCounts counts model catalog refreshes by mode (seed 001): background (stale catalog
+// RefreshCounts counts model catalog refreshes by mode (stale-while-revalidate): background (stale catalog
 // served while refreshing), blocking (waited for a refresh), shared (joined a refresh under way).
 type RefreshCounts struct {
 	Background int64 `json:"background"`
@@ -89,7 +89,7 @@ type RefreshCounts struct {
 	Shared     int64 `json:"shared"`
 }
 
-// Serialization counts upstream body builds (seed 000): hits reuse a built body, misses are
+// Serialization counts upstream body builds (the serialization cache): hits reuse a built body, misses are
 // full serializations of cacheable bodies, direct are bodies built without the cache.
 type Serialization struct {
 	Hits   int64 `json:"hits"`

@@ -1,5 +1,5 @@
 // Package bench holds Codex Relay's benchmarks, the figures `codexrelay bench` prints: the
-// serialization cache (seed 000), the catalog's stale-while-revalidate refresh (seed 001) and
+// per-request serialization cache, the catalog's stale-while-revalidate refresh and
 // what the relay adds to a direct call (latency, event delay, memory under load). They use the
 // proxy as any embedder would, through its exported API.
 package bench

@@ -9,7 +9,7 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// CatalogOptions configure Catalog (seed 001's synthetic benchmark).
+// CatalogOptions configure Catalog (the synthetic benchmark the README describes).
 type CatalogOptions struct {
 	Samples    int           // groups of concurrent requests
 	Concurrent int           // requests per group

@@ -10,7 +10,7 @@ import (
 )
 
 // SerializationOptions configure Serialization. Zero or negative fields take the defaults of
-// the original measurement (seed 000): 500 samples, 10,000 input items, 3 attempts.
+// the measurement the README reproduces: 500 samples, 10,000 input items, 3 attempts.
 type SerializationOptions struct{ Samples, Items, Attempts int }
 
 // SerializationSide is the measurement of one side (baseline or candidate) of the benchmark.
@@ -38,7 +38,7 @@ type SerializationResult struct {
 	ParseBuildMBps             float64 `json:"parseBuildMBps"`             // bytes / median time of one Parse+Build pass
 }
 
-// Serialization measures the per-request serialization cache (seed 000) against direct
+// Serialization measures the per-request serialization cache (the serialization cache) against direct
 // serialization on a synthetic Codex body, reproducing the original measurement: per sample, Attempts account attempts of the same
 // request (same overrides each time) through an uncached Cache (baseline) and through a fresh
 // Cache (candidate). Baseline and candidate samples are interleaved, alternating which side
