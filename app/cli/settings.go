@@ -84,6 +84,9 @@ func (c *CLI) setSetting(args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
+	if st.Name == app.SettingLocalAPIKey && a.Settings().LocalAPIKey && !old.LocalAPIKey {
+		fmt.Fprintln(c.Stdout, "Clients must send the new local key: `codexrelay local-key show` prints it, `codexrelay codex-config --write` gives it to Codex.")
+	}
 	c.applied(a)
 	if st.Name == app.SettingListen && a.ListenAddr() != cmpOr(old.Listen, app.DefaultListen) {
 		c.codexAfterMove(a)
