@@ -430,7 +430,7 @@ func TestSecondInstanceExitsWithoutWriting(t *testing.T) {
 	}
 	// `serve` says a relay runs and exits non-zero.
 	code, out, errs := runCLI(t, opt, "", "serve")
-	if code != 1 || !strings.Contains(errs, "Codex Relay is already running: the tray app, pid") || out != "" {
+	if code != 1 || !strings.Contains(errs, "another Codex Relay is already running (the tray app, pid") || out != "" {
 		t.Fatalf("serve beside the tray: %d %q %q", code, out, errs)
 	}
 	if after := snapshotDir(t, opt.ConfigDir); after != before {
