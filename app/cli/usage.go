@@ -21,17 +21,18 @@ import (
 // usageCommand is `codexrelay usage`: what the usage ledger recorded, grouped.
 var usageCommand = &command{
 	name:    "usage",
-	usage:   []string{"[--since 7d] [--by account|model|project|day|session] [--json|--csv]"},
-	summary: "tokens and cost per account, model, project, day or session, from the usage ledger",
+	usage:   []string{"[--since 7d] [--by account|model|project|day|session|tier] [--json|--csv]"},
+	summary: "tokens and cost per account, model, project, day, session or service tier, from the usage ledger",
 	details: `--since takes a duration back from now (7d, 36h) or a date (2026-11-01, UTC).
 Costs are at the API's list prices of the date shown: what the tokens cost on an API key, and
-what a ChatGPT seat's tokens would have cost there (API-equivalent).`,
+what a ChatGPT seat's tokens would have cost there (API-equivalent). A request sent at the
+priority tier (Codex's Fast mode) is priced at the priority multiplier.`,
 	flags: usageFlags,
 }
 
 func usageFlags(fs *flag.FlagSet) runFunc {
 	since := fs.String("since", "7d", "how far back: a duration (7d, 36h) or a date (2026-11-01)")
-	by := fs.String("by", "account", "group by account, model, project, day or session")
+	by := fs.String("by", "account", "group by account, model, project, day, session or tier")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	asCSV := fs.Bool("csv", false, "print CSV")
 	return func(c *CLI, _ []string) error {
@@ -102,8 +103,13 @@ func printUsage(c *CLI, a *app.App, rep ledger.Report) {
 	}
 	for _, g := range rep.Groups {
 		key, note := terminalText(g.Key), ""
-		if key == "" {
+		switch {
+		case key == "" && rep.Query.By == "tier":
+			key = "standard"
+		case key == "":
 			key = "(none)"
+		case key == ledger.TierPriority && rep.Query.By == "tier":
+			key = "priority (Fast)"
 		}
 		if rep.Query.By == "account" && seats[g.Key] {
 			note = " (API-equivalent)"
@@ -113,6 +119,9 @@ func printUsage(c *CLI, a *app.App, rep ledger.Report) {
 	line("total", rep.Total.Totals, "")
 	tw.Flush()
 	fmt.Fprintf(c.Stdout, "\nCosts at the API's list prices checked on %s; a ChatGPT seat's cost is what its tokens would cost on an API key.\n", rep.PricesCheckedAt)
+	if m := rep.TierMultipliers[ledger.TierPriority]; m > 0 && hasPriority(rep) {
+		fmt.Fprintf(c.Stdout, "Requests at the priority tier (Codex's Fast mode) are priced at %g× the standard price; on a ChatGPT seat that is an API-equivalent estimate of how fast they use the quota.\n", m)
+	}
 	if len(rep.UnpricedModels) > 0 {
 		fmt.Fprintf(c.Stdout, "No price known for %s (counted as 0; set one under \"usage\".\"prices\" in the settings).\n", terminalText(strings.Join(rep.UnpricedModels, ", ")))
 	}
@@ -164,4 +173,14 @@ func tokens(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// hasPriority says whether a report by tier holds requests sent at the priority tier.
+func hasPriority(rep ledger.Report) bool {
+	for _, g := range rep.Groups {
+		if rep.Query.By == "tier" && g.Key == ledger.TierPriority && g.Totals.Requests > 0 {
+			return true
+		}
+	}
+	return false
 }
