@@ -193,7 +193,7 @@ func TestSettingsSetListenRefusesATakenPort(t *testing.T) {
 	defer ln.Close()
 	addr := ln.Addr().String()
 	code, out, errs := runCLI(t, opt, "", "settings", "set", "listen", addr)
-	if code != 1 || out != "" || !strings.Contains(errs, "cannot listen on "+addr+": the port is taken") {
+	if code != 1 || out != "" || !strings.Contains(errs, "cannot listen on "+addr+": the port is taken") || !strings.Contains(errs, "; listen was not changed") {
 		t.Fatalf("exit %d, %q %q", code, out, errs)
 	}
 	a, err := app.Open(opt)

@@ -81,7 +81,7 @@ func (c *CLI) setSetting(args []string) error {
 	}
 	old := a.Settings()
 	if err := set(a); err != nil {
-		return err
+		return fmt.Errorf("%w; %s was not changed", err, key)
 	}
 	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
 	if st.Name == app.SettingLocalAPIKey && a.Settings().LocalAPIKey && !old.LocalAPIKey {
