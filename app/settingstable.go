@@ -97,7 +97,7 @@ var SettingsTable = []Setting{
 	timeoutSetting(SettingFirstEventTimeout, TimeoutFirstEvent, "First event within", "for a stream's first event"),
 	timeoutSetting(SettingStreamIdleTimeout, TimeoutStreamIdle, "Silence in a stream up to", "between a stream's events"),
 	{
-		Name: SettingHold, Label: "Hold for a resting pool",
+		Name: SettingHold, Label: "Hold requests up to",
 		Help: fmt.Sprintf("how long a request waits, sending nothing, for a resting pool to come back: seconds from -1 (never) to %d (0: the default, %d)",
 			maxHoldSeconds, int(proxy.DefaultHold.Seconds())),
 		Parse: func(v string) (func(*App) error, error) {

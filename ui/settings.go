@@ -44,6 +44,12 @@ type settingsWindow struct {
 	timeouts   map[app.Timeout]*numberEntry
 	timeoutMsg map[app.Timeout]*widget.Label
 
+	// The pool: fields read, checked and saved through their rows of the settings table.
+	hold       *numberEntry
+	holdMsg    *widget.Label
+	credits    *widget.Select
+	creditsMsg *widget.Label
+
 	notify       map[string]*widget.Check // by app.Notify* kind
 	threshold    *numberEntry
 	thresholdMsg *widget.Label
@@ -81,9 +87,15 @@ var notifyLabels = map[string]string{
 }
 
 // label is the window's label of a setting, from the settings table.
-func label(name app.SettingName) string {
-	st, _ := app.LookupSetting(string(name))
-	return st.Label
+func label(name app.SettingName) string { return row(name).Label }
+
+// row is the settings table's row of a setting.
+func row(name app.SettingName) app.Setting {
+	st, ok := app.LookupSetting(string(name))
+	if !ok {
+		panic("ui: no setting " + string(name))
+	}
+	return st
 }
 
 func newSettingsWindow(u *UI) *settingsWindow {
@@ -129,6 +141,10 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		timeoutRows = append(timeoutRows, widget.NewLabel(label(t.Setting())),
 			container.NewVBox(unitField(e, "s"), s.timeoutMsg[t]))
 	}
+
+	// The pool.
+	s.hold, s.holdMsg = newNumberEntry(), errorLabel()
+	s.credits, s.creditsMsg = widget.NewSelect(proxy.ResetCreditModes, nil), errorLabel()
 
 	// Notifications.
 	s.notify = map[string]*widget.Check{}
@@ -180,6 +196,12 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		heading("Upstream timeouts"),
 		form(timeoutRows...),
 		widget.NewSeparator(),
+		heading("When every account rests"),
+		form(
+			widget.NewLabel(label(app.SettingHold)), container.NewVBox(unitField(s.hold, "s"), hint(row(app.SettingHold).Help), s.holdMsg),
+			widget.NewLabel(label(app.SettingResetCredits)), container.NewVBox(s.credits, hint(row(app.SettingResetCredits).Help), s.creditsMsg),
+		),
+		widget.NewSeparator(),
 		heading("Notifications"),
 		container.NewVBox(checks...),
 		s.notifyMsg,
@@ -199,6 +221,7 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		e.onDone = func() { s.applyTimeout(name, e.Text) }
 	}
 	s.threshold.onDone = func() { s.applyThreshold(s.threshold.Text) }
+	s.hold.onDone = func() { s.applySetting(app.SettingHold, s.hold.Text, s.holdMsg) }
 	return container.NewVScroll(container.NewPadded(content))
 }
 
@@ -271,6 +294,8 @@ func (s *settingsWindow) load() {
 	for _, t := range app.Timeouts {
 		setEntry(s.timeouts[t], strconv.FormatInt(int64(st.Timeouts.InForce(t).Seconds()), 10))
 	}
+	setEntry(s.hold, row(app.SettingHold).Show(s.u.relay))
+	s.credits.SetSelected(row(app.SettingResetCredits).Show(s.u.relay))
 	for kind, c := range s.notify {
 		c.SetChecked(st.Notifications.Enabled(kind))
 	}
@@ -283,6 +308,7 @@ func (s *settingsWindow) load() {
 func (s *settingsWindow) detach() {
 	s.strategy.OnChanged = nil
 	s.swr.OnChanged = nil
+	s.credits.OnChanged = nil
 	for _, c := range s.notify {
 		c.OnChanged = nil
 	}
@@ -293,6 +319,7 @@ func (s *settingsWindow) detach() {
 func (s *settingsWindow) attach() {
 	s.strategy.OnChanged = s.applyStrategy
 	s.swr.OnChanged = s.applySWR
+	s.credits.OnChanged = func(v string) { s.applySetting(app.SettingResetCredits, v, s.creditsMsg) }
 	for kind, c := range s.notify {
 		c.OnChanged = func(on bool) { s.applyNotification(kind, on) }
 	}
@@ -373,6 +400,17 @@ func (s *settingsWindow) save(apply func() error, show func(error)) {
 		fyne.Do(func() { show(err) })
 		s.u.changed()
 	})
+}
+
+// applySetting saves a setting as typed or chosen, read and checked by its row of the settings
+// table, the same as `codexrelay settings set`.
+func (s *settingsWindow) applySetting(name app.SettingName, text string, msg *widget.Label) {
+	set, err := row(name).Parse(strings.TrimSpace(text))
+	if err != nil {
+		setError(msg, err)
+		return
+	}
+	s.save(func() error { return set(s.u.relay) }, func(err error) { setError(msg, err) })
 }
 
 func (s *settingsWindow) applyStrategy(strategy string) {

@@ -356,3 +356,30 @@ func TestSettingsStartAtLogin(t *testing.T) {
 		t.Errorf("turning it off: %v %q", relay.Settings().StartAtLogin, s.loginMsg.Text)
 	}
 }
+
+// The pool's fields are read, checked and saved through the settings table, as `settings set`
+// is: the hold takes -1 (never) and refuses what the table refuses; the reset-credits policy
+// saves what is chosen.
+func TestSettingsPoolFieldsComeFromTheTable(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.showSettings()
+	s := u.settings
+	if got := s.hold.Text; got != "30" {
+		t.Fatalf("hold %q", got)
+	}
+	if got := s.credits.Selected; got != proxy.ResetCreditsAsk {
+		t.Fatalf("reset-credits %q", got)
+	}
+	enter(s.hold, "-1")
+	if got := relay.Settings().HoldSeconds; got != -1 || s.holdMsg.Visible() {
+		t.Errorf("hold saved as %d (message shown %v)", got, s.holdMsg.Visible())
+	}
+	enter(s.hold, "99999")
+	if got := relay.Settings().HoldSeconds; got != -1 || !s.holdMsg.Visible() || !strings.Contains(s.holdMsg.Text, "3600") {
+		t.Errorf("out of range: saved %d, message %q", got, s.holdMsg.Text)
+	}
+	s.credits.SetSelected(proxy.ResetCreditsAuto)
+	if got := relay.Settings().ResetCredits; got != proxy.ResetCreditsAuto {
+		t.Errorf("reset-credits saved as %q", got)
+	}
+}
