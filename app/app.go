@@ -111,6 +111,7 @@ func Open(opt Options) (*App, error) {
 		// %v: a field the file holds is not the command line's mistake.
 		return nil, fmt.Errorf("settings: %v", problems[0])
 	}
+	a.loadPendingRedeems()
 	a.Proxy.SetSettingsGeneration(s.Generation)
 	return a, nil
 }

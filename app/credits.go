@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -79,6 +83,7 @@ func (a *App) applyResetCredits(prev, next Settings) []error {
 // creditState is the App's part of banked resets.
 type creditState struct {
 	once      sync.Once
+	fileMu    sync.Mutex // redeem-pending.json
 	mu        sync.Mutex
 	listeners []func(proxy.CreditEvent)
 }
@@ -91,8 +96,11 @@ func (a *App) OnCreditEvent(f func(proxy.CreditEvent)) {
 	a.credits.mu.Unlock()
 }
 
-// creditEvent is the proxy's credit hook: the ledger row, then the listeners.
+// creditEvent is the proxy's credit hook: the kept intent, the ledger row, then the listeners.
 func (a *App) creditEvent(e proxy.CreditEvent) {
+	if e.Kind == proxy.CreditRedeemed || e.Kind == proxy.CreditRedeemFailed {
+		a.keepPendingRedeem(e.Account)
+	}
 	if row, ok := eventRow(e); ok {
 		if l := a.Ledger(); l != nil {
 			go func() { // the hook must not block a request on the database
@@ -178,7 +186,7 @@ func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 }
 
 // redeemRemote asks the relay running on the configured address to redeem; asked is false
-// when none answers (no relay runs: redeem here).
+// when nothing listens there (no relay runs: redeem here) or something else answers.
 func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
 	addr := a.ListenAddr()
 	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
@@ -192,8 +200,14 @@ func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemRe
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return res, nil, false
+	var dial *net.OpError
+	switch {
+	case errors.As(err, &dial) && dial.Op == "dial":
+		return res, nil, false // no connection, nothing sent: no relay runs
+	case err != nil:
+		// The relay may have sent the consume before the line broke: redeeming here with a
+		// new id could spend a second credit.
+		return res, fmt.Errorf("the running relay did not answer (%v): %w", err, proxy.ErrRedeemPending), true
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
@@ -239,3 +253,66 @@ func (e *remoteError) Unwrap() error { return e.is }
 // NotifyResetCredit is the notification kind of banked resets: a credit that expires within
 // a day unused, the relay's question when every account rests (ask), a redemption's result.
 const NotifyResetCredit = "reset_credit"
+
+// pendingRedeemName is the file, in the settings folder, that keeps each account's redemption
+// whose answer never arrived (proxy.PendingRedeem, by account ID), so that the next try, in
+// this process or a later one, sends the same redeem_request_id. It holds no secret.
+const pendingRedeemName = "redeem-pending.json"
+
+// loadPendingRedeems hands the proxy the redemptions an earlier process kept.
+func (a *App) loadPendingRedeems() {
+	kept := a.readPendingRedeems()
+	for _, m := range a.Accounts() {
+		if p, ok := kept[m.ID]; ok {
+			a.Proxy.SetPendingRedeem(m.Name, p)
+		}
+	}
+}
+
+func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
+	kept := map[string]proxy.PendingRedeem{}
+	b, err := readRegularFile(filepath.Join(a.opt.ConfigDir, pendingRedeemName), 1<<20)
+	if err == nil {
+		json.Unmarshal(b, &kept)
+	}
+	return kept
+}
+
+// keepPendingRedeem writes down, or clears, the account's redemption whose answer never
+// arrived, as the proxy holds it after a redemption ended.
+func (a *App) keepPendingRedeem(account string) {
+	id := ""
+	for _, m := range a.Accounts() {
+		if m.Name == account {
+			id = m.ID
+		}
+	}
+	if id == "" {
+		return
+	}
+	a.credits.fileMu.Lock()
+	defer a.credits.fileMu.Unlock()
+	kept := a.readPendingRedeems()
+	p, ok := a.Proxy.PendingRedeem(account)
+	if _, had := kept[id]; !ok && !had {
+		return
+	}
+	if ok {
+		kept[id] = p
+	} else {
+		delete(kept, id)
+	}
+	path := filepath.Join(a.opt.ConfigDir, pendingRedeemName)
+	var err error
+	if len(kept) == 0 {
+		if err = os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		b, _ := json.MarshalIndent(kept, "", "  ")
+		err = writeAtomic(path, b, 0o600)
+	}
+	if err != nil {
+		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second credit", "error", err)
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,10 +66,13 @@ type creditUpstream struct {
 	mu       sync.Mutex
 	credits  map[string]bool // id: available
 	consumes []string        // redeem_request_ids
+	// loseNext spends the next consume's credit and answers 502, as if the answer were lost.
+	loseNext bool
+	answered map[string]bool // redeem_request_ids that spent a credit
 }
 
 func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
-	u := &creditUpstream{credits: map[string]bool{}}
+	u := &creditUpstream{credits: map[string]bool{}, answered: map[string]bool{}}
 	for _, id := range ids {
 		u.credits[id] = true
 	}
@@ -94,7 +100,17 @@ func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
 				RedeemRequestID *string `json:"redeem_request_id"`
 			}{&req.CreditID, &req.RedeemRequestID})
 			u.consumes = append(u.consumes, req.RedeemRequestID)
+			if u.answered[req.RedeemRequestID] { // idempotent: the same intent spends nothing more
+				fmt.Fprint(w, `{"code":"already_redeemed","credit":{"status":"redeemed"},"windows_reset":0}`)
+				return
+			}
+			u.answered[req.RedeemRequestID] = true
 			u.credits[req.CreditID] = false
+			if u.loseNext {
+				u.loseNext = false
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
 			fmt.Fprint(w, `{"code":"reset","credit":{"status":"redeemed"},"windows_reset":1}`)
 		default:
 			http.NotFound(w, r)
@@ -190,5 +206,64 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 	if len(evs) != 2 || evs[0].Kind != ledger.EventCreditRedeemed || evs[0].Account != "plus" ||
 		!strings.Contains(evs[1].Detail, res.RequestID) || strings.Contains(evs[0].Detail+evs[1].Detail, "eyJ-access") {
 		t.Fatalf("ledger events %+v", evs)
+	}
+}
+
+// A redemption whose answer is lost, with no relay running, is tried again by a later command
+// with the same redeem_request_id: the intent is kept in the settings folder, so one intent
+// spends one credit even across processes.
+func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
+	k := testKeychain(t)
+	opt := testOptions(t, k)
+	up := newCreditUpstream(t, "c1", "c2")
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetListen(freeLoopback(t)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.AddAccount(NewAccount{Name: "plus", Kind: "chatgpt", BaseURL: up.URL + "/backend-api/codex"},
+		Secret{AccessToken: "eyJ-access", RefreshToken: "rt-1", AccountID: "acc-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Delete(accountUser(m.ID)) })
+	up.mu.Lock()
+	up.loseNext = true
+	up.mu.Unlock()
+	if _, err := a.RedeemCredit("plus"); !errors.Is(err, proxy.ErrRedeemPending) {
+		t.Fatalf("lost answer: %v", err)
+	}
+	path := filepath.Join(opt.ConfigDir, pendingRedeemName)
+	b, err := os.ReadFile(path)
+	if err != nil || strings.Contains(string(b), "eyJ-access") {
+		t.Fatalf("the kept intent: %v %s", err, b)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	// The next command is another process: a new App on the same folder.
+	next, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := next.RedeemCredit("plus")
+	if err != nil || !res.Retried {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	up.mu.Lock()
+	consumes, spent := up.consumes, 0
+	for _, avail := range up.credits {
+		if !avail {
+			spent++
+		}
+	}
+	up.mu.Unlock()
+	if len(consumes) != 2 || consumes[0] != consumes[1] || spent != 1 {
+		t.Fatalf("consumes %v, %d credits spent", consumes, spent)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the intent is still kept after its answer: %v", err)
 	}
 }

@@ -86,6 +86,8 @@ type ResetCredits struct {
 	Title string `json:"title,omitempty"`
 	// Pending says that a redemption's answer never arrived: the next try reuses its id.
 	Pending bool `json:"pending,omitempty"`
+	// Redeeming counts the redemptions of the account under way or waiting for it.
+	Redeeming int `json:"redeeming,omitempty"`
 }
 
 // ResetCreditStats are the relay-wide figures of banked resets (Snapshot).
@@ -115,6 +117,10 @@ type RedeemResult struct {
 	Retried bool `json:"retried,omitempty"`
 	// Auto says that the auto policy spent it, for a request that found every account resting.
 	Auto bool `json:"auto,omitempty"`
+	// Shared says that this redemption waited for another of the same account, which ended
+	// with a credit spent: that one's answer is this one's, and nothing more was spent (two
+	// clicks, or a click and the auto policy at once, are one intent).
+	Shared bool `json:"shared,omitempty"`
 	// Remaining is the account's credits after it, as re-read (nil when the re-read failed).
 	Remaining *ResetCredits `json:"remaining,omitempty"`
 	// Quota is the account's usage re-read after it (nil when the re-read failed).
@@ -177,6 +183,11 @@ type accountCredits struct {
 	redeem chan struct{}
 	// pending is the intent whose answer never arrived (a timeout, a 5xx): kept until one does.
 	pending *pendingRedeem
+	// done counts the redemptions that spent a credit, last is the latest one's result, and
+	// redeeming counts those under way or waiting.
+	done      uint64
+	last      RedeemResult
+	redeeming int
 }
 
 type pendingRedeem struct {
@@ -252,7 +263,7 @@ func (s *Server) resetCredits(m *member) *ResetCredits {
 		return nil
 	}
 	v := c.view
-	v.Pending = c.pending != nil
+	v.Pending, v.Redeeming = c.pending != nil, c.redeeming
 	return &v
 }
 
@@ -397,13 +408,7 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 // A manual redemption is allowed whatever the policy: the policy only says what the relay does
 // on its own.
 func (s *Server) RedeemCredit(ctx context.Context, account string) (RedeemResult, error) {
-	var m *member
-	for _, c := range s.pool.list() {
-		if c.Name == account {
-			m = c
-			break
-		}
-	}
+	m := s.memberNamed(account)
 	if m == nil {
 		return RedeemResult{}, fmt.Errorf("%w: %q", ErrNoSuchAccount, account)
 	}
@@ -415,6 +420,10 @@ func (s *Server) RedeemCredit(ctx context.Context, account string) (RedeemResult
 
 func (s *Server) redeem(ctx context.Context, m *member, auto bool) (RedeemResult, error) {
 	res, pending, err := s.redeemOnce(ctx, m, auto)
+	if err == nil && res.Shared {
+		s.log.Info("reset credit redemption shared the one that ended while it waited", "account", m.Name, "auto", auto)
+		return res, nil
+	}
 	if err != nil {
 		s.log.Warn("reset credit not redeemed", "account", m.Name, "error", err, "pending", pending)
 		if !errors.Is(err, ErrNoResetCredit) {
@@ -441,7 +450,14 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 		c.redeem = make(chan struct{}, 1)
 	}
 	sem := c.redeem
+	seen := c.done
+	c.redeeming++
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.redeeming--
+		c.mu.Unlock()
+	}()
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
@@ -451,6 +467,14 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 
 	c.mu.Lock()
 	intent := c.pending
+	if intent == nil && c.done != seen {
+		// A redemption of this account spent a credit while this one waited: the account was
+		// reset for both; spending another would be two credits for one intent.
+		shared := c.last
+		c.mu.Unlock()
+		shared.Shared, shared.Auto, shared.Retried = true, auto, false
+		return shared, false, nil
+	}
 	c.mu.Unlock()
 	if intent == nil {
 		// The list just read is the authority: a credit the cache still shows may be gone.
@@ -515,6 +539,10 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	m.mu.Lock()
 	res.Quota = m.quota
 	m.mu.Unlock()
+	c.mu.Lock()
+	c.done++
+	c.last = res
+	c.mu.Unlock()
 	return res, false, nil
 }
 
@@ -773,4 +801,54 @@ func (s *Server) handleRedeemCredit(w http.ResponseWriter, r *http.Request) {
 		e.Status, e.Code = http.StatusGatewayTimeout, "redeem_pending"
 	}
 	writeError(w, e)
+}
+
+// A PendingRedeem is a redemption whose answer never arrived: the credit it named and the
+// redeem_request_id the next try must send again. An embedder keeps it across restarts
+// (PendingRedeem after a CreditRedeemFailed event with Pending, SetPendingRedeem at start), so
+// that one intent never spends two credits even when the process that tried is gone.
+type PendingRedeem struct {
+	CreditID  string    `json:"credit_id"`
+	RequestID string    `json:"redeem_request_id"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// PendingRedeem returns the named account's redemption whose answer never arrived, if any.
+func (s *Server) PendingRedeem(account string) (PendingRedeem, bool) {
+	m := s.memberNamed(account)
+	if m == nil {
+		return PendingRedeem{}, false
+	}
+	c := &m.credits
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		return PendingRedeem{}, false
+	}
+	return PendingRedeem{CreditID: c.pending.creditID, RequestID: c.pending.requestID, ExpiresAt: c.pending.expiresAt}, true
+}
+
+// SetPendingRedeem makes p the named account's redemption to try again (kept by an earlier
+// process); an account that already holds one keeps its own.
+func (s *Server) SetPendingRedeem(account string, p PendingRedeem) {
+	m := s.memberNamed(account)
+	if m == nil || p.CreditID == "" || p.RequestID == "" {
+		return
+	}
+	c := &m.credits
+	c.mu.Lock()
+	if c.pending == nil {
+		c.pending = &pendingRedeem{creditID: p.CreditID, requestID: p.RequestID, expiresAt: p.ExpiresAt}
+	}
+	c.mu.Unlock()
+}
+
+// memberNamed is the account called name, or nil.
+func (s *Server) memberNamed(name string) *member {
+	for _, m := range s.pool.list() {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
 }

@@ -322,29 +322,103 @@ func TestARedeemThatTimesOutIsRetriedWithTheSameID(t *testing.T) {
 }
 
 // Two redemptions of one account at once: the second consume starts only after the first
-// answered, and each spends its own credit under its own id.
-func TestRedemptionsOfOneAccountRunOneAtATime(t *testing.T) {
+// redeeming is how many redemptions of the account are under way or waiting.
+func redeeming(r *relay, account string) int {
+	for _, a := range r.Stats().Accounts {
+		if a.Name == account && a.ResetCredits != nil {
+			return a.ResetCredits.Redeeming
+		}
+	}
+	return 0
+}
+
+// Two redemptions of one account asked at once (two clicks) never overlap, and are one
+// intent: the one that waited takes the other's answer and spends nothing.
+func TestRedemptionsOfOneAccountAtOnceSpendOneCredit(t *testing.T) {
 	clk := newClock()
 	r, b, _ := creditRelay(t, proxy.ResetCreditsAsk, proxy.Options{Now: clk.Now}, threeCredits(clk)...)
+	r.RefreshQuotas(context.Background())
 	b.gate = make(chan struct{})
-	errs := make(chan error, 2)
+	type answer struct {
+		res proxy.RedeemResult
+		err error
+	}
+	answers := make(chan answer, 2)
 	for range 2 {
 		go func() {
-			_, err := r.RedeemCredit(context.Background(), "plus")
-			errs <- err
+			res, err := r.RedeemCredit(context.Background(), "plus")
+			answers <- answer{res, err}
 		}()
 	}
-	eventually(t, "the first consume", func() bool { _, c := b.counts(); return c >= 1 })
+	eventually(t, "the first consume and the second waiting", func() bool {
+		_, c := b.counts()
+		return c >= 1 && redeeming(r, "plus") == 2
+	})
 	close(b.gate)
+	shared := 0
 	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		a := <-answers
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if a.res.Shared {
+			shared++
 		}
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.maxActive != 1 || b.consumes != 2 || b.requestIDs[0] == b.requestIDs[1] || len(b.spentBy) != 2 {
-		t.Fatalf("max at once %d, consumes %d, ids %v", b.maxActive, b.consumes, b.requestIDs)
+	maxActive, consumes := b.maxActive, b.consumes
+	b.mu.Unlock()
+	if maxActive != 1 || consumes != 1 || b.spent() != 1 || shared != 1 {
+		t.Fatalf("max at once %d, consumes %d, spent %d, shared %d", maxActive, consumes, b.spent(), shared)
+	}
+	// Asked again after both answered: a new intent, a second credit.
+	if _, err := r.RedeemCredit(context.Background(), "plus"); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.spent(); n != 2 {
+		t.Fatalf("a later redemption spent %d in all", n)
+	}
+}
+
+// A redemption by hand under way while a request finds the pool resting (auto): the request
+// waits for it and is served; one credit is spent, not two.
+func TestAutoWaitsForARedemptionByHand(t *testing.T) {
+	clk := newClock()
+	r, b, _ := creditRelay(t, proxy.ResetCreditsOff, proxy.Options{Now: clk.Now}, threeCredits(clk)...)
+	r.rest(t)
+	if err := r.SetResetCredits(proxy.ResetCreditsAuto); err != nil {
+		t.Fatal(err)
+	}
+	r.RefreshQuotas(context.Background())
+	b.mu.Lock()
+	b.gate = make(chan struct{})
+	b.mu.Unlock()
+	manual := make(chan error, 1)
+	go func() { _, err := r.RedeemCredit(context.Background(), "plus"); manual <- err }()
+	eventually(t, "the manual consume", func() bool { _, c := b.counts(); return c == 1 })
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, r.URL+"/v1/responses", strings.NewReader(smallBody))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	eventually(t, "the request's redemption waiting", func() bool { return redeeming(r, "plus") == 2 })
+	close(b.gate)
+	if err := <-manual; err != nil {
+		t.Fatal(err)
+	}
+	if st := <-status; st != http.StatusOK {
+		t.Fatalf("the request got %d", st)
+	}
+	if n := b.spent(); n != 1 {
+		t.Fatalf("%d credits spent for one resting pool", n)
 	}
 }
 

@@ -160,11 +160,13 @@ func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
 	}
 }
 
-// redeem spends a banked reset of the named account, off the tray's goroutine; a success is
-// told by the relay's credit event, a failure here.
+// redeem spends a banked reset of the named account, off the tray's goroutine. The relay's
+// credit events tell a success and a failed redemption; a redemption that never started (no
+// credit, no such account) is told here.
 func (t *TrayApp) redeem(name string) {
 	t.async(func() {
-		if _, err := t.relay.RedeemCredit(name); err != nil {
+		_, err := t.relay.RedeemCredit(name)
+		if errors.Is(err, proxy.ErrNoResetCredit) || errors.Is(err, proxy.ErrNoSuchAccount) || errors.Is(err, proxy.ErrNotChatGPT) {
 			t.notes.add(name+": the reset credit was not redeemed", redeemFailure(name, err))
 		}
 		t.changed()

@@ -441,7 +441,7 @@ const insertRow = `INSERT INTO requests (at, account, model, served_model, route
 	service_tier, tier_omitted)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-const upsertDaily = `INSERT INTO daily (day, account, model, project, service_tier, tier_omitted, requests, errors,
+const upsertDaily = `INSERT INTO daily_tiers (day, account, model, project, service_tier, tier_omitted, requests, errors,
 	input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
@@ -610,7 +610,7 @@ func IsUnsafeRune(r rune) bool {
 	return false
 }
 
-// dayOf is the UTC date of t as stored in daily.day.
+// dayOf is the UTC date of t as stored in daily_tiers.day.
 func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 func unixOrZero(t time.Time) int64 {

@@ -89,7 +89,7 @@ func TestKilledProcessKeepsFlushedRows(t *testing.T) {
 		t.Errorf("%d batch rows after the crash", batch)
 	}
 	// The roll-ups were committed with the rows.
-	if d := count(t, l.db, `SELECT SUM(requests) FROM daily`); d != n {
+	if d := count(t, l.db, `SELECT SUM(requests) FROM daily_tiers`); d != n {
 		t.Errorf("roll-ups count %d requests, rows %d", d, n)
 	}
 }
@@ -351,7 +351,8 @@ func TestMigrateFromEmpty(t *testing.T) {
 
 func checkFinalSchema(t *testing.T, db *sql.DB) {
 	t.Helper()
-	for _, name := range []string{"requests", "daily", "quota", "requests_at", "requests_account_at", "events", "events_at"} {
+	for _, name := range []string{"requests", "daily", "daily_tiers", "quota", "requests_at", "requests_account_at", "events", "events_at",
+		"daily_insert_by_an_older_writer", "daily_update_by_an_older_writer"} {
 		if n := count(t, db, `SELECT COUNT(*) FROM sqlite_master WHERE name = ?`, name); n != 1 {
 			t.Errorf("%s missing", name)
 		}
@@ -359,13 +360,16 @@ func checkFinalSchema(t *testing.T, db *sql.DB) {
 	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('requests') WHERE name = 'transport'`); n != 1 {
 		t.Error("requests.transport missing")
 	}
-	for _, table := range []string{"requests", "daily"} {
+	for _, table := range []string{"requests", "daily_tiers"} {
 		if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name IN ('service_tier', 'tier_omitted')`, table); n != 2 {
 			t.Errorf("%s lacks the service tier columns (v4)", table)
 		}
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('daily') WHERE pk > 0`); n != 6 {
-		t.Errorf("daily's key has %d columns, want 6 (day, account, model, project, service_tier, tier_omitted)", n)
+	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('daily_tiers') WHERE pk > 0`); n != 6 {
+		t.Errorf("daily_tiers' key has %d columns, want 6 (day, account, model, project, service_tier, tier_omitted)", n)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM pragma_table_info('daily') WHERE pk > 0`); n != 4 {
+		t.Errorf("daily's key has %d columns: an older relay's upsert on (day, account, model, project) would be refused", n)
 	}
 }
 

@@ -155,7 +155,7 @@ func (l *Ledger) Summary(ctx context.Context, q Query) (Report, error) {
 			rep.FromRollups = true
 			err := acc.query(ctx, tx, `SELECT `+cols[1]+`, model, `+pricedTier+`, SUM(requests), SUM(errors),
 				SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
-				FROM daily WHERE day >= ? AND day < ? GROUP BY 1, 2, 3`, dayOf(from), dayOf(end))
+				FROM daily_tiers WHERE day >= ? AND day < ? GROUP BY 1, 2, 3`, dayOf(from), dayOf(end))
 			if err != nil {
 				return Report{}, err
 			}
@@ -271,7 +271,7 @@ func (l *Ledger) Daily(ctx context.Context, since time.Time) ([]DayByAccount, er
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT day, account, model, `+pricedTier+`, SUM(requests), SUM(errors),
 		SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens), SUM(reasoning_tokens)
-		FROM daily WHERE day >= ? GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`, dayOf(since))
+		FROM daily_tiers WHERE day >= ? GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`, dayOf(since))
 	if err != nil {
 		return nil, err
 	}

@@ -35,10 +35,11 @@ import (
 //	events    things that happened to an account, one row each (v3; events.go): at (unix ms),
 //	          kind, account, detail (JSON); kept for good.
 //
-// Version 4 (tiers.go) adds to requests and to daily's key the service tier the request asked
-// for (service_tier, "" when none) and whether it was left out of what the serving account
-// received (tier_omitted, 0 or 1): daily is keyed (day, account, model, project,
-// service_tier, tier_omitted).
+// Version 4 (tiers.go) adds to requests the service tier the request asked for (service_tier,
+// "" when none) and whether it was left out of what the serving account received
+// (tier_omitted, 0 or 1), and the roll-up daily_tiers, keyed (day, account, model, project,
+// service_tier, tier_omitted), which takes over from daily (kept, with triggers, for a relay
+// of an older version still writing it).
 //
 // Adding migration 3 is one more entry at the end of migrations; nothing else changes.
 type migration struct {

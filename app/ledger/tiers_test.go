@@ -115,7 +115,7 @@ func TestTierFromRollups(t *testing.T) {
 		OutputTokens: 300_000, CostUSD: 2*priorityCost + standardCost})
 	sameTotals(t, "flex from roll-ups", got["flex"], Totals{Requests: 2, InputTokens: 2_000_000, CachedTokens: 400_000,
 		OutputTokens: 200_000, CostUSD: 2 * standardCost})
-	if n := count(t, l.db, `SELECT COUNT(*) FROM daily WHERE day = '2026-11-01'`); n != 6 {
+	if n := count(t, l.db, `SELECT COUNT(*) FROM daily_tiers WHERE day = '2026-11-01'`); n != 6 {
 		t.Errorf("%d roll-up rows for the day, want 6 (one per account, tier and omission)", n)
 	}
 }
@@ -176,8 +176,50 @@ func TestMigrateToServiceTiers(t *testing.T) {
 	if err != nil || len(days) != 1 || days[0].Requests != 2 || !near(days[0].CostUSD, standardCost+priorityCost) {
 		t.Errorf("roll-ups after migrating: %+v %v", days, err)
 	}
-	if n := count(t, l.db, `SELECT COUNT(*) FROM daily`); n != 2 {
+	if n := count(t, l.db, `SELECT COUNT(*) FROM daily_tiers`); n != 2 {
 		t.Errorf("%d roll-up rows, want 2 (the old one under no tier, the new under priority)", n)
+	}
+}
+
+// A relay of the version before service tiers still runs on the file after a newer binary
+// migrated it (the tray app outlives a package upgrade): its writes, a row without the tier
+// columns and its upsert of daily on the old key, still succeed, and what it adds reaches
+// the roll-up by tier.
+func TestAnOlderWriterKeepsWritingAfterTheMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "usage.db")
+	version3(t, path)
+	now := time.Date(2026, 11, 2, 18, 0, 0, 0, time.UTC)
+	l := open(t, Options{Path: path, Now: newClock(now).now})
+	// The version-3 writer's statements, as it sends them (the upsert is the old key's).
+	for _, s := range []string{
+		`INSERT INTO requests (at, account, model, served_model, route, transport, outcome, status, is_error,
+			input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms, session, project)
+			VALUES (1793642400000, 'seat', 'gpt-5', 'gpt-5', '/v1/responses', 'http', 'completed', 200, 0,
+			1000000, 200000, 100000, 0, 10, 's', 'p')`,
+		`INSERT INTO daily (day, account, model, project, requests, errors, input_tokens, cached_tokens, output_tokens,
+			reasoning_tokens, latency_ms) VALUES ('2026-11-02', 'seat', 'gpt-5', 'p', 1, 0, 1000000, 200000, 100000, 0, 10)
+			ON CONFLICT (day, account, model, project) DO UPDATE SET requests = requests + excluded.requests,
+			errors = errors + excluded.errors, input_tokens = input_tokens + excluded.input_tokens,
+			cached_tokens = cached_tokens + excluded.cached_tokens, output_tokens = output_tokens + excluded.output_tokens,
+			reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, latency_ms = latency_ms + excluded.latency_ms`,
+		`INSERT INTO daily (day, account, model, project, requests, errors, input_tokens, cached_tokens, output_tokens,
+			reasoning_tokens, latency_ms) VALUES ('2026-11-03', 'seat', 'gpt-5', 'p', 1, 0, 1000000, 200000, 100000, 0, 10)
+			ON CONFLICT (day, account, model, project) DO UPDATE SET requests = requests + excluded.requests`,
+	} {
+		if _, err := l.db.Exec(s); err != nil {
+			t.Fatalf("the older writer's statement is refused: %v", err)
+		}
+	}
+	// Its two days reach the roll-up by tier, under no tier: the update as its difference.
+	if n := count(t, l.db, `SELECT SUM(requests) FROM daily_tiers WHERE day = '2026-11-02' AND service_tier = ''`); n != 2 {
+		t.Errorf("2026-11-02: %d requests in daily_tiers, want 2 (the migrated one and the older writer's)", n)
+	}
+	if n := count(t, l.db, `SELECT SUM(input_tokens) FROM daily_tiers WHERE day = '2026-11-03'`); n != 1_000_000 {
+		t.Errorf("2026-11-03: %d input tokens in daily_tiers", n)
+	}
+	rep := summary(t, l, Query{By: "tier"})
+	if rep.Total.Requests != 2 || rep.Groups[0].Key != "" {
+		t.Errorf("the report after the older writer: %+v", rep)
 	}
 }
 
