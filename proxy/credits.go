@@ -390,7 +390,7 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return fmt.Errorf("not a timestamp: %.40q", s)
+		return errors.New("a timestamp that is neither RFC 3339 nor a number") // the upstream's text is not repeated
 	}
 	if f > 1e12 { // milliseconds
 		f /= 1000

@@ -488,19 +488,40 @@ func (c *CLI) redeem(name string, asJSON bool) error {
 }
 
 // readPassphrase reads a backup's passphrase from stdin: the first line, without its line end.
-func (c *CLI) readPassphrase(command string) (string, error) {
+// Typed at a terminal, it is asked for twice when confirm is set (an export: a typo would make a
+// file nobody can open).
+func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
+	terminal := false
 	if f, ok := c.Stdin.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			terminal = true
 			fmt.Fprint(c.Stderr, "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
 		}
 	}
-	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("cannot read the passphrase from stdin: %w", err)
+	r := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10))
+	line := func() (string, error) {
+		s, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("cannot read the passphrase from stdin: %w", err)
+		}
+		return strings.TrimRight(s, "\r\n"), nil
 	}
-	p := strings.TrimRight(line, "\r\n")
+	p, err := line()
+	if err != nil {
+		return "", err
+	}
 	if p == "" {
 		return "", fmt.Errorf("no passphrase on stdin: pipe it in, e.g. `printf '%%s\\n' \"$PASSPHRASE\" | codexrelay %s`", command)
+	}
+	if terminal && confirm {
+		fmt.Fprint(c.Stderr, "The same passphrase again: ")
+		again, err := line()
+		if err != nil {
+			return "", err
+		}
+		if again != p {
+			return "", errors.New("the two passphrases differ: nothing was written")
+		}
 	}
 	return p, nil
 }
@@ -511,7 +532,7 @@ func (c *CLI) export(path string, disable bool) error {
 	if err != nil {
 		return err
 	}
-	pass, err := c.readPassphrase("accounts export " + path)
+	pass, err := c.readPassphrase("accounts export "+path, true)
 	if err != nil {
 		return err
 	}
@@ -546,7 +567,7 @@ func (c *CLI) importFile(path string) error {
 	if err != nil {
 		return err
 	}
-	pass, err := c.readPassphrase("accounts import " + path)
+	pass, err := c.readPassphrase("accounts import "+path, false)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -58,7 +60,9 @@ func (l *Ledger) RecordEvent(ctx context.Context, e Event) error {
 	}
 	detail := e.Detail
 	if len(detail) > maxDetail {
-		detail = detail[:maxDetail]
+		// Cut, it would not be JSON any more: keep what it was, as a string.
+		b, _ := json.Marshal(map[string]any{"truncated": true, "start": strings.ToValidUTF8(detail[:maxDetail/2], "")})
+		detail = string(b)
 	}
 	_, err := l.db.ExecContext(ctx, `INSERT INTO events (at, kind, account, detail) VALUES (?, ?, ?, ?)`,
 		e.Time.UnixMilli(), field(e.Kind), field(e.Account), detail)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,14 +18,15 @@ func TestEventsAreWrittenAtOnceAndReadNewestFirst(t *testing.T) {
 	if err := l.RecordEvent(ctx, Event{Time: now.Add(-time.Hour), Kind: EventCreditRedeemFailed, Account: "plus\x1b[2J", Detail: `{"error":"no answer"}`}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.RecordEvent(ctx, Event{Kind: EventCreditRedeemed, Account: "plus", Detail: strings.Repeat("x", 10000)}); err != nil {
+	if err := l.RecordEvent(ctx, Event{Kind: EventCreditRedeemed, Account: "plus", Detail: `{"code":"` + strings.Repeat("x", 10000) + `"}`}); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := l.Events(ctx, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 2 || evs[0].Kind != EventCreditRedeemed || !evs[0].Time.Equal(now) || len(evs[0].Detail) != maxDetail ||
+	if len(evs) != 2 || evs[0].Kind != EventCreditRedeemed || !evs[0].Time.Equal(now) || len(evs[0].Detail) > maxDetail ||
+		!json.Valid([]byte(evs[0].Detail)) || !strings.HasPrefix(evs[0].Detail, `{"start":"{\"code\":\"xxx`) ||
 		evs[1].Account != "plus[2J" || evs[1].Detail != `{"error":"no answer"}` {
 		t.Fatalf("events %+v", evs)
 	}
