@@ -155,7 +155,12 @@ func joinNonEmpty(sep string, parts ...string) string {
 // creditEvent turns the relay's credit events into notifications (the tray process).
 func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
 	n, ok := creditNotice(e, t.now())
-	if ok && t.relay.Settings().Notifications.Enabled(n.kind) {
+	switch {
+	case !ok || !t.relay.Settings().Notifications.Enabled(n.kind):
+	case e.Kind == proxy.CreditAsk:
+		account := e.Account
+		t.actNotify(n.title, n.body, "Redeem a reset credit of "+account, func() { t.redeem(account) })
+	default:
 		t.notes.add(n.title, n.body)
 	}
 }

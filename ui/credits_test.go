@@ -146,3 +146,26 @@ func quietListen(t *testing.T, relay *app.App) {
 		t.Fatal(err)
 	}
 }
+
+// The relay's ask is a notification with the action itself: choosing it redeems a credit of
+// the account the relay named.
+func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
+	tr, _, _, _ := newTestTray(t, nil)
+	type shown struct {
+		title, label string
+		act          func()
+	}
+	got := make(chan shown, 1)
+	tr.actNotify = func(title, _, label string, act func()) { got <- shown{title, label, act} }
+	notes := make(chan string, 1)
+	tr.notes.send = func(title, _ string) { notes <- title }
+	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: testNow.Add(time.Hour)})
+	s := <-got
+	if s.title != "A banked reset would serve now" || s.label != "Redeem a reset credit of team" {
+		t.Fatalf("notified %q with the action %q", s.title, s.label)
+	}
+	s.act() // the test relay has no account "team": the redemption says why it did not happen
+	if n := <-notes; n != "team: the reset credit was not redeemed" {
+		t.Fatalf("after the action: %q", n)
+	}
+}

@@ -53,3 +53,61 @@ func TestDesktopNotifyExpires(t *testing.T) {
 		t.Fatal("no Notify reached the server")
 	}
 }
+
+// actionServer is a notification server that records a Notify's actions and, told to, emits
+// the signal of the user choosing one.
+type actionServer struct {
+	actions chan []string
+}
+
+func (f *actionServer) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
+	hints map[string]dbus.Variant, expire int32) (uint32, *dbus.Error) {
+	f.actions <- actions
+	return 9, nil
+}
+
+// A notification with an action shows its button, and choosing it runs the action once.
+func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		t.Skip("needs a D-Bus session bus (make test runs one)")
+	}
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		t.Skip("no session bus:", err)
+	}
+	defer conn.Close()
+	f := &actionServer{actions: make(chan []string, 1)}
+	if err := conn.Export(f, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
+	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Skip("a notification server runs on this bus already")
+	}
+	defer conn.ReleaseName("org.freedesktop.Notifications")
+	acted := make(chan struct{}, 2)
+	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a reset credit of team", func() { acted <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-f.actions; len(a) != 2 || a[1] != "Redeem a reset credit of team" {
+		t.Fatalf("actions %q", a)
+	}
+	emit := func(name string, body ...any) {
+		if err := conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications."+name, body...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit("ActionInvoked", uint32(8), "act") // another notification's: not ours
+	emit("ActionInvoked", uint32(9), "act")
+	select {
+	case <-acted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the action did not run")
+	}
+	emit("ActionInvoked", uint32(9), "act") // the listener is gone: it runs once
+	select {
+	case <-acted:
+		t.Fatal("the action ran twice")
+	case <-time.After(200 * time.Millisecond):
+	}
+}

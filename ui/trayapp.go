@@ -32,6 +32,8 @@ type TrayApp struct {
 	tray     *Tray
 	notifier *notifier
 	notes    *noteSender
+	// actNotify shows a notification with an action button (the relay's ask: redeem).
+	actNotify func(title, body, label string, act func())
 	// open asks the window process for a window (windowLauncher.Open).
 	open func(name string)
 	// copyText puts text on the clipboard without a window (clipboard_*.go).
@@ -72,6 +74,13 @@ func NewTray(relay *app.App, log *slog.Logger) *TrayApp {
 			t.log.Debug("desktop notification not sent", "error", err)
 		}
 	}}
+	t.actNotify = func(title, body, label string, act func()) {
+		go func() {
+			if err := desktopNotifyAction(title, body, label, act); err != nil {
+				t.log.Debug("desktop notification not sent", "error", err)
+			}
+		}()
+	}
 	return t
 }
 
