@@ -359,6 +359,9 @@ func (x *exchange) end() {
 	if x.t.SealedRetry {
 		s.c.sealedRetries.Add(1)
 	}
+	if x.t.ServiceTierOmitted {
+		s.c.tierOmitted.Add(1)
+	}
 	if x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed {
 		s.c.errors.Add(1)
 	}

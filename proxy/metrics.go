@@ -29,6 +29,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("codexrelay_websockets_open", "gauge", "Client WebSocket connections open.", snap.Requests.WebSockets)
 	metric("codexrelay_requests_held", "gauge", "Client requests waiting for a resting pool.", snap.Requests.Held)
 	metric("codexrelay_sealed_omitted_total", "counter", "Items sealed by another account left out of what an account received.", snap.Requests.SealedOmitted)
+	metric("codexrelay_tier_omitted_total", "counter", "Requests whose service tier was left out of what the serving account received.", snap.Requests.TierOmitted)
 	metric("codexrelay_sealed_retries_total", "counter", "Requests retried without sealed content an account refused.", snap.Requests.SealedRetries)
 	metric("codexrelay_serialization_total", "counter", "Upstream body builds by path.", snap.Serialization.Hits, `result="hit"`)
 	metric("codexrelay_serialization_total", "counter", "", snap.Serialization.Misses, `result="miss"`)

@@ -55,6 +55,9 @@ type RequestStats struct {
 	SealedItems   int   `json:"sealed_items"`
 	SealedOmitted int64 `json:"sealed_omitted"`
 	SealedRetries int64 `json:"sealed_retries"`
+	// TierOmitted counts the requests whose service tier was left out of what the serving
+	// account received (a ChatGPT account refuses flex, auto and scale; tier.go).
+	TierOmitted int64 `json:"tier_omitted"`
 	// MedianPreparationMs is the median latencyBreakdown.preparationMs of the recent traces.
 	MedianPreparationMs float64 `json:"median_preparation_ms"`
 }
@@ -92,6 +95,7 @@ type counters struct {
 	sockets                            atomic.Int64
 	hits, misses, direct               atomic.Int64
 	sealedOmitted, sealedRetries       atomic.Int64
+	tierOmitted                        atomic.Int64
 }
 
 func (s *Server) snapshot() Snapshot {
@@ -106,7 +110,7 @@ func (s *Server) snapshot() Snapshot {
 			Total: s.c.total.Load(), Errors: s.c.errors.Load(),
 			Rotations: s.c.rotations.Load(), InFlight: s.c.inFlight.Load(), WebSockets: s.c.sockets.Load(),
 			Held: s.holding.Load(), SealedItems: s.seals.size(), SocketFrameBytes: s.frameBytes.Load(),
-			SealedOmitted: s.c.sealedOmitted.Load(), SealedRetries: s.c.sealedRetries.Load(),
+			SealedOmitted: s.c.sealedOmitted.Load(), SealedRetries: s.c.sealedRetries.Load(), TierOmitted: s.c.tierOmitted.Load(),
 			MedianPreparationMs: s.traces.medianPreparation(),
 		},
 	}

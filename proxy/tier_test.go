@@ -82,6 +82,9 @@ func TestServiceTierLeftOutForChatGPT(t *testing.T) {
 			if !strings.Contains(string(b), `"serviceTier":"`+string(tier)+`","serviceTierOmitted":true`) {
 				t.Errorf("trace JSON lacks the tier fields: %s", b)
 			}
+			if n := r.Stats().Requests.TierOmitted; n != 1 {
+				t.Errorf("requests.tier_omitted %d, want 1", n)
+			}
 		})
 	}
 }
