@@ -390,11 +390,20 @@ func checkExport(f backupFile) error {
 			return fmt.Errorf("account %q appears twice", m.Name)
 		}
 		seen[m.Name] = true
+		// The account as AddAccount takes it (kind, base URL, API), told by its field only: the
+		// file's values are not repeated.
+		checked, err := CheckNewAccount(NewAccount{Name: m.Name, Kind: m.Kind, BaseURL: m.BaseURL, API: m.API})
+		if err != nil {
+			what := "description"
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				what = fe.Field
+			}
+			return fmt.Errorf("account %q: its %s is not valid", m.Name, what)
+		}
+		m.BaseURL, m.API = checked.BaseURL, checked.API
 		switch proxy.Kind(m.Kind) {
 		case proxy.KindOpenAI:
-			if m.BaseURL == "" {
-				return fmt.Errorf("account %q: an API-key account has no base URL", m.Name)
-			}
 			if ValidateKey(e.Secret.APIKey) != nil {
 				return fmt.Errorf("account %q: its API key is missing or not valid", m.Name)
 			}
@@ -402,22 +411,6 @@ func checkExport(f backupFile) error {
 			if e.Secret.AccessToken == "" && e.Secret.RefreshToken == "" {
 				return fmt.Errorf("account %q: its ChatGPT sign-in has no token", m.Name)
 			}
-		default:
-			return fmt.Errorf("account %q: %q is not an account kind", m.Name, m.Kind)
-		}
-		if m.BaseURL != "" {
-			u, err := ValidateBaseURL(m.BaseURL)
-			if err != nil {
-				return fmt.Errorf("account %q: its base URL is not valid", m.Name)
-			}
-			m.BaseURL = u
-		}
-		switch m.API {
-		case "":
-			m.API = string(proxy.APIResponses)
-		case string(proxy.APIResponses), string(proxy.APIChat):
-		default:
-			return fmt.Errorf("account %q: %q is not an API Codex Relay speaks", m.Name, m.API)
 		}
 	}
 	return nil
