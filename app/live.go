@@ -70,16 +70,15 @@ func (a *App) SetTimeout(which Timeout, d time.Duration) error {
 		return fieldError(FieldTimeout, "must be at least one second: a shorter one would cut healthy upstreams")
 	}
 	return a.update(func(s *Settings) error {
-		switch which {
-		case TimeoutHeader:
-			s.Timeouts.HeaderMs = d.Milliseconds()
-		case TimeoutFirstEvent:
-			s.Timeouts.FirstEventMs = d.Milliseconds()
-		case TimeoutStreamIdle:
-			s.Timeouts.StreamIdleMs = d.Milliseconds()
-		default:
-			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use %s", which, orList([]string{string(TimeoutHeader), string(TimeoutFirstEvent), string(TimeoutStreamIdle)})))
+		ms, _ := s.Timeouts.field(which)
+		if ms == nil {
+			names := make([]string, len(Timeouts))
+			for i, t := range Timeouts {
+				names[i] = string(t)
+			}
+			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use %s", which, orList(names)))
 		}
+		*ms = d.Milliseconds()
 		return nil
 	})
 }

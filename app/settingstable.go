@@ -93,9 +93,9 @@ var SettingsTable = []Setting{
 		}),
 		Show: func(a *App) string { return strconv.FormatInt(a.Proxy.Stats().Catalog.TTLMs, 10) },
 	},
-	timeoutSetting(SettingHeaderTimeout, TimeoutHeader, "Headers within", "for the response headers"),
-	timeoutSetting(SettingFirstEventTimeout, TimeoutFirstEvent, "First event within", "for a stream's first event"),
-	timeoutSetting(SettingStreamIdleTimeout, TimeoutStreamIdle, "Silence in a stream up to", "between a stream's events"),
+	timeoutSetting(TimeoutHeader, "Headers within", "for the response headers"),
+	timeoutSetting(TimeoutFirstEvent, "First event within", "for a stream's first event"),
+	timeoutSetting(TimeoutStreamIdle, "Silence in a stream up to", "between a stream's events"),
 	{
 		Name: SettingHold, Label: "Hold requests up to",
 		Help: fmt.Sprintf("how long a request waits, sending nothing, for a resting pool to come back: seconds from -1 (never) to %d (0: the default, %d)",
@@ -208,7 +208,8 @@ func msSetting(name SettingName, least int64, set func(*App, time.Duration) erro
 	}
 }
 
-func timeoutSetting(name SettingName, which Timeout, label, what string) Setting {
+func timeoutSetting(which Timeout, label, what string) Setting {
+	name := which.Setting()
 	return Setting{
 		Name: name, Label: label,
 		Help: "upstream timeout " + what + ", in milliseconds: 0 restores the default, else at least 1000",
@@ -219,7 +220,7 @@ func timeoutSetting(name SettingName, which Timeout, label, what string) Setting
 			}
 			return func(a *App) error { return a.SetTimeout(which, time.Duration(n)*time.Millisecond) }, nil
 		},
-		Show: func(a *App) string { return strconv.FormatInt(timeoutOf(a.Proxy.Timeouts(), which).Milliseconds(), 10) },
+		Show: func(a *App) string { return strconv.FormatInt(a.Settings().Timeouts.InForce(which).Milliseconds(), 10) },
 	}
 }
 
@@ -244,30 +245,28 @@ const (
 // Timeouts lists the upstream timeouts in the order the settings show them.
 var Timeouts = []Timeout{TimeoutHeader, TimeoutFirstEvent, TimeoutStreamIdle}
 
-func timeoutOf(t proxy.Timeouts, which Timeout) time.Duration {
-	switch which {
-	case TimeoutHeader:
-		return t.Header
-	case TimeoutFirstEvent:
-		return t.FirstEvent
-	}
-	return t.StreamIdle
-}
-
 // Setting is the name of the setting that sets the timeout.
 func (t Timeout) Setting() SettingName { return SettingName(string(t) + "-timeout-ms") }
 
 // InForce is the timeout which in force: the one set, else its default.
 func (t TimeoutSettings) InForce(which Timeout) time.Duration {
-	ms, def := t.StreamIdleMs, proxy.DefaultStreamIdleTimeout
-	switch which {
-	case TimeoutHeader:
-		ms, def = t.HeaderMs, proxy.DefaultHeaderTimeout
-	case TimeoutFirstEvent:
-		ms, def = t.FirstEventMs, proxy.DefaultFirstEventTimeout
-	}
-	if ms == 0 {
+	ms, def := t.field(which)
+	if ms == nil || *ms == 0 {
 		return def
 	}
-	return time.Duration(ms) * time.Millisecond
+	return time.Duration(*ms) * time.Millisecond
+}
+
+// field is where t keeps the timeout which, in milliseconds, and its default; nil for a name
+// that is no timeout.
+func (t *TimeoutSettings) field(which Timeout) (*int64, time.Duration) {
+	switch which {
+	case TimeoutHeader:
+		return &t.HeaderMs, proxy.DefaultHeaderTimeout
+	case TimeoutFirstEvent:
+		return &t.FirstEventMs, proxy.DefaultFirstEventTimeout
+	case TimeoutStreamIdle:
+		return &t.StreamIdleMs, proxy.DefaultStreamIdleTimeout
+	}
+	return nil, 0
 }

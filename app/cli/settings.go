@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"sort"
@@ -88,7 +89,7 @@ func (c *CLI) setSetting(args []string) error {
 		fmt.Fprintln(c.Stdout, "Clients must send the new local key: `codexrelay local-key show` prints it, `codexrelay codex-config --write` gives it to Codex.")
 	}
 	c.applied(a)
-	if st.Name == app.SettingListen && a.ListenAddr() != cmpOr(old.Listen, app.DefaultListen) {
+	if st.Name == app.SettingListen && a.ListenAddr() != cmp.Or(old.Listen, app.DefaultListen) {
 		c.codexAfterMove(a)
 	}
 	return nil
@@ -109,13 +110,6 @@ func (c *CLI) codexAfterMove(a *app.App) {
 	if w.Change != app.Unchanged {
 		fmt.Fprintf(c.Stdout, "Updated %s: Codex now points at %s (the previous file is kept as %s).\n", w.Path, a.ListenAddr(), w.Backup)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // aliasesCommand is `codexrelay aliases`: model names that stand for other models.
