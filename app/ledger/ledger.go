@@ -443,15 +443,18 @@ const insertRow = `INSERT INTO requests (at, account, model, served_model, route
 
 const upsertDaily = `INSERT INTO daily_tiers (day, account, model, project, service_tier, tier_omitted, requests, errors,
 	input_tokens, cached_tokens, output_tokens, reasoning_tokens, latency_ms)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
-		requests = requests + excluded.requests,
-		errors = errors + excluded.errors,
-		input_tokens = input_tokens + excluded.input_tokens,
-		cached_tokens = cached_tokens + excluded.cached_tokens,
-		output_tokens = output_tokens + excluded.output_tokens,
-		reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-		latency_ms = latency_ms + excluded.latency_ms`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ` + addToDailyTiers
+
+// addToDailyTiers makes an insert into daily_tiers add its sums to the line of the same key:
+// the writer's upsert and the triggers that carry an older writer's daily into it.
+const addToDailyTiers = `ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
+	requests = requests + excluded.requests,
+	errors = errors + excluded.errors,
+	input_tokens = input_tokens + excluded.input_tokens,
+	cached_tokens = cached_tokens + excluded.cached_tokens,
+	output_tokens = output_tokens + excluded.output_tokens,
+	reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+	latency_ms = latency_ms + excluded.latency_ms`
 
 const insertQuota = `INSERT OR REPLACE INTO quota (account, at, primary_used, primary_resets_at,
 	secondary_used, secondary_resets_at) VALUES (?, ?, ?, ?, ?, ?)`

@@ -39,28 +39,14 @@ var tiersMigration = []string{
 		INSERT INTO daily_tiers VALUES (NEW.day, NEW.account, NEW.model, NEW.project, '', 0,
 			NEW.requests, NEW.errors, NEW.input_tokens, NEW.cached_tokens, NEW.output_tokens,
 			NEW.reasoning_tokens, NEW.latency_ms)
-		ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
-			requests = requests + excluded.requests,
-			errors = errors + excluded.errors,
-			input_tokens = input_tokens + excluded.input_tokens,
-			cached_tokens = cached_tokens + excluded.cached_tokens,
-			output_tokens = output_tokens + excluded.output_tokens,
-			reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-			latency_ms = latency_ms + excluded.latency_ms;
+		` + addToDailyTiers + `;
 	END`,
 	`CREATE TRIGGER daily_update_by_an_older_writer AFTER UPDATE ON daily BEGIN
 		INSERT INTO daily_tiers VALUES (NEW.day, NEW.account, NEW.model, NEW.project, '', 0,
 			NEW.requests - OLD.requests, NEW.errors - OLD.errors, NEW.input_tokens - OLD.input_tokens,
 			NEW.cached_tokens - OLD.cached_tokens, NEW.output_tokens - OLD.output_tokens,
 			NEW.reasoning_tokens - OLD.reasoning_tokens, NEW.latency_ms - OLD.latency_ms)
-		ON CONFLICT (day, account, model, project, service_tier, tier_omitted) DO UPDATE SET
-			requests = requests + excluded.requests,
-			errors = errors + excluded.errors,
-			input_tokens = input_tokens + excluded.input_tokens,
-			cached_tokens = cached_tokens + excluded.cached_tokens,
-			output_tokens = output_tokens + excluded.output_tokens,
-			reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-			latency_ms = latency_ms + excluded.latency_ms;
+		` + addToDailyTiers + `;
 	END`,
 }
 
