@@ -87,6 +87,27 @@ func (a *accountsWindow) newBackupDialog(title, confirm string, export bool) *ba
 	return b
 }
 
+// entered reads the file and the passphrase of a submit, clearing the fields' messages; ok is
+// false while the dialog is busy or a field is empty (its message says which, with noPath or
+// noPass).
+func (b *backupDialog) entered(noPath, noPass string) (path, pass string, ok bool) {
+	if b.ok.Disabled() {
+		return "", "", false
+	}
+	path, pass = strings.TrimSpace(b.path.Text), b.pass.Text
+	setError(b.pathErr, nil)
+	setError(b.passErr, nil)
+	switch {
+	case path == "":
+		setError(b.pathErr, errors.New(noPath))
+		return "", "", false
+	case pass == "":
+		setError(b.passErr, errors.New(noPass))
+		return "", "", false
+	}
+	return path, pass, true
+}
+
 // pick opens the file picker; the file chosen goes into the path field.
 func (b *backupDialog) pick(a *accountsWindow, export bool) {
 	set := func(uri fyne.URI) {
@@ -138,20 +159,11 @@ func (a *accountsWindow) showExport() *backupDialog {
 	b := a.newBackupDialog("Export accounts", "Export", true)
 	b.path.SetText(defaultExportPath(a.u))
 	submit := func() {
-		if b.ok.Disabled() {
+		path, pass, ok := b.entered("choose the file to write", "enter a passphrase: the export holds your keys and sign-ins")
+		if !ok {
 			return
 		}
-		path, pass := strings.TrimSpace(b.path.Text), b.pass.Text
-		setError(b.pathErr, nil)
-		setError(b.passErr, nil)
-		switch {
-		case path == "":
-			setError(b.pathErr, errors.New("choose the file to write"))
-			return
-		case pass == "":
-			setError(b.passErr, errors.New("enter a passphrase: the export holds your keys and sign-ins"))
-			return
-		case pass != b.confirm.Text:
+		if pass != b.confirm.Text {
 			setError(b.passErr, errors.New("the two passphrases differ"))
 			return
 		}
@@ -188,18 +200,8 @@ func (a *accountsWindow) showExport() *backupDialog {
 func (a *accountsWindow) showImport() *backupDialog {
 	b := a.newBackupDialog("Import accounts", "Import", false)
 	submit := func() {
-		if b.ok.Disabled() {
-			return
-		}
-		path, pass := strings.TrimSpace(b.path.Text), b.pass.Text
-		setError(b.pathErr, nil)
-		setError(b.passErr, nil)
-		switch {
-		case path == "":
-			setError(b.pathErr, errors.New("choose the export to read"))
-			return
-		case pass == "":
-			setError(b.passErr, errors.New("enter the passphrase the export was made with"))
+		path, pass, ok := b.entered("choose the export to read", "enter the passphrase the export was made with")
+		if !ok {
 			return
 		}
 		b.busy("Decrypting…")
