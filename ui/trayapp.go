@@ -148,19 +148,7 @@ func (t *TrayApp) changed() {
 }
 
 // loop refreshes the tray once a second, or when poked, until ctx ends.
-func (t *TrayApp) loop(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-t.poke:
-		}
-		t.refresh()
-	}
-}
+func (t *TrayApp) loop(ctx context.Context) { everySecond(ctx, t.poke, t.refresh) }
 
 func (t *TrayApp) pause() {
 	t.async(func() {

@@ -159,6 +159,14 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
 func (u *UI) poll(ctx context.Context) {
+	everySecond(ctx, u.poke, func() {
+		v := u.fetch(true)
+		fyne.Do(func() { u.apply(v) })
+	})
+}
+
+// everySecond runs f once a second, and at once when poked, until ctx ends.
+func everySecond(ctx context.Context, poke <-chan struct{}, f func()) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -166,10 +174,9 @@ func (u *UI) poll(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-u.poke:
+		case <-poke:
 		}
-		v := u.fetch(true)
-		fyne.Do(func() { u.apply(v) })
+		f()
 	}
 }
 
