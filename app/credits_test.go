@@ -131,9 +131,10 @@ func freeLoopback(t *testing.T) string {
 	return addr
 }
 
-// The command line redeems through the running relay when there is one, and by itself when
-// there is none; each redemption is a row in the ledger's events.
-func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
+// creditApp is an App on a folder of the test's own, with one ChatGPT account "plus" whose
+// backend holds the reset credits c1 and c2, and a listen address nothing serves.
+func creditApp(t *testing.T) (*App, Options, *creditUpstream) {
+	t.Helper()
 	k := testKeychain(t)
 	opt := testOptions(t, k)
 	up := newCreditUpstream(t, "c1", "c2")
@@ -150,6 +151,13 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Delete(accountUser(m.ID)) })
+	return a, opt, up
+}
+
+// The command line redeems through the running relay when there is one, and by itself when
+// there is none; each redemption is a row in the ledger's events.
+func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
+	a, opt, up := creditApp(t)
 
 	// No relay runs: this process redeems, and writes the row itself.
 	res, err := a.RedeemCredit("plus")
@@ -213,22 +221,7 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 // with the same redeem_request_id: the intent is kept in the settings folder, so one intent
 // spends one credit even across processes.
 func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
-	k := testKeychain(t)
-	opt := testOptions(t, k)
-	up := newCreditUpstream(t, "c1", "c2")
-	a, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.SetListen(freeLoopback(t)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := a.AddAccount(NewAccount{Name: "plus", Kind: "chatgpt", BaseURL: up.URL + "/backend-api/codex"},
-		Secret{AccessToken: "eyJ-access", RefreshToken: "rt-1", AccountID: "acc-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Delete(accountUser(m.ID)) })
+	a, opt, up := creditApp(t)
 	up.mu.Lock()
 	up.loseNext = true
 	up.mu.Unlock()

@@ -19,9 +19,11 @@ func (f *fakeNotifications) Notify(app string, replaces uint32, icon, summary, b
 	return 7, nil
 }
 
-// A notification goes to the desktop's notification server, and expires: Fyne sent its
-// notifications with the timeout 0 ("never"), so that they stayed on screen.
-func TestDesktopNotifyExpires(t *testing.T) {
+// serveNotifications makes server org.freedesktop.Notifications on the test's session bus until
+// the test ends, and returns its connection (to emit the server's signals); without a bus of
+// its own, or with a notification server running there, the test is skipped.
+func serveNotifications(t *testing.T, server any) *dbus.Conn {
+	t.Helper()
 	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
 		t.Skip("needs a D-Bus session bus (make test runs one)")
 	}
@@ -29,15 +31,23 @@ func TestDesktopNotifyExpires(t *testing.T) {
 	if err != nil {
 		t.Skip("no session bus:", err)
 	}
-	defer conn.Close()
-	f := &fakeNotifications{got: make(chan []any, 1)}
-	if err := conn.Export(f, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Export(server, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
 	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
 		t.Skip("a notification server runs on this bus already")
 	}
+	t.Cleanup(func() { conn.ReleaseName("org.freedesktop.Notifications") })
+	return conn
+}
+
+// A notification goes to the desktop's notification server, and expires: Fyne sent its
+// notifications with the timeout 0 ("never"), so that they stayed on screen.
+func TestDesktopNotifyExpires(t *testing.T) {
+	f := &fakeNotifications{got: make(chan []any, 1)}
+	serveNotifications(t, f)
 	if err := desktopNotify("team reached its limit", "team rests until 14:36."); err != nil {
 		t.Fatal(err)
 	}
@@ -68,23 +78,8 @@ func (f *actionServer) Notify(app string, replaces uint32, icon, summary, body s
 
 // A notification with an action shows its button, and choosing it runs the action once.
 func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
-	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
-		t.Skip("needs a D-Bus session bus (make test runs one)")
-	}
-	conn, err := dbus.ConnectSessionBus()
-	if err != nil {
-		t.Skip("no session bus:", err)
-	}
-	defer conn.Close()
 	f := &actionServer{actions: make(chan []string, 1)}
-	if err := conn.Export(f, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
-	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-		t.Skip("a notification server runs on this bus already")
-	}
-	defer conn.ReleaseName("org.freedesktop.Notifications")
+	conn := serveNotifications(t, f)
 	acted := make(chan struct{}, 2)
 	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a reset credit of team", func() { acted <- struct{}{} }); err != nil {
 		t.Fatal(err)
