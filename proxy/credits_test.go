@@ -380,9 +380,10 @@ func TestRedemptionsOfOneAccountAtOnceSpendOneCredit(t *testing.T) {
 	}
 }
 
-// A redemption by hand under way while a request finds the pool resting (auto): the request
-// waits for it and is served; one credit is spent, not two.
-func TestAutoWaitsForARedemptionByHand(t *testing.T) {
+// gatedAutoRelay is a relay whose one ChatGPT account rests on its limit, with the auto
+// policy on, its credits read, and its backend holding every consume until b.gate closes.
+func gatedAutoRelay(t *testing.T) (*relay, *creditBackend) {
+	t.Helper()
 	clk := newClock()
 	r, b, _ := creditRelay(t, proxy.ResetCreditsOff, proxy.Options{Now: clk.Now}, threeCredits(clk)...)
 	r.rest(t)
@@ -393,6 +394,13 @@ func TestAutoWaitsForARedemptionByHand(t *testing.T) {
 	b.mu.Lock()
 	b.gate = make(chan struct{})
 	b.mu.Unlock()
+	return r, b
+}
+
+// A redemption by hand under way while a request finds the pool resting (auto): the request
+// waits for it and is served; one credit is spent, not two.
+func TestAutoWaitsForARedemptionByHand(t *testing.T) {
+	r, b := gatedAutoRelay(t)
 	manual := make(chan error, 1)
 	go func() { _, err := r.RedeemCredit(context.Background(), "plus"); manual <- err }()
 	eventually(t, "the manual consume", func() bool { _, c := b.counts(); return c == 1 })
@@ -425,16 +433,7 @@ func TestAutoWaitsForARedemptionByHand(t *testing.T) {
 // With auto, five requests that find the pool resting for an hour share one redemption and
 // are all served.
 func TestAutoRedeemsOneCreditForConcurrentRequests(t *testing.T) {
-	clk := newClock()
-	r, b, _ := creditRelay(t, proxy.ResetCreditsOff, proxy.Options{Now: clk.Now}, threeCredits(clk)...)
-	r.rest(t)
-	if err := r.SetResetCredits(proxy.ResetCreditsAuto); err != nil {
-		t.Fatal(err)
-	}
-	r.RefreshQuotas(context.Background())
-	b.mu.Lock()
-	b.gate = make(chan struct{})
-	b.mu.Unlock()
+	r, b := gatedAutoRelay(t)
 	const n = 5
 	type answer struct {
 		status int
