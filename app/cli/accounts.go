@@ -212,14 +212,10 @@ func (c *CLI) signIn(name, baseURL string, device bool) error {
 // readKey reads an API key from stdin: the first line, trimmed. usage is the command line
 // the advice for an empty stdin shows after the pipe ("accounts add ...").
 func (c *CLI) readKey(usage string) (string, error) {
-	if f, ok := c.Stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprint(c.Stderr, "API key (input is read from stdin; pipe it to avoid the terminal): ")
-		}
-	}
-	line, err := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("cannot read the API key from stdin: %w", err)
+	next, _ := c.stdinLines("the API key", "API key (input is read from stdin; pipe it to avoid the terminal): ")
+	line, err := next()
+	if err != nil {
+		return "", err
 	}
 	key := strings.TrimSpace(line)
 	if key == "" {
@@ -487,26 +483,31 @@ func (c *CLI) redeem(name string, asJSON bool) error {
 	return nil
 }
 
+// stdinLines reads stdin a line at a time (64 KiB in all at most), each without its line end;
+// what names the input in an error. At a terminal it shows prompt first, and says so.
+func (c *CLI) stdinLines(what, prompt string) (next func() (string, error), terminal bool) {
+	if f, ok := c.Stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			terminal = true
+			fmt.Fprint(c.Stderr, prompt)
+		}
+	}
+	r := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10))
+	return func() (string, error) {
+		s, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("cannot read %s from stdin: %w", what, err)
+		}
+		return strings.TrimRight(s, "\r\n"), nil
+	}, terminal
+}
+
 // readPassphrase reads a backup's passphrase from stdin: the first line, without its line end.
 // Typed at a terminal, it is asked for twice when confirm is set (an export: a typo would make a
 // file nobody can open).
 func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
-	terminal := false
-	if f, ok := c.Stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			terminal = true
-			fmt.Fprint(c.Stderr, "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
-		}
-	}
-	r := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10))
-	line := func() (string, error) {
-		s, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("cannot read the passphrase from stdin: %w", err)
-		}
-		return strings.TrimRight(s, "\r\n"), nil
-	}
-	p, err := line()
+	next, terminal := c.stdinLines("the passphrase", "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
+	p, err := next()
 	if err != nil {
 		return "", err
 	}
@@ -515,7 +516,7 @@ func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
 	}
 	if terminal && confirm {
 		fmt.Fprint(c.Stderr, "The same passphrase again: ")
-		again, err := line()
+		again, err := next()
 		if err != nil {
 			return "", err
 		}
