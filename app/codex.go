@@ -390,17 +390,3 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	}
 	return res, nil
 }
-
-// CodexPointsAtRelayBlock says whether the Codex config selects the provider block Codex Relay
-// writes (whatever address it names): after the relay moved, that block is the one to rewrite.
-func (a *App) CodexPointsAtRelayBlock() bool {
-	b, err := readRegularFile(filepath.Join(a.CodexHome(), "config.toml"), 4<<20)
-	if err != nil {
-		return false
-	}
-	var cfg struct {
-		ModelProvider  string                    `toml:"model_provider"`
-		ModelProviders map[string]map[string]any `toml:"model_providers"`
-	}
-	return toml.Unmarshal(b, &cfg) == nil && cfg.ModelProvider == codexProviderID && cfg.ModelProviders[codexProviderID] != nil
-}

@@ -73,6 +73,9 @@ func (a *App) FindCodexLogin() CodexLogin {
 type CodexSetup struct {
 	Path       string
 	Configured bool
+	// SelectsRelay says that model_provider names the provider block Codex Relay writes, and
+	// the block is there, whatever address it names (after the relay moved, the block to rewrite).
+	SelectsRelay bool
 	// Why says what is missing when it is not configured ("no config.toml yet", "model_provider
 	// is openai", ...).
 	Why string
@@ -103,6 +106,7 @@ func (a *App) CodexConfigured() CodexSetup {
 	key, _ := a.localKeyForCodex()
 	want := a.codexProvider(key)
 	ours := cfg.ModelProviders[codexProviderID]
+	st.SelectsRelay = cfg.ModelProvider == codexProviderID && ours != nil
 	switch {
 	case cfg.ModelProvider != codexProviderID:
 		st.Why = fmt.Sprintf("Codex uses the provider %q", cmpOr(cfg.ModelProvider, "openai"))

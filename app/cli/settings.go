@@ -98,7 +98,7 @@ func (c *CLI) setSetting(args []string) error {
 // codexAfterMove points Codex at the relay's new address: it rewrites the Codex configuration
 // if it pointed at the relay (the block Codex Relay wrote), else says how.
 func (c *CLI) codexAfterMove(a *app.App) {
-	if !a.CodexPointsAtRelayBlock() {
+	if !a.CodexConfigured().SelectsRelay {
 		fmt.Fprintln(c.Stdout, "Codex does not point at the relay yet: `codexrelay codex-config --write` points it at the new address.")
 		return
 	}
