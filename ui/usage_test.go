@@ -360,11 +360,10 @@ func TestUsageWindowOpens(t *testing.T) {
 	}
 }
 
-// At 800x600 everything shows without scrolling.
-func TestUsageWindowFits(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
-	u.ShowUsagePeriod(30)
-	w := u.usageWin
+// fitsWithoutScrolling checks that the Usage window, at its 800x600, shows everything without
+// scrolling.
+func fitsWithoutScrolling(t *testing.T, w *usageScreen) {
+	t.Helper()
 	w.win.Resize(usageWindowSize)
 	if m := w.win.Content().MinSize(); m.Width > usageWindowSize.Width || m.Height > usageWindowSize.Height {
 		t.Errorf("the Usage window needs %v", m)
@@ -372,6 +371,14 @@ func TestUsageWindowFits(t *testing.T) {
 	if inner, outer := w.scroll.Content.MinSize().Height, w.scroll.Size().Height; inner > outer {
 		t.Errorf("the figures need %.0f of %.0f: they scroll", inner, outer)
 	}
+}
+
+// At 800x600 everything shows without scrolling.
+func TestUsageWindowFits(t *testing.T) {
+	u, _ := newUsageUI(t, sampleUsage())
+	u.ShowUsagePeriod(30)
+	w := u.usageWin
+	fitsWithoutScrolling(t, w)
 }
 
 // The tray's usage line: today's tokens and cost, read by the poller at most once a minute,

@@ -53,13 +53,7 @@ func TestUsageWindowFitsWithTiers(t *testing.T) {
 	u, _ := newUsageUI(t, tieredUsage())
 	u.ShowUsagePeriod(30)
 	w := u.usageWin
-	w.win.Resize(usageWindowSize)
-	if m := w.win.Content().MinSize(); m.Width > usageWindowSize.Width || m.Height > usageWindowSize.Height {
-		t.Errorf("the Usage window needs %v", m)
-	}
-	if inner, outer := w.scroll.Content.MinSize().Height, w.scroll.Size().Height; inner > outer {
-		t.Errorf("the figures need %.0f of %.0f: they scroll", inner, outer)
-	}
+	fitsWithoutScrolling(t, w)
 	if w.costChart.Size().Width < 200 {
 		t.Errorf("the cost chart is squeezed to %.0f px", w.costChart.Size().Width)
 	}
