@@ -44,7 +44,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 	// A client request counts once for each account it is sent to, however many tries there.
 	m.requests.Add(1)
 	// One body per account: a retry on the same account resends the same bytes.
-	body, err := x.wireFor(m).body(x, m)
+	body, err := x.bodyFor(m)
 	refreshed := false
 	for try := 0; try < 2; try++ {
 		if err != nil {
@@ -84,7 +84,7 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		case fallback, resealed:
 			// Not the account's failure: the same account again, on a new socket or over HTTP
 			// (fallback), or without the sealed items it could not read (resealed, once).
-			body, err = x.wireFor(m).body(x, m)
+			body, err = x.bodyFor(m)
 			try--
 			continue
 		case unauthorized:
@@ -112,6 +112,14 @@ func (x *exchange) tryAccount(m *member) (done bool, reason string) {
 		reason = why
 	}
 	return false, reason
+}
+
+// bodyFor builds the upstream body for m, with what the trace says of it (the last one built
+// is the serving account's).
+func (x *exchange) bodyFor(m *member) ([]byte, error) {
+	x.t.TurnStateOmitted = false
+	x.noteLite(m)
+	return x.wireFor(m).body(x, m)
 }
 
 // attempt sends the request to m once and reads the answer's status. A 2xx answer comes back
@@ -193,7 +201,7 @@ type sent struct {
 func sendHTTP(w *wire, x *exchange, m *member, cred Credential, body []byte, tmo Timeouts) (sent, error) {
 	// ChatGPT accounts always stream; the others stream when the client does.
 	stream := x.req.stream || m.Kind == KindChatGPT
-	resp, c, err := x.s.send(x.r.Context(), m, cred, w.path(), x.newBody(body), len(body), stream, x.upstreamHeaders(m), tmo.Header)
+	resp, c, err := x.s.send(x.r.Context(), m, cred, w.path(), x.newBody(body), len(body), stream, x.upstreamHeaders(m, false), tmo.Header)
 	return sent{resp: resp, call: c, bytes: len(body)}, err
 }
 
@@ -240,6 +248,9 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
 	}
 	held, first, ferr := peekStream(a.rd)
+	for _, ev := range held {
+		x.learnEvent(m, ev.Name, ev.Data) // a turn state m issues before its first output
+	}
 	if ferr != nil {
 		if len(held) == 0 {
 			return broke("the upstream stream ended before its first event", ferr)
@@ -379,7 +390,7 @@ const maxEventBytes = 64 << 20
 const maxHeld = 8
 
 // peekStream reads the leading events that carry no output (response.created,
-// response.in_progress, comments) and the first event after them. The held events are copies;
+// response.in_progress, response.metadata, comments) and the first event after them. The held events are copies;
 // comments past maxHeld are dropped rather than held (they carry nothing), so that a stream of
 // keep-alives alone still waits for a real event.
 func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
@@ -388,7 +399,7 @@ func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
 		if err != nil {
 			return held, ev, err
 		}
-		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress"
+		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress" || ev.Name == "response.metadata"
 		if len(ev.Data) == 0 && len(held) >= maxHeld {
 			continue
 		}

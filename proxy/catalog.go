@@ -41,6 +41,9 @@ type Discovered struct {
 	Codex json.RawMessage
 	// UnsupportedTools are tool types the entry says the model does not take.
 	UnsupportedTools []string
+	// Lite is the entry's use_responses_lite (nil: it says nothing): whether the backend takes
+	// the model's requests in the Responses Lite form (lite.go).
+	Lite *bool
 }
 
 // discoverFunc lists the models of one account.
@@ -395,12 +398,13 @@ func parseModelList(body []byte) ([]Discovered, error) {
 			Slug               string   `json:"slug"`
 			SupportsSearchTool *bool    `json:"supports_search_tool"`
 			Unsupported        []string `json:"unsupported_tool_types"`
+			Lite               *bool    `json:"use_responses_lite"`
 		}
 		if json.Unmarshal(raw, &e) != nil || e.Slug == "" || seen[e.Slug] {
 			continue
 		}
 		seen[e.Slug] = true
-		d := Discovered{ID: e.Slug, Codex: raw, UnsupportedTools: e.Unsupported}
+		d := Discovered{ID: e.Slug, Codex: raw, UnsupportedTools: e.Unsupported, Lite: e.Lite}
 		if e.SupportsSearchTool != nil && !*e.SupportsSearchTool && !slices.Contains(d.UnsupportedTools, "tool_search") {
 			d.UnsupportedTools = append(d.UnsupportedTools, "tool_search")
 		}
@@ -478,4 +482,15 @@ func (st *catalogState) serves(account, model string) bool {
 	}
 	e := st.models[model]
 	return e != nil && slices.Contains(e.Accounts, account)
+}
+
+// notLite reports whether the catalog says that model is not served in the Responses Lite
+// form (its entry's use_responses_lite is false); an entry that says nothing, or no entry,
+// leaves it to the client.
+func (st *catalogState) notLite(model string) bool {
+	if st == nil {
+		return false
+	}
+	e := st.models[model]
+	return e != nil && e.Lite != nil && !*e.Lite
 }

@@ -190,6 +190,8 @@ type exchange struct {
 	items    [][]byte
 	stripped []strippedInput
 	stripFor string
+	// liteReq is the request's Responses Lite form (lite.go).
+	liteReq liteRequest
 	// events is where a streamed answer goes (sink.go): set for a WebSocket turn, else made
 	// on first need.
 	events eventSink

@@ -13,60 +13,78 @@ import (
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
-// Sealed items. The Codex CLI asks for reasoning.encrypted_content and replays every reasoning
+// Sealed parts. The Codex CLI asks for reasoning.encrypted_content and replays every reasoning
 // item it received, with that content, on each later request of the conversation. The content
 // is sealed to the account that produced it: another account answers 400
 // invalid_encrypted_content, and so would every retry. The same holds for a remote-compaction
-// item and for any other item carrying encrypted_content.
+// item, for a multi-agent function call's encrypted_function_args (the collaboration tools'
+// sealed arguments) and for any content block of type encrypted_content, at any depth (a
+// sub-agent's agent_message carries what its parent's call sealed): another account answers
+// 400 invalid_request_body "Encrypted function output content could not be decrypted or
+// decoded."
 //
-// The relay learns from what it relays which account sealed each such item (a digest of the
-// content, not the content), and an account receives the conversation without the items
-// another account sealed: the whole item is left out, as a reasoning item is useless without
-// its content. Items the serving account sealed itself, and items nobody is known to have
-// sealed, go as they are. What the client sent and keeps is never changed: only the upstream
-// body differs, and the trace counts what it left out (sealedOmitted).
+// The relay learns from the output items it relays which account sealed each such value (a
+// digest of the value, not the value; never from anything else in an answer, which may echo
+// what the client sent), and an account receives the conversation without the parts another
+// account sealed: a reasoning or compaction item whose content is foreign is left out whole
+// (it is useless without it); a function call whose arguments are foreign is left out with its
+// outputs (the backend refuses an output without its call); a foreign content block is left
+// out of the item that holds it, which keeps its readable parts (an agent message without its
+// sealed task still says who wrote to whom). Parts the serving account sealed itself, and
+// parts nobody is known to have sealed, go as they are. What the client sent and keeps is
+// never changed: only the upstream body differs, and the trace counts and names what it left
+// out (sealedOmitted, sealedOmittedParts).
 //
-// Where the relay cannot know (after a restart, an item it never saw), an upstream's refusal
-// of sealed content is retried once on the same account without every sealed item it is not
-// known to have sealed (sealedRetry); the relay then remembers those items as refused, so a
-// conversation pays that extra round trip once.
+// Where the relay cannot know (after a restart, a part it never saw), an upstream's refusal
+// of sealed content is retried once on the same account without every sealed part it is not
+// known to have sealed (sealedRetry); the relay then remembers that this account refused
+// those parts (only this one: the account that sealed them still gets them), so that a
+// conversation pays that extra round trip once per account.
 
-// refusedOwner owns the items an account refused without the relay knowing who sealed them:
-// they are foreign to every account.
-const refusedOwner = ""
-
-// defaultSealedItems bounds how many sealed items the relay remembers (about 40 bytes each);
-// past it the oldest are forgotten, and an item forgotten that goes to a foreign account costs
+// defaultSealedItems bounds how many sealed values the relay remembers (about 40 bytes each);
+// past it the oldest are forgotten, and a value forgotten that goes to a foreign account costs
 // one strip-and-retry.
 const defaultSealedItems = 1 << 18
 
-// sealTable remembers which account sealed each item the relay relayed, by a 64-bit digest of
-// its content. Bounded: a ring of digests in arrival order evicts the oldest.
+// sealTable remembers which account sealed each value the relay relayed, by a 64-bit digest
+// of it, and which accounts refused a value nobody is known to have sealed. Bounded: a ring of
+// digests in arrival order evicts the oldest.
 type sealTable struct {
 	seed maphash.Seed
 	mu   sync.RWMutex
-	own  map[uint64]uint32 // digest -> index in owners
-	ring []uint64          // digests in arrival order (len = capacity once full)
-	next int               // the ring's oldest entry once full
+	own  map[uint64]sealEntry
+	ring []uint64 // digests in arrival order (len = capacity once full)
+	next int      // the ring's oldest entry once full
 	cap  int
-	// owners are the accounts' keys by index, count how many entries each owns.
-	owners []string
-	ids    map[string]uint32
-	count  []int
-	// sessions has, for each conversation (the request's session) the relay saw sealed items
-	// in, a bit per owner index that sealed some (bit 63 for indexes past it); sessRing orders
-	// them for eviction, at the table's capacity / 64.
-	sessions map[string]uint64
+	// owners are the accounts' keys by index; count how many entries each owns, and refusals
+	// how many each refused.
+	owners   []string
+	ids      map[string]uint32
+	count    []int
+	refusals []int
+	// sessions has, for each conversation (the request's session) the relay saw sealed values
+	// in, a bit per owner index that sealed some and a bit per index that refused some (bit 63
+	// for indexes past it); sessRing orders them for eviction, at the table's capacity / 64.
+	sessions map[string]sessionSeals
 	sessRing []string
 	sessNext int
 }
+
+// sealEntry is what the table knows of one sealed value: who sealed it (owner is the index
+// plus one; 0: nobody known) and, a bit per index, who refused it.
+type sealEntry struct {
+	owner   uint32
+	refused uint64
+}
+
+type sessionSeals struct{ sealed, refused uint64 }
 
 func newSealTable(capacity int) *sealTable {
 	if capacity <= 0 {
 		capacity = defaultSealedItems
 	}
-	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]uint32{}, cap: capacity, ids: map[string]uint32{},
-		sessions: map[string]uint64{}}
+	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]sealEntry{}, cap: capacity, ids: map[string]uint32{},
+		sessions: map[string]sessionSeals{}}
 }
 
 // digest is the digest of a sealed value (raw JSON, quotes included) by what it says, not how
@@ -83,6 +101,19 @@ func (t *sealTable) digest(content []byte) uint64 {
 	return maphash.Bytes(t.seed, content)
 }
 
+// id is the index of account (t.mu held for writing).
+func (t *sealTable) id(account string) uint32 {
+	id, ok := t.ids[account]
+	if !ok {
+		id = uint32(len(t.owners))
+		t.owners = append(t.owners, account)
+		t.count = append(t.count, 0)
+		t.refusals = append(t.refusals, 0)
+		t.ids[account] = id
+	}
+	return id
+}
+
 // learn records that owner sealed content (the raw JSON string value) in the conversation
 // session ("" when the request named none).
 func (t *sealTable) learn(owner, session string, content []byte) {
@@ -92,36 +123,69 @@ func (t *sealTable) learn(owner, session string, content []byte) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	id, ok := t.ids[owner]
-	if !ok {
-		id = uint32(len(t.owners))
-		t.owners = append(t.owners, owner)
-		t.count = append(t.count, 0)
-		t.ids[owner] = id
-	}
+	id := t.id(owner)
 	if session != "" {
-		t.noteSession(session, id)
+		t.noteSession(session, id, false)
 	}
-	if was, ok := t.own[d]; ok {
+	e, known := t.own[d]
+	if !known {
+		t.push(d)
+	}
+	if e.owner != 0 {
 		// Known: the latest word wins (an account that served it back owns it).
-		t.count[was]--
-		t.count[id]++
-		t.own[d] = id
-		return
+		t.count[e.owner-1]--
 	}
+	t.forgetRefusals(e)
+	t.own[d] = sealEntry{owner: id + 1}
+	t.count[id]++
+}
+
+// refuse records that account refused content, which nobody is known to have sealed, in the
+// conversation session: from now on it is foreign to that account, and to that account only.
+func (t *sealTable) refuse(account, session string, content []byte) {
+	d := t.digest(content)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := t.id(account)
+	if session != "" {
+		t.noteSession(session, id, true)
+	}
+	e, known := t.own[d]
+	if !known {
+		t.push(d)
+	}
+	if e.refused&ownerBit(id) == 0 {
+		e.refused |= ownerBit(id)
+		t.refusals[id]++
+	}
+	t.own[d] = e
+}
+
+// push adds digest d to the ring, evicting the oldest entry once full (t.mu held).
+func (t *sealTable) push(d uint64) {
 	if len(t.ring) < t.cap {
 		t.ring = append(t.ring, d)
-	} else {
-		old := t.ring[t.next]
-		if o, ok := t.own[old]; ok {
-			t.count[o]--
-			delete(t.own, old)
-		}
-		t.ring[t.next] = d
-		t.next = (t.next + 1) % t.cap
+		return
 	}
-	t.own[d] = id
-	t.count[id]++
+	old := t.ring[t.next]
+	if e, ok := t.own[old]; ok {
+		if e.owner != 0 {
+			t.count[e.owner-1]--
+		}
+		t.forgetRefusals(e)
+		delete(t.own, old)
+	}
+	t.ring[t.next] = d
+	t.next = (t.next + 1) % t.cap
+}
+
+// forgetRefusals takes e's refusals off the accounts' counts (t.mu held).
+func (t *sealTable) forgetRefusals(e sealEntry) {
+	for id := range t.refusals {
+		if e.refused&ownerBit(uint32(id)) != 0 && t.refusals[id] > 0 {
+			t.refusals[id]--
+		}
+	}
 }
 
 // owner is the account that sealed content, if the relay knows.
@@ -129,90 +193,113 @@ func (t *sealTable) owner(content []byte) (string, bool) {
 	d := t.digest(content)
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	id, ok := t.own[d]
-	if !ok {
+	e, ok := t.own[d]
+	if !ok || e.owner == 0 {
 		return "", false
 	}
-	return t.owners[id], true
+	return t.owners[e.owner-1], true
+}
+
+// foreignTo reports whether content is foreign to account: sealed by another account, or
+// refused by this one; known says whether the table knows anything of it for account.
+func (t *sealTable) foreignTo(content []byte, account string) (foreign, known bool) {
+	d := t.digest(content)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.own[d]
+	if !ok {
+		return false, false
+	}
+	if e.owner != 0 {
+		return t.owners[e.owner-1] != account, true
+	}
+	if id, ok := t.ids[account]; ok && e.refused&ownerBit(id) != 0 {
+		return true, true
+	}
+	return false, false
 }
 
 // knows reports whether the table already says that owner sealed digest d in session.
 func (t *sealTable) knows(d uint64, owner, session string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	id, ok := t.own[d]
-	if !ok || t.owners[id] != owner {
+	e, ok := t.own[d]
+	if !ok || e.owner == 0 || t.owners[e.owner-1] != owner {
 		return false
 	}
-	return session == "" || t.sessions[session]&ownerBit(id) != 0
+	return session == "" || t.sessions[session].sealed&ownerBit(e.owner-1) != 0
 }
 
 func ownerBit(id uint32) uint64 { return 1 << min(id, 63) }
 
-// noteSession records that owner id sealed items in session (t.mu held).
-func (t *sealTable) noteSession(session string, id uint32) {
-	if mask, ok := t.sessions[session]; ok {
-		t.sessions[session] = mask | ownerBit(id)
-		return
+// noteSession records that owner id sealed (or refused) values in session (t.mu held).
+func (t *sealTable) noteSession(session string, id uint32, refused bool) {
+	ss, ok := t.sessions[session]
+	if !ok {
+		if limit := max(t.cap/64, 16); len(t.sessRing) < limit {
+			t.sessRing = append(t.sessRing, session)
+		} else {
+			delete(t.sessions, t.sessRing[t.sessNext])
+			t.sessRing[t.sessNext] = session
+			t.sessNext = (t.sessNext + 1) % limit
+		}
 	}
-	if limit := max(t.cap/64, 16); len(t.sessRing) < limit {
-		t.sessRing = append(t.sessRing, session)
+	if refused {
+		ss.refused |= ownerBit(id)
 	} else {
-		delete(t.sessions, t.sessRing[t.sessNext])
-		t.sessRing[t.sessNext] = session
-		t.sessNext = (t.sessNext + 1) % limit
+		ss.sealed |= ownerBit(id)
 	}
-	t.sessions[session] = ownerBit(id)
+	t.sessions[session] = ss
 }
 
-// foreignIn reports whether a request of the conversation session to owner may carry items
-// another account sealed: whether another account sealed items of that conversation. When
-// none did (a conversation that never rotated, or one the relay does not know), the request
-// has nothing to leave out and costs a look-up. A request that names no conversation asks
-// whether the table knows any item another account sealed.
+// foreignIn reports whether a request of the conversation session to owner may carry values
+// foreign to it: whether another account sealed values of that conversation, or owner refused
+// some. When none did (a conversation that never rotated, or one the relay does not know), the
+// request has nothing to leave out and costs a look-up. A request that names no conversation
+// asks whether the table knows any value foreign to owner.
 func (t *sealTable) foreignIn(session, owner string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	id, known := t.ids[owner]
 	if session == "" {
 		for i, n := range t.count {
 			if n > 0 && t.owners[i] != owner {
 				return true
 			}
 		}
-		return false
+		return known && t.refusals[id] > 0
 	}
-	mask := t.sessions[session]
-	if id, ok := t.ids[owner]; ok && id < 63 {
-		mask &^= ownerBit(id)
+	ss := t.sessions[session]
+	if known && id < 63 {
+		ss.sealed &^= ownerBit(id)
 	}
-	return mask != 0
+	return ss.sealed != 0 || (known && ss.refused&ownerBit(id) != 0)
 }
 
-// size is how many items the table remembers.
+// mixed reports whether more than one account sealed values of the conversation session.
+func (t *sealTable) mixed(session string) bool {
+	if session == "" {
+		return false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m := t.sessions[session].sealed
+	return m&(m-1) != 0
+}
+
+// size is how many values the table remembers.
 func (t *sealTable) size() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.own)
 }
 
-var encryptedKey = []byte(`"encrypted_content"`)
-
-// sealedContent returns the raw encrypted_content string of an item (a top-level member of
-// the item object), if it carries one.
-func sealedContent(item []byte) ([]byte, bool) {
-	if !bytes.Contains(item, encryptedKey) {
-		return nil, false
-	}
-	o, err := payload.Parse(item)
-	if err != nil {
-		return nil, false
-	}
-	v, ok := o.Get("encrypted_content")
-	if !ok || payload.KindOf(v) != payload.KindString || len(v) <= 2 {
-		return nil, false
-	}
-	return v, true
-}
+var (
+	// sealedMark starts the names of every member that holds sealed content.
+	sealedMark   = []byte(`"encrypted_`)
+	encryptedKey = []byte(`"encrypted_content"`)
+	sealedArgs   = []byte(`"encrypted_function_args"`)
+)
 
 // SetSealedTracking turns the tracking of sealed items on (the default) or off: off, the
 // relay neither learns who sealed what nor leaves anything out (an account's refusal of sealed
@@ -237,13 +324,27 @@ func SealedItemBytes() float64 {
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(t.size())
 }
 
-// learnEvent records the sealed items of an upstream Responses event from m: the item of
-// response.output_item.done, or the output of a final response. An event that carries no
-// sealed content costs a comparison of its name, or one scan of its bytes.
+// learnEvent records what an upstream Responses event from m says: the sealed parts of the
+// item of response.output_item.done or of the output of a final response, and the turn state
+// and model reroute of response.metadata (turn.go). An event that carries none of them costs a
+// comparison of its name, or one scan of its bytes.
 func (x *exchange) learnEvent(m *member, name string, data []byte) {
 	switch name {
-	case "response.output_item.done", "response.completed", "response.incomplete":
-		x.learnResponse(m, data)
+	case "response.output_item.done":
+		if bytes.Contains(data, sealedMark) {
+			o, _ := payload.Parse(data)
+			if o != nil {
+				item, _ := o.Get("item")
+				x.learnSealed(m, item)
+			}
+		}
+	case "response.completed", "response.incomplete":
+		if bytes.Contains(data, sealedMark) {
+			o, _ := payload.Parse(data)
+			x.learnOutput(m, responseObject(o))
+		}
+	case "response.metadata":
+		x.learnMetadata(m, data)
 	}
 }
 
@@ -252,27 +353,62 @@ func (x *exchange) learnEventOf(m *member) func(sse.Event) {
 	return func(ev sse.Event) { x.learnEvent(m, ev.Name, ev.Data) }
 }
 
-// learnResponse records the sealed content in an upstream's answer from m (an event, or a
-// whole response): every "encrypted_content" string in it, found by one scan of its bytes,
-// without parsing it. (Remembering a value nested deeper than an item costs a table entry and
-// changes nothing: only items whose own encrypted_content it is are ever left out.)
+// learnResponse records the sealed parts of a whole response from m (a non-streamed answer).
 func (x *exchange) learnResponse(m *member, data []byte) {
+	if !bytes.Contains(data, sealedMark) {
+		return
+	}
+	o, _ := payload.Parse(data)
+	x.learnOutput(m, o)
+}
+
+// learnOutput records the sealed parts of a response's output items (nil: none).
+func (x *exchange) learnOutput(m *member, resp *payload.Object) {
+	if resp == nil {
+		return
+	}
+	out, _ := resp.Get("output")
+	x.learnSealed(m, out)
+}
+
+// learnSealed records as m's every sealed value in output (items the upstream produced):
+// every encrypted_content and encrypted_function_args string at any depth, found by one scan
+// of the bytes, without parsing them.
+func (x *exchange) learnSealed(m *member, output []byte) {
 	if x.s.sealOff.Load() {
 		return
 	}
-	for rest := data; ; {
-		i := bytes.Index(rest, encryptedKey)
+	eachSealed(output, func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) })
+}
+
+// eachSealed calls f with every sealed value (a non-empty encrypted_content or
+// encrypted_function_args string, as raw JSON) in b, at any depth. A member name cannot occur
+// unescaped inside a JSON string, so a scan for the quoted name finds members only.
+func eachSealed(b []byte, f func(v []byte)) {
+	for rest := b; ; {
+		i := bytes.Index(rest, sealedMark)
 		if i < 0 {
 			return
 		}
-		rest = rest[i+len(encryptedKey):]
-		v, n := stringValue(rest)
-		if n == 0 {
+		rest = rest[i:]
+		var n int
+		switch {
+		case bytes.HasPrefix(rest, encryptedKey):
+			n = len(encryptedKey)
+		case bytes.HasPrefix(rest, sealedArgs):
+			n = len(sealedArgs)
+		default:
+			rest = rest[len(sealedMark):]
 			continue
 		}
 		rest = rest[n:]
+		v, m := stringValue(rest)
+		if m == 0 {
+			continue
+		}
+		rest = rest[m:]
 		if len(v) > 2 {
-			x.s.seals.learn(m.key(), x.req.session, v)
+			f(v)
 		}
 	}
 }
@@ -308,87 +444,233 @@ func stringValue(b []byte) (v []byte, n int) {
 }
 
 // sealedRefusal reports whether an upstream error says that it could not read sealed content:
-// code invalid_encrypted_content, or (from upstreams that send code null) a message saying
-// that encrypted content could not be verified or decrypted.
+// code invalid_encrypted_content; or a message saying that encrypted content could not be
+// verified or decrypted (upstreams that send code null), or that encrypted function content
+// could not be decrypted or decoded (multi-agent content, code invalid_request_body).
 func sealedRefusal(code, msg string) bool {
 	if code == "invalid_encrypted_content" {
 		return true
 	}
 	l := strings.ToLower(msg)
-	return strings.Contains(l, "encrypted content") &&
-		(strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted"))
+	if !strings.Contains(l, "encrypted") {
+		return false
+	}
+	return strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted") ||
+		strings.Contains(l, "could not be decoded")
 }
 
-// withoutSealed is the "input" override that leaves out of what m receives the items another
-// account sealed (and, after m refused sealed content, every sealed item m is not known to have
-// sealed), or false when nothing is to be left out. items returns the request's input items;
-// it is called only when something may have to be left out (another account sealed items of
-// the conversation), so a conversation that never rotated costs a map look-up. The override's
-// value is built once per
-// set of items left out, so that attempts with the same set share one body in the
+// inputFor is the "input" override for m: the request's input without what m must not or
+// cannot receive, or false when m receives it as it is. Left out are the sealed parts another
+// account sealed (and, after m refused sealed content, every sealed part m is not known to
+// have sealed) and, for the classic form of a Lite request (classic), the additional_tools
+// items. items returns the input items; it is called only when something may have to be left
+// out, so a conversation that never rotated costs a map look-up. The override's value is built
+// once per set of edits, so that attempts with the same set share one body in the
 // serialization cache.
-func (x *exchange) withoutSealed(m *member, items func() [][]byte) (payload.Override, bool) {
-	x.t.SealedOmitted = 0
-	if x.s.sealOff.Load() {
-		return payload.Override{}, false
-	}
+func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (payload.Override, bool) {
+	x.t.SealedOmitted, x.t.SealedOmittedParts = 0, nil
 	strip := x.stripFor == m.key()
-	if !strip && !x.s.seals.foreignIn(x.req.session, m.key()) {
+	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.key()))
+	if !sealing && !classic {
 		return payload.Override{}, false
 	}
 	all := items()
-	var drop []int
-	for i, it := range all {
-		if x.foreignSealed(m, it, strip) {
-			drop = append(drop, i)
-		}
-	}
-	if len(drop) == 0 {
+	if len(all) == 0 {
 		return payload.Override{}, false
 	}
-	x.t.SealedOmitted = len(drop)
+	foreign := func(v []byte) bool {
+		f, known := x.s.seals.foreignTo(v, m.key())
+		return f || (!known && strip)
+	}
+	var edits []itemEdit
+	var calls []string
+	for i, it := range all {
+		if classic && isAdditionalTools(it) {
+			edits = append(edits, itemEdit{i: i})
+			continue
+		}
+		if !sealing || !bytes.Contains(it, sealedMark) {
+			continue
+		}
+		e, call := editSealed(it, foreign)
+		if e.kind == "" {
+			continue
+		}
+		e.i = i
+		edits = append(edits, e)
+		if call != "" {
+			calls = append(calls, call)
+		}
+	}
+	if len(calls) > 0 {
+		// The outputs of the calls left out go with them.
+		for i, it := range all {
+			if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
+				edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
+			}
+		}
+		slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
+	}
+	if len(edits) == 0 {
+		return payload.Override{}, false
+	}
+	for _, e := range edits {
+		if !e.sealed {
+			continue
+		}
+		if x.t.SealedOmittedParts == nil {
+			x.t.SealedOmittedParts = map[string]int{}
+		}
+		n := max(e.blocks, 1)
+		x.t.SealedOmitted += n
+		x.t.SealedOmittedParts[e.kind] += n
+	}
 	for _, v := range x.stripped {
-		if v.from == &all[0] && v.n == len(all) && slices.Equal(v.drop, drop) {
+		if v.from == &all[0] && v.n == len(all) && slices.EqualFunc(v.edits, edits, itemEdit.same) {
 			return payload.Override{Key: "input", Value: v.input}, true
 		}
 	}
-	kept := make([][]byte, 0, len(all)-len(drop))
+	kept := make([][]byte, 0, len(all))
 	for i, it := range all {
-		if _, gone := slices.BinarySearch(drop, i); !gone {
+		j, found := slices.BinarySearchFunc(edits, i, func(e itemEdit, i int) int { return e.i - i })
+		switch {
+		case !found:
 			kept = append(kept, it)
+		case edits[j].item != nil:
+			kept = append(kept, edits[j].item)
 		}
 	}
-	v := strippedInput{from: &all[0], n: len(all), drop: drop, input: joinItems(kept)}
+	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
 	x.stripped = append(x.stripped, v)
 	return payload.Override{Key: "input", Value: v.input}, true
 }
 
-// strippedInput is an input built without some items (by index) of a list of n items whose
-// first is from.
+// itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
+// names what was left out (the item's type, or "TYPE content" for blocks left out of it),
+// sealed says it was left out for its sealed parts and blocks counts the blocks.
+type itemEdit struct {
+	i      int
+	item   []byte
+	kind   string
+	sealed bool
+	blocks int
+}
+
+func (a itemEdit) same(b itemEdit) bool { return a.i == b.i && bytes.Equal(a.item, b.item) }
+
+// strippedInput is an input built with edits of a list of n items whose first is from.
 type strippedInput struct {
 	from  *[]byte
 	n     int
-	drop  []int
+	edits []itemEdit
 	input []byte
 }
 
-// foreignSealed reports whether item is sealed content m must not receive: sealed by another
-// account, or (strip) not known to be m's.
-func (x *exchange) foreignSealed(m *member, item []byte, strip bool) bool {
-	c, ok := sealedContent(item)
-	if !ok {
-		return false
+// editSealed decides what becomes of an input item whose sealed parts foreign says are
+// foreign: an item whose own encrypted_content is foreign is left out; a call whose
+// encrypted_function_args are is left out, and its call_id comes back (its outputs follow
+// it); else the content blocks whose encrypted_content is foreign are left out of the item,
+// at any depth (an item with nothing left is left out). A zero kind: nothing changes.
+func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string) {
+	o, err := payload.Parse(item)
+	if err != nil {
+		return itemEdit{}, ""
 	}
-	owner, known := x.s.seals.owner(c)
-	if known {
-		return owner != m.key()
+	typ, _ := stringMember(o, "type")
+	if typ == "" {
+		typ = "item"
 	}
-	return strip
+	if v, ok := o.Get("encrypted_content"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
+		return itemEdit{kind: typ, sealed: true}, ""
+	}
+	if v, ok := o.Get("encrypted_function_args"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
+		call, _ = stringMember(o, "call_id")
+		return itemEdit{kind: typ, sealed: true}, call
+	}
+	out, removed, empty := withoutForeignBlocks(o, foreign)
+	if removed == 0 {
+		return itemEdit{}, ""
+	}
+	e = itemEdit{kind: typ + " content", sealed: true, blocks: removed}
+	if !empty {
+		e.item = out
+	}
+	return e, ""
 }
 
-// refused is called when m refused sealed content: the sealed items m is not known to have
-// sealed are remembered as refused (foreign to every account), and the request is to be
-// retried on m without them. It reports false when there is nothing to leave out, or when
+// withoutForeignBlocks is o without the objects, in any array at any depth, whose own
+// encrypted_content is foreign; removed counts them and empty says that an array o holds
+// directly lost every element.
+func withoutForeignBlocks(o *payload.Object, foreign func([]byte) bool) (out []byte, removed int, empty bool) {
+	var ov []payload.Override
+	for _, mem := range o.Members {
+		v := mem.Value
+		if !bytes.Contains(v, encryptedKey) {
+			continue
+		}
+		switch payload.KindOf(v) {
+		case payload.KindArray:
+			els, err := payload.Elements(v)
+			if err != nil {
+				continue
+			}
+			kept := els[:0:0]
+			n := 0
+			for _, el := range els {
+				if payload.KindOf(el) == payload.KindObject {
+					if eo, err := payload.Parse(el); err == nil {
+						if c, ok := eo.Get("encrypted_content"); ok && payload.KindOf(c) == payload.KindString && len(c) > 2 && foreign(c) {
+							n++
+							continue
+						}
+						if b, r, _ := withoutForeignBlocks(eo, foreign); r > 0 {
+							n += r
+							el = b
+						}
+					}
+				}
+				kept = append(kept, el)
+			}
+			if n > 0 {
+				removed += n
+				empty = empty || len(kept) == 0
+				ov = append(ov, payload.Override{Key: mem.Key, Value: joinItems(kept)})
+			}
+		case payload.KindObject:
+			if eo, err := payload.Parse(v); err == nil {
+				if b, r, _ := withoutForeignBlocks(eo, foreign); r > 0 {
+					removed += r
+					ov = append(ov, payload.Override{Key: mem.Key, Value: b})
+				}
+			}
+		}
+	}
+	if removed == 0 {
+		return nil, 0, false
+	}
+	return payload.Build(nil, o, ov), removed, empty
+}
+
+// callOutput is, for an item that is a tool call's output, its type and call_id.
+func callOutput(item []byte) (kind, call string) {
+	if !bytes.Contains(item, []byte(`_output"`)) {
+		return "", ""
+	}
+	o, err := payload.Parse(item)
+	if err != nil {
+		return "", ""
+	}
+	kind, _ = stringMember(o, "type")
+	if !strings.HasSuffix(kind, "_call_output") {
+		return "", ""
+	}
+	call, _ = stringMember(o, "call_id")
+	return kind, call
+}
+
+// refused is called when m refused sealed content: the sealed values m is not known to have
+// sealed are remembered as refused by m (foreign to m, and only to m), and the request is to
+// be retried on m without them. It reports false when there is nothing to leave out, or when
 // this request already retried m so (the refusal is then the client's answer).
 func (x *exchange) refused(m *member, items func() [][]byte) bool {
 	if x.stripFor == m.key() || x.s.sealOff.Load() {
@@ -396,15 +678,16 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 	}
 	found := false
 	for _, it := range items() {
-		c, ok := sealedContent(it)
-		if !ok {
+		if !bytes.Contains(it, sealedMark) {
 			continue
 		}
-		if owner, known := x.s.seals.owner(c); known && owner == m.key() {
-			continue
-		}
-		found = true
-		x.s.seals.learn(refusedOwner, x.req.session, c)
+		eachSealed(it, func(v []byte) {
+			if owner, known := x.s.seals.owner(v); known && owner == m.key() {
+				return
+			}
+			found = true
+			x.s.seals.refuse(m.key(), x.req.session, v)
+		})
 	}
 	if found {
 		x.stripFor = m.key()

@@ -16,10 +16,10 @@ func BenchmarkSealedTracking(b *testing.B) {
 	answer := []byte(`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAABbench-own-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}}`)
 	obj, _ := payload.Parse([]byte(`{"model":"m","input":[{"type":"message","role":"user","content":"hi"}]}`))
 	x := &exchange{s: s, req: &clientRequest{obj: obj, session: "conv-1"}}
-	x.learnResponse(m, answer)
+	x.learnEvent(m, "response.output_item.done", answer)
 	b.ReportAllocs()
 	for b.Loop() {
-		x.learnResponse(m, answer)
-		x.withoutSealed(m, x.inputItemsOf)
+		x.learnEvent(m, "response.output_item.done", answer)
+		x.inputFor(m, x.inputItemsOf, false)
 	}
 }

@@ -494,10 +494,18 @@ func (w *socketWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// start begins a streamed answer: its events follow as frames.
-func (w *socketWriter) start(http.Header) error {
+// start begins a streamed answer: its events follow as frames. A turn state the upstream
+// issued in its headers (a turn served over HTTP) reaches the client as a socket's upstream
+// would give it: in a response.metadata event, which the Codex CLI replays from.
+func (w *socketWriter) start(h http.Header) error {
 	w.WriteHeader(http.StatusOK)
 	w.sse = true
+	if st := h.Get(turnStateHeader); st != "" && w.err == nil {
+		ev, _ := json.Marshal(map[string]any{"type": "response.metadata", "headers": map[string]string{strings.ToLower(turnStateHeader): st}})
+		if !w.sc.send(ev) {
+			w.err = errClientGone
+		}
+	}
 	return w.err
 }
 

@@ -83,7 +83,7 @@ func sendSocket(_ *wire, x *exchange, m *member, cred Credential, _ []byte, tmo 
 			sc.up = nil
 		}
 		if sc.up == nil {
-			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.upstreamHeaders(m))
+			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.upstreamHeaders(m, true))
 			if err != nil {
 				if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 					if noSocketStatus(resp.StatusCode) {
@@ -154,7 +154,10 @@ func renewSocket(x *exchange, code string, err error) (string, bool) {
 // place in a frame.
 func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 	ov := x.modelOverride()
-	if x.tools != nil {
+	classic := x.classicFor(m)
+	if classic {
+		ov = append(ov, x.classicOverrides(m)...)
+	} else if x.tools != nil {
 		ov = append(ov, *x.tools)
 		x.noteDroppedTools()
 	}
@@ -165,19 +168,22 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 	if tier, ok := x.tierFor(m); ok {
 		ov = append(ov, tier)
 	}
+	if meta, ok := x.metadataFor(m, x.turn.obj, true); ok {
+		ov = append(ov, meta)
+	}
 	t := x.turn
 	if t.prev != "" && (up.last == t.prev || t.keepPrev) {
 		// The upstream holds the conversation up to prev: only the new items go, under the
-		// same rule for sealed items as a replay.
+		// same rule for sealed parts as a replay.
 		x.t.Incremental = true
-		if in, ok := x.withoutSealed(m, func() [][]byte { return t.input }); ok {
+		if in, ok := x.inputFor(m, func() [][]byte { return t.input }, classic); ok {
 			ov = append(ov, in)
 		}
 		return x.upstreamBody(t.obj, "", ov)
 	}
 	x.t.Incremental = false
 	obj, _ := t.full()
-	if in, ok := x.withoutSealed(m, x.inputItemsOf); ok {
+	if in, ok := x.inputFor(m, x.inputItemsOf, classic); ok {
 		ov = append(ov, in)
 	}
 	return x.upstreamBody(obj, "input", append(ov, payload.Override{Key: "type", Value: []byte(`"response.create"`)}))

@@ -37,14 +37,25 @@ type Trace struct {
 	// Incremental says that a WebSocket turn went upstream as the client sent it (new items
 	// after previous_response_id) rather than with the conversation replayed.
 	Incremental bool `json:"incremental,omitempty"`
-	// SealedOmitted counts the items sealed by another account (reasoning, compaction) that
-	// were left out of what the serving account received; SealedRetry says that the account
+	// SealedOmitted counts the sealed parts another account sealed (reasoning and compaction
+	// items, multi-agent function calls with their outputs, content blocks of an agent
+	// message) that were left out of what the serving account received, and
+	// SealedOmittedParts names them, by item type ("reasoning", "function_call",
+	// "function_call_output", "agent_message content", ...). SealedRetry says that the account
 	// refused sealed content it was sent and the request was retried on it without it.
-	// TurnStateOmitted says that the client's x-codex-turn-state, issued by another account,
-	// was not sent to the serving one.
-	SealedOmitted    int  `json:"sealedOmitted,omitempty"`
-	SealedRetry      bool `json:"sealedRetry,omitempty"`
-	TurnStateOmitted bool `json:"turnStateOmitted,omitempty"`
+	// TurnStateOmitted says that the client's x-codex-turn-state (a header, or a socket
+	// frame's client_metadata), issued by another account, was not sent to the serving one.
+	SealedOmitted      int            `json:"sealedOmitted,omitempty"`
+	SealedOmittedParts map[string]int `json:"sealedOmittedParts,omitempty"`
+	SealedRetry        bool           `json:"sealedRetry,omitempty"`
+	TurnStateOmitted   bool           `json:"turnStateOmitted,omitempty"`
+	// ResponsesLite is the form a Responses Lite request went in to the serving account:
+	// "lite" (as the client sent it, with the marker) or "classic" (its tools moved to the
+	// top-level tools, for an account that takes no Lite body); "" for a request that is not
+	// Lite. ReroutedFrom is the model the client's request named when the upstream said, in
+	// response.metadata, that it served another (ResolvedModel is then the one it served).
+	ResponsesLite string `json:"responsesLite,omitempty"`
+	ReroutedFrom  string `json:"reroutedFrom,omitempty"`
 	// ServiceTier is the service tier the client asked for in service_tier ("priority" for
 	// Codex's Fast mode, its older name "fast" included; "" when it named none).
 	// ServiceTierOmitted says that the serving account's backend does not serve that tier

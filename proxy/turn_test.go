@@ -190,7 +190,8 @@ func TestSocketTurnHeadersComeFromTheFrame(t *testing.T) {
 	frame := strings.TrimSuffix(createFrame("", userItem("one")), "}") +
 		`,"client_metadata":{"x-codex-turn-metadata":"{\"turn_id\":\"t-42\",\"request_kind\":\"turn\",\"workspaces\":{\"/src/app\":{}}}","x-codex-window-id":"w:1"}}`
 	responseID(t, turn(t, c, frame))
-	h := up.requests()[0].Header
+	reqs := up.requests()
+	h := reqs[len(reqs)-1].Header // the POST (the refused upgrade came first)
 	if got := h.Get("X-Codex-Turn-Metadata"); !strings.Contains(got, `"turn_id":"t-42"`) || h.Get("X-Codex-Window-Id") != "w:1" {
 		t.Fatalf("upstream got metadata %q, window %q", got, h.Get("X-Codex-Window-Id"))
 	}

@@ -102,17 +102,24 @@ func (w *wire) firstFails(ev sse.Event) bool {
 
 func responsesBody(x *exchange, m *member) ([]byte, error) {
 	ov := x.modelOverride()
-	if x.tools != nil {
+	classic := x.classicFor(m)
+	if classic {
+		ov = append(ov, x.classicOverrides(m)...)
+	} else if x.tools != nil {
 		ov = append(ov, *x.tools)
 		x.noteDroppedTools()
 	}
-	if in, ok := x.withoutSealed(m, x.inputItemsOf); ok {
+	if in, ok := x.inputFor(m, x.inputItemsOf, classic); ok {
 		ov = append(ov, in)
 	}
 	if tier, ok := x.tierFor(m); ok {
 		ov = append(ov, tier)
 	}
-	return x.upstreamBody(x.replayObj(), "input", append(ov, backendRules(m)...)), nil
+	obj := x.replayObj()
+	if meta, ok := x.metadataFor(m, obj, false); ok {
+		ov = append(ov, meta)
+	}
+	return x.upstreamBody(obj, "input", append(ov, backendRules(m)...)), nil
 }
 
 func chatBody(x *exchange, m *member) ([]byte, error) {
@@ -203,7 +210,12 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 	}
 	t := &translated{}
 	var out []byte
-	out, t.dropped, t.err = to(x.replayBody())
+	src := x.replayBody()
+	if x.lite() {
+		// A Chat account takes no Lite body: the classic form is translated.
+		src = x.classicBody()
+	}
+	out, t.dropped, t.err = to(src)
 	if t.err == nil {
 		var perr error
 		if t.obj, perr = payload.Parse(out); perr != nil {
