@@ -190,8 +190,10 @@ type exchange struct {
 	items    [][]byte
 	stripped []strippedInput
 	stripFor string
-	// liteReq is the request's Responses Lite form (lite.go).
+	// liteReq is the request's Responses Lite form (lite.go); sealer the account that sealed
+	// its multi-agent content (route.go; nil: not worked out yet).
 	liteReq liteRequest
+	sealer  *string
 	// events is where a streamed answer goes (sink.go): set for a WebSocket turn, else made
 	// on first need.
 	events eventSink

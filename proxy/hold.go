@@ -61,12 +61,27 @@ func (x *exchange) holdForPool() bool {
 		// Longer than the hold covers: the reset-credit policy's turn (credits.go).
 		return x.redeemForPool(back)
 	}
+	return x.holdUntil(back)
+}
+
+// holdCovers reports whether back, when an account is back, is within what is left of the hold
+// bound.
+func (x *exchange) holdCovers(back time.Time) bool {
+	bound := time.Duration(x.s.hold.Load())
+	return !back.IsZero() && bound > 0 && x.held+back.Sub(x.s.now()) <= bound
+}
+
+// holdUntil waits, with nothing sent to the client, until back (and holdSlack) has passed. It
+// reports false when too many requests wait already or the client left.
+func (x *exchange) holdUntil(back time.Time) bool {
+	s := x.s
+	wait := back.Sub(s.now())
 	if s.holding.Add(1) > maxHolding {
 		s.holding.Add(-1)
 		return false
 	}
 	defer s.holding.Add(-1)
-	s.log.Info("every account rests: holding the request", "id", x.t.ID, "wait", wait.Round(time.Millisecond))
+	s.log.Info("holding the request for a resting account", "id", x.t.ID, "wait", wait.Round(time.Millisecond))
 	t := time.NewTimer(wait + holdSlack)
 	defer t.Stop()
 	start := time.Now()
@@ -104,3 +119,14 @@ func (p *pool) backAt(now time.Time, serves func(*member) bool) time.Time {
 
 // HoldBound is the longest wait for a resting pool in force (negative: never).
 func (s *Server) HoldBound() time.Duration { return time.Duration(s.hold.Load()) }
+
+// restsUntil is when m, cooling down, is back; zero when it does not rest (or does not come
+// back by waiting: disabled, signed out).
+func (m *member) restsUntil(now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stateLocked(now) != StateCooldown {
+		return time.Time{}
+	}
+	return m.cooldownUntil
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -136,9 +137,8 @@ func (x *exchange) dispatchOnce(tried *int, failures *[]string) bool {
 		// The tool filtering of a target is worked out once, not per account tried.
 		x.tools, x.toolsDropped = x.toolsFor(target)
 		x.t.ResolvedModel = target
-		cands := s.pool.candidates(target, x.req.session, s.now(), func(m *member) bool {
-			return x.catalog.serves(m.Name, target)
-		})
+		serves := func(m *member) bool { return x.catalog.serves(m.Name, target) }
+		cands := x.preferSealer(s.pool.candidates(target, x.req.session, s.now(), serves), target, serves)
 		for _, m := range cands {
 			if *tried > 0 && !s.pool.current(m) {
 				continue // removed or disabled while this request was trying other accounts
@@ -236,3 +236,59 @@ func (x *exchange) noAccountServed(tried int, failures []string) {
 	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
 		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, OutcomeError)
 }
+
+// preferSealer puts first among the candidates the account that sealed the multi-agent
+// content the request carries, when the first candidate would have to leave it out: leaving
+// out a sub-agent's task or a call's arguments loses work, where leaving out reasoning only
+// loses thought. When that account rests and is back within the hold bound, the request waits
+// for it (hold.go) rather than go elsewhere without the content.
+func (x *exchange) preferSealer(cands []*member, target string, serves func(*member) bool) []*member {
+	if len(cands) == 0 || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, cands[0].key()) {
+		return cands // the cost of a conversation that never rotated: this look-up
+	}
+	key := x.multiAgentSealer()
+	if key == "" || key == cands[0].key() {
+		return cands
+	}
+	for i, m := range cands {
+		if m.key() == key {
+			copy(cands[1:i+1], cands[:i])
+			cands[0] = m
+			return cands
+		}
+	}
+	m := x.s.pool.get(key)
+	if m == nil || !serves(m) {
+		return cands
+	}
+	if back := m.restsUntil(x.s.now()); x.holdCovers(back) && x.holdUntil(back) && m.usable(target, x.s.now()) {
+		return append([]*member{m}, cands...)
+	}
+	return cands
+}
+
+// multiAgentSealer is the account that sealed the newest multi-agent content of the request's
+// input (a call's encrypted_function_args, an agent message's sealed block), "" when it carries
+// none the relay knows the sealer of. Worked out once per request.
+func (x *exchange) multiAgentSealer() string {
+	if x.sealer != nil {
+		return *x.sealer
+	}
+	owner := ""
+	items := x.inputItemsOf()
+	for i := len(items) - 1; i >= 0 && owner == ""; i-- {
+		it := items[i]
+		if !bytes.Contains(it, sealedArgs) && !(bytes.Contains(it, agentMessageType) && bytes.Contains(it, encryptedKey)) {
+			continue
+		}
+		eachSealed(it, func(v []byte) {
+			if o, ok := x.s.seals.owner(v); ok && owner == "" {
+				owner = o
+			}
+		})
+	}
+	x.sealer = &owner
+	return owner
+}
+
+var agentMessageType = []byte(`"agent_message"`)
