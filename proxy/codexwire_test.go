@@ -20,7 +20,7 @@ import (
 // sealed (at any depth) and a call output without its call.
 
 const (
-	liteTools = `{"type":"additional_tools","id":"at_1","role":"developer","tools":[{"type":"namespace","name":"functions","description":"","tools":[{"type":"custom","name":"exec","description":"Run JavaScript"}]},{"type":"namespace","name":"collaboration","description":"","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]}]}`
+	liteTools  = `{"type":"additional_tools","id":"at_1","role":"developer","tools":[{"type":"namespace","name":"functions","description":"","tools":[{"type":"custom","name":"exec","description":"Run JavaScript"}]},{"type":"namespace","name":"collaboration","description":"","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]}]}`
 	liteMarker = "X-Openai-Internal-Codex-Responses-Lite"
 )
 
