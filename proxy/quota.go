@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // QuotaInterval is how often ChatGPT accounts' usage is read in the background.
@@ -94,16 +96,30 @@ func parseUsage(body []byte, now time.Time) (*Quota, error) {
 		ResetAfterSeconds  int64   `json:"reset_after_seconds"`
 		LimitWindowSeconds int64   `json:"limit_window_seconds"`
 	}
+	type windows struct {
+		Primary   *window `json:"primary_window"`
+		Secondary *window `json:"secondary_window"`
+	}
 	var v struct {
-		RateLimit struct {
-			Primary   *window `json:"primary_window"`
-			Secondary *window `json:"secondary_window"`
-		} `json:"rate_limit"`
+		RateLimit windows `json:"rate_limit"`
+		PlanType  string  `json:"plan_type"`
+		Credits   *struct {
+			HasCredits bool            `json:"has_credits"`
+			Unlimited  bool            `json:"unlimited"`
+			Balance    json.RawMessage `json:"balance"`
+		} `json:"credits"`
+		ResetCredits *struct {
+			Available *int `json:"available_count"`
+		} `json:"rate_limit_reset_credits"`
+		Additional []struct {
+			Name      string   `json:"limit_name"`
+			Feature   string   `json:"metered_feature"`
+			RateLimit *windows `json:"rate_limit"`
+		} `json:"additional_rate_limits"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, fmt.Errorf("usage: %v", err)
 	}
-	q := &Quota{FetchedAt: now}
 	reset := func(w *window) time.Time {
 		if w.ResetAt > 0 {
 			return time.Unix(w.ResetAt, 0)
@@ -113,19 +129,50 @@ func parseUsage(body []byte, now time.Time) (*Quota, error) {
 		}
 		return time.Time{}
 	}
-	for i, w := range []*window{v.RateLimit.Primary, v.RateLimit.Secondary} {
-		if w == nil {
+	// read fills the two windows of ws: the weekly one is the secondary.
+	read := func(ws windows, pu *float64, pr *time.Time, su *float64, sr *time.Time) {
+		for i, w := range []*window{ws.Primary, ws.Secondary} {
+			if w == nil {
+				continue
+			}
+			if weekly := w.LimitWindowSeconds >= 7*24*3600 || (w.LimitWindowSeconds == 0 && i == 1); weekly {
+				*su, *sr = w.UsedPercent, reset(w)
+			} else {
+				*pu, *pr = w.UsedPercent, reset(w)
+			}
+		}
+	}
+	q := &Quota{FetchedAt: now, PlanType: cleanText(v.PlanType, 32)}
+	read(v.RateLimit, &q.PrimaryUsedPercent, &q.PrimaryResetsAt, &q.SecondaryUsedPercent, &q.SecondaryResetsAt)
+	if c := v.Credits; c != nil {
+		q.Credits = &QuotaCredits{HasCredits: c.HasCredits, Unlimited: c.Unlimited}
+		// The backend writes the balance as a string ("12.5") or a number.
+		if b, err := payload.DecodeString(c.Balance); err == nil {
+			q.Credits.Balance = cleanText(b, 32)
+		} else if payload.KindOf(c.Balance) == payload.KindNumber {
+			q.Credits.Balance = string(c.Balance)
+		}
+	}
+	if rc := v.ResetCredits; rc != nil && rc.Available != nil && *rc.Available >= 0 {
+		n := min(*rc.Available, 1000)
+		q.ResetCredits = &n
+	}
+	for _, a := range v.Additional {
+		if len(q.Additional) == maxAdditionalQuotas {
+			break
+		}
+		if a.RateLimit == nil || cleanText(a.Name, 64) == "" {
 			continue
 		}
-		weekly := w.LimitWindowSeconds >= 7*24*3600 || (w.LimitWindowSeconds == 0 && i == 1)
-		if weekly {
-			q.SecondaryUsedPercent, q.SecondaryResetsAt = w.UsedPercent, reset(w)
-		} else {
-			q.PrimaryUsedPercent, q.PrimaryResetsAt = w.UsedPercent, reset(w)
-		}
+		aq := AdditionalQuota{Name: cleanText(a.Name, 64), Feature: cleanText(a.Feature, 64)}
+		read(*a.RateLimit, &aq.PrimaryUsedPercent, &aq.PrimaryResetsAt, &aq.SecondaryUsedPercent, &aq.SecondaryResetsAt)
+		q.Additional = append(q.Additional, aq)
 	}
 	return q, nil
 }
+
+// maxAdditionalQuotas bounds the feature limits kept of one account (the backend sends a few).
+const maxAdditionalQuotas = 8
 
 // startQuotaLoop reads quotas now and every QuotaInterval until stop.
 func (s *Server) startQuotaLoop() (stop func()) {

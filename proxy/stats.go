@@ -87,6 +87,30 @@ type Quota struct {
 	SecondaryUsedPercent float64   `json:"secondary_used_percent"`
 	SecondaryResetsAt    time.Time `json:"secondary_resets_at,omitzero"`
 	FetchedAt            time.Time `json:"fetched_at"`
+	// What /wham/usage carries beside the two windows: the plan, the credits balance, how many
+	// banked resets are available, and the limits of metered features (a model family, say)
+	// that have windows of their own.
+	PlanType     string            `json:"plan_type,omitempty"`
+	Credits      *QuotaCredits     `json:"credits,omitempty"`
+	ResetCredits *int              `json:"reset_credits_available,omitempty"`
+	Additional   []AdditionalQuota `json:"additional,omitempty"`
+}
+
+// QuotaCredits is a ChatGPT account's credits balance (balance as the backend writes it).
+type QuotaCredits struct {
+	HasCredits bool   `json:"has_credits"`
+	Unlimited  bool   `json:"unlimited"`
+	Balance    string `json:"balance,omitempty"`
+}
+
+// AdditionalQuota is the windows of one metered feature's own limit.
+type AdditionalQuota struct {
+	Name                 string    `json:"name"`
+	Feature              string    `json:"feature,omitempty"`
+	PrimaryUsedPercent   float64   `json:"primary_used_percent"`
+	PrimaryResetsAt      time.Time `json:"primary_resets_at,omitzero"`
+	SecondaryUsedPercent float64   `json:"secondary_used_percent"`
+	SecondaryResetsAt    time.Time `json:"secondary_resets_at,omitzero"`
 }
 
 // counters are the proxy's running totals.

@@ -171,7 +171,7 @@ func newUsageView(d usageData) usageView {
 	}
 	v.pricesNote = "Costs at " + prices + ". A ChatGPT seat's cost is API-equivalent: what its tokens would cost on an API key."
 	if len(d.accounts.UnpricedModels) > 0 {
-		v.pricesNote += " No price known for " + strings.Join(d.accounts.UnpricedModels, ", ") + " (counted as $0)."
+		v.pricesNote += " No price known for " + strings.Join(d.accounts.UnpricedModels, ", ") + ": its tokens are unpriced, left out of the costs."
 	}
 	if d.accounts.FromRollups {
 		v.pricesNote += " Days before the retention come from the daily totals."

@@ -395,6 +395,11 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, r := range rows {
+		if line := quotaExtras(r.Quota, pct); line != "" {
+			fmt.Fprintf(c.Stdout, "%s: %s\n", r.Name, line)
+		}
+	}
 	if !live {
 		fmt.Fprintln(c.Stdout, "(no Codex Relay is running on "+a.ListenAddr()+": states are as stored; quotas read just now)")
 	}
@@ -593,4 +598,25 @@ func (c *CLI) importFile(path string) error {
 		c.applied(a)
 	}
 	return nil
+}
+
+// quotaExtras says what a ChatGPT account's usage carries beside its two windows: the limits
+// of metered features (a model family's own windows) and the credits balance; "" when none.
+func quotaExtras(q *proxy.Quota, pct func(float64, time.Time) string) string {
+	if q == nil {
+		return ""
+	}
+	var parts []string
+	for _, a := range q.Additional {
+		parts = append(parts, fmt.Sprintf("%s %s five-hour, %s weekly", a.Name, pct(a.PrimaryUsedPercent, a.PrimaryResetsAt), pct(a.SecondaryUsedPercent, a.SecondaryResetsAt)))
+	}
+	if c := q.Credits; c != nil && (c.HasCredits || c.Unlimited) {
+		switch {
+		case c.Unlimited:
+			parts = append(parts, "credits unlimited")
+		case c.Balance != "":
+			parts = append(parts, "credits "+c.Balance)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -98,8 +98,8 @@ func printUsage(c *CLI, a *app.App, rep ledger.Report) {
 	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\trequests\terrors\tinput\tcached\toutput\treasoning\tcache hit\tcost (USD)\t\n", rep.Query.By)
 	line := func(key string, t ledger.Totals, note string) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f %%\t%.2f%s\t\n", key, t.Requests, t.Errors, tokens(t.InputTokens),
-			tokens(t.CachedTokens), tokens(t.OutputTokens), tokens(t.ReasoningTokens), 100*t.CacheHitRatio, t.CostUSD, note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f %%\t%s%s\t\n", key, t.Requests, t.Errors, tokens(t.InputTokens),
+			tokens(t.CachedTokens), tokens(t.OutputTokens), tokens(t.ReasoningTokens), 100*t.CacheHitRatio, costCell(t), note)
 	}
 	for _, g := range rep.Groups {
 		key, note := terminalText(g.Key), ""
@@ -123,7 +123,7 @@ func printUsage(c *CLI, a *app.App, rep ledger.Report) {
 		fmt.Fprintf(c.Stdout, "Requests at the priority tier (Codex's Fast mode) are priced at %g× the standard price; on a ChatGPT seat that is an API-equivalent estimate of how fast they use the quota.\n", m)
 	}
 	if len(rep.UnpricedModels) > 0 {
-		fmt.Fprintf(c.Stdout, "No price known for %s (counted as 0; set one under \"usage\".\"prices\" in the settings).\n", terminalText(strings.Join(rep.UnpricedModels, ", ")))
+		fmt.Fprintf(c.Stdout, "No price known for %s: its tokens are unpriced (a cost with + leaves them out; set a price under \"usage\".\"prices\" in the settings).\n", terminalText(strings.Join(rep.UnpricedModels, ", ")))
 	}
 	if rep.FromRollups {
 		fmt.Fprintln(c.Stdout, "Days before the retention come from the daily totals, in whole UTC days.")
@@ -183,4 +183,16 @@ func hasPriority(rep ledger.Report) bool {
 		}
 	}
 	return false
+}
+
+// costCell is a total's cost as the usage table shows it: "unpriced" when no price is known
+// for any of its tokens, a trailing + when for some (the figure then leaves them out).
+func costCell(t ledger.Totals) string {
+	switch {
+	case t.UnpricedTokens > 0 && t.UnpricedTokens >= t.Tokens():
+		return "unpriced"
+	case t.UnpricedTokens > 0:
+		return fmt.Sprintf("%.2f+", t.CostUSD)
+	}
+	return fmt.Sprintf("%.2f", t.CostUSD)
 }

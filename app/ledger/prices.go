@@ -6,7 +6,7 @@ import (
 
 // PricesCheckedAt is the date the built-in price table was last compared with the public API
 // price list. Every cost the ledger reports is labelled with it (Report.PricesCheckedAt).
-const PricesCheckedAt = "2026-11-30"
+const PricesCheckedAt = "2026-12-01"
 
 // Price is what one model costs on the API, in US dollars per million tokens.
 //
@@ -35,7 +35,16 @@ func (p Price) Cost(input, cached, output int64) float64 {
 // catalog or the price page changes: bump PricesCheckedAt with the figures. Users override
 // single entries in their settings (Options.Prices); a ChatGPT seat's cost is the
 // API-equivalent cost of the same tokens.
+//
+// GPT-5.6 (Sol, Terra, Luna): OpenAI's list prices as published with the family's preview on
+// 2026-06-26 (input and output per million tokens; reported the same by every price write-up
+// checked on 2026-12-01). The cached-input price was not published with them: it is taken at a
+// tenth of the input price, as for every GPT-5 model above. The GPT-6 models Codex 0.171 lists
+// have no published API price: they are unpriced (shown as such, never as $0) until one is.
 var builtinPrices = map[string]Price{
+	"gpt-5.6-sol":        {Input: 5.00, CachedInput: 0.50, Output: 30.00},
+	"gpt-5.6-terra":      {Input: 2.50, CachedInput: 0.25, Output: 15.00},
+	"gpt-5.6-luna":       {Input: 1.00, CachedInput: 0.10, Output: 6.00},
 	"gpt-5.5":            {Input: 5.00, CachedInput: 0.50, Output: 30.00},
 	"gpt-5.4":            {Input: 2.50, CachedInput: 0.25, Output: 15.00},
 	"gpt-5.4-mini":       {Input: 0.75, CachedInput: 0.075, Output: 4.50},

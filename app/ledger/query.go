@@ -37,6 +37,10 @@ type Totals struct {
 	// cost; the caller, which knows the accounts' kinds, labels it (a ChatGPT seat's priority
 	// requests cost no dollars: their figure is an estimate). Unpriced models add 0.
 	CostUSD float64 `json:"cost_usd"`
+	// UnpricedTokens are the tokens (input plus output) of models no price table knows: CostUSD
+	// leaves them out, so a total with any is a lower bound, and one made only of them has no
+	// cost to show (never $0).
+	UnpricedTokens int64 `json:"unpriced_tokens,omitempty"`
 	// CacheHitRatio is CachedTokens / InputTokens (0 without input).
 	CacheHitRatio float64 `json:"cache_hit_ratio"`
 }
@@ -58,6 +62,7 @@ func (t *Totals) add(o Totals) {
 	t.CachedTokens += o.CachedTokens
 	t.OutputTokens += o.OutputTokens
 	t.ReasoningTokens += o.ReasoningTokens
+	t.UnpricedTokens += o.UnpricedTokens
 	t.CostUSD += o.CostUSD
 }
 
@@ -228,6 +233,7 @@ func (a *accumulator) add(key, model, tier string, t Totals) {
 		t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens) * TierMultiplier(tier)
 	} else if t.InputTokens+t.OutputTokens > 0 {
 		a.unpriced[model] = true
+		t.UnpricedTokens = t.InputTokens + t.OutputTokens
 	}
 	g := a.byKey[key]
 	if g == nil {
@@ -286,6 +292,8 @@ func (l *Ledger) Daily(ctx context.Context, since time.Time) ([]DayByAccount, er
 		}
 		if p, ok := LookupPrice(model, l.prices); ok {
 			t.CostUSD = p.Cost(t.InputTokens, t.CachedTokens, t.OutputTokens) * TierMultiplier(tier)
+		} else {
+			t.UnpricedTokens = t.InputTokens + t.OutputTokens
 		}
 		if n := len(out); n == 0 || out[n-1].Day != day || out[n-1].Account != account {
 			out = append(out, DayByAccount{Day: day, Account: account})

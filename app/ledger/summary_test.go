@@ -88,6 +88,9 @@ func checkReport(t *testing.T, by string, r Report) {
 		sameTotals(t, "by "+by+" "+g.Key, g.Totals, want[i].Totals)
 	}
 	sameTotals(t, "by "+by+" total", r.Total.Totals, fixtureTotal)
+	if r.Total.UnpricedTokens != 1010 { // mystery-model's, which no price table knows
+		t.Errorf("by %s: unpriced tokens %d", by, r.Total.UnpricedTokens)
+	}
 	if !slices.Equal(r.UnpricedModels, []string{"mystery-model"}) {
 		t.Errorf("by %s: unpriced %v", by, r.UnpricedModels)
 	}
