@@ -30,8 +30,18 @@ func liteBody(model string, items ...string) string {
 		`],"tool_choice":"auto","parallel_tool_calls":false,"reasoning":{"effort":"low","context":"all_turns"},"store":false,"stream":true,"include":["reasoning.encrypted_content"],"prompt_cache_key":"conv-lite"}`
 }
 
+// spawnCall is the model's spawn_agent call as a multi-agent backend produces it (as
+// testdata/codex-0.171/multiagent shows): the task's message in its arguments, sealed to key,
+// and the list of sealed arguments, which Codex leaves out when it replays the call (replay).
 func spawnCall(key, n string) string {
-	return `{"type":"function_call","id":"fc_` + n + `","call_id":"call_` + n + `","namespace":"collaboration","name":"spawn_agent","arguments":"","encrypted_function_args":"gAAAAB` + key + `-args-` + n + `="}`
+	return `{"type":"function_call","status":"completed","id":"fc_` + n + `","call_id":"call_` + n + `","namespace":"collaboration","name":"spawn_agent","arguments":"{\"message\":\"gAAAAB` + key + `-args-` + n + `=\",\"task_name\":\"helper\"}","encrypted_function_args":["message"]}`
+}
+
+func replay(item string) string {
+	var m map[string]any
+	json.Unmarshal([]byte(item), &m)
+	delete(m, "encrypted_function_args")
+	return mustJSON(m)
 }
 
 func spawnOutput(n string) string {
@@ -86,6 +96,16 @@ func backendCheck(key string, lite map[string]bool, r *http.Request, body []byte
 	var all []any
 	for _, it := range b.Input {
 		all = append(all, it)
+		if it["type"] == "function_call" {
+			// A call's sealed arguments are inside its arguments.
+			var args map[string]any
+			json.Unmarshal([]byte(fmt.Sprint(it["arguments"])), &args)
+			for _, v := range args {
+				if s, ok := v.(string); ok && strings.HasPrefix(s, "gAAAA") && !strings.HasPrefix(s, "gAAAAB"+key) && foreign == "" {
+					foreign = s
+				}
+			}
+		}
 	}
 	sealedValues(all, func(s string) {
 		if foreign == "" && !strings.HasPrefix(s, "gAAAAB"+key) {
@@ -249,7 +269,10 @@ func TestMultiAgentSealedAcrossARotation(t *testing.T) {
 		t.Fatalf("turn 1: %v", items)
 	}
 	// The parent goes on with the call's output: A rests, B serves.
-	parent := liteBody("gpt-5.6-sol", user, items[0], items[1], spawnOutput("1"))
+	if !strings.Contains(items[1], "encrypted_function_args") {
+		t.Fatalf("the call reached the client without its list of sealed arguments: %s", items[1])
+	}
+	parent := liteBody("gpt-5.6-sol", user, items[0], replay(items[1]), spawnOutput("1"))
 	if _, last := r.streamItems(t, parent, liteMarker, "true"); last != "response.completed" {
 		t.Fatalf("the parent's turn on B ended with %s", last)
 	}
@@ -258,8 +281,9 @@ func TestMultiAgentSealedAcrossARotation(t *testing.T) {
 	if tr.Account != "b" || fmt.Sprint(tr.SealedOmittedParts) != fmt.Sprint(want) || tr.SealedOmitted != 3 {
 		t.Fatalf("trace account %q omitted %d %v, want %v", tr.Account, tr.SealedOmitted, tr.SealedOmittedParts, want)
 	}
-	// The sub-agent's first request: its task, sealed by A, goes to B without the block.
-	child := liteBody("gpt-5.6-sol", agentMessage("A", "1"))
+	// The sub-agent's first request, as Codex sends it: the parent's history (the spawn's output
+	// "aborted") and its task, sealed by A: B gets the task without the sealed block.
+	child := liteBody("gpt-5.6-sol", user, items[0], replay(items[1]), `{"type":"function_call_output","call_id":"call_1","output":"aborted"}`, agentMessage("A", "1"))
 	if _, last := r.streamItems(t, child, liteMarker, "true", "X-Openai-Subagent", "collab_spawn", "X-Codex-Parent-Thread-Id", "t-parent"); last != "response.completed" {
 		t.Fatalf("the sub-agent's turn ended with %s", last)
 	}
@@ -271,8 +295,9 @@ func TestMultiAgentSealedAcrossARotation(t *testing.T) {
 	if h := reqs[len(reqs)-1].Header; h.Get("X-Openai-Subagent") != "collab_spawn" || h.Get("X-Codex-Parent-Thread-Id") != "t-parent" {
 		t.Errorf("sub-agent headers: %v", h)
 	}
-	if tr := r.lastTrace(t, 3); tr.SealedOmittedParts["agent_message content"] != 1 {
-		t.Errorf("trace %v", tr.SealedOmittedParts)
+	want["agent_message content"] = 1
+	if tr := r.lastTrace(t, 3); fmt.Sprint(tr.SealedOmittedParts) != fmt.Sprint(want) {
+		t.Errorf("trace %v, want %v", tr.SealedOmittedParts, want)
 	}
 	// What the client sent is what it keeps: nothing the relay did changed its copy.
 	if !strings.Contains(child, "gAAAABA-args-1") {
@@ -292,7 +317,7 @@ func TestMultiAgentPrefersTheSealer(t *testing.T) {
 
 	user := userItem("spawn")
 	items, _ := r.streamItems(t, liteBody("gpt-5.6-sol", user), liteMarker, "true")
-	r.streamItems(t, liteBody("gpt-5.6-sol", user, items[0], items[1], spawnOutput("1")), liteMarker, "true") // A rests a second: B
+	r.streamItems(t, liteBody("gpt-5.6-sol", user, items[0], replay(items[1]), spawnOutput("1")), liteMarker, "true") // A rests a second: B
 	if tr := r.lastTrace(t, 2); tr.Account != "b" {
 		t.Fatalf("turn 2 went to %q", tr.Account)
 	}
@@ -316,7 +341,7 @@ func TestSealedRefusalIsPerAccount(t *testing.T) {
 		status(429, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`, "Retry-After", "3600"))
 	r := newRelay(t, proxy.Options{}, chatgptAccount("b", b), chatgptAccount("a", a)) // a fresh relay: B first
 
-	convo := liteBody("gpt-5.6-sol", userItem("go on"), sealedItem("A", 0), spawnCall("A", "7"), spawnOutput("7"), userItem("and?"))
+	convo := liteBody("gpt-5.6-sol", userItem("go on"), sealedItem("A", 0), replay(spawnCall("A", "7")), spawnOutput("7"), userItem("and?"))
 	if _, last := r.streamItems(t, convo, liteMarker, "true"); last != "response.completed" {
 		t.Fatalf("B's turn ended with %s", last)
 	}

@@ -268,7 +268,7 @@ func (x *exchange) preferSealer(cands []*member, target string, serves func(*mem
 }
 
 // multiAgentSealer is the account that sealed the newest multi-agent content of the request's
-// input (a call's encrypted_function_args, an agent message's sealed block), "" when it carries
+// input (a call's sealed arguments, an agent message's sealed block), "" when it carries
 // none the relay knows the sealer of. Worked out once per request.
 func (x *exchange) multiAgentSealer() string {
 	if x.sealer != nil {
@@ -278,10 +278,10 @@ func (x *exchange) multiAgentSealer() string {
 	items := x.inputItemsOf()
 	for i := len(items) - 1; i >= 0 && owner == ""; i-- {
 		it := items[i]
-		if !bytes.Contains(it, sealedArgs) && !(bytes.Contains(it, agentMessageType) && bytes.Contains(it, encryptedKey)) {
+		if !bytes.Contains(it, sealedPrefix) || !bytes.Contains(it, functionCallType) && !bytes.Contains(it, agentMessageType) {
 			continue
 		}
-		eachSealed(it, func(v []byte) {
+		sealedIn(it, false, func(v []byte) {
 			if o, ok := x.s.seals.owner(v); ok && owner == "" {
 				owner = o
 			}
@@ -291,4 +291,7 @@ func (x *exchange) multiAgentSealer() string {
 	return owner
 }
 
-var agentMessageType = []byte(`"agent_message"`)
+var (
+	agentMessageType = []byte(`"agent_message"`)
+	functionCallType = []byte(`"function_call"`)
+)

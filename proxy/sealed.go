@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"hash/maphash"
 	"runtime"
 	"slices"
@@ -17,11 +18,12 @@ import (
 // item it received, with that content, on each later request of the conversation. The content
 // is sealed to the account that produced it: another account answers 400
 // invalid_encrypted_content, and so would every retry. The same holds for a remote-compaction
-// item, for a multi-agent function call's encrypted_function_args (the collaboration tools'
-// sealed arguments) and for any content block of type encrypted_content, at any depth (a
-// sub-agent's agent_message carries what its parent's call sealed): another account answers
-// 400 invalid_request_body "Encrypted function output content could not be decrypted or
-// decoded."
+// item, for the sealed arguments of a multi-agent function call (the collaboration tools':
+// the model's call names them in encrypted_function_args, e.g. ["message"], and the values
+// inside its arguments are sealed; Codex replays the call without that list) and for any
+// content block of type encrypted_content, at any depth (a sub-agent's agent_message carries
+// the value its parent's spawn_agent call sealed): another account answers 400
+// invalid_request_body "Encrypted function output content could not be decrypted or decoded."
 //
 // The relay learns from the output items it relays which account sealed each such value (a
 // digest of the value, not the value; never from anything else in an answer, which may echo
@@ -295,11 +297,17 @@ func (t *sealTable) size() int {
 }
 
 var (
-	// sealedMark starts the names of every member that holds sealed content.
-	sealedMark   = []byte(`"encrypted_`)
-	encryptedKey = []byte(`"encrypted_content"`)
-	sealedArgs   = []byte(`"encrypted_function_args"`)
+	encryptedKey  = []byte(`"encrypted_content"`)
+	sealedArgsKey = []byte(`"encrypted_function_args"`)
+	// sealedPrefix starts every sealed value the backends issue (Fernet tokens): a call's
+	// arguments replayed without their encrypted_function_args list are known sealed by it.
+	sealedPrefix = []byte(`gAAAA`)
 )
+
+// mayBeSealed reports whether an item may hold sealed parts: a scan of its bytes.
+func mayBeSealed(item []byte) bool {
+	return bytes.Contains(item, encryptedKey) || bytes.Contains(item, sealedPrefix)
+}
 
 // SetSealedTracking turns the tracking of sealed items on (the default) or off: off, the
 // relay neither learns who sealed what nor leaves anything out (an account's refusal of sealed
@@ -331,7 +339,7 @@ func SealedItemBytes() float64 {
 func (x *exchange) learnEvent(m *member, name string, data []byte) {
 	switch name {
 	case "response.output_item.done":
-		if bytes.Contains(data, sealedMark) {
+		if mayBeSealed(data) {
 			o, _ := payload.Parse(data)
 			if o != nil {
 				item, _ := o.Get("item")
@@ -339,7 +347,7 @@ func (x *exchange) learnEvent(m *member, name string, data []byte) {
 			}
 		}
 	case "response.completed", "response.incomplete":
-		if bytes.Contains(data, sealedMark) {
+		if mayBeSealed(data) {
 			o, _ := payload.Parse(data)
 			x.learnOutput(m, responseObject(o))
 		}
@@ -355,7 +363,7 @@ func (x *exchange) learnEventOf(m *member) func(sse.Event) {
 
 // learnResponse records the sealed parts of a whole response from m (a non-streamed answer).
 func (x *exchange) learnResponse(m *member, data []byte) {
-	if !bytes.Contains(data, sealedMark) {
+	if !mayBeSealed(data) {
 		return
 	}
 	o, _ := payload.Parse(data)
@@ -371,46 +379,84 @@ func (x *exchange) learnOutput(m *member, resp *payload.Object) {
 	x.learnSealed(m, out)
 }
 
-// learnSealed records as m's every sealed value in output (items the upstream produced):
-// every encrypted_content and encrypted_function_args string at any depth, found by one scan
-// of the bytes, without parsing them.
+// learnSealed records as m's every sealed value in output (an item the upstream produced, or
+// an array of them).
 func (x *exchange) learnSealed(m *member, output []byte) {
 	if x.s.sealOff.Load() {
 		return
 	}
-	eachSealed(output, func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) })
+	items := [][]byte{output}
+	if payload.KindOf(output) == payload.KindArray {
+		items, _ = payload.Elements(output)
+	}
+	for _, it := range items {
+		sealedIn(it, true, func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) })
+	}
 }
 
-// eachSealed calls f with every sealed value (a non-empty encrypted_content or
-// encrypted_function_args string, as raw JSON) in b, at any depth. A member name cannot occur
-// unescaped inside a JSON string, so a scan for the quoted name finds members only.
-func eachSealed(b []byte, f func(v []byte)) {
-	for rest := b; ; {
-		i := bytes.Index(rest, sealedMark)
+// sealedIn calls f with every sealed value of an item, as raw JSON strings: every non-empty
+// encrypted_content string at any depth (one scan of the bytes: a member name cannot occur
+// unescaped inside a JSON string), and a function call's sealed arguments. A call's own word
+// (its encrypted_function_args list) names those; without it (Codex replays calls without the
+// list), output says whether to trust nothing but the list (what an upstream produced), or
+// else take any argument that reads as a sealed value.
+func sealedIn(item []byte, output bool, f func(v []byte)) {
+	for rest := item; ; {
+		i := bytes.Index(rest, encryptedKey)
 		if i < 0 {
-			return
+			break
 		}
-		rest = rest[i:]
-		var n int
-		switch {
-		case bytes.HasPrefix(rest, encryptedKey):
-			n = len(encryptedKey)
-		case bytes.HasPrefix(rest, sealedArgs):
-			n = len(sealedArgs)
-		default:
-			rest = rest[len(sealedMark):]
+		rest = rest[i+len(encryptedKey):]
+		v, n := stringValue(rest)
+		if n == 0 {
 			continue
 		}
 		rest = rest[n:]
-		v, m := stringValue(rest)
-		if m == 0 {
-			continue
-		}
-		rest = rest[m:]
 		if len(v) > 2 {
 			f(v)
 		}
 	}
+	if bytes.Contains(item, sealedArgsKey) || (!output && bytes.Contains(item, sealedPrefix)) {
+		if o, err := payload.Parse(item); err == nil {
+			for _, v := range sealedArgs(o, output) {
+				f(v)
+			}
+		}
+	}
+}
+
+// sealedArgs are the sealed values (raw JSON strings) in the arguments of a function call o:
+// the members its encrypted_function_args list names or, without a list and unless listed is
+// set, every string member that reads as a sealed value.
+func sealedArgs(o *payload.Object, listed bool) [][]byte {
+	if t, _ := stringMember(o, "type"); t != "function_call" {
+		return nil
+	}
+	args, ok := stringMember(o, "arguments")
+	if !ok {
+		return nil
+	}
+	var names []string
+	if raw, ok := o.Get("encrypted_function_args"); ok && json.Unmarshal(raw, &names) == nil && len(names) > 0 {
+		listed = true
+	} else if listed || !strings.Contains(args, string(sealedPrefix)) {
+		return nil
+	}
+	ao, err := payload.Parse([]byte(args))
+	if err != nil {
+		return nil
+	}
+	var out [][]byte
+	for _, mem := range ao.Members {
+		v := mem.Value
+		if payload.KindOf(v) != payload.KindString || len(v) <= 2 {
+			continue
+		}
+		if listed && slices.Contains(names, mem.Key) || !listed && bytes.HasPrefix(v[1:], sealedPrefix) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // stringValue reads `: "..."` at the start of b (after a key) and returns the string with its
@@ -489,7 +535,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 			edits = append(edits, itemEdit{i: i})
 			continue
 		}
-		if !sealing || !bytes.Contains(it, sealedMark) {
+		if !sealing || !mayBeSealed(it) {
 			continue
 		}
 		e, call := editSealed(it, foreign)
@@ -567,10 +613,10 @@ type strippedInput struct {
 }
 
 // editSealed decides what becomes of an input item whose sealed parts foreign says are
-// foreign: an item whose own encrypted_content is foreign is left out; a call whose
-// encrypted_function_args are is left out, and its call_id comes back (its outputs follow
-// it); else the content blocks whose encrypted_content is foreign are left out of the item,
-// at any depth (an item with nothing left is left out). A zero kind: nothing changes.
+// foreign: an item whose own encrypted_content is foreign is left out; a function call whose
+// sealed arguments are is left out, and its call_id comes back (its outputs follow it); else
+// the content blocks whose encrypted_content is foreign are left out of the item, at any
+// depth (an item with nothing left is left out). A zero kind: nothing changes.
 func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string) {
 	o, err := payload.Parse(item)
 	if err != nil {
@@ -583,9 +629,12 @@ func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string
 	if v, ok := o.Get("encrypted_content"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
 		return itemEdit{kind: typ, sealed: true}, ""
 	}
-	if v, ok := o.Get("encrypted_function_args"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
+	if slices.ContainsFunc(sealedArgs(o, false), foreign) {
 		call, _ = stringMember(o, "call_id")
 		return itemEdit{kind: typ, sealed: true}, call
+	}
+	if !bytes.Contains(item, encryptedKey) {
+		return itemEdit{}, ""
 	}
 	out, removed, empty := withoutForeignBlocks(o, foreign)
 	if removed == 0 {
@@ -678,10 +727,10 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 	}
 	found := false
 	for _, it := range items() {
-		if !bytes.Contains(it, sealedMark) {
+		if !mayBeSealed(it) {
 			continue
 		}
-		eachSealed(it, func(v []byte) {
+		sealedIn(it, false, func(v []byte) {
 			if owner, known := x.s.seals.owner(v); known && owner == m.key() {
 				return
 			}
