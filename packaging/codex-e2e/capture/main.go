@@ -8,13 +8,14 @@
 //   - GET  .../wham/accounts/check: the ChatGPT account of the request, without a routing constraint;
 //
 // and answers anything else 404 after recording it. The script is a tool loop: a request that
-// carries no function_call_output is answered with a reasoning item and a function_call (of the
+// carries no tool output (function_call_output, custom_tool_call_output) is answered with a reasoning item and a function_call (of the
 // shell tool Codex offered, or with -scenario spawn of the collaboration tool spawn_agent, whose
 // sealed "message" is named in encrypted_function_args, and then of wait_agent); a request that
 // carries the output, or a sub-agent's request, with the assistant message "done". The
 // first HTTP response carries the header x-codex-turn-state: ts-capture-http; the first
-// WebSocket response starts with a response.metadata event carrying x-codex-turn-state:
-// ts-capture-1, so that the captures show whether Codex replays them.
+// WebSocket response that generates (not the warm-up, generate:false) starts with a
+// response.metadata event carrying x-codex-turn-state: ts-capture-1, so that the captures show
+// whether Codex replays them.
 //
 // Each HTTP request and each client WebSocket frame is written to -out as NNN-<kind>.json, in
 // arrival order, with the header lines as received (names in their wire casing, in order) and
