@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Re-makes proxy/testdata/codex-<version>/: runs the real Codex CLI (npm @openai/codex, pinned as in
+# run.sh) against packaging/codex-e2e/capture, a loopback stand-in for the Responses backend that
+# records every request and WebSocket frame Codex sends, for each case below.
+#
+#   packaging/codex-e2e/capture.sh [CASE...]     (CODEX_VERSION=0.171.0, PORT=18471, OUT=...)
+#
+# Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http (default: all).
+# Loopback only: HTTP(S)_PROXY points at a closed local port so that Codex's own calls elsewhere
+# (plugin sync, telemetry) fail on this machine; NO_PROXY lets it reach the capture server.
+# Records are redacted as they are written: the Authorization value becomes "Bearer REDACTED" and
+# the throw-away home becomes /home/user (so the working folder reads /home/user/project).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+codex_version=${CODEX_VERSION:-0.171.0}
+port=${PORT:-18471}
+out=${OUT:-$top/proxy/testdata/codex-${codex_version%.*}}
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http)
+
+cli="$top/bin/codex-cli-$codex_version"
+if [ ! -x "$cli/node_modules/.bin/codex" ]; then
+  mkdir -p "$cli" && (cd "$cli" && npm install --silent --no-audit --no-fund "@openai/codex@$codex_version" >/dev/null)
+fi
+codex="$cli/node_modules/.bin/codex"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
+(cd "$top" && go build -o "$work/capture" ./packaging/codex-e2e/capture)
+mkdir -p "$out"
+
+# The catalog Codex bundles, which the capture server also serves as its model list.
+mkdir -p "$work/bundled"
+HOME="$work/bundled" CODEX_HOME="$work/bundled" "$codex" debug models --bundled >"$out/models-bundled.json" 2>/dev/null
+
+# chatgpt_auth ACCOUNT: a ChatGPT-mode auth.json whose tokens are unsigned JWTs that expire in 2100
+# (Codex reads the claims without verifying them, and does not refresh them).
+chatgpt_auth() {
+  python3 - "$1" <<'PY'
+import base64, json, sys, time
+acct = sys.argv[1]
+b = lambda o: base64.urlsafe_b64encode(json.dumps(o, separators=(",", ":")).encode()).rstrip(b"=").decode()
+jwt = lambda claims: b({"alg": "none", "typ": "JWT"}) + "." + b(claims) + ".c2ln"
+auth = {"chatgpt_account_id": acct, "chatgpt_plan_type": "pro", "chatgpt_user_id": "user-capture", "user_id": "user-capture"}
+common = {"exp": 4102444800, "iat": 1764460800, "sub": "auth0|capture", "https://api.openai.com/auth": auth}
+idt = dict(common, email="capture@example.com", email_verified=True)
+print(json.dumps({"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
+                  "tokens": {"id_token": jwt(idt), "access_token": jwt(common), "refresh_token": "rt-capture", "account_id": acct},
+                  "last_refresh": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+PY
+}
+
+# run CASE MODEL WEBSOCKETS SCENARIO AUTH: one `codex exec` against a fresh capture server.
+run() {
+  local name=$1 model=$2 ws=$3 scenario=$4 auth=$5
+  local w="$work/$name" dir="$out/$name"
+  mkdir -p "$w/home/.codex" "$w/home/project"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local base="http://127.0.0.1:$port" tls=() envs=()
+  if [ "$auth" != key ]; then
+    # Codex wants an HTTPS ChatGPT backend: a throw-away CA, which Codex trusts through
+    # CODEX_CA_CERTIFICATE, signs a certificate for 127.0.0.1 (rustls refuses a CA as a leaf).
+    base="https://127.0.0.1:$port"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=capture-ca -keyout "$w/ca.key" -out "$w/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$w/key.pem" -out "$w/cert.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$w/ext"
+    openssl x509 -req -in "$w/cert.csr" -CA "$w/ca.pem" -CAkey "$w/ca.key" -CAcreateserial -days 2 -extfile "$w/ext" \
+      -out "$w/cert.pem" 2>/dev/null
+    tls=(-tls-cert "$w/cert.pem" -tls-key "$w/key.pem")
+    envs=(CODEX_CA_CERTIFICATE="$w/ca.pem")
+    # The built-in provider speaks WebSocket; chatgpt-http refuses the handshake (426), after which
+    # Codex falls back to HTTP.
+    [ "$auth" = chatgpt-http ] && tls+=(-refuse-websocket)
+    # The built-in provider in ChatGPT mode, pointed at the capture server.
+    cat >"$w/home/.codex/config.toml" <<EOF
+chatgpt_base_url = "$base/backend-api/"
+openai_base_url = "$base/backend-api/codex"
+EOF
+    chatgpt_auth 00000000-0000-4000-8000-00000000ca75 >"$w/home/.codex/auth.json"
+  else
+    # What `codexrelay codex-config --write` writes (app/codex.go), with a fake local key.
+    cat >"$w/home/.codex/config.toml" <<EOF
+model_provider = "codexrelay"
+
+[model_providers.codexrelay]
+name = "Codex Relay"
+base_url = "$base/v1"
+wire_api = "responses"
+model_catalog_url = "$base/v1/models"
+supports_websockets = $ws
+experimental_bearer_token = "sk-capture-local-key"
+EOF
+  fi
+  sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$w/home/.codex/config.toml" >"$dir/config.toml"
+  "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -scenario "$scenario" \
+    "${tls[@]}" -redact "$w/home=/home/user" 2>"$w/capture.log" &
+  local srv=$!
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  local rc=0
+  (cd "$w/home/project" && env HOME="$w/home" CODEX_HOME="$w/home/.codex" LANG=en_US.UTF-8 \
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost "${envs[@]}" \
+    timeout 120 "$codex" exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m "$model" \
+    "run echo hi and then say done" >"$w/codex.out" 2>"$w/codex.err") || rc=$?
+  kill "$srv"; wait "$srv" 2>/dev/null || true
+  echo "$name: codex exit $rc, answered '$(tail -n 1 "$w/codex.out" 2>/dev/null)', $(ls "$dir" | grep -c '^[0-9]') records"
+  [ $rc = 0 ] || tail -n 5 "$w/codex.err"
+  if grep -rlE "$work|/tmp/|/work/" "$dir" >/dev/null; then
+    echo "$name: WARNING: machine paths left in:"; grep -rlE "$work|/tmp/|/work/" "$dir"
+  fi
+}
+
+for c in "${cases[@]}"; do
+  case $c in
+  http-lite) run "$c" gpt-5.6-sol false tool key ;;
+  ws-lite) run "$c" gpt-5.6-sol true tool key ;;
+  http-nonlite) run "$c" gpt-5.5 false tool key ;;
+  ws-nonlite) run "$c" gpt-5.5 true tool key ;;
+  multiagent) run "$c" gpt-5.6-sol false spawn key ;;
+  chatgpt-ws) run "$c" gpt-5.6-sol true tool chatgpt ;;
+  chatgpt-http) run "$c" gpt-5.6-sol false tool chatgpt-http ;;
+  *) echo "unknown case $c" >&2; exit 2 ;;
+  esac
+done

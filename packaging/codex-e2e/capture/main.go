@@ -1,0 +1,583 @@
+// Command capture is a loopback stand-in for the Responses backend that records everything the
+// real Codex CLI sends, to make the fixtures under proxy/testdata/codex-<version>/ (see
+// packaging/codex-e2e/capture.sh). It serves
+//
+//   - GET  .../models: the catalog file given with -catalog (Codex's {"models":[...]} shape);
+//   - POST .../responses: a scripted Responses stream as SSE;
+//   - GET  .../responses: the same events over a WebSocket, one JSON object per text frame;
+//   - GET  .../wham/accounts/check: the ChatGPT account of the request, without a routing constraint;
+//
+// and answers anything else 404 after recording it. The script is a tool loop: a request that
+// carries no tool output (function_call_output, custom_tool_call_output) is answered with a reasoning item and a function_call (of the
+// shell tool Codex offered, or with -scenario spawn of the collaboration tool spawn_agent, whose
+// sealed "message" is named in encrypted_function_args, and then of wait_agent); a request that
+// carries the output, or a sub-agent's request, with the assistant message "done". The
+// first HTTP response carries the header x-codex-turn-state: ts-capture-http; the first
+// WebSocket response that generates (not the warm-up, generate:false) starts with a
+// response.metadata event carrying x-codex-turn-state: ts-capture-1, so that the captures show
+// whether Codex replays them.
+//
+// Each HTTP request and each client WebSocket frame is written to -out as NNN-<kind>.json, in
+// arrival order, with the header lines as received (names in their wire casing, in order) and
+// the body decompressed (the encoding it came in is recorded). -redact OLD=NEW (repeatable)
+// replaces machine paths everywhere in a record, and the Authorization value is always written
+// as "Bearer REDACTED".
+//
+// With -refuse-websocket a WebSocket handshake is answered 426, so that Codex falls back to HTTP.
+// With -tls-cert/-tls-key it serves HTTPS (Codex in ChatGPT mode wants an HTTPS backend).
+//
+//	capture -listen 127.0.0.1:PORT -out DIR -catalog models.json [-scenario tool|spawn]
+//	        [-tls-cert cert.pem -tls-key key.pem] [-refuse-websocket] [-redact OLD=NEW]...
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/klauspost/compress/zstd"
+)
+
+var (
+	outDir   string
+	scenario string
+	catalog  []byte
+	redacts  []string // OLD, NEW pairs
+	refuseWS bool     // answer WebSocket handshakes 426
+
+	mu        sync.Mutex
+	seq       int  // records written
+	responses int  // responses served (ids)
+	httpState bool // the HTTP turn state was issued
+	wsState   bool // the WebSocket turn state was issued
+	waited    bool // spawn scenario: wait_agent was called
+)
+
+type redactFlag struct{}
+
+func (redactFlag) String() string { return "" }
+func (redactFlag) Set(s string) error {
+	old, new, ok := strings.Cut(s, "=")
+	if !ok || old == "" {
+		return fmt.Errorf("want OLD=NEW, got %q", s)
+	}
+	redacts = append(redacts, old, new)
+	return nil
+}
+
+func redact(s string) string {
+	if len(redacts) == 0 {
+		return s
+	}
+	return strings.NewReplacer(redacts...).Replace(s)
+}
+
+// rawConn keeps every byte read from a connection, so that a handler can find its request's
+// header block as it came over the wire (net/http canonicalizes header names).
+type rawConn struct {
+	net.Conn
+	mu   sync.Mutex
+	buf  []byte
+	used int // bytes of buf already matched to a request
+}
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	c.buf = append(c.buf, p[:n]...)
+	c.mu.Unlock()
+	return n, err
+}
+
+type connKey struct{}
+
+// rawHeaders returns r's header lines as received, in order ([name, value] pairs), falling back
+// to net/http's canonical map if the header block is not found.
+func rawHeaders(r *http.Request) [][2]string {
+	if c, ok := r.Context().Value(connKey{}).(*rawConn); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		line := []byte(r.Method + " " + r.RequestURI + " ")
+		if i := bytes.Index(c.buf[c.used:], line); i >= 0 {
+			start := c.used + i
+			if j := bytes.Index(c.buf[start:], []byte("\r\n\r\n")); j >= 0 {
+				block := string(c.buf[start : start+j])
+				c.used = start + j + 4
+				var out [][2]string
+				for _, l := range strings.Split(block, "\r\n")[1:] {
+					name, value, _ := strings.Cut(l, ":")
+					out = append(out, [2]string{name, strings.TrimLeft(value, " \t")})
+				}
+				return out
+			}
+		}
+	}
+	var out [][2]string
+	for name, vs := range r.Header {
+		for _, v := range vs {
+			out = append(out, [2]string{name, v})
+		}
+	}
+	out = append(out, [2]string{"Host", r.Host})
+	return out
+}
+
+// record writes one numbered record: meta fields first (in the order given), then body verbatim
+// if it is JSON, else as a string.
+func record(kind string, meta [][2]any, body []byte) {
+	mu.Lock()
+	seq++
+	n := seq
+	mu.Unlock()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\n  \"seq\": %d,\n  \"kind\": %q", n, kind)
+	for _, kv := range meta {
+		v, _ := marshal(kv[1])
+		fmt.Fprintf(&b, ",\n  %q: %s", kv[0], v)
+	}
+	if body != nil {
+		if json.Valid(body) {
+			fmt.Fprintf(&b, ",\n  \"body\": %s", bytes.TrimSpace(body))
+		} else {
+			v, _ := marshal(string(body))
+			fmt.Fprintf(&b, ",\n  \"body_text\": %s", v)
+		}
+	}
+	b.WriteString("\n}\n")
+	name := filepath.Join(outDir, fmt.Sprintf("%03d-%s.json", n, kind))
+	if err := os.WriteFile(name, []byte(redact(b.String())), 0o644); err != nil {
+		log.Print(err)
+	}
+	log.Printf("recorded %s", filepath.Base(name))
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	err := e.Encode(v)
+	return bytes.TrimSpace(b.Bytes()), err
+}
+
+func headerMeta(r *http.Request) [][2]any {
+	hs := rawHeaders(r)
+	for i, h := range hs {
+		if strings.EqualFold(h[0], "authorization") {
+			hs[i][1] = "Bearer REDACTED"
+		}
+	}
+	return [][2]any{{"method", r.Method}, {"path", r.URL.RequestURI()}, {"proto", r.Proto}, {"headers", hs}}
+}
+
+func handle(w http.ResponseWriter, r *http.Request) {
+	wire, _ := io.ReadAll(r.Body)
+	body, enc := wire, r.Header.Get("Content-Encoding")
+	var err error
+	switch enc {
+	case "zstd":
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(nil); err == nil {
+			body, err = d.DecodeAll(wire, nil)
+		}
+	case "gzip":
+		var z *gzip.Reader
+		if z, err = gzip.NewReader(bytes.NewReader(wire)); err == nil {
+			body, err = io.ReadAll(z)
+		}
+	}
+	if err != nil {
+		log.Printf("cannot decode %s body: %v", enc, err)
+		body = wire
+	}
+	meta := headerMeta(r)
+	if len(wire) > 0 || enc != "" {
+		meta = append(meta, [2]any{"content_encoding", enc}, [2]any{"body_bytes_on_wire", len(wire)}, [2]any{"body_bytes", len(body)})
+	}
+	path := r.URL.Path
+	isWS := r.Method == http.MethodGet && strings.HasSuffix(path, "/responses") && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	kind := "http"
+	if isWS {
+		kind = "ws-handshake"
+	}
+	if len(body) == 0 {
+		body = nil
+	}
+	record(kind, meta, body)
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(catalog)
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/wham/accounts/check"):
+		// ChatGPT workspace routing discovery: the signed-in account, with no residency constraint.
+		acct := r.Header.Get("chatgpt-account-id")
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(mustJSON(map[string]any{"accounts": []any{map[string]any{"id": acct, "plan_type": "pro",
+			"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}}, "account_ordering": []string{acct}}))
+	case isWS && refuseWS:
+		// 426 makes Codex fall back to HTTP for the rest of the session.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUpgradeRequired)
+		io.WriteString(w, `{"error":{"message":"websocket refused by the capture server","type":"invalid_request_error","code":null}}`)
+	case isWS:
+		serveSocket(w, r)
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		var req map[string]any
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, 400)
+			return
+		}
+		mu.Lock()
+		first := !httpState
+		httpState = true
+		mu.Unlock()
+		if first {
+			w.Header().Set("x-codex-turn-state", "ts-capture-http")
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fl, _ := w.(http.Flusher)
+		for _, ev := range answer(req, r.Header) {
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], mustJSON(ev))
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(404)
+		io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error","code":null}}`)
+	}
+}
+
+func serveSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	ctx := context.Background()
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			log.Printf("socket closed: %v", err)
+			return
+		}
+		meta := [][2]any{{"message_type", typ.String()}, {"bytes", len(data)}}
+		record("ws-frame", meta, data)
+		var req map[string]any
+		if typ != websocket.MessageText || json.Unmarshal(data, &req) != nil || req["type"] != "response.create" {
+			continue
+		}
+		events := answer(req, r.Header)
+		mu.Lock()
+		first := !wsState && req["generate"] != false // the turn's first response, not a warm-up
+		wsState = wsState || first
+		mu.Unlock()
+		if first {
+			md := map[string]any{"type": "response.metadata", "headers": map[string]any{"x-codex-turn-state": "ts-capture-1"}}
+			events = append(events[:1:1], append([]map[string]any{md}, events[1:]...)...)
+		}
+		for _, ev := range events {
+			if err := c.Write(ctx, websocket.MessageText, mustJSON(ev)); err != nil {
+				log.Print(err)
+				return
+			}
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// maxResponses bounds a run: later requests are answered "done", whatever they carry.
+const maxResponses = 8
+
+// answer scripts the response to one request as its stream of events.
+func answer(req map[string]any, h http.Header) []map[string]any {
+	mu.Lock()
+	responses++
+	n := responses
+	mu.Unlock()
+	id := fmt.Sprintf("resp_capture_%d", n)
+	model, _ := req["model"].(string)
+	input, _ := req["input"].([]any)
+	var items []map[string]any
+	sub := h.Get("x-openai-subagent") != "" || hasItem(input, "agent_message")
+	output := hasItem(input, "function_call_output") || hasItem(input, "custom_tool_call_output")
+	mu.Lock()
+	wait := scenario == "spawn" && !sub && output && !waited // the spawn's output: wait for the agent
+	waited = waited || wait
+	mu.Unlock()
+	switch {
+	case req["generate"] == false:
+		// a warm-up request: no output
+	case sub || n > maxResponses || output && !wait:
+		items = append(items, message(n, "done"))
+	default:
+		want := []string{"exec_command", "shell_command", "shell", "exec"}
+		if wait {
+			want = []string{"wait_agent"}
+		} else if scenario == "spawn" {
+			want = []string{"spawn_agent"}
+		}
+		items = append(items, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_capture_%d", n), "summary": []any{},
+			"encrypted_content": fmt.Sprintf("gAAAABcapture-sealed-reasoning-%d==", n)})
+		items = append(items, toolCall(req, n, want))
+	}
+	resp := func(status string, output []map[string]any) map[string]any {
+		r := map[string]any{"id": id, "object": "response", "created_at": 1764460800, "status": status, "model": model,
+			"output": output, "parallel_tool_calls": req["parallel_tool_calls"], "store": false}
+		if status == "completed" {
+			r["usage"] = map[string]any{"input_tokens": 1200, "input_tokens_details": map[string]any{"cached_tokens": 1024},
+				"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": 1240}
+		}
+		return r
+	}
+	var evs []map[string]any
+	add := func(ev map[string]any) {
+		ev["sequence_number"] = len(evs)
+		evs = append(evs, ev)
+	}
+	add(map[string]any{"type": "response.created", "response": resp("in_progress", []map[string]any{})})
+	add(map[string]any{"type": "response.in_progress", "response": resp("in_progress", []map[string]any{})})
+	for i, it := range items {
+		add(map[string]any{"type": "response.output_item.added", "output_index": i, "item": inProgress(it)})
+		switch it["type"] {
+		case "message":
+			text := it["content"].([]any)[0].(map[string]any)["text"]
+			part := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
+			add(map[string]any{"type": "response.content_part.added", "item_id": it["id"], "output_index": i, "content_index": 0, "part": part})
+			add(map[string]any{"type": "response.output_text.delta", "item_id": it["id"], "output_index": i, "content_index": 0, "delta": text})
+			add(map[string]any{"type": "response.output_text.done", "item_id": it["id"], "output_index": i, "content_index": 0, "text": text})
+			add(map[string]any{"type": "response.content_part.done", "item_id": it["id"], "output_index": i, "content_index": 0,
+				"part": it["content"].([]any)[0]})
+		case "function_call":
+			add(map[string]any{"type": "response.function_call_arguments.delta", "item_id": it["id"], "output_index": i, "delta": it["arguments"]})
+			add(map[string]any{"type": "response.function_call_arguments.done", "item_id": it["id"], "output_index": i, "arguments": it["arguments"]})
+		}
+		add(map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
+	}
+	add(map[string]any{"type": "response.completed", "response": resp("completed", items)})
+	return evs
+}
+
+func inProgress(it map[string]any) map[string]any {
+	c := map[string]any{}
+	for k, v := range it {
+		c[k] = v
+	}
+	switch it["type"] {
+	case "message":
+		c["status"] = "in_progress"
+		c["content"] = []any{}
+	case "function_call":
+		c["status"] = "in_progress"
+		c["arguments"] = ""
+	}
+	return c
+}
+
+func message(n int, text string) map[string]any {
+	return map[string]any{"type": "message", "id": fmt.Sprintf("msg_capture_%d", n), "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
+}
+
+func hasItem(input []any, typ string) bool {
+	for _, it := range input {
+		if m, ok := it.(map[string]any); ok && m["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// tool is one tool Codex offered, with the namespace it came in ("" at the top).
+type tool struct {
+	namespace string
+	def       map[string]any
+}
+
+// offeredTools lists the tools of the request: top-level tools and those of an
+// additional_tools input item (Responses Lite), namespaces flattened.
+func offeredTools(req map[string]any) []tool {
+	var out []tool
+	var walk func(ns string, list []any)
+	walk = func(ns string, list []any) {
+		for _, t := range list {
+			m, ok := t.(map[string]any)
+			if !ok {
+				continue
+			}
+			if m["type"] == "namespace" {
+				sub, _ := m["tools"].([]any)
+				name, _ := m["name"].(string)
+				walk(name, sub)
+				continue
+			}
+			out = append(out, tool{ns, m})
+		}
+	}
+	top, _ := req["tools"].([]any)
+	walk("", top)
+	input, _ := req["input"].([]any)
+	for _, it := range input {
+		if m, ok := it.(map[string]any); ok && m["type"] == "additional_tools" {
+			list, _ := m["tools"].([]any)
+			walk("", list)
+		}
+	}
+	return out
+}
+
+// toolCall builds a call of the first tool of want that the request offers.
+func toolCall(req map[string]any, n int, want []string) map[string]any {
+	tools := offeredTools(req)
+	var names []string
+	for _, t := range tools {
+		name, _ := t.def["name"].(string)
+		names = append(names, t.namespace+"/"+name+":"+fmt.Sprint(t.def["type"]))
+	}
+	log.Printf("offered tools: %s", strings.Join(names, " "))
+	call := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_capture_%d", n), "call_id": fmt.Sprintf("call_capture_%d", n), "status": "completed"}
+	for _, w := range want {
+		for _, t := range tools {
+			if t.def["name"] != w {
+				continue
+			}
+			call["name"] = w
+			if t.namespace != "" {
+				call["namespace"] = t.namespace
+			}
+			args := argsFor(t.def)
+			if t.def["type"] == "custom" {
+				call["type"] = "custom_tool_call"
+				call["input"] = args
+			} else {
+				call["arguments"] = args
+			}
+			if sealed := encryptedParams(t.def); len(sealed) > 0 {
+				// encrypted_function_args names the arguments whose values the backend sealed
+				// (the parameters the tool marks "encrypted": true); [] would mean plain text.
+				call["encrypted_function_args"] = sealed
+			}
+			log.Printf("calling %s/%s %s", t.namespace, w, args)
+			return call
+		}
+	}
+	log.Printf("no tool of %v offered", want)
+	return message(n, "no tool")
+}
+
+// encryptedParams lists the parameters def marks "encrypted": true (the collaboration tools' messages).
+func encryptedParams(def map[string]any) []string {
+	params, _ := def["parameters"].(map[string]any)
+	props, _ := params["properties"].(map[string]any)
+	var out []string
+	for name, p := range props {
+		if pm, _ := p.(map[string]any); pm["encrypted"] == true {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// argsFor fills the call's arguments from the tool's parameter names.
+func argsFor(def map[string]any) string {
+	if def["type"] == "custom" { // code mode's exec: JavaScript calling the nested shell tool
+		return `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
+	}
+	params, _ := def["parameters"].(map[string]any)
+	props, _ := params["properties"].(map[string]any)
+	args := map[string]any{}
+	for name, p := range props {
+		pm, _ := p.(map[string]any)
+		switch name {
+		case "cmd", "command":
+			if pm["type"] == "array" {
+				args[name] = []string{"bash", "-lc", "echo hi"}
+			} else {
+				args[name] = "echo hi"
+			}
+		case "task_name":
+			args[name] = "capture_helper"
+		case "timeout_ms":
+			args[name] = 10000
+		case "message":
+			if pm["encrypted"] == true {
+				args[name] = "gAAAABcapture-sealed-spawn-message-1=="
+			}
+		}
+	}
+	return string(mustJSON(args))
+}
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	catalogPath := flag.String("catalog", "", "the model catalog served on .../models")
+	flag.StringVar(&outDir, "out", "", "folder the records are written to")
+	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool) or spawn (call spawn_agent)")
+	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer WebSocket handshakes 426 Upgrade Required (Codex then uses HTTP)")
+	tlsCert := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	tlsKey := flag.String("tls-key", "", "the key of -tls-cert (PEM)")
+	flag.Var(redactFlag{}, "redact", "OLD=NEW: replace OLD in every record (repeatable)")
+	flag.Parse()
+	if outDir == "" || *catalogPath == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	var err error
+	if catalog, err = os.ReadFile(*catalogPath); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *tlsCert != "" {
+		// TLS under the raw recorder, so that it sees the plaintext. No ALPN: HTTP/1.1 only.
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			log.Fatal(err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
+	log.Printf("capture listening on %s", ln.Addr())
+	srv := &http.Server{Handler: http.HandlerFunc(handle),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+	log.Fatal(srv.Serve(rawListener{ln}))
+}
+
+type rawListener struct{ net.Listener }
+
+func (l rawListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{Conn: c}, nil
+}
