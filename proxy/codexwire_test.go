@@ -391,7 +391,7 @@ func TestLiteSocketTurnOverHTTP(t *testing.T) {
 	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a))
 	c := r.dial(t)
 	frame := `{"type":"response.create","model":"gpt-5.6-sol","store":false,"input":[` + liteTools + `,` + userItem("hi") +
-		`],"client_metadata":{"ws_request_header_x_openai_internal_codex_responses_lite":"true","x-codex-window-id":"w:0","turn_id":"t1"}}`
+		`],"client_metadata":{"ws_request_header_x_openai_internal_codex_responses_lite":"true","x-codex-window-id":"w:0","turn_id":"t1","x-codex-ws-stream-request-start-ms":"1","x-codex-installation-id":"i-1"}}`
 	evs := turn(t, c, frame)
 	responseID(t, evs)
 	if evs[0]["type"] != "response.metadata" || fmt.Sprint(evs[0]["headers"]) != "map[x-codex-turn-state:ts-http-a]" {
@@ -399,7 +399,8 @@ func TestLiteSocketTurnOverHTTP(t *testing.T) {
 	}
 	reqs := a.requests()
 	got := reqs[len(reqs)-1]
-	if got.Header.Get(liteMarker) != "true" || got.Header.Get("X-Codex-Window-Id") != "w:0" {
+	if got.Header.Get(liteMarker) != "true" || got.Header.Get("X-Codex-Window-Id") != "w:0" ||
+		got.Header.Get("X-Codex-Ws-Stream-Request-Start-Ms") != "" || got.Header.Get("X-Codex-Installation-Id") != "" {
 		t.Fatalf("headers of the HTTP turn: %v", got.Header)
 	}
 	if strings.Contains(string(got.Body), "ws_request_header") || !strings.Contains(string(got.Body), `"turn_id":"t1"`) {

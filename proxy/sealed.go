@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"hash/maphash"
 	"runtime"
 	"slices"
@@ -339,11 +338,22 @@ func SealedItemBytes() float64 {
 func (x *exchange) learnEvent(m *member, name string, data []byte) {
 	switch name {
 	case "response.output_item.done":
-		if mayBeSealed(data) {
-			o, _ := payload.Parse(data)
-			if o != nil {
-				item, _ := o.Get("item")
-				x.learnSealed(m, item)
+		// The event's one member that can hold sealed content is its item: a scan of the
+		// event is a scan of the item, and only a call naming sealed arguments is parsed.
+		if x.s.sealOff.Load() || !mayBeSealed(data) {
+			return
+		}
+		learn := func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) }
+		sealedContents(data, learn)
+		if bytes.Contains(data, sealedArgsKey) {
+			if o, err := payload.Parse(data); err == nil {
+				if raw, ok := o.Get("item"); ok {
+					if item, err := payload.Parse(raw); err == nil {
+						for _, v := range sealedArgs(item, true) {
+							learn(v)
+						}
+					}
+				}
 			}
 		}
 	case "response.completed", "response.incomplete":
@@ -401,10 +411,22 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 // list), output says whether to trust nothing but the list (what an upstream produced), or
 // else take any argument that reads as a sealed value.
 func sealedIn(item []byte, output bool, f func(v []byte)) {
-	for rest := item; ; {
+	sealedContents(item, f)
+	if bytes.Contains(item, sealedArgsKey) || (!output && bytes.Contains(item, sealedPrefix)) {
+		if o, err := payload.Parse(item); err == nil {
+			for _, v := range sealedArgs(o, output) {
+				f(v)
+			}
+		}
+	}
+}
+
+// sealedContents calls f with every non-empty encrypted_content string in b, at any depth.
+func sealedContents(b []byte, f func(v []byte)) {
+	for rest := b; ; {
 		i := bytes.Index(rest, encryptedKey)
 		if i < 0 {
-			break
+			return
 		}
 		rest = rest[i+len(encryptedKey):]
 		v, n := stringValue(rest)
@@ -414,13 +436,6 @@ func sealedIn(item []byte, output bool, f func(v []byte)) {
 		rest = rest[n:]
 		if len(v) > 2 {
 			f(v)
-		}
-	}
-	if bytes.Contains(item, sealedArgsKey) || (!output && bytes.Contains(item, sealedPrefix)) {
-		if o, err := payload.Parse(item); err == nil {
-			for _, v := range sealedArgs(o, output) {
-				f(v)
-			}
 		}
 	}
 }
@@ -436,8 +451,9 @@ func sealedArgs(o *payload.Object, listed bool) [][]byte {
 	if !ok {
 		return nil
 	}
-	var names []string
-	if raw, ok := o.Get("encrypted_function_args"); ok && json.Unmarshal(raw, &names) == nil && len(names) > 0 {
+	// The list, as raw JSON: ["message"]; a name is in it when its quoted form is.
+	names, ok := o.Get("encrypted_function_args")
+	if ok && payload.KindOf(names) == payload.KindArray && len(names) > 2 {
 		listed = true
 	} else if listed || !strings.Contains(args, string(sealedPrefix)) {
 		return nil
@@ -452,7 +468,7 @@ func sealedArgs(o *payload.Object, listed bool) [][]byte {
 		if payload.KindOf(v) != payload.KindString || len(v) <= 2 {
 			continue
 		}
-		if listed && slices.Contains(names, mem.Key) || !listed && bytes.HasPrefix(v[1:], sealedPrefix) {
+		if listed && bytes.Contains(names, payload.AppendString(nil, mem.Key)) || !listed && bytes.HasPrefix(v[1:], sealedPrefix) {
 			out = append(out, v)
 		}
 	}

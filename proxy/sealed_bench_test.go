@@ -23,3 +23,21 @@ func BenchmarkSealedTracking(b *testing.B) {
 		x.inputFor(m, x.inputItemsOf, false)
 	}
 }
+
+// BenchmarkSealedTrackingMultiAgent is the same for a multi-agent turn that stayed: the
+// account's answer carries its spawn_agent call (a sealed argument named by
+// encrypted_function_args) and the request the sub-agent's task with the same sealed value.
+func BenchmarkSealedTrackingMultiAgent(b *testing.B) {
+	s := New(Options{})
+	s.SetAccounts([]Account{{Name: "a", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:1/v1", Credentials: Static{Token: "sk-a"}}})
+	m := s.pool.list()[0]
+	answer := []byte(`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc_s","call_id":"call_s","namespace":"collaboration","name":"spawn_agent","arguments":"{\"message\":\"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz=\",\"task_name\":\"helper\"}","encrypted_function_args":["message"]}}`)
+	obj, _ := payload.Parse([]byte(`{"model":"m","input":[{"type":"agent_message","author":"/root","recipient":"/root/helper","content":[{"type":"input_text","text":"task"},{"type":"encrypted_content","encrypted_content":"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz="}]}]}`))
+	x := &exchange{s: s, req: &clientRequest{obj: obj, session: "conv-1"}}
+	x.learnEvent(m, "response.output_item.done", answer)
+	b.ReportAllocs()
+	for b.Loop() {
+		x.learnEvent(m, "response.output_item.done", answer)
+		x.inputFor(m, x.inputItemsOf, false)
+	}
+}

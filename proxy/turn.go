@@ -119,11 +119,18 @@ func metadataHeader(key string) (string, bool) {
 	name := key
 	if rest, ok := strings.CutPrefix(key, "ws_request_header_"); ok {
 		name = strings.ReplaceAll(rest, "_", "-")
-	} else if !strings.HasPrefix(key, "x-") {
+	} else if !strings.HasPrefix(key, "x-") || socketOnlyMetadata(key) {
 		return "", false
 	}
 	name = http.CanonicalHeaderKey(name)
 	return name, forwarded(name, "")
+}
+
+// socketOnlyMetadata reports whether a frame's metadata key has no header to stand for: the
+// socket's own (x-codex-ws-*), and the installation id, which Codex sends over HTTP only inside
+// x-codex-turn-metadata (testdata/codex-0.171/chatgpt-http).
+func socketOnlyMetadata(key string) bool {
+	return strings.HasPrefix(key, "x-codex-ws-") || key == "x-codex-installation-id"
 }
 
 // turnState is the turn state the client replayed: a socket frame's metadata, else the header.

@@ -70,6 +70,8 @@ func (r ProxyResult) Print(w io.Writer) {
 	sl := r.Sealed
 	fmt.Fprintf(tw, "sealed-item tracking\tsmall Codex turn p50 with it %.0f us, without %.0f us: added %.1f us [< 5]; after a rotation (one foreign item left out) %.0f us against the clean body untracked %.0f us: added %.1f us; %.0f bytes per remembered item\n",
 		sl.OnP50Us, sl.OffP50Us, sl.AddedP50Us, sl.RotatedOnP50Us, sl.RotatedOffP50Us, sl.RotatedAddedP50Us, sl.BytesPerItem)
+	fmt.Fprintf(tw, "multi-agent sealed parts	a turn that stayed with its own spawn call and sub-agent task p50 with tracking %.0f us, without %.0f us: added %.1f us [< 5]\n",
+		sl.MultiAgentOnP50Us, sl.MultiAgentOffP50Us, sl.MultiAgentAddedP50Us)
 	ro := r.Rotation
 	fmt.Fprintf(tw, "%.2f MB request rotated\tleaving out %d items the first account sealed %.2f ms, nothing sealed %.2f ms: added %.2f passes of %.2f ms [within 2]; %d full serialization(s)\n",
 		float64(ro.Bytes)/1e6, ro.SealedItems, ro.StrippedMs, ro.PlainMs, ro.AddedPasses, ro.PassMs, ro.Serializations)

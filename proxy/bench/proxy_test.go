@@ -87,7 +87,7 @@ func TestProxyBenchRuns(t *testing.T) {
 	}
 	// Both cases of the sealed phase ran (a rotated request whose foreign item was not left out
 	// would have been refused), and a remembered item costs its map entry and ring slot.
-	if sl := r.Sealed; sl.Requests != 20 || sl.OnP50Us <= 0 || sl.OffP50Us <= 0 || sl.RotatedOnP50Us <= 0 || sl.BytesPerItem <= 8 || sl.BytesPerItem > 200 {
+	if sl := r.Sealed; sl.Requests != 20 || sl.OnP50Us <= 0 || sl.OffP50Us <= 0 || sl.RotatedOnP50Us <= 0 || sl.MultiAgentOnP50Us <= 0 || sl.BytesPerItem <= 8 || sl.BytesPerItem > 200 {
 		t.Fatalf("sealed %+v", sl)
 	}
 	if ro := r.Rotation; ro.StrippedMs <= 0 || ro.PlainMs <= 0 || ro.PassMs <= 0 || ro.Serializations != 1 {

@@ -34,6 +34,11 @@ type SealedResult struct {
 	RotatedOnP50Us    float64 `json:"rotatedOnP50Us"`
 	RotatedOffP50Us   float64 `json:"rotatedOffP50Us"`
 	RotatedAddedP50Us float64 `json:"rotatedAddedP50Us"`
+	// A multi-agent turn that stayed: the serving account's own spawn_agent call (its sealed
+	// task in the arguments) and the sub-agent's agent message carrying it, on against off.
+	MultiAgentOnP50Us    float64 `json:"multiAgentOnP50Us"`
+	MultiAgentOffP50Us   float64 `json:"multiAgentOffP50Us"`
+	MultiAgentAddedP50Us float64 `json:"multiAgentAddedP50Us"`
 	// BytesPerItem is the heap one remembered item costs (a full table of 262144).
 	BytesPerItem float64 `json:"bytesPerItem"`
 }
@@ -43,6 +48,16 @@ type SealedResult struct {
 const sealedOwn = `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAABbench-own-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}`
 
 const sealedForeign = `{"type":"reasoning","id":"rs_0","summary":[],"encrypted_content":"gAAAABforeign-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}`
+
+// The serving account's spawn_agent call as Codex replays it (its sealed task in the
+// arguments), the call's output, and the sub-agent's task carrying the sealed value.
+const (
+	sealedSpawn     = `{"type":"function_call","id":"fc_s","call_id":"call_s","namespace":"collaboration","name":"spawn_agent","arguments":"{\"message\":\"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz=\",\"task_name\":\"helper\"}"}`
+	sealedSpawnOut  = `{"type":"function_call_output","call_id":"call_s","output":"aborted"}`
+	sealedAgentTask = `{"type":"agent_message","author":"/root","recipient":"/root/helper","content":[{"type":"input_text","text":"Message Type: NEW_TASK"},{"type":"encrypted_content","encrypted_content":"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}]}`
+	// sealedSpawnOutput is the call as the account produced it, naming its sealed argument.
+	sealedSpawnOutput = `{"type":"function_call","id":"fc_s","call_id":"call_s","namespace":"collaboration","name":"spawn_agent","arguments":"{\"message\":\"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz=\",\"task_name\":\"helper\"}","encrypted_function_args":["message"]}`
+)
 
 func sealedBody(items ...string) string {
 	b := `{"model":"bench-sealed","stream":false,"store":false,"include":["reasoning.encrypted_content"],"prompt_cache_key":"bench-conv","input":[` +
@@ -92,6 +107,11 @@ func (r *proxyRun) sealed() error {
 		return err
 	}
 	res.AddedP50Us = res.OnP50Us - res.OffP50Us
+	multi := sealedBody(sealedOwn, sealedSpawn, sealedSpawnOut, sealedAgentTask)
+	if res.MultiAgentOnP50Us, res.MultiAgentOffP50Us, err = measure(multi, multi); err != nil {
+		return err
+	}
+	res.MultiAgentAddedP50Us = res.MultiAgentOnP50Us - res.MultiAgentOffP50Us
 	// The conversation rotates: the relay learns from a strip-and-retry that the foreign item
 	// is refused, and leaves it out from then on.
 	r.relay.SetSealedTracking(true)
