@@ -51,6 +51,48 @@ print(json.dumps({"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
 PY
 }
 
+# The fake's own refusals, checked once against it directly, so that a relay that gets them wrong
+# cannot pass: without the Lite marker the model has no tools; the marker on a model that is not
+# Lite, another account's sealed content, an output without its call and another account's token
+# are refused.
+selfcheck() {
+  local w="$work/selfcheck"
+  mkdir -p "$w"
+  local pa pb; pa=$(port) pb=$(port)
+  "$work/fake" "$pa" "$pb" "$w/logs" 2>"$w/fake.log" &
+  local fake=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$pb/" && break; sleep 0.1; done
+  local a=00000000-0000-4000-8000-0000000000aa b=00000000-0000-4000-8000-0000000000bb
+  chatgpt_auth $a a@e2e.test >"$w/auth-a.json"
+  chatgpt_auth $b b@e2e.test >"$w/auth-b.json"
+  local ta tb
+  ta=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"]["access_token"])' "$w/auth-a.json")
+  tb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"]["access_token"])' "$w/auth-b.json")
+  post() { # PORT TOKEN ACCOUNT_ID MODEL plain|lite INPUT -> "status body"
+    local hdr=()
+    [ "$5" = lite ] && hdr=(-H 'x-openai-internal-codex-responses-lite: true')
+    curl -s -o "$w/out" -w '%{http_code}' "http://127.0.0.1:$1/backend-api/codex/responses" -H "authorization: Bearer $2" \
+      -H "chatgpt-account-id: $3" -H 'content-type: application/json' "${hdr[@]}" \
+      -d "{\"model\":\"$4\",\"stream\":true,\"store\":false,\"input\":$6}"
+    printf ' '; tr -d '\n' <"$w/out"
+  }
+  local tools='{"type":"additional_tools","role":"developer","tools":[{"type":"namespace","name":"functions","tools":[{"type":"custom","name":"exec"}]}]}'
+  local r ok=1
+  r=$(post $pa "$ta" $a gpt-5.6-sol lite "[$tools]"); [[ $r == 200* && $r == *custom_tool_call* ]] || { ok=0; echo "fake: marker: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol plain "[$tools]"); [[ $r == 200* && $r == *"no shell tool"* ]] || { ok=0; echo "fake: no marker: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.5 lite '[]'); [[ $r == 400*"not supported when using X-OpenAI-Internal-Codex-Responses-Lite"* ]] || { ok=0; echo "fake: marker on gpt-5.5: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol lite '[{"type":"reasoning","summary":[],"encrypted_content":"gAAAABA-x=="}]'); [[ $r == 400*invalid_request_body* ]] || { ok=0; echo "fake: foreign sealed: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol lite '[{"type":"custom_tool_call_output","call_id":"call_x","output":"hi"}]'); [[ $r == 400*"No tool call found"* ]] || { ok=0; echo "fake: orphan output: $r"; }
+  r=$(post $pb "$ta" $a gpt-5.6-sol lite '[]'); [[ $r == 401* ]] || { ok=0; echo "fake: other account: $r"; }
+  kill "$fake"; wait "$fake" 2>/dev/null || true
+  if [ $ok = 1 ]; then
+    echo "fake: marker -> tool call; no marker -> no tools; marker on gpt-5.5, foreign sealed content, output without its call -> 400; other account's token -> 401"
+  else
+    echo "fake: self-check FAILED"; exit 1
+  fi
+}
+selfcheck
+
 fail=0
 for path in http socket-over-http socket; do
   w="$work/$path"
