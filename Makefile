@@ -70,7 +70,8 @@ bench: build
 	./$(BIN) bench proxy
 
 ## codex-e2e: the real Codex CLI (npm @openai/codex 0.171.0, fetched into bin/ once) through the relay
-## and two fake accounts that seal their reasoning: a tool loop across a rotation, over WebSocket and HTTP
+## and two ChatGPT accounts on a fake ChatGPT backend: gpt-5.6-sol's tool loop (Responses Lite) across a
+## rotation, over HTTP, over a client socket served by HTTP, and socket to socket
 .PHONY: codex-e2e
 codex-e2e: build test-deps
 	.ci/with-keyring bash packaging/codex-e2e/run.sh $(BIN)

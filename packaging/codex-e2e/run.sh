@@ -1,55 +1,197 @@
 #!/usr/bin/env bash
 # make codex-e2e: the real Codex CLI (npm @openai/codex, pinned) through `codexrelay serve` with two
-# fake accounts that seal their reasoning (fake/). Checks what the issue of sealed items promises:
-# Codex reaches the relay with the local key from config.toml alone (no variable), turn 1 goes to
-# account A, which calls a tool; A then answers 429; the turn after the tool moves to B without
-# A's sealed reasoning, and Codex finishes with B's answer, over WebSocket and over HTTP.
+# ChatGPT accounts on a fake ChatGPT backend (fake/), running gpt-5.6-sol's tool loop (Responses
+# Lite: the tools in an additional_tools input item, the Lite marker) across a rotation, over
+# three paths:
+#
+#   http              Codex over HTTP (supports_websockets = false) -> relay -> backend over HTTP
+#   socket-over-http  Codex over WebSocket -> relay -> a backend that refuses the upgrade (404):
+#                     the relay serves the turns over HTTP
+#   socket            Codex over WebSocket -> relay -> backend over WebSocket
+#
+# In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
+# tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
+# moves to B without A's sealed reasoning, and Codex finishes with B's answer "done". The fake
+# backend answers a request that carries additional_tools without the Lite marker as a model
+# with no tools, and refuses foreign sealed content and outputs without their calls, so that a
+# relay that gets any of it wrong fails here. Checks per path: Codex's final answer, who served
+# the turns, the sealed parts left out and those of A that reached B, the Lite marker on every
+# request that carried additional_tools, that the tool ran (its output reached the backend), the
+# traces' responsesLite, the upstream transport, turn states and refusals.
 # Runs inside its own keyring session (.ci/with-keyring) and throw-away homes; loopback only.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$1 # the codexrelay binary
+case $bin in /*) ;; *) bin="$top/$bin" ;; esac
 codex_version=${CODEX_VERSION:-0.171.0}
+model=gpt-5.6-sol
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
 cli="$top/bin/codex-cli-$codex_version"
 if [ ! -x "$cli/node_modules/.bin/codex" ]; then
   mkdir -p "$cli" && (cd "$cli" && npm install --silent --no-audit --no-fund "@openai/codex@$codex_version" >/dev/null)
 fi
 (cd "$top" && go build -o "$work/fake" ./packaging/codex-e2e/fake)
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# chatgpt_auth ACCOUNT_ID EMAIL: a ChatGPT-mode Codex auth.json whose tokens are unsigned JWTs that
+# expire in 2100 (nothing refreshes them; the issuer is the fake anyway).
+chatgpt_auth() {
+  python3 - "$1" "$2" <<'PY'
+import base64, json, sys, time
+acct, email = sys.argv[1], sys.argv[2]
+b = lambda o: base64.urlsafe_b64encode(json.dumps(o, separators=(",", ":")).encode()).rstrip(b"=").decode()
+jwt = lambda claims: b({"alg": "none", "typ": "JWT"}) + "." + b(claims) + ".c2ln"
+auth = {"chatgpt_account_id": acct, "chatgpt_plan_type": "pro", "chatgpt_user_id": "user-" + acct[-2:], "user_id": "user-" + acct[-2:]}
+common = {"exp": 4102444800, "iat": 1764460800, "sub": "auth0|e2e-" + acct[-2:], "https://api.openai.com/auth": auth}
+idt = dict(common, email=email, email_verified=True)
+print(json.dumps({"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
+                  "tokens": {"id_token": jwt(idt), "access_token": jwt(common), "refresh_token": "rt-e2e-" + acct[-2:], "account_id": acct},
+                  "last_refresh": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+PY
+}
+
+# The fake's own refusals, checked once against it directly, so that a relay that gets them wrong
+# cannot pass: without the Lite marker the model has no tools; the marker on a model that is not
+# Lite, another account's sealed content, an output without its call and another account's token
+# are refused.
+selfcheck() {
+  local w="$work/selfcheck"
+  mkdir -p "$w"
+  local pa pb; pa=$(port) pb=$(port)
+  "$work/fake" "$pa" "$pb" "$w/logs" 2>"$w/fake.log" &
+  local fake=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$pb/" && break; sleep 0.1; done
+  local a=00000000-0000-4000-8000-0000000000aa b=00000000-0000-4000-8000-0000000000bb
+  chatgpt_auth $a a@e2e.test >"$w/auth-a.json"
+  chatgpt_auth $b b@e2e.test >"$w/auth-b.json"
+  local ta tb
+  ta=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"]["access_token"])' "$w/auth-a.json")
+  tb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"]["access_token"])' "$w/auth-b.json")
+  post() { # PORT TOKEN ACCOUNT_ID MODEL plain|lite INPUT -> "status body"
+    local hdr=()
+    [ "$5" = lite ] && hdr=(-H 'x-openai-internal-codex-responses-lite: true')
+    curl -s -o "$w/out" -w '%{http_code}' "http://127.0.0.1:$1/backend-api/codex/responses" -H "authorization: Bearer $2" \
+      -H "chatgpt-account-id: $3" -H 'content-type: application/json' "${hdr[@]}" \
+      -d "{\"model\":\"$4\",\"stream\":true,\"store\":false,\"input\":$6}"
+    printf ' '; tr -d '\n' <"$w/out"
+  }
+  local tools='{"type":"additional_tools","role":"developer","tools":[{"type":"namespace","name":"functions","tools":[{"type":"custom","name":"exec"}]}]}'
+  local r ok=1
+  r=$(post $pa "$ta" $a gpt-5.6-sol lite "[$tools]"); [[ $r == 200* && $r == *custom_tool_call* ]] || { ok=0; echo "fake: marker: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol plain "[$tools]"); [[ $r == 200* && $r == *"no shell tool"* ]] || { ok=0; echo "fake: no marker: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.5 lite '[]'); [[ $r == 400*"not supported when using X-OpenAI-Internal-Codex-Responses-Lite"* ]] || { ok=0; echo "fake: marker on gpt-5.5: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol lite '[{"type":"reasoning","summary":[],"encrypted_content":"gAAAABA-x=="}]'); [[ $r == 400*invalid_request_body* ]] || { ok=0; echo "fake: foreign sealed: $r"; }
+  r=$(post $pb "$tb" $b gpt-5.6-sol lite '[{"type":"custom_tool_call_output","call_id":"call_x","output":"hi"}]'); [[ $r == 400*"No tool call found"* ]] || { ok=0; echo "fake: orphan output: $r"; }
+  r=$(post $pb "$ta" $a gpt-5.6-sol lite '[]'); [[ $r == 401* ]] || { ok=0; echo "fake: other account: $r"; }
+  kill "$fake"; wait "$fake" 2>/dev/null || true
+  if [ $ok = 1 ]; then
+    echo "fake: marker -> tool call; no marker -> no tools; marker on gpt-5.5, foreign sealed content, output without its call -> 400; other account's token -> 401"
+  else
+    echo "fake: self-check FAILED"; exit 1
+  fi
+}
+selfcheck
+
 fail=0
-for transport in websocket http; do
+for path in http socket-over-http socket; do
+  w="$work/$path"
   pa=$(port) pb=$(port) pr=$(port)
-  logs="$work/$transport/logs"; mkdir -p "$logs"
-  "$work/fake" "$pa" "$pb" "$logs" 2>"$work/$transport/fake.log" &
+  logs="$w/logs"; mkdir -p "$logs"
+  fakeflags=()
+  [ "$path" = socket-over-http ] && fakeflags=(-refuse-websocket)
+  "$work/fake" "${fakeflags[@]}" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
-  export HOME="$work/$transport/home" XDG_CONFIG_HOME="$work/$transport/config" CODEX_HOME="$work/$transport/codex"
-  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$work/$transport/cwd"
+  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
+  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
   unset CODEXRELAY_API_KEY OPENAI_API_KEY CODEXRELAY_LISTEN
   export LANG=en_US.UTF-8
+  # No ChatGPT call may leave the machine: the default base URL and the OAuth issuer are the fake's.
+  export CODEXRELAY_CHATGPT_BASE_URL="http://127.0.0.1:$pa/backend-api/codex" CODEXRELAY_AUTH_ISSUER="http://127.0.0.1:$pa"
   "$bin" settings set listen "127.0.0.1:$pr" >/dev/null
-  printf 'sk-a' | "$bin" accounts add --name a --kind openai --base-url "http://127.0.0.1:$pa/v1" >/dev/null
-  printf 'sk-b' | "$bin" accounts add --name b --kind openai --base-url "http://127.0.0.1:$pb/v1" >/dev/null
+  chatgpt_auth 00000000-0000-4000-8000-0000000000aa a@e2e.test >"$w/auth-a.json"
+  chatgpt_auth 00000000-0000-4000-8000-0000000000bb b@e2e.test >"$w/auth-b.json"
+  "$bin" accounts import-codex --path "$w/auth-a.json" >/dev/null
+  "$bin" accounts import-codex --path "$w/auth-b.json" >/dev/null
+  "$bin" accounts rename a@e2e.test a >/dev/null
+  "$bin" accounts rename b@e2e.test b >/dev/null
+  # An imported ChatGPT account takes the default base URL, and no command gives one its own:
+  # each account's base_url goes into the settings file (what `accounts add --base-url` stores).
+  python3 - "$XDG_CONFIG_HOME/codexrelay/settings.json" "$pa" "$pb" <<'PY'
+import json, os, sys
+f, pa, pb = sys.argv[1], sys.argv[2], sys.argv[3]
+s = json.load(open(f))
+for a in s["accounts"]:
+    a["base_url"] = "http://127.0.0.1:%s/backend-api/codex" % {"a": pa, "b": pb}[a["name"]]
+tmp = f + ".tmp"
+with open(tmp, "w") as o:
+    json.dump(s, o, indent=2)
+os.chmod(tmp, 0o600)
+os.replace(tmp, f)
+PY
   "$bin" local-key on >/dev/null
   key=$("$bin" local-key show | tail -n 1)
   "$bin" codex-config --write >/dev/null
-  [ "$transport" = http ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
-  mode=$(stat -c %a "$CODEX_HOME/config.toml")
-  "$bin" serve --listen "127.0.0.1:$pr" 2>"$work/$transport/relay.log" &
+  [ "$path" = http ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
+  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
   relay=$!
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
-  (cd "$work/$transport/cwd" && timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
-    --dangerously-bypass-approvals-and-sandbox -m gpt-5-codex "say hello" >"$work/$transport/codex.out" 2>"$work/$transport/codex.err") || true
-  traces=$(curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=10")
+  (cd "$w/cwd" && timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
+    --dangerously-bypass-approvals-and-sandbox -m "$model" "run echo hi, then say done" >"$w/codex.out" 2>"$w/codex.err") || true
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
   kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
-  leaked=$(cat "$logs"/B-*-body.json 2>/dev/null | grep -c 'gAAAABA' || true)
-  omitted=$(printf '%s' "$traces" | python3 -c 'import json,sys; print(sum(t.get("sealedOmitted",0) for t in json.load(sys.stdin)))')
-  served=$(printf '%s' "$traces" | python3 -c 'import json,sys; t=json.load(sys.stdin); print(" ".join(x.get("account","-") for x in reversed(t)))')
-  answer=$(tail -n 1 "$work/$transport/codex.out" 2>/dev/null || true)
-  echo "$transport: codex answered '${answer}'; turns served by: ${served}; sealed items left out: ${omitted}; A's sealed items B received: ${leaked}; config.toml mode ${mode}"
-  if [ "$answer" != done ] || [ "$omitted" -lt 1 ] || [ "$leaked" != 0 ] || [ "$mode" != 600 ]; then
+  leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+  answer=$(tail -n 1 "$w/codex.out" 2>/dev/null || true)
+  if python3 - "$path" "$answer" "$leaked" "$w/traces.json" "$logs/requests.jsonl" <<'PY'
+import json, re, sys
+path, answer, leaked, traces_f, reqs_f = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+try:
+    traces = list(reversed(json.load(open(traces_f))))
+except Exception:
+    traces = []
+reqs = []
+try:
+    reqs = [json.loads(l) for l in open(reqs_f) if l.strip()]
+except FileNotFoundError:
+    pass
+turns = [t for t in traces if t.get("route") != "models"]
+served = " ".join(t.get("account") or "-" for t in turns)
+omitted = sum(t.get("sealedOmitted", 0) for t in turns)
+lite = sorted({t.get("responsesLite") or "-" for t in turns})
+with_tools = [r for r in reqs if r["additional_tools"]]
+marked = [r for r in with_tools if r["marker"]]
+no_tools = [r for r in reqs if r["answer"] == "no_tools"]
+ran = any(re.search(r"(?<![A-Za-z])hi(?![A-Za-z])", r.get("tool_output", "")) for r in reqs)
+transports = " ".join("%s:%s" % (r["account"], r["transport"]) for r in reqs)
+want_transport = "ws" if path == "socket" else "http"
+wrong_transport = [r for r in reqs if r["transport"] != want_transport]
+foreign_state = sum(1 for r in reqs if r.get("foreign_turn_state"))
+refused = [r for r in reqs if r["status"] not in (200, 429)]
+b_served = any(r["account"] == "B" and r["status"] == 200 and r["answer"] == "done" for r in reqs)
+print("%s: codex answered '%s'; turns served by: %s; sealed parts left out: %d; A's sealed parts B received: %d; "
+      "additional_tools requests with the Lite marker: %d/%d; tool ran: %s; responsesLite: %s; upstream: %s; "
+      "foreign turn states: %d; refused: %d" % (path, answer, served, omitted, leaked, len(marked), len(with_tools),
+      "yes" if ran else "no", ",".join(lite), transports, foreign_state, len(refused)))
+problems = []
+if answer != "done": problems.append("Codex did not answer 'done'")
+if omitted < 1: problems.append("no sealed part left out")
+if leaked != 0: problems.append("B received A's sealed parts")
+if not with_tools or len(marked) != len(with_tools): problems.append("additional_tools without the Lite marker")
+if no_tools: problems.append("%d answer(s) as a model without tools" % len(no_tools))
+if not ran: problems.append("the tool's output never reached the backend")
+if "lite" not in lite or "classic" in lite: problems.append("responsesLite is not 'lite'")
+if wrong_transport: problems.append("upstream requests not over %s" % want_transport)
+if foreign_state: problems.append("turn state sent to an account that did not issue it")
+if refused:
+    problems.append("upstream refusals: " + "; ".join("%s#%d %d %s" % (r["account"], r["seq"], r["status"], r["answer"]) for r in refused))
+if not b_served: problems.append("B never served the turn")
+for p in problems: print("  FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+  then :; else
     fail=1
-    echo "--- codex stderr"; tail -n 20 "$work/$transport/codex.err"; echo "--- relay log"; tail -n 20 "$work/$transport/relay.log"
+    echo "--- codex stderr"; tail -n 20 "$w/codex.err"; echo "--- relay log"; tail -n 20 "$w/relay.log"
+    echo "--- fake log"; tail -n 30 "$w/fake.log"
   fi
 done
 [ $fail = 0 ] && echo "codex-e2e: passed" || { echo "codex-e2e: FAILED"; exit 1; }

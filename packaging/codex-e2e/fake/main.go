@@ -1,16 +1,46 @@
-// Command fake is the upstream of `make codex-e2e`: two OpenAI-compatible accounts, A and B,
-// on two loopback ports, that seal their reasoning the way the real backends do (each emits
-// reasoning items whose encrypted_content only it accepts, and answers 400
-// invalid_encrypted_content to any other). A answers the first turn with its reasoning and a
-// call of the shell tool Codex offers, then 429 usage_limit_reached; B answers with its
-// reasoning and the message "done". Every request is logged to LOGDIR (headers and body).
+// Command fake is the upstream of `make codex-e2e`: a fake ChatGPT backend for two accounts, A
+// and B, on two loopback ports, under /backend-api (Codex responses at /backend-api/codex). It
+// behaves the way the real backend does where the relay must get it right:
 //
-//	fake PORTA PORTB LOGDIR
+//   - GET /backend-api/codex/models?client_version=V: the catalog entries of gpt-5.6-sol (a
+//     Responses Lite model) and gpt-5.5 exactly as Codex 0.171 bundles them (models.json);
+//   - GET /backend-api/wham/usage: the account's two rate-limit windows;
+//   - POST /backend-api/codex/responses (SSE) and GET with Upgrade (WebSocket, one JSON event per
+//     text frame; later frames carry previous_response_id and only the new items; generate:false
+//     warm-ups are answered with an empty response). With -refuse-websocket the upgrade is
+//     answered 404, so the relay serves the turn over HTTP.
+//
+// What it refuses or degrades: a request whose context has an additional_tools item but no Lite
+// marker (the header x-openai-internal-codex-responses-lite: true over HTTP, the client_metadata
+// key ws_request_header_x_openai_internal_codex_responses_lite: "true" in a frame) is answered as
+// a model without tools would answer (a message saying it has no shell tool); the marker on a
+// model that is not Lite is refused 400; each account seals its reasoning (encrypted_content
+// gAAAABA... for A, gAAAABB... for B) and refuses any foreign sealed content anywhere in the
+// input with 400 invalid_request_body; a tool call output without its call is refused 400; a
+// credential of the other account is refused 401. It issues a turn state on a turn's first
+// response (the x-codex-turn-state response header over HTTP, a response.metadata event over a
+// socket) and notes any turn state it did not issue.
+//
+// Script: A answers its first real turn with its sealed reasoning and a call of the tool Codex
+// offered (code mode's custom tool functions/exec, JavaScript that runs `echo hi`), then 429
+// usage_limit_reached (resets_at a day ahead) to every later request; B answers with its sealed
+// reasoning and the message "done".
+//
+// Every request (headers, body) and every WebSocket frame is logged to LOGDIR as
+// <account>-<seq>-headers.txt / -body.json / -ws-frame.json, and each Responses request's
+// verdict as one JSON line of LOGDIR/requests.jsonl (what run.sh checks).
+//
+//	fake [-refuse-websocket] PORTA PORTB LOGDIR
 package main
 
 import (
+	"bytes"
 	"compress/gzip"
+	"context"
+	_ "embed"
+	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -20,24 +50,49 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/klauspost/compress/zstd"
 )
 
-var logDir string
+//go:embed models.json
+var catalog []byte
+
+const (
+	liteHeader  = "X-Openai-Internal-Codex-Responses-Lite"
+	liteMetaKey = "ws_request_header_x_openai_internal_codex_responses_lite"
+	stateHeader = "X-Codex-Turn-State"
+	stateKey    = "x-codex-turn-state"
+)
+
+var (
+	logDir   string
+	refuseWS bool
+	liteOf   = map[string]bool{} // model slug -> use_responses_lite
+	jsonlMu  sync.Mutex
+)
 
 type account struct {
-	name string
-	mu   sync.Mutex
-	n    int // responses requests seen
-	all  int // all requests seen
+	name, id string // "A", its ChatGPT account id
+	mu       sync.Mutex
+	seq      int             // records logged
+	real     int             // real (not warm-up) Responses requests answered
+	resps    int             // response ids issued
+	states   map[string]bool // turn states issued
 }
 
 func (a *account) prefix() string { return "gAAAAB" + a.name }
 
-func (a *account) logReq(r *http.Request, body []byte) int {
+func (a *account) next() int {
 	a.mu.Lock()
-	a.all++
-	k := a.all
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	a.seq++
+	return a.seq
+}
+
+func (a *account) logHTTP(r *http.Request, body []byte) int {
+	k := a.next()
 	base := filepath.Join(logDir, fmt.Sprintf("%s-%03d", a.name, k))
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s %s %s\n", r.Method, r.URL.RequestURI(), r.Proto)
@@ -48,32 +103,303 @@ func (a *account) logReq(r *http.Request, body []byte) int {
 	sort.Strings(keys)
 	for _, h := range keys {
 		for _, v := range r.Header[h] {
+			if h == "Authorization" && len(v) > 24 {
+				v = v[:24] + "..."
+			}
 			fmt.Fprintf(&sb, "%s: %s\n", h, v)
 		}
 	}
-	os.WriteFile(base+"-headers.txt", []byte(sb.String()), 0644)
+	os.WriteFile(base+"-headers.txt", []byte(sb.String()), 0o644)
 	if len(body) > 0 {
-		os.WriteFile(base+"-body.json", body, 0644)
+		os.WriteFile(base+"-body.json", body, 0o644)
 	}
 	log.Printf("[%s] #%d %s %s (%d bytes)", a.name, k, r.Method, r.URL.RequestURI(), len(body))
 	return k
 }
 
-func writeJSON(w http.ResponseWriter, status int, v string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	io.WriteString(w, v)
+func (a *account) logFrame(data []byte) int {
+	k := a.next()
+	os.WriteFile(filepath.Join(logDir, fmt.Sprintf("%s-%03d-ws-frame.json", a.name, k)), data, 0o644)
+	log.Printf("[%s] #%d ws frame (%d bytes)", a.name, k, len(data))
+	return k
 }
 
-// foreign returns an encrypted_content anywhere in input that is not ours.
+// verdict is one Responses request as requests.jsonl records it.
+type verdict struct {
+	Account          string `json:"account"`
+	Seq              int    `json:"seq"`
+	Transport        string `json:"transport"` // http | ws
+	Model            string `json:"model"`
+	Warmup           bool   `json:"warmup,omitempty"`
+	Incremental      bool   `json:"incremental,omitempty"` // previous_response_id on the socket
+	AdditionalTools  bool   `json:"additional_tools"`      // an additional_tools item in this request's input
+	ContextTools     bool   `json:"context_tools"`         // ... or in the conversation it follows
+	Marker           bool   `json:"marker"`
+	TurnStateIn      string `json:"turn_state_in,omitempty"`
+	ForeignTurnState bool   `json:"foreign_turn_state,omitempty"`
+	ToolOutput       string `json:"tool_output,omitempty"`
+	Status           int    `json:"status"`
+	Answer           string `json:"answer"` // tool_call | done | no_tools | warmup | error code
+}
+
+func record(v verdict) {
+	b, _ := json.Marshal(v)
+	jsonlMu.Lock()
+	defer jsonlMu.Unlock()
+	f, err := os.OpenFile(filepath.Join(logDir, "requests.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer f.Close()
+	f.Write(append(b, '\n'))
+	log.Printf("[%s] #%d %s: %d %s", v.Account, v.Seq, v.Transport, v.Status, v.Answer)
+}
+
+// apiErr is an error the backend answers: over HTTP the status and body, over a socket an error
+// event {"type":"error","status":N,"error":{...}}.
+type apiErr struct {
+	status int
+	body   map[string]any // the "error" object
+}
+
+func errOf(status int, typ, code, msg string) *apiErr {
+	e := map[string]any{"type": typ, "message": msg}
+	if code != "" {
+		e["code"] = code
+	} else {
+		e["code"] = nil
+	}
+	return &apiErr{status, e}
+}
+
+// turn is what one Responses request asks, whichever transport carried it.
+type turn struct {
+	req       map[string]any
+	marker    bool
+	turnState string
+	context   []any // the conversation: what previous_response_id names, then the input
+	transport string
+	seq       int
+}
+
+// answer runs the script for one request: the items of the response, or an error.
+func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any, newState string, e *apiErr) {
+	req := t.req
+	model, _ := req["model"].(string)
+	input, _ := req["input"].([]any)
+	v.Model = model
+	v.AdditionalTools = hasItem(input, "additional_tools")
+	v.ContextTools = hasItem(t.context, "additional_tools")
+	v.Marker = t.marker
+	v.TurnStateIn = t.turnState
+	v.ToolOutput = toolOutputs(input)
+	v.Warmup = req["generate"] == false
+	a.mu.Lock()
+	if t.turnState != "" && !a.states[t.turnState] {
+		v.ForeignTurnState = true
+		log.Printf("[%s] #%d FOREIGN turn state %q", a.name, t.seq, t.turnState)
+	}
+	a.mu.Unlock()
+	if t.transport == "http" {
+		if req["stream"] != true {
+			return "", nil, "", errOf(400, "invalid_request_error", "", "Stream must be set to true")
+		}
+		if _, ok := req["previous_response_id"]; ok {
+			return "", nil, "", errOf(400, "invalid_request_error", "previous_response_not_found", "Previous response with id '"+fmt.Sprint(req["previous_response_id"])+"' not found.")
+		}
+	}
+	if req["store"] != false {
+		return "", nil, "", errOf(400, "invalid_request_error", "", "Store must be set to false")
+	}
+	lite, known := liteOf[model]
+	if !known {
+		return "", nil, "", errOf(400, "invalid_request_error", "", fmt.Sprintf("The '%s' model is not supported when using Codex with a ChatGPT account.", model))
+	}
+	if t.marker && !lite {
+		return "", nil, "", errOf(400, "invalid_request_error", "", "This model is not supported when using X-OpenAI-Internal-Codex-Responses-Lite")
+	}
+	if enc := foreign(input, a.prefix()); enc != "" {
+		log.Printf("[%s] #%d REFUSED foreign sealed content %q", a.name, t.seq, enc)
+		return "", nil, "", errOf(400, "invalid_request_error", "invalid_request_body", "Encrypted function output content could not be decrypted or decoded.")
+	}
+	if id := orphanOutput(t.context); id != "" {
+		log.Printf("[%s] #%d REFUSED output of call %q without its call", a.name, t.seq, id)
+		return "", nil, "", errOf(400, "invalid_request_error", "", "No tool call found for function call output with call_id "+id+".")
+	}
+	a.mu.Lock()
+	a.resps++
+	id = fmt.Sprintf("resp_%s_%d", a.name, a.resps)
+	if v.Warmup {
+		a.mu.Unlock()
+		v.Answer = "warmup"
+		return id, nil, "", nil
+	}
+	a.real++
+	n := a.real
+	if t.turnState == "" {
+		newState = fmt.Sprintf("ts-%s-%d", a.name, len(a.states)+1)
+		a.states[newState] = true
+	}
+	a.mu.Unlock()
+	if a.name == "A" && n > 1 {
+		e := errOf(429, "usage_limit_reached", "usage_limit_reached", "The usage limit has been reached")
+		e.body["plan_type"] = "pro"
+		e.body["resets_at"] = time.Now().Unix() + 86400
+		e.body["resets_in_seconds"] = 86400
+		return "", nil, "", e
+	}
+	reasoning := map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_%s_%d", a.name, n), "summary": []any{},
+		"encrypted_content": fmt.Sprintf("%s-sealed-reasoning-%d==", a.prefix(), n)}
+	switch {
+	case v.ContextTools && !t.marker:
+		// Without the marker the backend ignores additional_tools: the model has no tools.
+		v.Answer = "no_tools"
+		return id, []map[string]any{reasoning, message(a.name, n, "I have no shell tool here, so I cannot run `echo hi`.")}, newState, nil
+	case a.name == "A":
+		call := toolCall(t.context, a.name, n)
+		v.Answer = "tool_call"
+		if call["type"] == "message" {
+			v.Answer = "no_tools"
+		}
+		return id, []map[string]any{reasoning, call}, newState, nil
+	}
+	v.Answer = "done"
+	return id, []map[string]any{reasoning, message(a.name, n, "done")}, newState, nil
+}
+
+// events is a response's stream: created, in_progress, each item added and done, completed.
+func events(id, model string, req map[string]any, items []map[string]any, state string) []map[string]any {
+	resp := func(status string, output []map[string]any) map[string]any {
+		r := map[string]any{"id": id, "object": "response", "created_at": time.Now().Unix(), "status": status, "model": model,
+			"output": output, "parallel_tool_calls": req["parallel_tool_calls"], "store": false}
+		if status == "completed" {
+			r["usage"] = map[string]any{"input_tokens": 1200, "input_tokens_details": map[string]any{"cached_tokens": 1024},
+				"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": 1240}
+		}
+		return r
+	}
+	var evs []map[string]any
+	add := func(ev map[string]any) {
+		ev["sequence_number"] = len(evs)
+		evs = append(evs, ev)
+	}
+	if items == nil {
+		items = []map[string]any{}
+	}
+	add(map[string]any{"type": "response.created", "response": resp("in_progress", []map[string]any{})})
+	if state != "" {
+		add(map[string]any{"type": "response.metadata", "headers": map[string]any{stateKey: state}})
+	}
+	add(map[string]any{"type": "response.in_progress", "response": resp("in_progress", []map[string]any{})})
+	for i, it := range items {
+		add(map[string]any{"type": "response.output_item.added", "output_index": i, "item": inProgress(it)})
+		if it["type"] == "message" {
+			text := it["content"].([]any)[0].(map[string]any)["text"]
+			part := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
+			add(map[string]any{"type": "response.content_part.added", "item_id": it["id"], "output_index": i, "content_index": 0, "part": part})
+			add(map[string]any{"type": "response.output_text.delta", "item_id": it["id"], "output_index": i, "content_index": 0, "delta": text})
+			add(map[string]any{"type": "response.output_text.done", "item_id": it["id"], "output_index": i, "content_index": 0, "text": text})
+			add(map[string]any{"type": "response.content_part.done", "item_id": it["id"], "output_index": i, "content_index": 0,
+				"part": it["content"].([]any)[0]})
+		}
+		add(map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
+	}
+	add(map[string]any{"type": "response.completed", "response": resp("completed", items)})
+	return evs
+}
+
+func inProgress(it map[string]any) map[string]any {
+	c := map[string]any{}
+	for k, v := range it {
+		c[k] = v
+	}
+	if it["type"] == "message" {
+		c["status"] = "in_progress"
+		c["content"] = []any{}
+	}
+	return c
+}
+
+func message(acct string, n int, text string) map[string]any {
+	return map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", acct, n), "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
+}
+
+// toolCall calls the tool the conversation offers: code mode's custom exec (Codex 0.171 with
+// gpt-5.6-sol), or else a shell-like function.
+func toolCall(ctx []any, acct string, n int) map[string]any {
+	type tool struct {
+		ns  string
+		def map[string]any
+	}
+	var tools []tool
+	var walk func(ns string, list []any)
+	walk = func(ns string, list []any) {
+		for _, t := range list {
+			m, _ := t.(map[string]any)
+			if m == nil {
+				continue
+			}
+			if m["type"] == "namespace" {
+				sub, _ := m["tools"].([]any)
+				name, _ := m["name"].(string)
+				walk(name, sub)
+				continue
+			}
+			tools = append(tools, tool{ns, m})
+		}
+	}
+	for _, it := range ctx {
+		if m, ok := it.(map[string]any); ok && m["type"] == "additional_tools" {
+			list, _ := m["tools"].([]any)
+			walk("", list)
+		}
+	}
+	var names []string
+	for _, t := range tools {
+		names = append(names, fmt.Sprintf("%s/%v:%v", t.ns, t.def["name"], t.def["type"]))
+	}
+	log.Printf("[%s] offered tools: %s", acct, strings.Join(names, " "))
+	for _, want := range []string{"exec", "exec_command", "shell_command", "shell"} {
+		for _, t := range tools {
+			if t.def["name"] != want {
+				continue
+			}
+			call := map[string]any{"id": fmt.Sprintf("ctc_%s_%d", acct, n), "call_id": fmt.Sprintf("call_%s_%d", acct, n), "name": want, "status": "completed"}
+			if t.ns != "" {
+				call["namespace"] = t.ns
+			}
+			if t.def["type"] == "custom" {
+				call["type"] = "custom_tool_call"
+				call["input"] = `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
+			} else {
+				call["type"] = "function_call"
+				call["arguments"] = `{"cmd":"echo hi"}`
+			}
+			log.Printf("[%s] calling %s/%s", acct, t.ns, want)
+			return call
+		}
+	}
+	return message(acct, n, "I have no shell tool here.")
+}
+
+func hasItem(items []any, typ string) bool {
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && m["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// foreign returns an encrypted_content anywhere in v that is not sealed by own.
 func foreign(v any, own string) string {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, x := range t {
-			if k == "encrypted_content" {
-				if s, ok := x.(string); ok && s != "" && !strings.HasPrefix(s, own) {
-					return s
-				}
+			if s, ok := x.(string); ok && (k == "encrypted_content" || strings.HasPrefix(s, "gAAAAB")) && s != "" && !strings.HasPrefix(s, own) {
+				return s
 			}
 			if f := foreign(x, own); f != "" {
 				return f
@@ -89,140 +415,302 @@ func foreign(v any, own string) string {
 	return ""
 }
 
-// shellCall picks a shell-like tool from the request's tools and builds a call item.
-func shellCall(req map[string]any) string {
-	tools, _ := req["tools"].([]any)
-	type cand struct {
-		name, typ string
-		params    map[string]any
-	}
-	var cs []cand
-	for _, t := range tools {
-		m, _ := t.(map[string]any)
-		name, _ := m["name"].(string)
+// orphanOutput returns the call_id of a tool output in ctx that follows no call of that id.
+func orphanOutput(ctx []any) string {
+	calls := map[string]bool{}
+	for _, it := range ctx {
+		m, _ := it.(map[string]any)
 		typ, _ := m["type"].(string)
-		p, _ := m["parameters"].(map[string]any)
-		cs = append(cs, cand{name, typ, p})
-	}
-	pref := []string{"shell", "shell_command", "exec_command", "local_shell", "container.exec"}
-	for _, want := range pref {
-		for _, c := range cs {
-			if c.typ == "local_shell" && want == "local_shell" {
-				return `{"type":"local_shell_call","id":"lsh_1","call_id":"call_A1","status":"completed","action":{"type":"exec","command":["bash","-lc","echo hello"],"env":{}}}`
+		id, _ := m["call_id"].(string)
+		switch {
+		case strings.HasSuffix(typ, "_call_output"):
+			if !calls[id] {
+				return id
 			}
-			if c.name != want {
-				continue
-			}
-			props, _ := c.params["properties"].(map[string]any)
-			args := map[string]any{}
-			for pn, pv := range props {
-				pm, _ := pv.(map[string]any)
-				if pn == "command" || pn == "cmd" {
-					if pm["type"] == "array" {
-						args[pn] = []string{"bash", "-lc", "echo hello"}
-					} else {
-						args[pn] = "echo hello"
-					}
-				}
-			}
-			ab, _ := json.Marshal(args)
-			item := map[string]any{"type": "function_call", "id": "fc_A1", "call_id": "call_A1", "name": c.name, "arguments": string(ab), "status": "completed"}
-			ib, _ := json.Marshal(item)
-			log.Printf("chose tool %q args %s", c.name, ab)
-			return string(ib)
+		case strings.HasSuffix(typ, "_call"):
+			calls[id] = true
 		}
 	}
-	log.Printf("no shell tool found among %d tools", len(cs))
-	return `{"type":"message","id":"msg_x","status":"completed","role":"assistant","content":[{"type":"output_text","text":"no shell tool","annotations":[]}]}`
+	return ""
 }
 
-func stream(w http.ResponseWriter, id string, items []string) {
-	if os.Getenv("TURNSTATE") == "1" {
-		w.Header().Set("X-Codex-Turn-State", "ts-"+id)
+// toolOutputs is the text of the tool outputs of input.
+func toolOutputs(input []any) string {
+	var sb strings.Builder
+	for _, it := range input {
+		m, _ := it.(map[string]any)
+		if typ, _ := m["type"].(string); !strings.HasSuffix(typ, "_call_output") {
+			continue
+		}
+		switch o := m["output"].(type) {
+		case string:
+			sb.WriteString(o)
+		case []any:
+			for _, p := range o {
+				if pm, ok := p.(map[string]any); ok {
+					s, _ := pm["text"].(string)
+					sb.WriteString(s)
+				}
+			}
+		}
 	}
-	resp := func(status, output string) string {
-		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1764460800,"status":%q,"model":"gpt-5-codex","output":%s,"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":12}}`, id, status, output)
+	return sb.String()
+}
+
+// authorized checks the credential and the account id header against the account.
+func (a *account) authorized(h http.Header) bool {
+	if h.Get("Chatgpt-Account-Id") != a.id {
+		return false
+	}
+	tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Auth struct {
+			AccountID string `json:"chatgpt_account_id"`
+		} `json:"https://api.openai.com/auth"`
+	}
+	return json.Unmarshal(b, &claims) == nil && claims.Auth.AccountID == a.id
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func decode(r *http.Request) ([]byte, error) {
+	wire, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	switch r.Header.Get("Content-Encoding") {
+	case "gzip":
+		z, err := gzip.NewReader(bytes.NewReader(wire))
+		if err != nil {
+			return wire, err
+		}
+		return io.ReadAll(z)
+	case "zstd":
+		d, err := zstd.NewReader(nil)
+		if err != nil {
+			return wire, err
+		}
+		defer d.Close()
+		return d.DecodeAll(wire, nil)
+	}
+	return wire, nil
+}
+
+func (a *account) handler(w http.ResponseWriter, r *http.Request) {
+	body, err := decode(r)
+	k := a.logHTTP(r, body)
+	if err != nil {
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "cannot decode the body: " + err.Error(), "type": "invalid_request_error"}})
+		return
+	}
+	p := r.URL.Path
+	if r.Method == "POST" && p == "/oauth/token" {
+		// No refresh is expected (the tokens expire in 2100): refuse, and say so in the log.
+		log.Printf("[%s] #%d UNEXPECTED token refresh", a.name, k)
+		writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "the e2e fake refreshes no token"})
+		return
+	}
+	if !a.authorized(r.Header) {
+		log.Printf("[%s] #%d REFUSED credential (chatgpt-account-id %q)", a.name, k, r.Header.Get("Chatgpt-Account-Id"))
+		writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Your authentication token is not valid for this account.", "type": "invalid_request_error", "code": "token_invalid"}})
+		return
+	}
+	switch {
+	case r.Method == "GET" && p == "/backend-api/codex/models":
+		if r.URL.Query().Get("client_version") == "" {
+			writeJSON(w, 400, map[string]any{"detail": "client_version is required"})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(catalog)
+	case r.Method == "GET" && p == "/backend-api/wham/usage":
+		used := 12
+		a.mu.Lock()
+		spent := a.name == "A" && a.real > 1
+		a.mu.Unlock()
+		if spent {
+			used = 100
+		}
+		now := time.Now().Unix()
+		win := func(pct, secs, left int) map[string]any {
+			return map[string]any{"used_percent": pct, "limit_window_seconds": secs, "reset_after_seconds": left, "reset_at": now + int64(left)}
+		}
+		writeJSON(w, 200, map[string]any{"plan_type": "pro", "rate_limit": map[string]any{"allowed": used < 100, "limit_reached": used >= 100,
+			"primary_window": win(used, 18000, 9000), "secondary_window": win(used/2, 604800, 300000)},
+			"credits": map[string]any{"has_credits": false, "unlimited": false, "balance": "0"}, "additional_rate_limits": []any{}})
+	case r.Method == "GET" && p == "/backend-api/wham/rate-limit-reset-credits":
+		writeJSON(w, 200, map[string]any{"credits": []any{}, "available_count": 0})
+	case r.Method == "GET" && p == "/backend-api/codex/responses" && strings.EqualFold(r.Header.Get("Upgrade"), "websocket"):
+		if refuseWS {
+			log.Printf("[%s] #%d refusing the WebSocket upgrade", a.name, k)
+			writeJSON(w, 404, map[string]any{"detail": "Not Found"})
+			return
+		}
+		a.serveSocket(w, r)
+	case r.Method == "POST" && p == "/backend-api/codex/responses":
+		a.serveHTTP(w, r, body, k)
+	default:
+		writeJSON(w, 404, map[string]any{"detail": "Not Found"})
+	}
+}
+
+func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte, k int) {
+	v := verdict{Account: a.name, Seq: k, Transport: "http"}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		v.Status, v.Answer = 400, "bad_json"
+		record(v)
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
+		return
+	}
+	input, _ := req["input"].([]any)
+	t := &turn{req: req, transport: "http", seq: k, context: input, turnState: r.Header.Get(stateHeader),
+		marker: strings.EqualFold(r.Header.Get(liteHeader), "true")}
+	id, items, state, e := a.answer(t, &v)
+	if e != nil {
+		v.Status = e.status
+		if v.Answer == "" {
+			v.Answer = fmt.Sprint(e.body["code"], ": ", e.body["message"])
+		}
+		record(v)
+		writeJSON(w, e.status, map[string]any{"error": e.body})
+		return
+	}
+	v.Status = 200
+	record(v)
+	if state != "" {
+		w.Header().Set(stateHeader, state)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	fl, _ := w.(http.Flusher)
-	seq := 0
-	send := func(name, data string) {
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+	model, _ := req["model"].(string)
+	for _, ev := range events(id, model, req, items, "") {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
 		if fl != nil {
 			fl.Flush()
 		}
-		seq++
 	}
-	send("response.created", fmt.Sprintf(`{"type":"response.created","sequence_number":%d,"response":%s}`, seq, resp("in_progress", "[]")))
-	for i, it := range items {
-		send("response.output_item.added", fmt.Sprintf(`{"type":"response.output_item.added","sequence_number":%d,"output_index":%d,"item":%s}`, seq, i, it))
-		send("response.output_item.done", fmt.Sprintf(`{"type":"response.output_item.done","sequence_number":%d,"output_index":%d,"item":%s}`, seq, i, it))
-	}
-	send("response.completed", fmt.Sprintf(`{"type":"response.completed","sequence_number":%d,"response":%s}`, seq, resp("completed", "["+strings.Join(items, ",")+"]")))
 }
 
-func (a *account) handler(w http.ResponseWriter, r *http.Request) {
-	var rd io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		if gz, err := gzip.NewReader(r.Body); err == nil {
-			rd = gz
-		}
-	}
-	body, _ := io.ReadAll(rd)
-	k := a.logReq(r, body)
-	path := strings.TrimPrefix(r.URL.Path, "/v1")
-	switch {
-	case r.Method == "GET" && path == "/models":
-		writeJSON(w, 200, `{"object":"list","data":[{"id":"gpt-5-codex","object":"model"}]}`)
-		return
-	case r.Method == "POST" && path == "/responses":
-	default:
-		writeJSON(w, 404, `{"error":{"message":"not found","type":"invalid_request_error","code":null}}`)
+func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		log.Print(err)
 		return
 	}
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		log.Printf("[%s] #%d bad json (content-encoding %q): %v", a.name, k, r.Header.Get("Content-Encoding"), err)
-		writeJSON(w, 400, `{"error":{"message":"bad json","type":"invalid_request_error","code":null}}`)
-		return
-	}
-	if enc := foreign(req["input"], a.prefix()); enc != "" {
-		log.Printf("[%s] #%d REFUSED foreign sealed content %q", a.name, k, enc)
-		writeJSON(w, 400, fmt.Sprintf(`{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content %s could not be verified."}}`, enc))
-		return
-	}
-	a.mu.Lock()
-	a.n++
-	n := a.n
-	a.mu.Unlock()
-	reasoning := fmt.Sprintf(`{"type":"reasoning","id":"rs_%s%d","summary":[],"encrypted_content":"%s-sealed-%d="}`, a.name, n, a.prefix(), n)
-	id := fmt.Sprintf("resp_%s_%d", a.name, n)
-	if a.name == "A" {
-		if n == 1 {
-			stream(w, id, []string{reasoning, shellCall(req)})
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	ctx := context.Background()
+	history := map[string][]any{} // response id -> the conversation up to and with it (this socket's)
+	for {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			log.Printf("[%s] socket closed: %v", a.name, err)
 			return
 		}
-		log.Printf("[A] #%d answering 429", k)
-		w.Header().Set("Retry-After", "3600")
-		writeJSON(w, 429, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`)
-		return
+		k := a.logFrame(data)
+		var req map[string]any
+		if typ != websocket.MessageText || json.Unmarshal(data, &req) != nil || req["type"] != "response.create" {
+			continue
+		}
+		v := verdict{Account: a.name, Seq: k, Transport: "ws"}
+		meta, _ := req["client_metadata"].(map[string]any)
+		t := &turn{req: req, transport: "ws", seq: k}
+		if s, ok := meta[liteMetaKey].(string); ok && strings.EqualFold(s, "true") {
+			t.marker = true
+		}
+		t.turnState, _ = meta[stateKey].(string)
+		input, _ := req["input"].([]any)
+		var e *apiErr
+		if prev, ok := req["previous_response_id"].(string); ok && prev != "" {
+			v.Incremental = true
+			h, known := history[prev]
+			if !known {
+				e = errOf(400, "invalid_request_error", "previous_response_not_found", "Previous response with id '"+prev+"' not found.")
+			}
+			t.context = append(append([]any{}, h...), input...)
+		} else {
+			t.context = input
+		}
+		var id, state string
+		var items []map[string]any
+		if e == nil {
+			id, items, state, e = a.answer(t, &v)
+		} else {
+			v.Model, _ = req["model"].(string)
+		}
+		var evs []map[string]any
+		if e != nil {
+			v.Status = e.status
+			if v.Answer == "" {
+				v.Answer = fmt.Sprint(e.body["code"], ": ", e.body["message"])
+			}
+			evs = []map[string]any{{"type": "error", "status": e.status, "error": e.body}}
+		} else {
+			v.Status = 200
+			model, _ := req["model"].(string)
+			evs = events(id, model, req, items, state)
+			h := append([]any{}, t.context...)
+			for _, it := range items {
+				h = append(h, it)
+			}
+			history[id] = h
+		}
+		record(v)
+		for _, ev := range evs {
+			b, _ := json.Marshal(ev)
+			if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+				log.Print(err)
+				return
+			}
+		}
 	}
-	msg := fmt.Sprintf(`{"type":"message","id":"msg_B%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"done","annotations":[]}]}`, n)
-	stream(w, id, []string{reasoning, msg})
 }
 
 func main() {
-	if len(os.Args) != 4 {
-		log.Fatal("usage: fake PORTA PORTB LOGDIR")
+	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer the WebSocket upgrade 404")
+	flag.Parse()
+	if flag.NArg() != 3 {
+		log.Fatal("usage: fake [-refuse-websocket] PORTA PORTB LOGDIR")
 	}
-	logDir = os.Args[3]
+	logDir = flag.Arg(2)
 	os.MkdirAll(logDir, 0o755)
+	var cat struct {
+		Models []struct {
+			Slug string `json:"slug"`
+			Lite bool   `json:"use_responses_lite"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(catalog, &cat); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range cat.Models {
+		liteOf[m.Slug] = m.Lite
+	}
+	ids := map[string]string{"A": "00000000-0000-4000-8000-0000000000aa", "B": "00000000-0000-4000-8000-0000000000bb"}
 	for i, name := range []string{"A", "B"} {
-		a := &account{name: name}
-		srv := &http.Server{Addr: "127.0.0.1:" + os.Args[1+i], Handler: http.HandlerFunc(a.handler)}
+		a := &account{name: name, id: ids[name], states: map[string]bool{}}
+		srv := &http.Server{Addr: "127.0.0.1:" + flag.Arg(i), Handler: http.HandlerFunc(a.handler)}
 		go func() { log.Fatal(srv.ListenAndServe()) }()
 	}
-	log.Printf("fake upstream A=%s B=%s", os.Args[1], os.Args[2])
+	log.Printf("fake ChatGPT backend A=%s B=%s refuse-websocket=%v", flag.Arg(0), flag.Arg(1), refuseWS)
 	select {}
 }
