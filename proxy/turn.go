@@ -16,8 +16,9 @@ import (
 // response.metadata event). The relay forwards every client header to a Responses account as
 // it came, by rule, not by list, except those it owns:
 //
-//   - the credential and the identity (authorization, the local key, chatgpt-account-id,
-//     originator, user agent, version: upstreamRequest sets them for the account);
+//   - the credential, its scopes and the identity (authorization, the local key,
+//     chatgpt-account-id, OpenAI-Organization and -Project, originator, user agent, version:
+//     upstreamRequest sets what the account needs);
 //   - the transport's (hop-by-hop, framing and encoding, a WebSocket handshake's, OpenAI-Beta,
 //     which names the transport): the relay reads the body whole and sends its own;
 //   - a browser's and a forwarder's (cookies, origin, referer, forwarded-for);
@@ -41,6 +42,7 @@ const (
 // ownedHeaders are the client headers the relay never forwards (canonical names).
 var ownedHeaders = map[string]bool{
 	"Authorization": true, "X-Api-Key": true, "Chatgpt-Account-Id": true, "Originator": true,
+	"Openai-Organization": true, "Openai-Project": true, // scopes of the client's key, not the account's
 	"User-Agent": true, "Version": true, "Openai-Beta": true,
 	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Connection": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
