@@ -186,7 +186,8 @@ func TestResponsesLiteOnEveryAccount(t *testing.T) {
 	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), openaiAccount("api", api))
 
 	body := liteBody("gpt-5.6-sol", userItem("run ls"))
-	items, _ := r.streamItems(t, body, liteMarker, "true", "Session-Id", "s-1", "Thread-Id", "s-1", "X-Codex-Parent-Thread-Id", "p-1")
+	items, _ := r.streamItems(t, body, liteMarker, "true", "Session-Id", "s-1", "Thread-Id", "s-1", "X-Codex-Parent-Thread-Id", "p-1",
+		"X-Api-Key", "local-key-secret", "Openai-Organization", "org-client", "Cookie", "c=1", "Connection", "X-Hop", "X-Hop", "1")
 	if len(items) != 2 || !strings.Contains(items[1], `"ok"`) {
 		t.Fatalf("the Lite model had no tools through the relay: %v", items)
 	}
@@ -198,6 +199,14 @@ func TestResponsesLiteOnEveryAccount(t *testing.T) {
 		if got.Header.Get(h) == "" {
 			t.Errorf("%s did not reach the account", h)
 		}
+	}
+	for _, h := range []string{"X-Api-Key", "Openai-Organization", "Cookie", "X-Hop"} {
+		if v := got.Header.Get(h); v != "" {
+			t.Errorf("the relay's own header %s reached the account: %q", h, v)
+		}
+	}
+	if got.Header.Get("Authorization") != "Bearer access-a" || got.Header.Get("Chatgpt-Account-Id") != "acct-a" {
+		t.Errorf("the account's credential: %q %q", got.Header.Get("Authorization"), got.Header.Get("Chatgpt-Account-Id"))
 	}
 	if hint := got.Header.Get("X-Codex-Routing-Hint"); hint != "model=gpt-5.6-sol" {
 		t.Errorf("routing hint %q", hint)
