@@ -153,14 +153,8 @@ func renewSocket(x *exchange, code string, err error) (string, bool) {
 // whole conversation. Routing's overrides apply either way; stream and background have no
 // place in a frame.
 func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
-	ov := x.modelOverride()
 	classic := x.classicFor(m)
-	if classic {
-		ov = append(ov, x.classicOverrides(m)...)
-	} else if x.tools != nil {
-		ov = append(ov, *x.tools)
-		x.noteDroppedTools()
-	}
+	ov := append(x.modelOverride(), x.toolOverrides(m, classic)...)
 	ov = append(ov, payload.Override{Key: "stream"}, payload.Override{Key: "background"})
 	if m.Kind == KindChatGPT {
 		ov = append(ov, payload.Override{Key: "store", Value: []byte("false")})

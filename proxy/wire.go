@@ -101,14 +101,8 @@ func (w *wire) firstFails(ev sse.Event) bool {
 // serialization cache's variant key, so that two accounts of the same kind share one body.
 
 func responsesBody(x *exchange, m *member) ([]byte, error) {
-	ov := x.modelOverride()
 	classic := x.classicFor(m)
-	if classic {
-		ov = append(ov, x.classicOverrides(m)...)
-	} else if x.tools != nil {
-		ov = append(ov, *x.tools)
-		x.noteDroppedTools()
-	}
+	ov := append(x.modelOverride(), x.toolOverrides(m, classic)...)
 	if in, ok := x.inputFor(m, x.inputItemsOf, classic); ok {
 		ov = append(ov, in)
 	}
@@ -166,6 +160,19 @@ func backendRules(m *member) []payload.Override {
 }
 
 var chatGPTRules = []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}
+
+// toolOverrides are the overrides of a Responses body's tools for m: the classic form's (a
+// Lite request to an account that takes no Lite body), else the target's tools filter.
+func (x *exchange) toolOverrides(m *member, classic bool) []payload.Override {
+	if classic {
+		return x.classicOverrides(m)
+	}
+	if x.tools != nil {
+		x.noteDroppedTools()
+		return []payload.Override{*x.tools}
+	}
+	return nil
+}
 
 // modelOverride names the target model when it is not the one the client asked for (an
 // alias).
