@@ -488,3 +488,22 @@ func TestModelRerouteIsTheModelServed(t *testing.T) {
 		t.Fatalf("trace model %q from %q", tr.ResolvedModel, tr.ReroutedFrom)
 	}
 }
+
+// A Lite body that lost its marker on the way to the relay (an additional_tools item first in
+// its input) still reaches a ChatGPT account marked, as codex-lb derives it from the body.
+func TestResponsesLiteMarkerFromTheBody(t *testing.T) {
+	a := withCatalog(newUpstream(t, nil))
+	a.handle = codexBackend("A", liteModels, nil)
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a))
+	if items, _ := r.streamItems(t, liteBody("gpt-5.6-sol", userItem("hi"))); len(items) != 2 {
+		t.Fatalf("the model had no tools: %v", items)
+	}
+	if a.requests()[0].Header.Get(liteMarker) != "true" {
+		t.Fatal("no marker")
+	}
+	// A body that is not Lite gets none.
+	r.streamItems(t, turnBody(userItem("hi")))
+	if got := a.requests()[1].Header.Get(liteMarker); got != "" {
+		t.Fatalf("a classic body was marked %q", got)
+	}
+}

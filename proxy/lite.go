@@ -73,21 +73,26 @@ func (x *exchange) liteMarked() bool {
 	return strings.EqualFold(strings.TrimSpace(x.r.Header.Get(liteHeader)), "true")
 }
 
-// hasAdditionalTools reports whether the request's input carries an additional_tools item
-// (one scan of the bytes; the items are split only when the name occurs).
+// hasAdditionalTools reports whether the request's input starts with an additional_tools
+// item, where Codex puts it (its first member is its type): a look at the input's first bytes,
+// not a scan of the whole body, so that a request that is not Lite costs nothing.
 func (x *exchange) hasAdditionalTools() bool {
 	if x.req.route != routeResponses {
 		return false
 	}
-	if x.turn == nil && !bytes.Contains(x.body, additionalToolsType) {
+	if x.turn != nil {
+		items := x.inputItemsOf()
+		return len(items) > 0 && isAdditionalTools(items[0])
+	}
+	in, ok := x.req.obj.Get("input")
+	if !ok || payload.KindOf(in) != payload.KindArray {
 		return false
 	}
-	for _, it := range x.inputItemsOf() {
-		if isAdditionalTools(it) {
-			return true
-		}
+	if !bytes.Contains(in[:min(len(in), 64)], additionalToolsType) {
+		return false
 	}
-	return false
+	first, ok := payload.First(in)
+	return ok && isAdditionalTools(first)
 }
 
 // isAdditionalTools reports whether an input item is of type additional_tools.

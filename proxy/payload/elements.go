@@ -7,6 +7,21 @@ import "errors"
 // Object's member): it is not validated again, only walked, at about the cost of a string scan.
 // The WebSocket transport uses it to keep a conversation's items one by one.
 func Elements(raw []byte) ([][]byte, error) {
+	return elements(raw, false)
+}
+
+// First is the first element of a JSON array, as Elements would split it, walking no further
+// than its end; false when the array is empty or raw is not one.
+func First(raw []byte) ([]byte, bool) {
+	els, err := elements(raw, true)
+	if err != nil || len(els) == 0 {
+		return nil, false
+	}
+	return els[0], true
+}
+
+// elements splits raw, or with first only its first element.
+func elements(raw []byte, first bool) ([][]byte, error) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return nil, errors.New("payload: not an array")
@@ -43,6 +58,9 @@ func Elements(raw []byte) ([][]byte, error) {
 		case ',':
 			if depth == 0 {
 				out = append(out, trimRight(raw[start:i]))
+				if first {
+					return out, nil
+				}
 				start = -1
 			}
 		default:

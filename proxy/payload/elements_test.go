@@ -64,3 +64,24 @@ func FuzzElements(f *testing.F) {
 		}
 	})
 }
+
+// First walks to the end of the first element only, and agrees with Elements.
+func TestFirst(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`[{"a":[1,2]}, 3]`, `{"a":[1,2]}`},
+		{` [ "x,y" ]`, `"x,y"`},
+		{`[1]`, `1`},
+	} {
+		got, ok := First([]byte(c.in))
+		if !ok || string(got) != c.want {
+			t.Errorf("First(%s) = %s, %v; want %s", c.in, got, ok, c.want)
+		}
+	}
+	if _, ok := First([]byte(`[]`)); ok {
+		t.Error("First([]) found an element")
+	}
+	// Only the first element is walked: what follows it may be cut off.
+	if got, ok := First([]byte(`[{"type":"additional_tools"},{"cut`)); !ok || string(got) != `{"type":"additional_tools"}` {
+		t.Errorf("First of a cut array = %s, %v", got, ok)
+	}
+}
