@@ -502,7 +502,7 @@ func TestResponsesLiteMarkerFromTheBody(t *testing.T) {
 		t.Fatal("no marker")
 	}
 	// A body that is not Lite gets none.
-	r.streamItems(t, turnBody(userItem("hi")))
+	r.streamItems(t, strings.Replace(turnBody(userItem("hi")), "gpt-5-codex", "gpt-5.6-sol", 1))
 	if got := a.requests()[1].Header.Get(liteMarker); got != "" {
 		t.Fatalf("a classic body was marked %q", got)
 	}
