@@ -32,7 +32,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -49,7 +48,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/codexrelay/codexrelay/packaging/codex-e2e/internal/responses"
 )
 
 var (
@@ -61,7 +61,7 @@ var (
 
 	mu        sync.Mutex
 	seq       int  // records written
-	responses int  // responses served (ids)
+	served    int  // responses served (ids)
 	httpState bool // the HTTP turn state was issued
 	wsState   bool // the WebSocket turn state was issued
 	waited    bool // spawn scenario: wait_agent was called
@@ -146,14 +146,14 @@ func record(kind string, meta [][2]any, body []byte) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "{\n  \"seq\": %d,\n  \"kind\": %q", n, kind)
 	for _, kv := range meta {
-		v, _ := marshal(kv[1])
+		v, _ := responses.Marshal(kv[1])
 		fmt.Fprintf(&b, ",\n  %q: %s", kv[0], v)
 	}
 	if body != nil {
 		if json.Valid(body) {
 			fmt.Fprintf(&b, ",\n  \"body\": %s", bytes.TrimSpace(body))
 		} else {
-			v, _ := marshal(string(body))
+			v, _ := responses.Marshal(string(body))
 			fmt.Fprintf(&b, ",\n  \"body_text\": %s", v)
 		}
 	}
@@ -163,14 +163,6 @@ func record(kind string, meta [][2]any, body []byte) {
 		log.Print(err)
 	}
 	log.Printf("recorded %s", filepath.Base(name))
-}
-
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	err := e.Encode(v)
-	return bytes.TrimSpace(b.Bytes()), err
 }
 
 func headerMeta(r *http.Request) [][2]any {
@@ -185,20 +177,8 @@ func headerMeta(r *http.Request) [][2]any {
 
 func handle(w http.ResponseWriter, r *http.Request) {
 	wire, _ := io.ReadAll(r.Body)
-	body, enc := wire, r.Header.Get("Content-Encoding")
-	var err error
-	switch enc {
-	case "zstd":
-		var d *zstd.Decoder
-		if d, err = zstd.NewReader(nil); err == nil {
-			body, err = d.DecodeAll(wire, nil)
-		}
-	case "gzip":
-		var z *gzip.Reader
-		if z, err = gzip.NewReader(bytes.NewReader(wire)); err == nil {
-			body, err = io.ReadAll(z)
-		}
-	}
+	enc := r.Header.Get("Content-Encoding")
+	body, err := responses.Decode(enc, wire)
 	if err != nil {
 		log.Printf("cannot decode %s body: %v", enc, err)
 		body = wire
@@ -225,7 +205,7 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		// ChatGPT workspace routing discovery: the signed-in account, with no residency constraint.
 		acct := r.Header.Get("chatgpt-account-id")
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(mustJSON(map[string]any{"accounts": []any{map[string]any{"id": acct, "plan_type": "pro",
+		w.Write(responses.JSON(map[string]any{"accounts": []any{map[string]any{"id": acct, "plan_type": "pro",
 			"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}}, "account_ordering": []string{acct}}))
 	case isWS && refuseWS:
 		// 426 makes Codex fall back to HTTP for the rest of the session.
@@ -247,15 +227,7 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		if first {
 			w.Header().Set("x-codex-turn-state", "ts-capture-http")
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(200)
-		fl, _ := w.(http.Flusher)
-		for _, ev := range answer(req, r.Header) {
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], mustJSON(ev))
-			if fl != nil {
-				fl.Flush()
-			}
-		}
+		responses.WriteSSE(w, answer(req, r.Header))
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(404)
@@ -263,26 +235,13 @@ func handle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveSocket records every client frame and answers each response.create with its events.
 func serveSocket(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		log.Print(err)
-		return
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(64 << 20)
-	ctx := context.Background()
-	for {
-		typ, data, err := c.Read(ctx)
-		if err != nil {
-			log.Printf("socket closed: %v", err)
-			return
-		}
+	err := responses.ServeSocket(w, r, func(typ websocket.MessageType, data []byte, req map[string]any) []map[string]any {
 		meta := [][2]any{{"message_type", typ.String()}, {"bytes", len(data)}}
 		record("ws-frame", meta, data)
-		var req map[string]any
-		if typ != websocket.MessageText || json.Unmarshal(data, &req) != nil || req["type"] != "response.create" {
-			continue
+		if req == nil {
+			return nil
 		}
 		events := answer(req, r.Header)
 		mu.Lock()
@@ -290,24 +249,13 @@ func serveSocket(w http.ResponseWriter, r *http.Request) {
 		wsState = wsState || first
 		mu.Unlock()
 		if first {
+			// Spliced in after response.created, without a sequence_number of its own.
 			md := map[string]any{"type": "response.metadata", "headers": map[string]any{"x-codex-turn-state": "ts-capture-1"}}
 			events = append(events[:1:1], append([]map[string]any{md}, events[1:]...)...)
 		}
-		for _, ev := range events {
-			if err := c.Write(ctx, websocket.MessageText, mustJSON(ev)); err != nil {
-				log.Print(err)
-				return
-			}
-		}
-	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
+		return events
+	})
+	log.Printf("socket closed: %v", err)
 }
 
 // maxResponses bounds a run: later requests are answered "done", whatever they carry.
@@ -316,15 +264,15 @@ const maxResponses = 8
 // answer scripts the response to one request as its stream of events.
 func answer(req map[string]any, h http.Header) []map[string]any {
 	mu.Lock()
-	responses++
-	n := responses
+	served++
+	n := served
 	mu.Unlock()
 	id := fmt.Sprintf("resp_capture_%d", n)
 	model, _ := req["model"].(string)
 	input, _ := req["input"].([]any)
 	var items []map[string]any
-	sub := h.Get("x-openai-subagent") != "" || hasItem(input, "agent_message")
-	output := hasItem(input, "function_call_output") || hasItem(input, "custom_tool_call_output")
+	sub := h.Get("x-openai-subagent") != "" || responses.HasItem(input, "agent_message")
+	output := responses.HasItem(input, "function_call_output") || responses.HasItem(input, "custom_tool_call_output")
 	mu.Lock()
 	wait := scenario == "spawn" && !sub && output && !waited // the spawn's output: wait for the agent
 	waited = waited || wait
@@ -341,152 +289,42 @@ func answer(req map[string]any, h http.Header) []map[string]any {
 		} else if scenario == "spawn" {
 			want = []string{"spawn_agent"}
 		}
-		items = append(items, map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_capture_%d", n), "summary": []any{},
-			"encrypted_content": fmt.Sprintf("gAAAABcapture-sealed-reasoning-%d==", n)})
+		items = append(items, responses.Reasoning(fmt.Sprintf("rs_capture_%d", n), fmt.Sprintf("gAAAABcapture-sealed-reasoning-%d==", n)))
 		items = append(items, toolCall(req, n, want))
 	}
-	resp := func(status string, output []map[string]any) map[string]any {
-		r := map[string]any{"id": id, "object": "response", "created_at": 1764460800, "status": status, "model": model,
-			"output": output, "parallel_tool_calls": req["parallel_tool_calls"], "store": false}
-		if status == "completed" {
-			r["usage"] = map[string]any{"input_tokens": 1200, "input_tokens_details": map[string]any{"cached_tokens": 1024},
-				"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": 1240}
-		}
-		return r
-	}
-	var evs []map[string]any
-	add := func(ev map[string]any) {
-		ev["sequence_number"] = len(evs)
-		evs = append(evs, ev)
-	}
-	add(map[string]any{"type": "response.created", "response": resp("in_progress", []map[string]any{})})
-	add(map[string]any{"type": "response.in_progress", "response": resp("in_progress", []map[string]any{})})
-	for i, it := range items {
-		add(map[string]any{"type": "response.output_item.added", "output_index": i, "item": inProgress(it)})
-		switch it["type"] {
-		case "message":
-			text := it["content"].([]any)[0].(map[string]any)["text"]
-			part := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
-			add(map[string]any{"type": "response.content_part.added", "item_id": it["id"], "output_index": i, "content_index": 0, "part": part})
-			add(map[string]any{"type": "response.output_text.delta", "item_id": it["id"], "output_index": i, "content_index": 0, "delta": text})
-			add(map[string]any{"type": "response.output_text.done", "item_id": it["id"], "output_index": i, "content_index": 0, "text": text})
-			add(map[string]any{"type": "response.content_part.done", "item_id": it["id"], "output_index": i, "content_index": 0,
-				"part": it["content"].([]any)[0]})
-		case "function_call":
-			add(map[string]any{"type": "response.function_call_arguments.delta", "item_id": it["id"], "output_index": i, "delta": it["arguments"]})
-			add(map[string]any{"type": "response.function_call_arguments.done", "item_id": it["id"], "output_index": i, "arguments": it["arguments"]})
-		}
-		add(map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
-	}
-	add(map[string]any{"type": "response.completed", "response": resp("completed", items)})
-	return evs
-}
-
-func inProgress(it map[string]any) map[string]any {
-	c := map[string]any{}
-	for k, v := range it {
-		c[k] = v
-	}
-	switch it["type"] {
-	case "message":
-		c["status"] = "in_progress"
-		c["content"] = []any{}
-	case "function_call":
-		c["status"] = "in_progress"
-		c["arguments"] = ""
-	}
-	return c
+	return responses.Stream{ID: id, Model: model, CreatedAt: 1764460800, ParallelToolCalls: req["parallel_tool_calls"],
+		Items: items, ArgumentDeltas: true}.Events()
 }
 
 func message(n int, text string) map[string]any {
-	return map[string]any{"type": "message", "id": fmt.Sprintf("msg_capture_%d", n), "status": "completed", "role": "assistant",
-		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
+	return responses.Message(fmt.Sprintf("msg_capture_%d", n), text)
 }
 
-func hasItem(input []any, typ string) bool {
-	for _, it := range input {
-		if m, ok := it.(map[string]any); ok && m["type"] == typ {
-			return true
-		}
-	}
-	return false
-}
-
-// tool is one tool Codex offered, with the namespace it came in ("" at the top).
-type tool struct {
-	namespace string
-	def       map[string]any
-}
-
-// offeredTools lists the tools of the request: top-level tools and those of an
-// additional_tools input item (Responses Lite), namespaces flattened.
-func offeredTools(req map[string]any) []tool {
-	var out []tool
-	var walk func(ns string, list []any)
-	walk = func(ns string, list []any) {
-		for _, t := range list {
-			m, ok := t.(map[string]any)
-			if !ok {
-				continue
-			}
-			if m["type"] == "namespace" {
-				sub, _ := m["tools"].([]any)
-				name, _ := m["name"].(string)
-				walk(name, sub)
-				continue
-			}
-			out = append(out, tool{ns, m})
-		}
-	}
-	top, _ := req["tools"].([]any)
-	walk("", top)
-	input, _ := req["input"].([]any)
-	for _, it := range input {
-		if m, ok := it.(map[string]any); ok && m["type"] == "additional_tools" {
-			list, _ := m["tools"].([]any)
-			walk("", list)
-		}
-	}
-	return out
-}
-
-// toolCall builds a call of the first tool of want that the request offers.
+// toolCall builds a call of the first tool of want that the request offers: the top-level tools
+// and those of an additional_tools input item (Responses Lite).
 func toolCall(req map[string]any, n int, want []string) map[string]any {
-	tools := offeredTools(req)
+	top, _ := req["tools"].([]any)
+	input, _ := req["input"].([]any)
+	tools := responses.Offered(top, input)
 	var names []string
 	for _, t := range tools {
-		name, _ := t.def["name"].(string)
-		names = append(names, t.namespace+"/"+name+":"+fmt.Sprint(t.def["type"]))
+		names = append(names, t.String())
 	}
 	log.Printf("offered tools: %s", strings.Join(names, " "))
-	call := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_capture_%d", n), "call_id": fmt.Sprintf("call_capture_%d", n), "status": "completed"}
-	for _, w := range want {
-		for _, t := range tools {
-			if t.def["name"] != w {
-				continue
-			}
-			call["name"] = w
-			if t.namespace != "" {
-				call["namespace"] = t.namespace
-			}
-			args := argsFor(t.def)
-			if t.def["type"] == "custom" {
-				call["type"] = "custom_tool_call"
-				call["input"] = args
-			} else {
-				call["arguments"] = args
-			}
-			if sealed := encryptedParams(t.def); len(sealed) > 0 {
-				// encrypted_function_args names the arguments whose values the backend sealed
-				// (the parameters the tool marks "encrypted": true); [] would mean plain text.
-				call["encrypted_function_args"] = sealed
-			}
-			log.Printf("calling %s/%s %s", t.namespace, w, args)
-			return call
-		}
+	t, ok := responses.Find(tools, want)
+	if !ok {
+		log.Printf("no tool of %v offered", want)
+		return message(n, "no tool")
 	}
-	log.Printf("no tool of %v offered", want)
-	return message(n, "no tool")
+	args := argsFor(t.Def)
+	call := responses.Call(fmt.Sprintf("fc_capture_%d", n), fmt.Sprintf("call_capture_%d", n), t, args)
+	if sealed := encryptedParams(t.Def); len(sealed) > 0 {
+		// encrypted_function_args names the arguments whose values the backend sealed
+		// (the parameters the tool marks "encrypted": true); [] would mean plain text.
+		call["encrypted_function_args"] = sealed
+	}
+	log.Printf("calling %s/%s %s", t.Namespace, t.Name(), args)
+	return call
 }
 
 // encryptedParams lists the parameters def marks "encrypted": true (the collaboration tools' messages).
@@ -530,7 +368,7 @@ func argsFor(def map[string]any) string {
 			}
 		}
 	}
-	return string(mustJSON(args))
+	return string(responses.JSON(args))
 }
 
 func main() {

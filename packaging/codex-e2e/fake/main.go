@@ -34,9 +34,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
-	"context"
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
@@ -53,7 +50,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/codexrelay/codexrelay/packaging/codex-e2e/internal/responses"
 )
 
 //go:embed models.json
@@ -63,7 +61,7 @@ const (
 	liteHeader  = "X-Openai-Internal-Codex-Responses-Lite"
 	liteMetaKey = "ws_request_header_x_openai_internal_codex_responses_lite"
 	stateHeader = "X-Codex-Turn-State"
-	stateKey    = "x-codex-turn-state"
+	stateKey    = "x-codex-turn-state" // in a frame's client_metadata
 )
 
 var (
@@ -189,8 +187,8 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 	model, _ := req["model"].(string)
 	input, _ := req["input"].([]any)
 	v.Model = model
-	v.AdditionalTools = hasItem(input, "additional_tools")
-	v.ContextTools = hasItem(t.context, "additional_tools")
+	v.AdditionalTools = responses.HasItem(input, "additional_tools")
+	v.ContextTools = responses.HasItem(t.context, "additional_tools")
 	v.Marker = t.marker
 	v.TurnStateIn = t.turnState
 	v.ToolOutput = toolOutputs(input)
@@ -233,7 +231,7 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 	if v.Warmup {
 		a.mu.Unlock()
 		v.Answer = "warmup"
-		return id, nil, "", nil
+		return id, []map[string]any{}, "", nil // an empty output ([], not null)
 	}
 	a.real++
 	n := a.real
@@ -249,8 +247,7 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 		e.body["resets_in_seconds"] = 86400
 		return "", nil, "", e
 	}
-	reasoning := map[string]any{"type": "reasoning", "id": fmt.Sprintf("rs_%s_%d", a.name, n), "summary": []any{},
-		"encrypted_content": fmt.Sprintf("%s-sealed-reasoning-%d==", a.prefix(), n)}
+	reasoning := responses.Reasoning(fmt.Sprintf("rs_%s_%d", a.name, n), fmt.Sprintf("%s-sealed-reasoning-%d==", a.prefix(), n))
 	switch {
 	case v.ContextTools && !t.marker:
 		// Without the marker the backend ignores additional_tools: the model has no tools.
@@ -268,129 +265,37 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 	return id, []map[string]any{reasoning, message(a.name, n, "done")}, newState, nil
 }
 
-// events is a response's stream: created, in_progress, each item added and done, completed.
-func events(id, model string, req map[string]any, items []map[string]any, state string) []map[string]any {
-	resp := func(status string, output []map[string]any) map[string]any {
-		r := map[string]any{"id": id, "object": "response", "created_at": time.Now().Unix(), "status": status, "model": model,
-			"output": output, "parallel_tool_calls": req["parallel_tool_calls"], "store": false}
-		if status == "completed" {
-			r["usage"] = map[string]any{"input_tokens": 1200, "input_tokens_details": map[string]any{"cached_tokens": 1024},
-				"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": 1240}
-		}
-		return r
-	}
-	var evs []map[string]any
-	add := func(ev map[string]any) {
-		ev["sequence_number"] = len(evs)
-		evs = append(evs, ev)
-	}
-	if items == nil {
-		items = []map[string]any{}
-	}
-	add(map[string]any{"type": "response.created", "response": resp("in_progress", []map[string]any{})})
-	if state != "" {
-		add(map[string]any{"type": "response.metadata", "headers": map[string]any{stateKey: state}})
-	}
-	add(map[string]any{"type": "response.in_progress", "response": resp("in_progress", []map[string]any{})})
-	for i, it := range items {
-		add(map[string]any{"type": "response.output_item.added", "output_index": i, "item": inProgress(it)})
-		if it["type"] == "message" {
-			text := it["content"].([]any)[0].(map[string]any)["text"]
-			part := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
-			add(map[string]any{"type": "response.content_part.added", "item_id": it["id"], "output_index": i, "content_index": 0, "part": part})
-			add(map[string]any{"type": "response.output_text.delta", "item_id": it["id"], "output_index": i, "content_index": 0, "delta": text})
-			add(map[string]any{"type": "response.output_text.done", "item_id": it["id"], "output_index": i, "content_index": 0, "text": text})
-			add(map[string]any{"type": "response.content_part.done", "item_id": it["id"], "output_index": i, "content_index": 0,
-				"part": it["content"].([]any)[0]})
-		}
-		add(map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
-	}
-	add(map[string]any{"type": "response.completed", "response": resp("completed", items)})
-	return evs
-}
-
-func inProgress(it map[string]any) map[string]any {
-	c := map[string]any{}
-	for k, v := range it {
-		c[k] = v
-	}
-	if it["type"] == "message" {
-		c["status"] = "in_progress"
-		c["content"] = []any{}
-	}
-	return c
+// events is the stream of a response to req: its turn state, if any, as a response.metadata
+// event (over a socket; HTTP sends it as a header).
+func events(id string, req map[string]any, items []map[string]any, state string) []map[string]any {
+	model, _ := req["model"].(string)
+	return responses.Stream{ID: id, Model: model, CreatedAt: time.Now().Unix(), ParallelToolCalls: req["parallel_tool_calls"],
+		Items: items, TurnState: state}.Events()
 }
 
 func message(acct string, n int, text string) map[string]any {
-	return map[string]any{"type": "message", "id": fmt.Sprintf("msg_%s_%d", acct, n), "status": "completed", "role": "assistant",
-		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
+	return responses.Message(fmt.Sprintf("msg_%s_%d", acct, n), text)
 }
 
 // toolCall calls the tool the conversation offers: code mode's custom exec (Codex 0.171 with
 // gpt-5.6-sol), or else a shell-like function.
 func toolCall(ctx []any, acct string, n int) map[string]any {
-	type tool struct {
-		ns  string
-		def map[string]any
-	}
-	var tools []tool
-	var walk func(ns string, list []any)
-	walk = func(ns string, list []any) {
-		for _, t := range list {
-			m, _ := t.(map[string]any)
-			if m == nil {
-				continue
-			}
-			if m["type"] == "namespace" {
-				sub, _ := m["tools"].([]any)
-				name, _ := m["name"].(string)
-				walk(name, sub)
-				continue
-			}
-			tools = append(tools, tool{ns, m})
-		}
-	}
-	for _, it := range ctx {
-		if m, ok := it.(map[string]any); ok && m["type"] == "additional_tools" {
-			list, _ := m["tools"].([]any)
-			walk("", list)
-		}
-	}
+	tools := responses.Offered(nil, ctx)
 	var names []string
 	for _, t := range tools {
-		names = append(names, fmt.Sprintf("%s/%v:%v", t.ns, t.def["name"], t.def["type"]))
+		names = append(names, t.String())
 	}
 	log.Printf("[%s] offered tools: %s", acct, strings.Join(names, " "))
-	for _, want := range []string{"exec", "exec_command", "shell_command", "shell"} {
-		for _, t := range tools {
-			if t.def["name"] != want {
-				continue
-			}
-			call := map[string]any{"id": fmt.Sprintf("ctc_%s_%d", acct, n), "call_id": fmt.Sprintf("call_%s_%d", acct, n), "name": want, "status": "completed"}
-			if t.ns != "" {
-				call["namespace"] = t.ns
-			}
-			if t.def["type"] == "custom" {
-				call["type"] = "custom_tool_call"
-				call["input"] = `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
-			} else {
-				call["type"] = "function_call"
-				call["arguments"] = `{"cmd":"echo hi"}`
-			}
-			log.Printf("[%s] calling %s/%s", acct, t.ns, want)
-			return call
-		}
+	t, ok := responses.Find(tools, []string{"exec", "exec_command", "shell_command", "shell"})
+	if !ok {
+		return message(acct, n, "I have no shell tool here.")
 	}
-	return message(acct, n, "I have no shell tool here.")
-}
-
-func hasItem(items []any, typ string) bool {
-	for _, it := range items {
-		if m, ok := it.(map[string]any); ok && m["type"] == typ {
-			return true
-		}
+	args := `{"cmd":"echo hi"}`
+	if t.Def["type"] == "custom" {
+		args = `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
 	}
-	return false
+	log.Printf("[%s] calling %s/%s", acct, t.Namespace, t.Name())
+	return responses.Call(fmt.Sprintf("ctc_%s_%d", acct, n), fmt.Sprintf("call_%s_%d", acct, n), t, args)
 }
 
 // foreign returns an encrypted_content anywhere in v that is not sealed by own.
@@ -494,22 +399,7 @@ func decode(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch r.Header.Get("Content-Encoding") {
-	case "gzip":
-		z, err := gzip.NewReader(bytes.NewReader(wire))
-		if err != nil {
-			return wire, err
-		}
-		return io.ReadAll(z)
-	case "zstd":
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return wire, err
-		}
-		defer d.Close()
-		return d.DecodeAll(wire, nil)
-	}
-	return wire, nil
+	return responses.Decode(r.Header.Get("Content-Encoding"), wire)
 }
 
 func (a *account) handler(w http.ResponseWriter, r *http.Request) {
@@ -597,39 +487,15 @@ func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte,
 	if state != "" {
 		w.Header().Set(stateHeader, state)
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	fl, _ := w.(http.Flusher)
-	model, _ := req["model"].(string)
-	for _, ev := range events(id, model, req, items, "") {
-		b, _ := json.Marshal(ev)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	responses.WriteSSE(w, events(id, req, items, ""))
 }
 
 func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		log.Print(err)
-		return
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(64 << 20)
-	ctx := context.Background()
 	history := map[string][]any{} // response id -> the conversation up to and with it (this socket's)
-	for {
-		typ, data, err := c.Read(ctx)
-		if err != nil {
-			log.Printf("[%s] socket closed: %v", a.name, err)
-			return
-		}
+	err := responses.ServeSocket(w, r, func(_ websocket.MessageType, data []byte, req map[string]any) []map[string]any {
 		k := a.logFrame(data)
-		var req map[string]any
-		if typ != websocket.MessageText || json.Unmarshal(data, &req) != nil || req["type"] != "response.create" {
-			continue
+		if req == nil {
+			return nil
 		}
 		v := verdict{Account: a.name, Seq: k, Transport: "ws"}
 		meta, _ := req["client_metadata"].(map[string]any)
@@ -666,8 +532,7 @@ func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
 			evs = []map[string]any{{"type": "error", "status": e.status, "error": e.body}}
 		} else {
 			v.Status = 200
-			model, _ := req["model"].(string)
-			evs = events(id, model, req, items, state)
+			evs = events(id, req, items, state)
 			h := append([]any{}, t.context...)
 			for _, it := range items {
 				h = append(h, it)
@@ -675,14 +540,9 @@ func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
 			history[id] = h
 		}
 		record(v)
-		for _, ev := range evs {
-			b, _ := json.Marshal(ev)
-			if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-				log.Print(err)
-				return
-			}
-		}
-	}
+		return evs
+	})
+	log.Printf("[%s] socket closed: %v", a.name, err)
 }
 
 func main() {
