@@ -83,9 +83,8 @@ type socketConn struct {
 	// up is the connection's upstream socket, to the account that served its last turn over
 	// WebSocket (nil: none open).
 	up *upstreamSocket
-	// last is the parameters of the last response.create (for response.append) and lastID
-	// the id of the last response that completed.
-	last   *payload.Object
+	// lastID is the id of the last response that completed (the conversation keeps the
+	// parameters response.append continues it with).
 	lastID string
 	// drained is closed when the relay stops: the connection closes after its current turn.
 	drained   chan struct{}
@@ -298,7 +297,6 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		}
 		input, _ = inputItems(raw)
 	}
-	sc.last = withoutInput(obj)
 	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev, meta: clientMetadata(obj)}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
@@ -320,7 +318,8 @@ func withoutInput(obj *payload.Object) *payload.Object {
 // appendTurn runs a response.append frame: its input items continue the last completed
 // response, with the parameters of the last response.create.
 func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
-	if sc.last == nil || sc.lastID == "" {
+	params := sc.conv.lastParams()
+	if params == nil || sc.lastID == "" {
 		sc.sendError(errInvalid("no_previous_response", "", "response.append continues the last response of this connection, and none has completed yet: send response.create"))
 		return
 	}
@@ -328,7 +327,7 @@ func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
 	if input == nil {
 		input = []byte("[]")
 	}
-	b := payload.Build(nil, sc.last, []payload.Override{
+	b := payload.Build(nil, params, []payload.Override{
 		{Key: "type", Value: []byte(`"response.create"`)},
 		{Key: "input", Value: input},
 		{Key: "previous_response_id", Value: payload.AppendString(nil, sc.lastID)},
@@ -352,7 +351,7 @@ func (sc *socketConn) warmUp(t *socketTurn) {
 		id, sc.s.now().Unix(), payload.AppendString(nil, model))
 	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
 	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
-	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id)
+	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id, withoutInput(t.obj))
 	sc.lastID = id
 }
 
@@ -389,8 +388,9 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	x.route()
 	w.finish(x)
 	if t.completedID != "" {
-		// The input items are parts of the frame: copied, the frame is let go.
-		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID)
+		// The input items are parts of the frame: copied, the frame is let go. Only a turn
+		// that completed leaves its parameters (in the conversation, inside its budget).
+		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, withoutInput(t.obj))
 		sc.lastID = t.completedID
 	}
 }
