@@ -349,9 +349,10 @@ func (sc *socketConn) warmUp(t *socketTurn) {
 	model, _ := stringMember(t.obj, "model")
 	resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":%%q,"model":%s,"output":[],"usage":{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}}`,
 		id, sc.s.now().Unix(), payload.AppendString(nil, model))
+	t.params = withoutInput(t.obj)
 	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
 	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
-	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id, withoutInput(t.obj))
+	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id, t.params)
 	sc.lastID = id
 }
 
@@ -383,6 +384,9 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	}
 	req.stream = true // a socket's turns always stream
 	x.req = req
+	// Copied now, while the turn's memory is counted: the client may send its next frame as
+	// soon as this one's answer arrives.
+	t.params = withoutInput(t.obj)
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
 	x.route()
@@ -390,7 +394,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	if t.completedID != "" {
 		// The input items are parts of the frame: copied, the frame is let go. Only a turn
 		// that completed leaves its parameters (in the conversation, inside its budget).
-		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, withoutInput(t.obj))
+		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, t.params)
 		sc.lastID = t.completedID
 	}
 }
@@ -408,6 +412,9 @@ type socketTurn struct {
 	keepPrev bool
 	// meta is the frame's client_metadata (the turn's Codex headers, turn.go), read once.
 	meta map[string]string
+	// params is the frame without its input, copied once the frame was checked: what the
+	// conversation keeps for response.append if the turn completes.
+	params *payload.Object
 	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
 	// built on first need.
 	replay     *payload.Object

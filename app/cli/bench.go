@@ -46,9 +46,9 @@ var benchCommand = &command{
 		},
 		{
 			name:    "sockets",
-			usage:   []string{"[--sockets 20] [--frame-mb 60] [--turns 16] [--json]"},
+			usage:   []string{"[--sockets 20] [--frame-mb 60] [--turns 16] [--held 40] [--json]"},
 			summary: "hostile WebSocket clients against the relay's memory bounds",
-			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item; the peak resident memory of each.",
+			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item, then sockets that each send one huge frame and stay open; the peak resident memory of each, and what the held sockets keep.",
 			flags:   benchSocketsFlags,
 		},
 		benchProcessCommand("relay"),
@@ -186,10 +186,11 @@ func benchSocketsFlags(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&opt.Sockets, "sockets", 20, "sockets that each send one huge frame at once")
 	frameMB := fs.Int("frame-mb", 60, "size of each huge frame, in MiB")
 	fs.IntVar(&opt.Turns, "turns", 16, "turns of huge frames on one socket")
+	fs.IntVar(&opt.Held, "held", 40, "sockets that each send one huge frame and stay open")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	return func(c *CLI, _ []string) error {
-		if opt.Sockets < 1 || opt.Turns < 1 || *frameMB < 1 || *frameMB > 63 {
-			return usagef("--sockets and --turns must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
+		if opt.Sockets < 1 || opt.Turns < 1 || opt.Held < 1 || *frameMB < 1 || *frameMB > 63 {
+			return usagef("--sockets, --turns and --held must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
 		}
 		opt.FrameBytes = *frameMB << 20
 		app.SetMemoryLimit(os.Getenv) // as the relay runs
