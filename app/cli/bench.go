@@ -51,6 +51,13 @@ var benchCommand = &command{
 			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item, then sockets that each send one huge frame and stay open; the peak resident memory of each, and what the held sockets keep.",
 			flags:   benchSocketsFlags,
 		},
+		{
+			name:    "keys",
+			usage:   []string{"[--requests 150] [--key-mb 16] [--json]"},
+			summary: "long client session keys against the relay's memory",
+			details: "Requests that each carry a distinct, long prompt_cache_key, to a model nobody serves and to one an account serves; the peak and idle resident memory, and the size of the recent traces.",
+			flags:   benchKeysFlags,
+		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
 	},
@@ -195,6 +202,26 @@ func benchSocketsFlags(fs *flag.FlagSet) runFunc {
 		opt.FrameBytes = *frameMB << 20
 		app.SetMemoryLimit(os.Getenv) // as the relay runs
 		r, err := bench.Sockets(opt)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
+	}
+}
+
+// benchKeysFlags declares the flags of `bench keys`.
+func benchKeysFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.KeysOptions
+	fs.IntVar(&opt.Requests, "requests", 150, "requests of each kind (a model nobody serves, a served one)")
+	keyMB := fs.Int("key-mb", 16, "size of each prompt_cache_key, in MiB")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Requests < 1 || *keyMB < 1 || *keyMB > 63 {
+			return usagef("--requests must be at least 1, --key-mb from 1 to 63 (the body limit is 64 MiB)")
+		}
+		opt.KeyBytes = *keyMB << 20
+		app.SetMemoryLimit(os.Getenv) // as the relay runs
+		r, err := bench.Keys(opt)
 		if err != nil {
 			return err
 		}
