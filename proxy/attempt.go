@@ -237,7 +237,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	}
 	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
 	if a.rd == nil {
-		a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+		a.rd = namedEvents{sse.NewReader(c.body(a.resp.Body), maxEventBytes)}
 	}
 	held, first, ferr := peekStream(a.rd)
 	if ferr != nil {
@@ -246,10 +246,8 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		}
 		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
 	}
-	if a.wire.firstFails(first) {
-		// A 200 stream may still fail in its first event (quota, rate limit, overload).
-		first.Data = redact(first.Data, x.cred.Token)
-		code, msg, resetsAt := parseUpstreamError(first.Data)
+	if code, msg, resetsAt, failed := x.streamFailure(a.wire, &first); failed {
+		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
 		if why, ok := a.wire.renew(x, code, nil); ok {
 			return fallback, why
 		}
@@ -265,6 +263,9 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		// break anywhere in it still moves on.
 		if a.final, err = collectFinal(a.rd, first, x.learnEventOf(m)); err != nil {
 			return broke("the upstream stream ended before response.completed", err)
+		}
+		if v, reason := x.finalFails(m, a); v != served {
+			return v, reason
 		}
 		a.whole = true
 	}
@@ -388,7 +389,7 @@ func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
 		if err != nil {
 			return held, ev, err
 		}
-		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress"
+		bookkeeping := carriesNoOutput(ev)
 		if len(ev.Data) == 0 && len(held) >= maxHeld {
 			continue
 		}
