@@ -402,6 +402,12 @@ func checkExport(f backupFile) error {
 			return fmt.Errorf("account %q: its %s is not valid", m.Name, what)
 		}
 		m.BaseURL, m.API = checked.BaseURL, checked.API
+		// What the settings keep is bounded and clean (fields.go): a field past the settings
+		// file's limit would make every later change of the folder fail.
+		m.Email = cleanEmail(m.Email)
+		if err := checkSecretSize(e.Secret); err != nil {
+			return fmt.Errorf("account %q: %v", m.Name, err)
+		}
 		switch proxy.Kind(m.Kind) {
 		case proxy.KindOpenAI:
 			if ValidateKey(e.Secret.APIKey) != nil {
