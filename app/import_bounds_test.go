@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"filippo.io/age"
 )
 
 // An import bounds and cleans every field it keeps (issue 30, 7): an export whose account has
@@ -75,4 +77,32 @@ func TestSettingsTheReaderWouldRefuseAreNotWritten(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// An export whose header claims a scrypt cost above what Codex Relay writes is refused before
+// any scrypt runs (issue 30, 12: a claimed 2^22 cost 4.2 GB and 10-14 s before "wrong
+// passphrase"). The tests write at 2^10, so the cap is 2^11 and a 2^13 file is over it.
+func TestAnImportRefusesAScryptCostAboveWhatTheAppWrites(t *testing.T) {
+	a := backupApp(t, testKeychain(t))
+	plain := `{"format":"codexrelay-accounts","version":1,"accounts":[{"position":1,"account":{"name":"k","kind":"openai","base_url":"https://a.example/v1"},"secret":{"api_key":"sk-scrypt-cap-0001"}}]}`
+	r, err := age.NewScryptRecipient("pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetWorkFactor(13)
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(plain))
+	w.Close()
+	_, err = a.ImportAccounts(bytes.NewReader(buf.Bytes()), "pass")
+	if !errors.Is(err, ErrDamagedExport) || !strings.Contains(err.Error(), "2^11") {
+		t.Fatalf("a 2^13 export: %v", err)
+	}
+	// The cost it writes, and one step above, are read.
+	if _, err := a.ImportAccounts(bytes.NewReader(encryptPlain(t, "pass", plain)), "pass"); err != nil {
+		t.Fatalf("a 2^10 export: %v", err)
+	}
 }
