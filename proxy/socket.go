@@ -148,9 +148,14 @@ func (sc *socketConn) readFrame(first bool) (frame, error) {
 			// ones it outgrew too, so that the budget bounds what reading allocated.
 			grown := int64(2*cap(f.data) + frameStep)
 			if s.frameBytes.Add(grown) > s.opt.SocketReadBudget {
-				s.frameBytes.Add(-grown)
+				others := s.frameBytes.Add(-grown) - f.held
 				sc.release(f)
-				sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
+				if others <= 0 {
+					// Alone, it still does not fit: waiting would not help (1009, not 1013).
+					sc.c.Close(websocket.StatusMessageTooBig, "the frame is larger than the relay reads")
+				} else {
+					sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
+				}
 				return frame{}, errFrameBudget
 			}
 			f.held += grown
