@@ -294,6 +294,7 @@ func (a *answer) close() {
 	if e, ok := a.rd.(*socketEvents); ok {
 		e.abandon()
 	}
+	a.drain() // drain.go: the connection is reused
 	a.resp.Body.Close()
 	a.call.end()
 }
