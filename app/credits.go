@@ -274,7 +274,12 @@ func (a *App) loadPendingRedeems() {
 
 func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
 	kept := map[string]proxy.PendingRedeem{}
-	b, err := readRegularFile(filepath.Join(a.opt.ConfigDir, pendingRedeemName), 1<<20)
+	path := filepath.Join(a.opt.ConfigDir, pendingRedeemName)
+	// A link planted there is neither read nor followed (writePendingRedeem replaces it).
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		return kept
+	}
+	b, err := readRegularFile(path, 1<<20)
 	if err == nil {
 		json.Unmarshal(b, &kept)
 	}
@@ -322,7 +327,7 @@ func (a *App) writePendingRedeem(account string) error {
 		}
 	} else {
 		b, _ := json.MarshalIndent(kept, "", "  ")
-		err = writeAtomic(path, b, 0o600)
+		err = replaceFile(path, b, 0o600) // never through a link: a link there is replaced
 	}
 	return err
 }

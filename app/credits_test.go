@@ -324,3 +324,30 @@ func TestARedemptionCutByACrashIsRetriedWithTheSameID(t *testing.T) {
 		t.Errorf("the intent is still kept after its answer: %v", err)
 	}
 }
+
+// redeem-pending.json is replaced, never written through a link planted in its place (issue
+// 30, 9): the link's target keeps its contents, and a link is not read as kept intents.
+func TestThePendingRedemptionIsNeverWrittenThroughALink(t *testing.T) {
+	a, opt, up := creditApp(t)
+	decoy := filepath.Join(t.TempDir(), "decoy")
+	if err := os.WriteFile(decoy, []byte("the decoy's own contents"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(opt.ConfigDir, pendingRedeemName)
+	if err := os.Symlink(decoy, path); err != nil {
+		t.Fatal(err)
+	}
+	up.mu.Lock()
+	up.loseNext = true
+	up.mu.Unlock()
+	if _, err := a.RedeemCredit("plus"); !errors.Is(err, proxy.ErrRedeemPending) {
+		t.Fatalf("lost answer: %v", err)
+	}
+	if b, _ := os.ReadFile(decoy); string(b) != "the decoy's own contents" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("the intent is not kept in a file of its own: %v %v", st, err)
+	}
+}
