@@ -31,6 +31,9 @@ func ValidateName(name string) error {
 
 // ValidateBaseURL checks an upstream base URL (http or https, with a host, no credentials).
 func ValidateBaseURL(raw string) (string, error) {
+	if len(raw) > maxBaseURLBytes {
+		return "", fieldError(FieldBaseURL, fmt.Sprintf("is longer than %d bytes", maxBaseURLBytes))
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fieldError(FieldBaseURL, fmt.Sprintf("%q is not valid: use http(s)://host[:port]/path, e.g. https://api.openai.com/v1", raw))
@@ -106,7 +109,7 @@ func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
 	if err != nil {
 		return m, err
 	}
-	m.ID, m.Email, m.Added = newID(), na.Email, a.opt.Now().UTC()
+	m.ID, m.Email, m.Added = newID(), cleanEmail(na.Email), a.opt.Now().UTC()
 	switch proxy.Kind(na.Kind) {
 	case proxy.KindOpenAI:
 		if err := ValidateKey(sec.APIKey); err != nil {

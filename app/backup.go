@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"filippo.io/age"
 
@@ -36,8 +37,9 @@ const backupFormat = "codexrelay-accounts"
 const maxBackupBytes = 16 << 20
 
 // scryptWorkFactor is the scrypt cost (log2) of an export: 2^18, about a second, age's default.
-// CODEXRELAY_EXPORT_SCRYPT_LOG_N (10 to 22) changes it, for tests; import accepts what age
-// accepts (up to 2^22), whatever the file says.
+// CODEXRELAY_EXPORT_SCRYPT_LOG_N (10 to 22) changes it, for tests. Import accepts at most one
+// step above it (importWorkFactor): a header claiming 2^22 costs 4 GB and seconds of scrypt
+// before the passphrase is even known to be wrong.
 var scryptWorkFactor = 18
 
 func (a *App) exportWorkFactor() int {
@@ -46,6 +48,10 @@ func (a *App) exportWorkFactor() int {
 	}
 	return scryptWorkFactor
 }
+
+// importWorkFactor is the largest scrypt cost (log2) an import runs: one step above what
+// exports are written with.
+func (a *App) importWorkFactor() int { return min(a.exportWorkFactor()+1, 22) }
 
 var (
 	// ErrEmptyPassphrase refuses an export or import without a passphrase.
@@ -276,7 +282,7 @@ func (a *App) ImportAccounts(r io.Reader, passphrase string) (ImportResult, erro
 	if passphrase == "" {
 		return ImportResult{}, ErrEmptyPassphrase
 	}
-	f, err := readExport(r, passphrase)
+	f, err := readExport(r, passphrase, a.importWorkFactor())
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -327,7 +333,7 @@ func (a *App) ImportAccounts(r io.Reader, passphrase string) (ImportResult, erro
 
 // readExport decrypts and checks a whole export. Its errors say what is wrong with the file
 // and that nothing was imported; they never carry its content.
-func readExport(r io.Reader, passphrase string) (backupFile, error) {
+func readExport(r io.Reader, passphrase string, maxWorkFactor int) (backupFile, error) {
 	var f backupFile
 	ct, err := io.ReadAll(io.LimitReader(r, maxBackupBytes+1))
 	if err != nil {
@@ -340,9 +346,13 @@ func readExport(r io.Reader, passphrase string) (backupFile, error) {
 	if err != nil {
 		return f, err
 	}
+	id.SetMaxWorkFactor(maxWorkFactor)
 	pr, err := age.Decrypt(bytes.NewReader(ct), id)
 	var nomatch *age.NoIdentityMatchError
 	switch {
+	case err != nil && strings.Contains(err.Error(), "scrypt work factor too large"):
+		return f, fmt.Errorf("%w (its passphrase costs more than the 2^%d this Codex Relay accepts; it writes 2^%d): nothing was imported",
+			ErrDamagedExport, maxWorkFactor, maxWorkFactor-1)
 	case errors.As(err, &nomatch):
 		return f, fmt.Errorf("%w (or the file is not an export encrypted with a passphrase, or its header is damaged): nothing was imported", ErrWrongPassphrase)
 	case err != nil:
@@ -402,6 +412,12 @@ func checkExport(f backupFile) error {
 			return fmt.Errorf("account %q: its %s is not valid", m.Name, what)
 		}
 		m.BaseURL, m.API = checked.BaseURL, checked.API
+		// What the settings keep is bounded and clean (fields.go): a field past the settings
+		// file's limit would make every later change of the folder fail.
+		m.Email = cleanEmail(m.Email)
+		if err := checkSecretSize(e.Secret); err != nil {
+			return fmt.Errorf("account %q: %v", m.Name, err)
+		}
 		switch proxy.Kind(m.Kind) {
 		case proxy.KindOpenAI:
 			if ValidateKey(e.Secret.APIKey) != nil {

@@ -70,7 +70,10 @@ func (a *App) ResetCredits() string { return cmpOr(a.Settings().ResetCredits, pr
 // applyResetCredits is apply's part for the policy (Open applies the file through it too, so
 // it also hands the proxy the app's credit hook, once).
 func (a *App) applyResetCredits(prev, next Settings) []error {
-	a.credits.once.Do(func() { a.Proxy.SetCreditHook(a.creditEvent) })
+	a.credits.once.Do(func() {
+		a.Proxy.SetCreditHook(a.creditEvent)
+		a.Proxy.SetRedeemIntentHook(a.writePendingRedeem)
+	})
 	if prev.ResetCredits == next.ResetCredits {
 		return nil
 	}
@@ -271,7 +274,12 @@ func (a *App) loadPendingRedeems() {
 
 func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
 	kept := map[string]proxy.PendingRedeem{}
-	b, err := readRegularFile(filepath.Join(a.opt.ConfigDir, pendingRedeemName), 1<<20)
+	path := filepath.Join(a.opt.ConfigDir, pendingRedeemName)
+	// A link planted there is neither read nor followed (writePendingRedeem replaces it).
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		return kept
+	}
+	b, err := readRegularFile(path, 1<<20)
 	if err == nil {
 		json.Unmarshal(b, &kept)
 	}
@@ -281,6 +289,15 @@ func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
 // keepPendingRedeem writes down, or clears, the account's redemption whose answer never
 // arrived, as the proxy holds it after a redemption ended.
 func (a *App) keepPendingRedeem(account string) {
+	if err := a.writePendingRedeem(account); err != nil {
+		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second credit", "error", err)
+	}
+}
+
+// writePendingRedeem writes down, or clears, the account's redemption as the proxy holds it:
+// the proxy's intent hook, before a consume is sent (so that a crash while it is on the wire
+// leaves the intent for the next process), and after each redemption.
+func (a *App) writePendingRedeem(account string) error {
 	id := ""
 	for _, m := range a.Accounts() {
 		if m.Name == account {
@@ -288,14 +305,14 @@ func (a *App) keepPendingRedeem(account string) {
 		}
 	}
 	if id == "" {
-		return
+		return nil
 	}
 	a.credits.fileMu.Lock()
 	defer a.credits.fileMu.Unlock()
 	kept := a.readPendingRedeems()
 	p, ok := a.Proxy.PendingRedeem(account)
 	if _, had := kept[id]; !ok && !had {
-		return
+		return nil
 	}
 	if ok {
 		kept[id] = p
@@ -310,9 +327,7 @@ func (a *App) keepPendingRedeem(account string) {
 		}
 	} else {
 		b, _ := json.MarshalIndent(kept, "", "  ")
-		err = writeAtomic(path, b, 0o600)
+		err = replaceFile(path, b, 0o600) // never through a link: a link there is replaced
 	}
-	if err != nil {
-		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second credit", "error", err)
-	}
+	return err
 }

@@ -69,6 +69,8 @@ type creditUpstream struct {
 	// loseNext spends the next consume's credit and answers 502, as if the answer were lost.
 	loseNext bool
 	answered map[string]bool // redeem_request_ids that spent a credit
+	// onConsume, when set, runs as a consume arrives, before its credit is spent.
+	onConsume func()
 }
 
 func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
@@ -100,6 +102,9 @@ func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
 				RedeemRequestID *string `json:"redeem_request_id"`
 			}{&req.CreditID, &req.RedeemRequestID})
 			u.consumes = append(u.consumes, req.RedeemRequestID)
+			if u.onConsume != nil {
+				u.onConsume()
+			}
 			if u.answered[req.RedeemRequestID] { // idempotent: the same intent spends nothing more
 				fmt.Fprint(w, `{"code":"already_redeemed","credit":{"status":"redeemed"},"windows_reset":0}`)
 				return
@@ -258,5 +263,91 @@ func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the intent is still kept after its answer: %v", err)
+	}
+}
+
+// A process killed while its consume is on the wire (kill -9: nothing runs after) leaves the
+// intent on disk, so that the next process retries it with the same redeem_request_id and one
+// intent spends one credit. The folder as the kill left it is copied as the consume arrives.
+func TestARedemptionCutByACrashIsRetriedWithTheSameID(t *testing.T) {
+	a, opt, up := creditApp(t)
+	crashed := t.TempDir()
+	up.mu.Lock()
+	up.onConsume = func() {
+		up.onConsume = nil
+		entries, err := os.ReadDir(opt.ConfigDir)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(opt.ConfigDir, e.Name()))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o600)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	up.loseNext = true // the killed process never reads the answer
+	up.mu.Unlock()
+	a.RedeemCredit("plus")
+	if _, err := os.Stat(filepath.Join(crashed, pendingRedeemName)); err != nil {
+		t.Fatalf("the intent was not on disk while its consume was on the wire: %v", err)
+	}
+	restarted := opt
+	restarted.ConfigDir = crashed
+	next, err := Open(restarted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := next.RedeemCredit("plus")
+	if err != nil || !res.Retried {
+		t.Fatalf("retry after the crash: %+v %v", res, err)
+	}
+	up.mu.Lock()
+	consumes, spent := up.consumes, 0
+	for _, avail := range up.credits {
+		if !avail {
+			spent++
+		}
+	}
+	up.mu.Unlock()
+	if len(consumes) != 2 || consumes[0] != consumes[1] || spent != 1 {
+		t.Fatalf("consumes %v, %d credits spent", consumes, spent)
+	}
+	if _, err := os.Stat(filepath.Join(crashed, pendingRedeemName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the intent is still kept after its answer: %v", err)
+	}
+}
+
+// redeem-pending.json is replaced, never written through a link planted in its place (issue
+// 30, 9): the link's target keeps its contents, and a link is not read as kept intents.
+func TestThePendingRedemptionIsNeverWrittenThroughALink(t *testing.T) {
+	a, opt, up := creditApp(t)
+	decoy := filepath.Join(t.TempDir(), "decoy")
+	if err := os.WriteFile(decoy, []byte("the decoy's own contents"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(opt.ConfigDir, pendingRedeemName)
+	if err := os.Symlink(decoy, path); err != nil {
+		t.Fatal(err)
+	}
+	up.mu.Lock()
+	up.loseNext = true
+	up.mu.Unlock()
+	if _, err := a.RedeemCredit("plus"); !errors.Is(err, proxy.ErrRedeemPending) {
+		t.Fatalf("lost answer: %v", err)
+	}
+	if b, _ := os.ReadFile(decoy); string(b) != "the decoy's own contents" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("the intent is not kept in a file of its own: %v %v", st, err)
 	}
 }

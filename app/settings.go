@@ -361,6 +361,10 @@ func saveSettings(dir string, s Settings) error {
 	if err != nil {
 		return err
 	}
+	// Never a file the reader would refuse: every later change, a removal included, would fail.
+	if len(b)+1 > maxSettingsBytes {
+		return fmt.Errorf("cannot write the settings: they would be larger than the %d MiB a settings file may have", maxSettingsBytes>>20)
+	}
 	if err := writeAtomic(filepath.Join(dir, settingsName), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("cannot write the settings: %w", err)
 	}

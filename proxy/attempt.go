@@ -245,7 +245,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 	}
 	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
 	if a.rd == nil {
-		a.rd = sse.NewReader(c.body(a.resp.Body), maxEventBytes)
+		a.rd = namedEvents{sse.NewReader(c.body(a.resp.Body), maxEventBytes)}
 	}
 	held, first, ferr := peekStream(a.rd)
 	for _, ev := range held {
@@ -257,10 +257,8 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		}
 		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
 	}
-	if a.wire.firstFails(first) {
-		// A 200 stream may still fail in its first event (quota, rate limit, overload).
-		first.Data = redact(first.Data, x.cred.Token)
-		code, msg, resetsAt := parseUpstreamError(first.Data)
+	if code, msg, resetsAt, failed := x.streamFailure(a.wire, &first); failed {
+		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
 		if why, ok := a.wire.renew(x, code, nil); ok {
 			return fallback, why
 		}
@@ -276,6 +274,9 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		// break anywhere in it still moves on.
 		if a.final, err = collectFinal(a.rd, first, x.learnEventOf(m)); err != nil {
 			return broke("the upstream stream ended before response.completed", err)
+		}
+		if v, reason := x.finalFails(m, a); v != served {
+			return v, reason
 		}
 		a.whole = true
 	}
@@ -304,6 +305,7 @@ func (a *answer) close() {
 	if e, ok := a.rd.(*socketEvents); ok {
 		e.abandon()
 	}
+	a.drain() // drain.go: the connection is reused
 	a.resp.Body.Close()
 	a.call.end()
 }
@@ -389,8 +391,8 @@ const maxEventBytes = 64 << 20
 // first event that tells whether the stream will succeed.
 const maxHeld = 8
 
-// peekStream reads the leading events that carry no output (response.created,
-// response.in_progress, response.metadata, comments) and the first event after them. The held events are copies;
+// peekStream reads the leading events that carry no output (carriesNoOutput, and comments)
+// and the first event after them. The held events are copies;
 // comments past maxHeld are dropped rather than held (they carry nothing), so that a stream of
 // keep-alives alone still waits for a real event.
 func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
@@ -399,7 +401,7 @@ func peekStream(rd eventSource) (held []sse.Event, first sse.Event, err error) {
 		if err != nil {
 			return held, ev, err
 		}
-		bookkeeping := ev.Name == "response.created" || ev.Name == "response.in_progress" || ev.Name == "response.metadata"
+		bookkeeping := carriesNoOutput(ev)
 		if len(ev.Data) == 0 && len(held) >= maxHeld {
 			continue
 		}

@@ -20,7 +20,12 @@ import (
 type conversation struct {
 	items [][]byte
 	ends  map[string]int
-	size  int64 // bytes of items
+	size  int64 // bytes of items and params
+	// params is the parameters (the frame without its input) of the last response.create
+	// that completed, which response.append continues with; counted in size, so that what an
+	// idle connection keeps of its frames stays inside the budget (nil: none, or forgotten).
+	params     *payload.Object
+	paramsSize int64
 	// budget and el account for this conversation in the relay-wide budget.
 	budget *convBudget
 	el     *list.Element
@@ -56,13 +61,20 @@ func (c *conversation) upTo(id string) ([][]byte, bool) {
 }
 
 // commit records a completed turn: the chain cut back to the first base items, then the
-// turn's input and output, closed by response id.
-func (c *conversation) commit(base int, input, output [][]byte, id string) {
+// turn's input and output, closed by response id; params (nil: keep the last ones) are the
+// turn's parameters without its input, which a later response.append continues with.
+func (c *conversation) commit(base int, input, output [][]byte, id string, params *payload.Object) {
 	b := c.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c.el == nil {
 		return // closed
+	}
+	if params != nil {
+		n := int64(params.Size)
+		c.size += n - c.paramsSize
+		b.used += n - c.paramsSize
+		c.params, c.paramsSize = params, n
 	}
 	if base < len(c.items) {
 		for _, it := range c.items[base:] {
@@ -100,6 +112,14 @@ func (c *conversation) commit(base int, input, output [][]byte, id string) {
 	}
 }
 
+// lastParams is the parameters of the last completed response.create (nil: none, or
+// forgotten for the bound).
+func (c *conversation) lastParams() *payload.Object {
+	c.budget.mu.Lock()
+	defer c.budget.mu.Unlock()
+	return c.params
+}
+
 // close drops the conversation's history (the connection closed).
 func (c *conversation) close() {
 	b := c.budget
@@ -133,6 +153,7 @@ func (b *convBudget) forget(c *conversation) {
 	}
 	b.used -= c.size
 	c.size = 0
+	c.params, c.paramsSize = nil, 0
 	clear(c.items)
 	c.items = c.items[:0]
 	clear(c.ends)

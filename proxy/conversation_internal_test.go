@@ -17,14 +17,14 @@ func TestConversationBounds(t *testing.T) {
 	a, c := newConversation(b), newConversation(b)
 	empty := newConversation(b) // the least recently used, with nothing to forget
 	b.lru.MoveToBack(empty.el)
-	a.commit(0, [][]byte{item(20)}, [][]byte{item(10)}, "a1")
-	c.commit(0, [][]byte{item(30)}, nil, "c1")
+	a.commit(0, [][]byte{item(20)}, [][]byte{item(10)}, "a1", nil)
+	c.commit(0, [][]byte{item(30)}, nil, "c1", nil)
 	if h, ok := a.upTo("a1"); !ok || len(h) != 2 || b.used != 60 {
 		t.Fatalf("a1: %v %d items, used %d", ok, len(h), b.used)
 	}
 	// a is used again, so c is the least recently used when the relay-wide bound is passed.
 	a.upTo("a1")
-	a.commit(2, [][]byte{item(45)}, nil, "a2")
+	a.commit(2, [][]byte{item(45)}, nil, "a2", nil)
 	if b.used > b.limit {
 		t.Fatalf("used %d over the limit %d", b.used, b.limit)
 	}
@@ -35,7 +35,7 @@ func TestConversationBounds(t *testing.T) {
 		t.Fatalf("a2 lost: %v", ok)
 	}
 	// A fork from a1 cuts the chain back: a2 is gone, a1 stays.
-	a.commit(2, [][]byte{item(5)}, nil, "a3")
+	a.commit(2, [][]byte{item(5)}, nil, "a3", nil)
 	if _, ok := a.upTo("a2"); ok {
 		t.Fatal("a2 survived a fork from a1")
 	}
@@ -43,7 +43,7 @@ func TestConversationBounds(t *testing.T) {
 		t.Fatalf("a3: %v %d", ok, len(h))
 	}
 	// Over its own bound, a conversation is forgotten whole.
-	a.commit(3, [][]byte{item(50)}, nil, "a4")
+	a.commit(3, [][]byte{item(50)}, nil, "a4", nil)
 	if _, ok := a.upTo("a4"); ok || a.size != 0 {
 		t.Fatalf("a4 kept past the per-connection bound (size %d)", a.size)
 	}
@@ -53,6 +53,33 @@ func TestConversationBounds(t *testing.T) {
 	if b.used != 0 || b.lru.Len() != 0 {
 		t.Fatalf("closed conversations left %d bytes, %d entries", b.used, b.lru.Len())
 	}
+}
+
+// The parameters a conversation keeps for response.append count in its size and the budget,
+// are replaced by the next completed turn's, and go when the conversation is forgotten.
+func TestConversationCountsItsParameters(t *testing.T) {
+	b := &convBudget{limit: 1000, perConn: 100}
+	c := newConversation(b)
+	params := func(n int) *payload.Object {
+		o, err := payload.Parse([]byte(`{"instructions":"` + strings.Repeat("x", n) + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	c.commit(0, [][]byte{[]byte("0123456789")}, nil, "r1", params(20))
+	if want := int64(10 + 20 + len(`{"instructions":""}`)); c.size != want || b.used != want || c.lastParams() == nil {
+		t.Fatalf("size %d, used %d, want %d", c.size, b.used, want)
+	}
+	c.commit(1, nil, nil, "r2", params(1))
+	if want := int64(10 + 1 + len(`{"instructions":""}`)); c.size != want || b.used != want {
+		t.Fatalf("replaced parameters: size %d, used %d, want %d", c.size, b.used, want)
+	}
+	c.commit(1, nil, nil, "r3", params(200)) // over the per-connection bound: forgotten
+	if c.lastParams() != nil || c.size != 0 || b.used != 0 {
+		t.Fatalf("parameters over the bound kept: size %d, used %d", c.size, b.used)
+	}
+	c.close()
 }
 
 // A turn's input items are kept in memory of their own, not as parts of the frame they came

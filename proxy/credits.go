@@ -158,6 +158,8 @@ const (
 type creditPolicy struct {
 	mode atomic.Pointer[string]
 	hook atomic.Pointer[func(CreditEvent)]
+	// intent is SetRedeemIntentHook's function (nil: none).
+	intent atomic.Pointer[func(string) error]
 
 	redeemed, auto, asked atomic.Int64
 
@@ -235,6 +237,19 @@ func (s *Server) SetCreditHook(f func(CreditEvent)) {
 		return
 	}
 	s.credits.hook.Store(&f)
+}
+
+// SetRedeemIntentHook has f called with an account's name once a new redemption's intent (the
+// credit and the redeem_request_id, PendingRedeem) is chosen and before its consume is sent
+// (nil: none). An embedder that keeps intents across restarts writes it down there, so that a
+// process killed while the consume is on the wire leaves it for the next one, which then sends
+// the same redeem_request_id. An error from f ends the redemption before anything is spent.
+func (s *Server) SetRedeemIntentHook(f func(account string) error) {
+	if f == nil {
+		s.credits.intent.Store(nil)
+		return
+	}
+	s.credits.intent.Store(&f)
 }
 
 func (s *Server) creditEvent(e CreditEvent) {
@@ -489,6 +504,17 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 		c.mu.Lock()
 		c.pending = intent
 		c.mu.Unlock()
+		// Kept before the consume leaves: after it, a crash may have spent the credit.
+		if f := s.credits.intent.Load(); f != nil {
+			if err := (*f)(m.Name); err != nil {
+				c.mu.Lock()
+				if c.pending == intent {
+					c.pending = nil
+				}
+				c.mu.Unlock()
+				return res, false, fmt.Errorf("redeeming a reset credit of %s: the intent could not be kept, so nothing was spent: %w", m.Name, err)
+			}
+		}
 	} else {
 		res.Retried = true
 	}

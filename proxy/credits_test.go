@@ -579,3 +579,34 @@ func TestTheRedeemRoute(t *testing.T) {
 		t.Errorf("a refusal is an answer: nothing stays pending")
 	}
 }
+
+// The intent hook runs before the consume is sent, with the intent already readable, and an
+// error from it ends the redemption with nothing sent or spent (issue 30: a crash while the
+// consume was on the wire spent a second credit on the retry).
+func TestTheIntentIsKeptBeforeTheConsume(t *testing.T) {
+	clk := newClock()
+	r, b, _ := creditRelay(t, proxy.ResetCreditsAsk, proxy.Options{Now: clk.Now}, threeCredits(clk)...)
+	var kept []proxy.PendingRedeem
+	r.SetRedeemIntentHook(func(account string) error {
+		p, ok := r.PendingRedeem(account)
+		if _, consumes := b.counts(); !ok || consumes != 0 {
+			t.Errorf("the hook ran with intent %v and %d consumes sent", ok, consumes)
+		}
+		kept = append(kept, p)
+		return errors.New("disk full")
+	})
+	if _, err := r.RedeemCredit(context.Background(), "plus"); err == nil || errors.Is(err, proxy.ErrRedeemPending) {
+		t.Fatalf("a redemption whose intent could not be kept: %v", err)
+	}
+	if _, consumes := b.counts(); consumes != 0 || b.spent() != 0 || len(kept) != 1 || kept[0].RequestID == "" {
+		t.Fatalf("%d consumes, %d spent, kept %+v", consumes, b.spent(), kept)
+	}
+	if _, ok := r.PendingRedeem("plus"); ok {
+		t.Fatal("an intent never sent is still pending")
+	}
+	r.SetRedeemIntentHook(func(string) error { return nil })
+	res, err := r.RedeemCredit(context.Background(), "plus")
+	if err != nil || res.Retried || b.spent() != 1 {
+		t.Fatalf("with the intent kept: %+v %v, spent %d", res, err, b.spent())
+	}
+}

@@ -294,6 +294,7 @@ func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequ
 	if req.session == "" {
 		req.session = req.sessionHeader
 	}
+	req.session = sessionKey(req.session)
 	req.tier = requestedTier(f.tier, f.tier != nil)
 	return req, nil
 }

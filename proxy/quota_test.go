@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,5 +75,57 @@ func TestRateLimitCooldownLastsUntilTheKnownReset(t *testing.T) {
 	}
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "5400" {
 		t.Fatalf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// renewing is a sign-in whose access token the upstream stopped taking before its expiry:
+// Refresh gives the next one.
+type renewing struct {
+	mu        sync.Mutex
+	token     string
+	refreshes int
+}
+
+func (c *renewing) Credential(context.Context) (proxy.Credential, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return proxy.Credential{Token: c.token, AccountID: "acct-r"}, nil
+}
+
+func (c *renewing) Refresh(context.Context, proxy.Credential) (proxy.Credential, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshes++
+	c.token = fmt.Sprintf("access-renewed-%d", c.refreshes)
+	return proxy.Credential{Token: c.token, AccountID: "acct-r"}, nil
+}
+
+// A usage read refused with 401 is sent again once with a renewed sign-in, as the credit calls
+// are (issue 30, 8): the account keeps its quota figures instead of repeating the 401 every
+// five minutes.
+func TestAQuotaRead401IsRefreshedOnceAndRetried(t *testing.T) {
+	up := newUpstream(t, answerText("hi"))
+	inner := up.Config.Handler
+	var reads atomic.Int32
+	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/backend-api/wham/usage" {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		reads.Add(1)
+		if r.Header.Get("Authorization") != "Bearer access-renewed-1" {
+			http.Error(w, `{"detail":"token revoked"}`, http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, `{"rate_limit":{"primary_window":{"used_percent":42,"limit_window_seconds":18000,"reset_after_seconds":600}}}`)
+	})
+	cred := &renewing{token: "access-stale"}
+	r := newRelay(t, proxy.Options{}, proxy.Account{Name: "cg", Kind: proxy.KindChatGPT, BaseURL: up.URL + "/backend-api/codex", Credentials: cred})
+	r.RefreshQuotas(context.Background())
+	if q := r.account(t, "cg").Quota; q == nil || q.PrimaryUsedPercent != 42 {
+		t.Fatalf("quota %+v after %d reads, %d refreshes", q, reads.Load(), cred.refreshes)
+	}
+	if cred.refreshes != 1 || reads.Load() != 2 {
+		t.Fatalf("%d refreshes, %d reads; want one refresh and one retry", cred.refreshes, reads.Load())
 	}
 }

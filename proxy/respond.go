@@ -96,6 +96,7 @@ func (x *exchange) relayStream(a *answer) {
 		if isTerminalEvent(ev.Name) {
 			terminal = ev.Name
 			x.noteUsage(ev.Data)
+			x.restIfLimited(ev.Name, ev.Data)
 		}
 		x.learnEvent(x.served, ev.Name, ev.Data)
 		if !x.flushIdle(rd) {
@@ -132,6 +133,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 		if isTerminalEvent(ev.Name) {
 			x.noteUsage(ev.Data)
+			x.restIfLimited(ev.Name, ev.Data)
 		}
 		chunks, done, err := cs.Event(ev.Name, ev.Data)
 		for _, c := range chunks {

@@ -83,9 +83,8 @@ type socketConn struct {
 	// up is the connection's upstream socket, to the account that served its last turn over
 	// WebSocket (nil: none open).
 	up *upstreamSocket
-	// last is the parameters of the last response.create (for response.append) and lastID
-	// the id of the last response that completed.
-	last   *payload.Object
+	// lastID is the id of the last response that completed (the conversation keeps the
+	// parameters response.append continues it with).
 	lastID string
 	// drained is closed when the relay stops: the connection closes after its current turn.
 	drained   chan struct{}
@@ -149,9 +148,14 @@ func (sc *socketConn) readFrame(first bool) (frame, error) {
 			// ones it outgrew too, so that the budget bounds what reading allocated.
 			grown := int64(2*cap(f.data) + frameStep)
 			if s.frameBytes.Add(grown) > s.opt.SocketReadBudget {
-				s.frameBytes.Add(-grown)
+				others := s.frameBytes.Add(-grown) - f.held
 				sc.release(f)
-				sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
+				if others <= 0 {
+					// Alone, it still does not fit: waiting would not help (1009, not 1013).
+					sc.c.Close(websocket.StatusMessageTooBig, "the frame is larger than the relay reads")
+				} else {
+					sc.c.Close(websocket.StatusTryAgainLater, "the relay is reading too many frames at once")
+				}
 				return frame{}, errFrameBudget
 			}
 			f.held += grown
@@ -298,7 +302,6 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		}
 		input, _ = inputItems(raw)
 	}
-	sc.last = withoutInput(obj)
 	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev, meta: clientMetadata(obj)}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
@@ -320,7 +323,8 @@ func withoutInput(obj *payload.Object) *payload.Object {
 // appendTurn runs a response.append frame: its input items continue the last completed
 // response, with the parameters of the last response.create.
 func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
-	if sc.last == nil || sc.lastID == "" {
+	params := sc.conv.lastParams()
+	if params == nil || sc.lastID == "" {
 		sc.sendError(errInvalid("no_previous_response", "", "response.append continues the last response of this connection, and none has completed yet: send response.create"))
 		return
 	}
@@ -328,7 +332,7 @@ func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
 	if input == nil {
 		input = []byte("[]")
 	}
-	b := payload.Build(nil, sc.last, []payload.Override{
+	b := payload.Build(nil, params, []payload.Override{
 		{Key: "type", Value: []byte(`"response.create"`)},
 		{Key: "input", Value: input},
 		{Key: "previous_response_id", Value: payload.AppendString(nil, sc.lastID)},
@@ -350,9 +354,10 @@ func (sc *socketConn) warmUp(t *socketTurn) {
 	model, _ := stringMember(t.obj, "model")
 	resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":%%q,"model":%s,"output":[],"usage":{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}}`,
 		id, sc.s.now().Unix(), payload.AppendString(nil, model))
+	t.params = withoutInput(t.obj)
 	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
 	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
-	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id)
+	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id, t.params)
 	sc.lastID = id
 }
 
@@ -384,13 +389,17 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	}
 	req.stream = true // a socket's turns always stream
 	x.req = req
+	// Copied now, while the turn's memory is counted: the client may send its next frame as
+	// soon as this one's answer arrives.
+	t.params = withoutInput(t.obj)
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
 	x.route()
 	w.finish(x)
 	if t.completedID != "" {
-		// The input items are parts of the frame: copied, the frame is let go.
-		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID)
+		// The input items are parts of the frame: copied, the frame is let go. Only a turn
+		// that completed leaves its parameters (in the conversation, inside its budget).
+		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, t.params)
 		sc.lastID = t.completedID
 	}
 }
@@ -408,6 +417,9 @@ type socketTurn struct {
 	keepPrev bool
 	// meta is the frame's client_metadata (the turn's Codex headers, turn.go), read once.
 	meta map[string]string
+	// params is the frame without its input, copied once the frame was checked: what the
+	// conversation keeps for response.append if the turn completes.
+	params *payload.Object
 	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
 	// built on first need.
 	replay     *payload.Object

@@ -25,14 +25,14 @@ func closeStatus(t *testing.T, c *websocket.Conn) websocket.StatusCode {
 	}
 }
 
-// Frames being read are bounded relay-wide: 8 sockets each sending a 4 MiB frame against an
-// 8 MiB budget get most of them closed with 1013 before their frame is held, and whatever was
-// held is given back.
+// Frames being read are bounded relay-wide: 8 sockets each sending a 2 MiB frame (one alone
+// fits) against an 8 MiB budget get most of them closed with 1013 before their frame is held,
+// and whatever was held is given back.
 func TestSocketFrameBudget(t *testing.T) {
 	up := newWSUpstream(t)
 	r := newRelay(t, proxy.Options{MaxBodyBytes: 64 << 20, SocketReadBudget: 8 << 20}, up.account("a"))
-	big := createFrame("", userItem("tiny")) // then padded to 4 MiB in instructions
-	big = strings.Replace(big, `"instructions":"be brief"`, `"instructions":"`+strings.Repeat("x", 4<<20)+`"`, 1)
+	big := createFrame("", userItem("tiny")) // then padded to 2 MiB in instructions
+	big = strings.Replace(big, `"instructions":"be brief"`, `"instructions":"`+strings.Repeat("x", 2<<20)+`"`, 1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[websocket.StatusCode]int{}
@@ -111,4 +111,18 @@ func TestSocketDeadlinesAndCap(t *testing.T) {
 	if e := decodeErr(t, resp); e.Error.Code != "too_many_sockets" {
 		t.Fatalf("a third socket: %+v", e)
 	}
+}
+
+// A single frame that does not fit the budget even alone is closed with 1009 (message too big,
+// which a client does not retry as it is), not 1013 (try again later); issue 30, 12.
+func TestSocketFrameTooBigAloneIs1009(t *testing.T) {
+	up := newWSUpstream(t)
+	r := newRelay(t, proxy.Options{MaxBodyBytes: 64 << 20, SocketReadBudget: 8 << 20}, up.account("a"))
+	c := r.dial(t)
+	big := strings.Replace(createFrame("", userItem("tiny")), `"instructions":"be brief"`, `"instructions":"`+strings.Repeat("x", 9<<20)+`"`, 1)
+	go c.Write(context.Background(), websocket.MessageText, []byte(big))
+	if got := closeStatus(t, c); got != websocket.StatusMessageTooBig {
+		t.Fatalf("a frame larger than the budget on an idle relay: closed with %v, want 1009", got)
+	}
+	eventually(t, "the budget to be given back", func() bool { return r.Stats().Requests.SocketFrameBytes == 0 })
 }

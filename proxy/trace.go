@@ -142,7 +142,7 @@ func (r *traceRing) compact() {
 			continue
 		}
 		t.ID, t.Model, t.ResolvedModel, t.Error = clone(t.ID), clone(t.Model), clone(t.ResolvedModel), clone(t.Error)
-		t.ServiceTier = clone(t.ServiceTier)
+		t.ServiceTier, t.Session, t.Project = clone(t.ServiceTier), clone(t.Session), clone(t.Project)
 		t.Attempts = slices.Clone(t.Attempts)
 		for j := range t.Attempts {
 			t.Attempts[j].Account, t.Attempts[j].Error = clone(t.Attempts[j].Account), clone(t.Attempts[j].Error)

@@ -133,7 +133,8 @@ func projectOf(header string, obj *payload.Object) string {
 	if dir == "" {
 		return ""
 	}
-	return truncate(path.Base(dir), 120)
+	// Copied: the name is kept (trace, ledger), the metadata it is part of is not.
+	return strings.Clone(truncate(path.Base(dir), 120))
 }
 
 // tokenCounters are the tokens answered since the relay started, by account and served model,

@@ -102,8 +102,8 @@ func serveWindowAPI(ctx context.Context, api *windowAPI) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: windowAPIIdle}
+	go srv.Serve(capListener(ln, windowAPIMaxConns)) // windowlimits.go
 	go func() { <-ctx.Done(); srv.Close() }()
 	return "http://" + ln.Addr().String(), nil
 }

@@ -46,10 +46,17 @@ var benchCommand = &command{
 		},
 		{
 			name:    "sockets",
-			usage:   []string{"[--sockets 20] [--frame-mb 60] [--turns 16] [--json]"},
+			usage:   []string{"[--sockets 20] [--frame-mb 60] [--turns 16] [--held 40] [--json]"},
 			summary: "hostile WebSocket clients against the relay's memory bounds",
-			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item; the peak resident memory of each.",
+			details: "Many sockets each sending one huge frame at once, then one socket chaining turns of huge frames whose input is one tiny item, then sockets that each send one huge frame and stay open; the peak resident memory of each, and what the held sockets keep.",
 			flags:   benchSocketsFlags,
+		},
+		{
+			name:    "keys",
+			usage:   []string{"[--requests 150] [--key-mb 16] [--json]"},
+			summary: "long client session keys against the relay's memory",
+			details: "Requests that each carry a distinct, long prompt_cache_key, to a model nobody serves and to one an account serves; the peak and idle resident memory, and the size of the recent traces.",
+			flags:   benchKeysFlags,
 		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
@@ -186,14 +193,35 @@ func benchSocketsFlags(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&opt.Sockets, "sockets", 20, "sockets that each send one huge frame at once")
 	frameMB := fs.Int("frame-mb", 60, "size of each huge frame, in MiB")
 	fs.IntVar(&opt.Turns, "turns", 16, "turns of huge frames on one socket")
+	fs.IntVar(&opt.Held, "held", 40, "sockets that each send one huge frame and stay open")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	return func(c *CLI, _ []string) error {
-		if opt.Sockets < 1 || opt.Turns < 1 || *frameMB < 1 || *frameMB > 63 {
-			return usagef("--sockets and --turns must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
+		if opt.Sockets < 1 || opt.Turns < 1 || opt.Held < 1 || *frameMB < 1 || *frameMB > 63 {
+			return usagef("--sockets, --turns and --held must be at least 1, --frame-mb from 1 to 63 (the frame limit is 64 MiB)")
 		}
 		opt.FrameBytes = *frameMB << 20
 		app.SetMemoryLimit(os.Getenv) // as the relay runs
 		r, err := bench.Sockets(opt)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
+	}
+}
+
+// benchKeysFlags declares the flags of `bench keys`.
+func benchKeysFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.KeysOptions
+	fs.IntVar(&opt.Requests, "requests", 150, "requests of each kind (a model nobody serves, a served one)")
+	keyMB := fs.Int("key-mb", 16, "size of each prompt_cache_key, in MiB")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Requests < 1 || *keyMB < 1 || *keyMB > 63 {
+			return usagef("--requests must be at least 1, --key-mb from 1 to 63 (the body limit is 64 MiB)")
+		}
+		opt.KeyBytes = *keyMB << 20
+		app.SetMemoryLimit(os.Getenv) // as the relay runs
+		r, err := bench.Keys(opt)
 		if err != nil {
 			return err
 		}

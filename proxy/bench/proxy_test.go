@@ -108,17 +108,19 @@ func TestProxyBenchRuns(t *testing.T) {
 	}
 }
 
-// TestSocketsBenchRuns runs `bench sockets` small: both attacks complete, the burst is cut by
-// the frame budget, every chained turn is answered, and the figures are reported.
+// TestSocketsBenchRuns runs `bench sockets` small: the attacks complete, the burst is cut by
+// the frame budget, every chained turn is answered, every other held socket's turn completes,
+// and the figures are reported.
 func TestSocketsBenchRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends frames of megabytes")
 	}
-	r, err := bench.Sockets(bench.SocketsOptions{Sockets: 6, FrameBytes: 40 << 20, Turns: 3})
+	r, err := bench.Sockets(bench.SocketsOptions{Sockets: 6, FrameBytes: 40 << 20, Turns: 3, Held: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.BurstRefused == 0 || r.ChainAnswers != 3 || r.BaselineRSS <= 0 || r.BurstPeakRSS <= 0 || r.ChainPeakRSS <= 0 || r.AfterRSS <= 0 {
+	if r.BurstRefused == 0 || r.ChainAnswers != 3 || r.BaselineRSS <= 0 || r.BurstPeakRSS <= 0 || r.ChainPeakRSS <= 0 || r.AfterRSS <= 0 ||
+		r.HeldAnswers != 2 || r.HeldRSS <= 0 || r.HeldPeakRSS <= 0 {
 		t.Fatalf("sockets %+v", r)
 	}
 }

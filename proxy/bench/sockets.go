@@ -15,7 +15,9 @@ import (
 
 // `bench sockets`: what hostile WebSocket clients cost the relay's memory, against the bounds it
 // keeps (the attacks of the reliability review): many sockets each sending one huge frame at
-// once, and one socket chaining turns of huge frames whose input is one tiny item. The relay
+// once, one socket chaining turns of huge frames whose input is one tiny item, and many sockets
+// that each send one huge frame (refused for its missing model, or completed) and then stay
+// open, idle, for what they hold (issue 30: a socket kept its last frame). The relay
 // runs in this process with its defaults; the clients stream their frames from one small
 // buffer, so the process's peak resident memory is the relay's (plus a baseline read first).
 
@@ -24,6 +26,7 @@ type SocketsOptions struct {
 	Sockets    int // sockets sending one huge frame at once (default 20)
 	FrameBytes int // bytes of each huge frame (default 60 MiB)
 	Turns      int // turns of the chained socket (default 16)
+	Held       int // sockets that send one huge frame each and stay open (default 40)
 }
 
 // SocketsResult is what `codexrelay bench sockets --json` prints; memory in bytes.
@@ -36,10 +39,19 @@ type SocketsResult struct {
 	BurstRefused int   `json:"burstRefused"`      // sockets closed with 1013 for the frame budget
 	ChainPeakRSS int64 `json:"chainPeakRSSBytes"` // one socket, Turns huge frames, tiny input
 	ChainAnswers int   `json:"chainAnswers"`      // turns answered
-	AfterRSS     int64 `json:"afterRSSBytes"`     // once every socket closed
+	// Held sockets, one after the other, each send one huge frame (every other one without a
+	// model: refused, no upstream call) and stay open: the peak while they send, and the settled
+	// RSS while all of them are still open.
+	Held        int   `json:"held"`
+	HeldPeakRSS int64 `json:"heldPeakRSSBytes"`
+	HeldRSS     int64 `json:"heldRSSBytes"`
+	HeldAnswers int   `json:"heldAnswers"`   // completed turns among them
+	AfterRSS    int64 `json:"afterRSSBytes"` // once every socket closed
 	// Budget is the relay's bound of frames being read (the peaks should stay near baseline
-	// plus it).
-	Budget int64 `json:"frameBudgetBytes"`
+	// plus it); ConversationBudget its bound of what the connections keep between turns (the
+	// held RSS should stay near baseline plus it).
+	Budget             int64 `json:"frameBudgetBytes"`
+	ConversationBudget int64 `json:"conversationBudgetBytes"`
 }
 
 // Sockets runs both attacks and reports the memory figures.
@@ -53,7 +65,11 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	if opt.Turns <= 0 {
 		opt.Turns = 16
 	}
-	res := SocketsResult{Sockets: opt.Sockets, FrameBytes: opt.FrameBytes, Turns: opt.Turns, Budget: 128 << 20}
+	if opt.Held <= 0 {
+		opt.Held = 40
+	}
+	res := SocketsResult{Sockets: opt.Sockets, FrameBytes: opt.FrameBytes, Turns: opt.Turns, Held: opt.Held,
+		Budget: 128 << 20, ConversationBudget: 512 << 20} // the relay's defaults
 	// The benchmark's plain upstream: it answers the upgrade as a GET (no WebSocket), so the relay
 	// sends each turn over HTTP, whose body the upstream reads and lets go.
 	up, err := newBenchUpstream()
@@ -74,12 +90,16 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	// One chunk every frame is streamed from: `{"type":"response.create","model":...,
 	// "instructions":"xxxx…","input":[tiny]}` written piece by piece.
 	chunk := []byte(strings.Repeat("x", 1<<20))
-	send := func(ctx context.Context, c *websocket.Conn) error {
+	sendFrame := func(ctx context.Context, c *websocket.Conn, model bool) error {
 		w, err := c.Writer(ctx, websocket.MessageText)
 		if err != nil {
 			return err
 		}
-		io.WriteString(w, `{"type":"response.create","model":"bench-small","store":false,"instructions":"`)
+		if model {
+			io.WriteString(w, `{"type":"response.create","model":"bench-small","store":false,"instructions":"`)
+		} else {
+			io.WriteString(w, `{"type":"response.create","store":false,"instructions":"`)
+		}
 		for n := 0; n < opt.FrameBytes; n += len(chunk) {
 			if _, err := w.Write(chunk[:min(len(chunk), opt.FrameBytes-n)]); err != nil {
 				return err
@@ -88,6 +108,7 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 		io.WriteString(w, `","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}`)
 		return w.Close()
 	}
+	send := func(ctx context.Context, c *websocket.Conn) error { return sendFrame(ctx, c, true) }
 	dial := func(ctx context.Context) (*websocket.Conn, error) {
 		c, _, err := websocket.Dial(ctx, wsURL, nil)
 		if err == nil {
@@ -97,15 +118,8 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	}
 	// answered reads one turn's events; false when the relay closed the socket.
 	answered := func(ctx context.Context, c *websocket.Conn) (bool, websocket.StatusCode) {
-		for {
-			_, data, err := c.Read(ctx)
-			if err != nil {
-				return false, websocket.CloseStatus(err)
-			}
-			if s := string(data); strings.Contains(s, `"type":"response.completed"`) || strings.Contains(s, `"type":"error"`) {
-				return true, 0
-			}
-		}
+		ok, _, code := answer(ctx, c)
+		return ok, code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -156,11 +170,64 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	}
 	res.ChainPeakRSS = procStatus(0, "VmHWM")
 	c.Close(websocket.StatusNormalClosure, "")
+
+	// The held sockets.
+	if err := resetPeakRSS(0); err != nil {
+		return res, err
+	}
+	// quiet waits for the relay to have let go of the frames it read: a frame is released
+	// after its answer was sent, and the next one would otherwise meet the budget it holds.
+	quiet := func() {
+		for st := relay.Stats().Requests; (st.SocketFrameBytes > 0 || st.InFlight > 0) && ctx.Err() == nil; st = relay.Stats().Requests {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var held []*websocket.Conn
+	for i := range opt.Held {
+		quiet()
+		c, err := dial(ctx)
+		if err != nil {
+			break
+		}
+		held = append(held, c)
+		if sendFrame(ctx, c, i%2 == 1) != nil {
+			break
+		}
+		if ok, completed, _ := answer(ctx, c); !ok {
+			break
+		} else if completed {
+			res.HeldAnswers++
+		}
+	}
+	res.HeldPeakRSS = procStatus(0, "VmHWM")
+	quiet()
+	res.HeldRSS, _ = Settle(relay)
+	for _, c := range held {
+		c.Close(websocket.StatusNormalClosure, "")
+	}
 	for relay.Stats().Requests.WebSockets > 0 && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	res.AfterRSS, _ = Settle(relay)
 	return res, nil
+}
+
+// answer reads one turn's events up to its terminal one: whether it came, whether it was
+// response.completed, and the close status when the relay closed the socket instead.
+func answer(ctx context.Context, c *websocket.Conn) (ok, completed bool, code websocket.StatusCode) {
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return false, false, websocket.CloseStatus(err)
+		}
+		s := string(data)
+		if strings.Contains(s, `"type":"response.completed"`) {
+			return true, true, 0
+		}
+		if strings.Contains(s, `"type":"error"`) {
+			return true, false, 0
+		}
+	}
 }
 
 // Print writes the result as a table.
@@ -171,5 +238,7 @@ func (r SocketsResult) Print(w io.Writer) {
 		r.Sockets, mb(int64(r.FrameBytes)), mb(r.BurstPeakRSS), mb(r.BaselineRSS+r.Budget), r.BurstRefused)
 	fmt.Fprintf(w, "one socket x %d turns of %s     peak RSS %s; %d turns answered (each input one tiny item)\n",
 		r.Turns, mb(int64(r.FrameBytes)), mb(r.ChainPeakRSS), r.ChainAnswers)
+	fmt.Fprintf(w, "%d sockets x one %s frame, held  peak RSS %s; held open RSS %s [baseline + conversation budget: %s]; %d of them completed\n",
+		r.Held, mb(int64(r.FrameBytes)), mb(r.HeldPeakRSS), mb(r.HeldRSS), mb(r.BaselineRSS+r.ConversationBudget), r.HeldAnswers)
 	fmt.Fprintf(w, "after every socket closed         RSS %s\n", mb(r.AfterRSS))
 }
