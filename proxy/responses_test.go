@@ -140,8 +140,9 @@ func TestCodexRequestArrivesIntactAndEventsComeBackByteForByte(t *testing.T) {
 				t.Fatalf("body changed on the way:\n got %s\nwant %s", sent.Body, codexBody)
 			}
 			h := sent.Header
-			if h.Get("session_id") != "sess-42" || h.Get("Accept") != "text/event-stream" {
-				t.Fatalf("session_id %q accept %q", h.Get("session_id"), h.Get("Accept"))
+			// The session id goes by the name Codex 0.171 gives it (testdata/codex-0.171/chatgpt-http).
+			if h.Get("Session-Id") != "sess-42" || h.Get("Accept") != "text/event-stream" {
+				t.Fatalf("session-id %q accept %q", h.Get("Session-Id"), h.Get("Accept"))
 			}
 			if kind == "chatgpt" {
 				if sent.Path != "/backend-api/codex/responses" || h.Get("Authorization") != "Bearer access-a" ||

@@ -70,18 +70,20 @@ func forwarded(k string, connTokens string) bool {
 }
 
 // upstreamHeaders are the client's headers that go with a request to m (socket: the
-// handshake of an upstream socket): the session id always; for a Responses account every
-// header the rule forwards, the turn's metadata of a socket frame as headers (a turn served
+// handshake of an upstream socket): for a Chat Completions account the session id; for a
+// Responses account every header the rule forwards (the session id as the client named it:
+// session-id from Codex 0.171, session_id from older builds), the turn's metadata of a socket frame as headers (a turn served
 // over HTTP), the turn state m issued, the Lite marker when m takes the Lite form, and for a
 // ChatGPT account the routing hint. A turn state another account issued (or one the relay
 // never saw issued) is left out, and the trace says so.
 func (x *exchange) upstreamHeaders(m *member, socket bool) http.Header {
 	h := http.Header{}
-	if x.req.sessionHeader != "" {
-		h.Set("session_id", x.req.sessionHeader)
-	}
-	x.t.TurnStateOmitted = false
 	if m.Kind == KindOpenAI && m.API == APIChat {
+		// A Chat Completions server gets the session id alone, by the name the older Codex
+		// CLI gave it.
+		if x.req.sessionHeader != "" {
+			h.Set("session_id", x.req.sessionHeader)
+		}
 		return h
 	}
 	conn := x.r.Header.Get("Connection")
