@@ -277,17 +277,6 @@ func (t *sealTable) foreignIn(session, owner string) bool {
 	return ss.sealed != 0 || (known && ss.refused&ownerBit(id) != 0)
 }
 
-// mixed reports whether more than one account sealed values of the conversation session.
-func (t *sealTable) mixed(session string) bool {
-	if session == "" {
-		return false
-	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	m := t.sessions[session].sealed
-	return m&(m-1) != 0
-}
-
 // size is how many values the table remembers.
 func (t *sealTable) size() int {
 	t.mu.RLock()
