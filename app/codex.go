@@ -192,12 +192,9 @@ func (a *App) providerBlock(key string) string {
 
 // localKeyForCodex is the local key the written block carries ("" when the key is off).
 func (a *App) localKeyForCodex() (string, error) {
-	if !a.Settings().LocalAPIKey {
-		return "", nil
-	}
-	key, err := a.opt.Keychain.Get(localKeyUser)
+	key, err := a.LocalKey()
 	if err != nil {
-		return "", fmt.Errorf("cannot read the local key from the keychain for the Codex configuration: %w", err)
+		return "", fmt.Errorf("cannot give Codex the local key: %w", err)
 	}
 	return key, nil
 }

@@ -51,10 +51,10 @@ func TestUseCodexLoginInOneAction(t *testing.T) {
 	if err != nil || again.Imported != Unchanged || again.Config.Change != Unchanged {
 		t.Fatalf("second time: %+v %v", again, err)
 	}
-	// Turning the local key on breaks the configuration until it is written again.
-	runCLI(t, opt, "", "local-key", "on")
+	// A new local key is written into the configuration that selects the relay's block.
+	code, out, _ := runCLI(t, opt, "", "local-key", "on")
 	a.Reload()
-	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "local key") {
-		t.Fatalf("with the local key: %+v", st)
+	if st := a.CodexConfigured(); code != 0 || !st.Configured || !strings.Contains(out, "Codex now sends the new local key") {
+		t.Fatalf("a new local key: %+v\n%s", st, out)
 	}
 }

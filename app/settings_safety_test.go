@@ -181,7 +181,7 @@ func TestTheRelaysStartKeepsACorruptFileAside(t *testing.T) {
 func TestALinkToAFileThatIsNotSettingsIsRefused(t *testing.T) {
 	for _, name := range []string{"not-settings-passwd-copy", "other-json.json", "half-written.json"} {
 		t.Run(name, func(t *testing.T) {
-			opt := testOptions(t, Keychain{})
+			opt := newInstallOptions(t, Keychain{})
 			elsewhere := t.TempDir()
 			target := filepath.Join(elsewhere, "passwd")
 			content := fixture(t, name)

@@ -62,6 +62,9 @@ func keychainMatchesFile(t *testing.T, opt Options) {
 	for _, m := range s.Accounts {
 		want = append(want, accountUser(m.ID))
 	}
+	if s.LocalAPIKey {
+		want = append(want, localKeyUser(s.LocalKeyID))
+	}
 	got, err := opt.Keychain.List()
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +492,7 @@ func snapshotDir(t *testing.T, dir string) string {
 }
 
 func TestSymlinkedFilesKeepTheirLink(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := newInstallOptions(t, Keychain{})
 	real := filepath.Join(t.TempDir(), "dotfiles")
 	os.MkdirAll(real, 0o700)
 	os.WriteFile(filepath.Join(real, "settings.json"), []byte(`{"strategy":"priority","accounts":[]}`), 0o600)
@@ -567,7 +570,7 @@ func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
 	// What a crash between the keychain and the settings file leaves behind.
 	mine := Keychain{Service: k.Service, Folder: folderKey(opt.ConfigDir)}
 	mine.Set(accountUser("deadbeefdeadbeef"), Secret{APIKey: "sk-orphan"}.encode())
-	k.Set(localKeyUser, "crk-stale") // the local key is off; the entry names no folder
+	k.Set(legacyLocalKeyUser, "crk-stale") // the local key is off; the entry names no folder
 	code, out, _ := runCLI(t, opt, "", "accounts", "list")
 	if code != 0 || !strings.Contains(out, "1 keychain entry of this settings folder belongs to no account") || !strings.Contains(out, "accounts prune") {
 		t.Fatalf("list: %q", out)
@@ -577,7 +580,7 @@ func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
 		!strings.Contains(out, "Left alone 1 keychain entry of unknown owner") || strings.Contains(out, "sk-") || strings.Contains(out, "crk-") {
 		t.Fatalf("prune: %q", out)
 	}
-	if _, err := k.Get(localKeyUser); err != nil {
+	if _, err := k.Get(legacyLocalKeyUser); err != nil {
 		t.Fatal("an entry of unknown owner was removed without asking")
 	}
 	code, out, _ = runCLI(t, opt, "", "accounts", "prune", "--include-unknown")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -324,4 +326,13 @@ func dollars(usd float64) string {
 	}
 	cents := int64(math.Round(usd * 100))
 	return fmt.Sprintf("$%s.%02d", count(cents/100), cents%100)
+}
+
+// upperFirst is s with its first letter in upper case, to start a sentence with app's words.
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }

@@ -47,6 +47,8 @@ func TestTrayState(t *testing.T) {
 		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, stateStopped, "Stopped: " + taken.Error()},
 		{"stopped: not started", snap("ready"), app.ServiceStatus{}, stateStopped, "Not running"},
 		{"paused", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, statePaused, "Paused"},
+		{"stopped: the local key cannot be read", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true, Refusing: "the local API key is on but cannot be read"},
+			stateStopped, "Refusing every client: the local key cannot be read"},
 	} {
 		s, label := trayState(c.snap, c.svc)
 		if s != c.state || label != c.label {

@@ -195,6 +195,8 @@ func (u *UI) fetch(readLedger bool) view {
 	}
 	if err := u.relay.ReloadError(); err != nil {
 		v.notice = "The settings file cannot be followed, so the last good settings stay in force: " + err.Error()
+	} else if v.svc.Refusing != "" {
+		v.notice = upperFirst(v.svc.Refusing) + "."
 	} else if v.svc.Warning != "" {
 		v.notice = "Listen address: " + v.svc.Warning
 	}

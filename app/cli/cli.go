@@ -23,6 +23,11 @@ type CLI struct {
 	Options        app.Options // passed to app.Open
 	// Signals, when set, replaces SIGINT/SIGTERM for `serve` (tests).
 	Signals <-chan os.Signal
+
+	// opened is the app the command opened (nil: none); toldNewKey says that the command
+	// itself said a new install turned the local key on.
+	opened     *app.App
+	toldNewKey bool
 }
 
 // A command is one entry of the command table: a command such as `serve`, a group such as
@@ -121,6 +126,7 @@ func (c *CLI) Run(args []string) int {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	err := c.dispatch(args)
+	c.tellNewKey()
 	if err == nil {
 		return 0
 	}
@@ -494,7 +500,28 @@ func (c *CLI) open() (*app.App, error) {
 	if a.LoadWarning != nil {
 		fmt.Fprintf(c.Stderr, "warning: %v\n", a.LoadWarning)
 	}
+	c.opened = a
 	return a, nil
+}
+
+// newKeyNote is what a command that created the settings file says of the local key it
+// turned on (whichever command creates the file does).
+const newKeyNote = "This is a new install, so the relay's local API key is on: clients must send it (`codexrelay local-key show`); `codexrelay codex-config --write` gives it to Codex."
+
+// tellNewKey says, once, that the command created the settings file and turned the local key
+// on with it, or that it could not.
+func (c *CLI) tellNewKey() {
+	if c.opened == nil || c.toldNewKey {
+		return
+	}
+	made, err := c.opened.NewInstallKey()
+	switch {
+	case made:
+		fmt.Fprintln(c.Stderr, newKeyNote)
+	case err != nil:
+		fmt.Fprintf(c.Stderr, "warning: this is a new install, but the local API key could not be turned on (%v): any local user can use the relay until `codexrelay local-key on` succeeds.\n", err)
+	}
+	c.toldNewKey = true
 }
 
 // configDir is the settings folder this CLI works on.
