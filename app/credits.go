@@ -185,25 +185,25 @@ func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 	return a.Proxy.RedeemCredit(ctx, name)
 }
 
-// redeemRemote asks the relay running on the configured address to redeem; asked is false
-// when nothing listens there (no relay runs: redeem here) or something else answers.
+// redeemRemote asks the relay running for this settings folder to redeem (a signed request,
+// no key sent: see RelayClient); asked is false when no relay of this folder serves (redeem
+// here).
 func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
-	addr := a.ListenAddr()
-	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
-		addr = info.Listen
+	rc, err := a.Relay(0) // ctx bounds it
+	if err != nil || rc == nil {
+		return res, err, err != nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/relay/accounts/"+url.PathEscape(name)+"/redeem-credit", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.URL("/relay/accounts/"+url.PathEscape(name)+"/redeem-credit"), nil)
 	if err != nil {
 		return res, err, false
 	}
-	if key, _ := a.LocalKey(); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rc.Do(req)
 	var dial *net.OpError
 	switch {
 	case errors.As(err, &dial) && dial.Op == "dial":
-		return res, nil, false // no connection, nothing sent: no relay runs
+		return res, nil, false // no connection, nothing sent: the relay stopped meanwhile
+	case errors.Is(err, ErrNotTheRelay):
+		return res, fmt.Errorf("%w; nothing was redeemed", err), true
 	case err != nil:
 		// The relay may have sent the consume before the line broke: redeeming here with a
 		// new id could spend a second credit.
@@ -223,9 +223,6 @@ func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemRe
 		} `json:"error"`
 	}
 	json.NewDecoder(resp.Body).Decode(&e)
-	if e.Error.Code == "unknown_route" {
-		return res, nil, false // an older relay, or something else on the port
-	}
 	msg := cmpOr(e.Error.Message, fmt.Sprintf("the running relay answered HTTP %d", resp.StatusCode))
 	if sentinel := redeemErrors[e.Error.Code]; sentinel != nil {
 		return res, &remoteError{msg: msg, is: sentinel}, true

@@ -165,18 +165,8 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 		t.Fatalf("here: %+v, %v", res, err)
 	}
 
-	// A relay runs (another App on the same settings, serving on the listen address).
-	relay, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", a.ListenAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: relay.Proxy}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	// A relay runs (another App on the same settings, holding the folder's instance lock).
+	relay, _ := runningRelay(t, opt)
 	var told []proxy.CreditEvent
 	var mu sync.Mutex
 	relay.OnCreditEvent(func(e proxy.CreditEvent) { mu.Lock(); told = append(told, e); mu.Unlock() })
@@ -207,7 +197,11 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	evs, err := l.Events(context.Background(), time.Time{}, 0)
+	var evs []ledger.Event
+	waitFor(t, func() bool { // the serving relay writes its row off the request
+		evs, err = l.Events(context.Background(), time.Time{}, 0)
+		return err != nil || len(evs) >= 2
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,9 @@ func (s *Service) startLocked(addr string) error {
 		return err
 	}
 	s.a.Proxy.SetAllowRemote(s.allowRemote)
+	if s.Instance != nil {
+		s.a.Proxy.SetInstanceSecret(s.Instance.Secret())
+	}
 	s.a.Proxy.SetListenAddr(ln.Addr().String()) // now, not when the goroutine gets to it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

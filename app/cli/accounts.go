@@ -421,23 +421,18 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 	return rows
 }
 
-// liveStats asks a Codex Relay running on the configured address for its account states;
-// without one, it reads the ChatGPT quotas itself.
+// liveStats asks the Codex Relay running for this settings folder for its account states (a
+// signed request: see app.RelayClient); without one, or when what answers is not it, it reads
+// the ChatGPT quotas itself.
 func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
-	addr := a.ListenAddr()
-	if info := app.RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
-		addr = info.Listen
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)
-	if key, _ := a.LocalKey(); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	client := &http.Client{Timeout: time.Second}
-	if resp, err := client.Do(req); err == nil {
-		defer resp.Body.Close()
-		var snap proxy.Snapshot
-		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
-			return snap.Accounts, true
+	if rc, err := a.Relay(time.Second); rc != nil && err == nil {
+		req, _ := http.NewRequest(http.MethodGet, rc.URL("/relay/stats"), nil)
+		if resp, err := rc.Do(req); err == nil {
+			defer resp.Body.Close()
+			var snap proxy.Snapshot
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
+				return snap.Accounts, true
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -549,11 +549,11 @@ func (c *CLI) change(do func(a *app.App) (string, error)) error {
 }
 
 // applied says whether a running Codex Relay follows the change just written: it waits up to
-// two seconds for the relay to report the settings generation on /health.
+// two seconds for the relay to report the settings generation on /health (signed: a program
+// that is not the relay cannot claim it applied anything).
 func (c *CLI) applied(a *app.App) {
 	gen := a.Settings().Generation
 	start := time.Now()
-	client := &http.Client{Timeout: 500 * time.Millisecond}
 	for {
 		info := app.RunningInstance(a.ConfigDir())
 		switch {
@@ -564,12 +564,24 @@ func (c *CLI) applied(a *app.App) {
 			fmt.Fprintf(c.Stdout, "Codex Relay is running (%s); it follows the settings file and serves with this when it serves again.\n", info)
 			return
 		}
-		if got, listen, err := healthOf(client, info.Listen); err == nil && got >= gen {
-			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
-			if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
-				fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
-			}
+		rc, err := a.Relay(500 * time.Millisecond)
+		if err != nil {
+			fmt.Fprintf(c.Stdout, "Codex Relay is running, but whether it applied this is not known: %v.\n", err)
 			return
+		}
+		if rc != nil { // nil: it stopped serving meanwhile; look again
+			got, listen, err := healthOf(rc)
+			if errors.Is(err, app.ErrNotTheRelay) {
+				fmt.Fprintf(c.Stdout, "Codex Relay is running (%s), but %v.\n", info, err)
+				return
+			}
+			if err == nil && got >= gen {
+				fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
+				if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
+					fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
+				}
+				return
+			}
 		}
 		if time.Since(start) > 2*time.Second {
 			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) has not applied it within 2 s; see its log.\n", info)
@@ -579,9 +591,10 @@ func (c *CLI) applied(a *app.App) {
 	}
 }
 
-// healthOf reads the settings generation and the listen address a relay reports.
-func healthOf(client *http.Client, addr string) (uint64, string, error) {
-	resp, err := client.Get("http://" + addr + "/health")
+// healthOf reads the settings generation and the listen address the relay reports.
+func healthOf(rc *app.RelayClient) (uint64, string, error) {
+	req, _ := http.NewRequest(http.MethodGet, rc.URL("/health"), nil)
+	resp, err := rc.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
