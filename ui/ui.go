@@ -103,6 +103,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
+		TestRelay:      u.testRelay,
 		SignIn:         func() { u.showAccounts(); u.accounts.signIn("") },
 		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
 		OpenAccounts:   u.showAccounts,
@@ -155,6 +156,15 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 		addr = st.Addr
 	}
 	return u.relay.UseCodexLogin(ctx, addr)
+}
+
+// testRelay sends the first run's test request again to the relay where it listens now.
+func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
+	st := u.status()
+	if !st.Running {
+		return app.RelayTest{}, nil
+	}
+	return u.relay.TestRelay(ctx, st.Addr)
 }
 
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
