@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -212,8 +214,8 @@ func (c *CLI) signIn(name, baseURL string, device bool) error {
 // readKey reads an API key from stdin: the first line, trimmed. usage is the command line
 // the advice for an empty stdin shows after the pipe ("accounts add ...").
 func (c *CLI) readKey(usage string) (string, error) {
-	next, _ := c.stdinLines("the API key", "API key (input is read from stdin; pipe it to avoid the terminal): ")
-	line, err := next()
+	next, _ := c.stdinLines("the API key")
+	line, err := next("API key (not shown as you type): ")
 	if err != nil {
 		return "", err
 	}
@@ -479,30 +481,39 @@ func (c *CLI) redeem(name string, asJSON bool) error {
 }
 
 // stdinLines reads stdin a line at a time (64 KiB in all at most), each without its line end;
-// what names the input in an error. At a terminal it shows prompt first, and says so.
-func (c *CLI) stdinLines(what, prompt string) (next func() (string, error), terminal bool) {
-	if f, ok := c.Stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			terminal = true
+// what names the input in an error. At a terminal, next shows its prompt first and reads the
+// line without echoing it (a secret never shows on the screen, as in the windows' masked fields).
+func (c *CLI) stdinLines(what string) (next func(prompt string) (string, error), terminal bool) {
+	if f, ok := c.Stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return func(prompt string) (string, error) {
 			fmt.Fprint(c.Stderr, prompt)
-		}
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(c.Stderr) // the line end typed was not echoed either
+			if err != nil {
+				return "", fmt.Errorf("cannot read %s from the terminal: %w", what, err)
+			}
+			if len(b) > 64<<10 {
+				return "", fmt.Errorf("%s is longer than 64 KiB", what)
+			}
+			return strings.TrimRight(string(b), "\r\n"), nil
+		}, true
 	}
 	r := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10))
-	return func() (string, error) {
+	return func(string) (string, error) {
 		s, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", fmt.Errorf("cannot read %s from stdin: %w", what, err)
 		}
 		return strings.TrimRight(s, "\r\n"), nil
-	}, terminal
+	}, false
 }
 
 // readPassphrase reads a backup's passphrase from stdin: the first line, without its line end.
 // Typed at a terminal, it is asked for twice when confirm is set (an export: a typo would make a
 // file nobody can open).
 func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
-	next, terminal := c.stdinLines("the passphrase", "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
-	p, err := next()
+	next, terminal := c.stdinLines("the passphrase")
+	p, err := next("Passphrase (not shown as you type): ")
 	if err != nil {
 		return "", err
 	}
@@ -510,8 +521,7 @@ func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
 		return "", fmt.Errorf("no passphrase on stdin: pipe it in, e.g. `printf '%%s\\n' \"$PASSPHRASE\" | codexrelay %s`", command)
 	}
 	if terminal && confirm {
-		fmt.Fprint(c.Stderr, "The same passphrase again: ")
-		again, err := next()
+		again, err := next("The same passphrase again: ")
 		if err != nil {
 			return "", err
 		}
