@@ -108,14 +108,16 @@ intent never spends two credits.`,
 		},
 		{
 			name: "export", args: "FILE", minArgs: 1, maxArgs: 1,
-			usage:   []string{"FILE [--disable-chatgpt]"},
+			usage:   []string{"FILE [--disable-chatgpt] [--force]"},
 			summary: "write every account, its settings and its secret to FILE, encrypted with a passphrase read from stdin",
-			details: `FILE is an age file (scrypt passphrase recipient), mode 0600; no secret is ever written in clear.
+			details: fmt.Sprintf(`FILE is an age file (scrypt passphrase recipient), mode 0600; no secret is ever written in clear.
+The passphrase needs at least %d characters; an existing FILE is replaced only with --force.
 ChatGPT refresh tokens are single-use: once the other machine uses the file, only one of the two
-may refresh each sign-in. --disable-chatgpt disables those accounts here after the export.`,
+may refresh each sign-in. --disable-chatgpt disables those accounts here after the export.`, app.MinPassphraseLength),
 			flags: func(fs *flag.FlagSet) runFunc {
 				disable := fs.Bool("disable-chatgpt", false, "disable the exported ChatGPT accounts here")
-				return func(c *CLI, args []string) error { return c.export(args[0], *disable) }
+				force := fs.Bool("force", false, "replace FILE if it exists")
+				return func(c *CLI, args []string) error { return c.export(args[0], *disable, *force) }
 			},
 		},
 		{
@@ -532,17 +534,23 @@ func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
 	return p, nil
 }
 
-// export is `accounts export FILE`.
-func (c *CLI) export(path string, disable bool) error {
+// export is `accounts export FILE`. Where it would write is checked before the passphrase is
+// asked for.
+func (c *CLI) export(path string, disable, force bool) error {
 	a, err := c.open()
 	if err != nil {
+		return err
+	}
+	if err := app.CheckExportTarget(path, force); errors.Is(err, app.ErrExportExists) {
+		return fmt.Errorf("%s already exists: add --force to replace it, or choose another name", path)
+	} else if err != nil {
 		return err
 	}
 	pass, err := c.readPassphrase("accounts export "+path, true)
 	if err != nil {
 		return err
 	}
-	res, err := a.ExportAccountsFile(path, pass)
+	res, err := a.ExportAccountsFile(path, pass, force)
 	if err != nil {
 		return err
 	}
