@@ -224,3 +224,16 @@ func withFakeFirstRun(u *UI, fr app.FirstRun, err error) (calls *int) {
 	}
 	return calls
 }
+
+// receive waits for the next value on ch, failing the test if none comes within 10 s: no test
+// waits without a bound, whatever the machine runs (a relay of the developer's own, a busy bus).
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not come within 10 s", what)
+		panic("unreachable")
+	}
+}

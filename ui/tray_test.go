@@ -216,7 +216,7 @@ func TestTrayQuitNeverTouchesTheTrayAfterwards(t *testing.T) {
 	done := make(chan struct{})
 	tr.exit = func() { tray.end(); close(done) } // from here on, a touch panics
 	tr.quit()
-	<-done
+	receive(t, done, "the tray's exit")
 	for range 100 {
 		tr.refresh()
 	}
