@@ -313,3 +313,24 @@ func (a *App) keepPendingRedeem(account string) {
 		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second credit", "error", err)
 	}
 }
+
+// RedeemWorthAt is the share of a window used from which a banked reset helps: below it, the
+// account has most of its windows left, and a redemption (which also restarts the weekly window
+// from that moment, openai/codex #42888) gives back little.
+const RedeemWorthAt = 90.0
+
+// RedeemHelps says whether spending a banked reset of the account whose state is st would
+// help: it rests at its limit, or a window is at least RedeemWorthAt used. why says, when it
+// would not, what the account has left.
+func RedeemHelps(st proxy.AccountStats) (helps bool, why string) {
+	q := st.Quota
+	switch {
+	case st.State == proxy.StateCooldown && st.CooldownReason == proxy.CooldownRateLimit:
+		return true, ""
+	case q == nil:
+		return false, "its usage is not known (no quota read yet)"
+	case q.PrimaryUsedPercent >= RedeemWorthAt || q.SecondaryUsedPercent >= RedeemWorthAt:
+		return true, ""
+	}
+	return false, fmt.Sprintf("it has used %.0f%% of its five-hour window and %.0f%% of its weekly one", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
+}

@@ -96,14 +96,17 @@ var accountsCommand = &command{
 		},
 		{
 			name: "redeem", args: "NAME", minArgs: 1, maxArgs: 1,
-			usage:   []string{"NAME [--json]"},
+			usage:   []string{"NAME [--force] [--json]"},
 			summary: "spend one of a ChatGPT account's banked resets (the one that expires first)",
-			details: `The running relay redeems it (one redemption at a time per account); without one, this
-command does. A redemption whose answer was lost is tried again under the same request id, so one
-intent never spends two credits.`,
+			details: fmt.Sprintf(`It redeems only where a reset helps: the account rests at its limit, or a window is %.0f%% used
+(a redemption also restarts the weekly window from that moment); --force redeems anyway. The running
+relay redeems it (one redemption at a time per account); without one, this command does. A
+redemption whose answer was lost is tried again under the same request id, so one intent never
+spends two credits. The windows are read again afterwards, and it says when nothing was reset.`, app.RedeemWorthAt),
 			flags: func(fs *flag.FlagSet) runFunc {
 				asJSON := fs.Bool("json", false, "print the result as JSON")
-				return func(c *CLI, args []string) error { return c.redeem(args[0], *asJSON) }
+				force := fs.Bool("force", false, "redeem even where the account's windows are far from their limit")
+				return func(c *CLI, args []string) error { return c.redeem(args[0], *asJSON, *force) }
 			},
 		},
 		{
@@ -457,10 +460,23 @@ func resets(rc *proxy.ResetCredits) string {
 }
 
 // redeem is `accounts redeem NAME`.
-func (c *CLI) redeem(name string, asJSON bool) error {
+func (c *CLI) redeem(name string, asJSON, force bool) error {
 	a, err := c.open()
 	if err != nil {
 		return err
+	}
+	var before *proxy.Quota
+	if m, ok := accountNamed(a, name); ok && m.Kind == string(proxy.KindChatGPT) {
+		stats, _ := liveStats(a)
+		for _, st := range stats {
+			if st.Name != name {
+				continue
+			}
+			before = st.Quota
+			if helps, why := app.RedeemHelps(st); !helps && !force {
+				return fmt.Errorf("not redeemed: a banked reset of %q would give back little now: %s (a redemption also restarts the weekly window); --force redeems anyway", name, why)
+			}
+		}
 	}
 	res, err := a.RedeemCredit(name)
 	switch {
@@ -476,10 +492,37 @@ func (c *CLI) redeem(name string, asJSON bool) error {
 	}
 	fmt.Fprintf(c.Stdout, "Redeemed a banked reset of account %q (%s): %d %s reset.\n", name, res.Code, res.WindowsReset,
 		plural(res.WindowsReset, "window", "windows"))
+	if q := res.Quota; q != nil {
+		fmt.Fprintf(c.Stdout, "Read again: the five-hour window is %.0f%% used, the weekly one %.0f%%.\n", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
+	}
+	if nothingReset(res, before) {
+		fmt.Fprintln(c.Stdout, "Nothing was reset: the backend took the credit, but the windows are as they were (this has happened upstream; the credit may come back, or ask OpenAI's support).")
+	}
 	if rc := res.Remaining; rc != nil {
 		fmt.Fprintf(c.Stdout, "%d %s left.\n", rc.Available, plural(rc.Available, "banked reset", "banked resets"))
 	}
 	return nil
+}
+
+// nothingReset says whether a redemption reset nothing: the backend says no window was reset,
+// or the windows read again are not lower than before it.
+func nothingReset(res proxy.RedeemResult, before *proxy.Quota) bool {
+	if res.WindowsReset == 0 {
+		return true
+	}
+	after := res.Quota
+	return before != nil && after != nil && after.PrimaryUsedPercent >= before.PrimaryUsedPercent &&
+		after.SecondaryUsedPercent >= before.SecondaryUsedPercent && before.PrimaryUsedPercent+before.SecondaryUsedPercent > 0
+}
+
+// accountNamed is the account called name, if there is one.
+func accountNamed(a *app.App, name string) (app.AccountMeta, bool) {
+	for _, m := range a.Accounts() {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return app.AccountMeta{}, false
 }
 
 // stdinLines reads stdin a line at a time (64 KiB in all at most), each without its line end;
