@@ -371,6 +371,10 @@ type accountRow struct {
 
 // printAccounts prints the accounts with their live state, as a table or as JSON.
 func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
+	if a.LoadWarning != nil {
+		// Its accounts are not known: an empty list (or "no accounts yet") would say otherwise.
+		return fmt.Errorf("the accounts cannot be listed: %w", a.LoadWarning)
+	}
 	stats, live := liveStats(a)
 	rows := accountRows(a, stats)
 	if asJSON {

@@ -367,6 +367,21 @@ func isNegativeNumber(arg string) bool {
 // belongs to, with a suggestion for a mistyped flag.
 func flagUsageError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
+	// The flag package names flags with one dash; the usage lines, the help and the rest of
+	// the messages use two ("flag needs an argument: -listen" -> "--listen needs an argument").
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = "--" + name + " needs an argument"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, " for flag -"); i >= 0 {
+			msg = "invalid value " + rest[:i] + " for --" + rest[i+len(" for flag -"):]
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		if i := strings.Index(rest, " for -"); i >= 0 {
+			msg = "invalid boolean value " + rest[:i] + " for --" + rest[i+len(" for -"):]
+		}
+	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		msg = "unknown flag --" + name
 		var names []string
