@@ -559,6 +559,30 @@ func TestBackupsNeverCollide(t *testing.T) {
 	if !slices.Equal(backups, []string{want, want + "-2", want + "-3"}) {
 		t.Fatalf("backups %v", backups)
 	}
+	// Each backup may hold an older bearer token: only the newest three are kept. A file that
+	// only looks like one (another name, a folder) is left alone.
+	os.WriteFile(cfg+".bak-notes", []byte("mine"), 0o600)
+	os.Mkdir(cfg+".bak-20200101T000000Z", 0o700)
+	for i := 3; i < 6; i++ {
+		os.WriteFile(cfg, []byte(fmt.Sprintf("model = \"m-%d\"\n", i)), 0o600)
+		if _, err := a.WriteCodexConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, _ := filepath.Glob(cfg + ".bak-*")
+	slices.Sort(left)
+	var kept []string
+	for _, b := range left[1:min(4, len(left))] {
+		c, _ := os.ReadFile(b)
+		kept = append(kept, strings.TrimSpace(string(c)))
+	}
+	slices.Sort(kept)
+	if !slices.Equal(kept, []string{`model = "m-3"`, `model = "m-4"`, `model = "m-5"`}) {
+		t.Fatalf("the backups kept hold %q, not the three newest", kept)
+	}
+	if len(left) != 5 || left[0] != cfg+".bak-20200101T000000Z" || left[4] != cfg+".bak-notes" {
+		t.Fatalf("after six writes: %v", left)
+	}
 }
 
 func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
