@@ -74,6 +74,10 @@ func span(d time.Duration) string {
 // the same until the moment changes: "14:36" within the next 20 hours, else "Fri 09:00".
 func clock(t, now time.Time) string {
 	t = t.Local()
+	if t.After(now) && t.Truncate(time.Minute).Equal(now.Local().Truncate(time.Minute)) {
+		// Later this very minute: "until 18:14" read at 18:14 looks past; it is over by 18:15.
+		t = t.Truncate(time.Minute).Add(time.Minute)
+	}
 	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
 		return t.Format("15:04")
 	}

@@ -344,13 +344,14 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	if !slices.Equal(*opened, []string{"accounts"}) {
 		t.Errorf("an account's line asked for %q", *opened)
 	}
-	// A failing account rests; a disabled one says so.
+	// A failing account rests (over by 14:33: never "until" the minute it is); a disabled one
+	// says so.
 	until := testNow.Add(30 * time.Second)
 	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].CooldownUntil = proxy.CooldownFailing, &until
 	src.Snapshot.Accounts[2].State = proxy.StateDisabled
 	tr.refresh()
 	items = tr.Menu()
-	if items[4].Label != "team · resting until 14:32 · served last" || items[5].Label != "api · disabled" ||
+	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
 		items[5].Icon != dotIcons[toneDim] {
 		t.Errorf("lines %q", labels(items[3:6]))
 	}
