@@ -373,7 +373,7 @@ type accountRow struct {
 func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 	if a.LoadWarning != nil {
 		// Its accounts are not known: an empty list (or "no accounts yet") would say otherwise.
-		return fmt.Errorf("the accounts cannot be listed: %w", a.LoadWarning)
+		return fmt.Errorf("the accounts cannot be listed: %s cannot be read (see the warning above)", a.SettingsPath())
 	}
 	stats, live := liveStats(a)
 	rows := accountRows(a, stats)

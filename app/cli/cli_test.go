@@ -222,7 +222,7 @@ func TestAccountsListOnARefusedSettingsFile(t *testing.T) {
 	os.WriteFile(filepath.Join(opt.ConfigDir, "settings.json"), []byte(`{"accounts": [ {"name": "half`), 0o600)
 	for _, args := range [][]string{{"accounts", "list"}, {"accounts", "list", "--json"}} {
 		code, out, errs := runCLI(t, opt, "", args...)
-		if code != 1 || out != "" || !strings.Contains(errs, "cannot be listed") || !strings.Contains(errs, "corrupt") {
+		if code != 1 || out != "" || !strings.Contains(errs, "cannot be listed") || strings.Count(errs, "corrupt") != 1 {
 			t.Errorf("%v: %d %q %q", args, code, out, errs)
 		}
 	}
