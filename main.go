@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -26,8 +27,10 @@ func main() {
 	switch {
 	case len(os.Args) == 1:
 		os.Exit(tray())
-	case os.Args[1] == "window" && len(os.Args) == 3:
+	case os.Args[1] == "window" && len(os.Args) == 3 && !strings.HasPrefix(os.Args[2], "-"):
 		os.Exit(windows(os.Args[2]))
+	case os.Args[1] == "window":
+		os.Exit(windowUsage(os.Args[2:]))
 	}
 	// Fyne's GLFW driver and systray lock the main goroutine to the main OS thread in their
 	// init (the tray and the windows need that). The sub-commands do not, and a locked
@@ -117,6 +120,20 @@ func windows(name string) int {
 		return 2
 	}
 	return 0
+}
+
+// windowUsage answers `codexrelay window` with anything but a window's name (-h among it):
+// the window process is the tray app's, which starts it itself.
+func windowUsage(args []string) int {
+	const usage = "codexrelay window NAME is the tray app's window process: the tray app starts it when you open a window. Run codexrelay without arguments for the tray app."
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fmt.Println(usage)
+			return 0
+		}
+	}
+	fmt.Fprintln(os.Stderr, "codexrelay: "+usage)
+	return 2
 }
 
 // noDisplay says whether this is Linux or a BSD without an X11 or Wayland display to open the

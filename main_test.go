@@ -95,3 +95,16 @@ func TestNoLibraryChatterInAnyLocale(t *testing.T) {
 		}
 	}
 }
+
+// `codexrelay window -h` says what the window process is; it opens no window (it used to
+// open the dashboard of a running tray app).
+func TestWindowHelpOpensNoWindow(t *testing.T) {
+	home := t.TempDir()
+	code, out, errs := run(t, home, nil, "window", "-h")
+	if code != 0 || !strings.Contains(out, "window process") || errs != "" {
+		t.Fatalf("window -h: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := run(t, home, nil, "window"); code != 2 || !strings.Contains(errs, "tray app starts it") {
+		t.Fatalf("window: %d %q", code, errs)
+	}
+}

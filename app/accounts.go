@@ -341,8 +341,8 @@ func (a *App) PruneSecrets() ([]string, error) {
 // KeychainLeftovers lists, under the settings lock, the entries of Codex Relay's keychain
 // service that neither an account of this folder nor its local key names, in two lists: own,
 // those that name this settings folder (every account entry written since entries name their
-// folder), and unknown, those that name no folder (written by an older version, or the local
-// key's entry, which every folder on the keyring shares). Entries that name another folder are
+// folder, and every local key's), and unknown, those that name no folder (written by an older
+// version, such as the one local key entry older versions shared between folders). Entries that name another folder are
 // another profile's, perhaps its live keys, and are left out. It refuses while the settings file
 // is missing or cannot be read: every entry would look left over.
 func (a *App) KeychainLeftovers() (own, unknown []string, err error) {
@@ -400,7 +400,7 @@ func (a *App) leftoversLocked() (own, unknown []string, err error) {
 		named[accountUser(m.ID)] = true
 	}
 	if s.LocalAPIKey {
-		named[localKeyUser] = true
+		named[localKeyUser(s.LocalKeyID)] = true
 	}
 	mine := a.opt.Keychain.Folder
 	for _, u := range users {
@@ -433,5 +433,3 @@ func newID() string {
 }
 
 func accountUser(id string) string { return "account/" + id }
-
-const localKeyUser = "local-api-key"

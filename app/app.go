@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -52,8 +51,6 @@ type App struct {
 	// LoadWarning is set when the settings file was corrupt: kept aside by the relay's own
 	// start, left in place by any other command.
 	LoadWarning error
-	// newInstall says that the settings folder had no settings file when this App opened it.
-	newInstall bool
 
 	writeMu sync.Mutex // one change at a time in this process; the file lock orders processes
 	applyMu sync.Mutex // one reload at a time: read the file, apply it
@@ -67,7 +64,16 @@ type App struct {
 	usage usageState // the usage ledger while a service runs
 
 	credits creditState // banked resets: the proxy's credit hook and its listeners (credits.go)
+
+	localKeyErr error // why the local key that is on cannot be read (applyLocalKey); nil when all is well
+	// freshKeyID is the local key a change of this process turned on as it created the
+	// settings file; freshKeyErr why it could not (localkey.go).
+	freshKeyID  string
+	freshKeyErr error
 }
+
+// errNoChange is a change that finds nothing to do: update writes nothing and reports no error.
+var errNoChange = errors.New("nothing to change")
 
 // DefaultConfigDir is where the settings file lives.
 func DefaultConfigDir() string { return filepath.Join(xdg.ConfigHome, "codexrelay") }
@@ -89,9 +95,6 @@ func Open(opt Options) (*App, error) {
 		opt.Now = time.Now
 	}
 	a := &App{opt: opt, log: opt.Logger, creds: map[string]*accountCreds{}}
-	if _, err := os.Lstat(filepath.Join(opt.ConfigDir, settingsName)); errors.Is(err, fs.ErrNotExist) {
-		a.newInstall = true
-	}
 	s, err := loadSettings(opt.ConfigDir, opt.Now())
 	if errors.Is(err, ErrCorruptSettings) {
 		a.LoadWarning = err
@@ -110,6 +113,11 @@ func Open(opt Options) (*App, error) {
 	if _, problems := a.apply(s); len(problems) > 0 {
 		// %v: a field the file holds is not the command line's mistake.
 		return nil, fmt.Errorf("settings: %v", problems[0])
+	}
+	if err := a.LocalKeyError(); err != nil {
+		// Not a reason to stop: the repairs (local-key on|off, settings set local-api-key) and
+		// every command that needs no key run; the relay refuses clients until it is fixed.
+		a.log.Error("the local key cannot be read", "error", err)
 	}
 	a.loadPendingRedeems()
 	a.Proxy.SetSettingsGeneration(s.Generation)
@@ -170,7 +178,9 @@ func (a *App) OnListenChange(f func()) {
 // again, applies change to what it read, writes the result with the next generation, lets the
 // lock go and then applies the file to this process. change may use the keychain: it runs
 // under the lock, so no other process adds or removes an account meanwhile. A change that
-// returns an error writes nothing.
+// returns an error writes nothing (errNoChange: nothing to do, not an error). The change that
+// creates the file turns the local key on first (freshInstallKey), whatever it changes, and
+// writes the file even when it has nothing else to do.
 func (a *App) update(change func(*Settings) error) error {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
@@ -178,7 +188,11 @@ func (a *App) update(change func(*Settings) error) error {
 	if err != nil {
 		return err
 	}
-	cur, err := readSettings(a.SettingsPath())
+	cur, err := readSettingsFile(a.SettingsPath())
+	fresh := errors.Is(err, errSettingsMissing)
+	if fresh {
+		cur, err = Settings{}, nil
+	}
 	if err != nil {
 		unlock()
 		if errors.Is(err, ErrCorruptSettings) {
@@ -188,8 +202,20 @@ func (a *App) update(change func(*Settings) error) error {
 	}
 	next := cur
 	next.Accounts = slices.Clone(cur.Accounts)
-	if err := change(&next); err != nil {
+	if fresh {
+		a.freshInstallKey(&next) // this write creates the file: a new install
+	}
+	switch err := change(&next); {
+	case errors.Is(err, errNoChange) && fresh:
+		// Nothing for the change to do, but the file is new: it is written, with the key.
+	case errors.Is(err, errNoChange):
 		unlock()
+		return nil
+	case err != nil:
+		unlock()
+		if fresh && next.LocalKeyID != "" {
+			a.dropLocalKey(next.LocalKeyID) // nothing was written: nothing names the new key
+		}
 		return err
 	}
 	next.Generation = cur.Generation + 1
@@ -272,9 +298,9 @@ func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 			problems = append(problems, fmt.Errorf("%w (fix the aliases in %s)", err, a.SettingsPath()))
 		}
 	}
-	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev {
-		if err := a.applyLocalKey(next.LocalAPIKey); err != nil {
-			problems = append(problems, err)
+	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev || prev.LocalKeyID != next.LocalKeyID {
+		if err := a.applyLocalKey(next); err != nil && prev.Generation != 0 {
+			problems = append(problems, err) // a reload logs it; Open reports it as LocalKeyError
 		}
 	}
 	if !slices.Equal(prev.Accounts, next.Accounts) {
@@ -332,19 +358,21 @@ func (a *App) applyCatalog(prev CatalogSettings, next Settings) {
 }
 
 // applyLocalKey reads the local key from the keychain and makes the proxy require it. A key
-// that is on but cannot be read locks clients out rather than letting them in without it.
-func (a *App) applyLocalKey(on bool) error {
-	if !on {
-		a.Proxy.SetLocalAPIKey("")
+// that is on but cannot be read locks clients out rather than letting them in without it, and
+// is reported by LocalKeyError until it is read again (or turned off, or made anew).
+func (a *App) applyLocalKey(next Settings) error {
+	key, err := a.readLocalKey(next)
+	a.mu.Lock()
+	a.localKeyErr = err
+	a.mu.Unlock()
+	switch {
+	case err != nil:
+		a.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
+		return err
+	default:
+		a.Proxy.SetLocalAPIKey(key) // "" when off
 		return nil
 	}
-	key, err := a.opt.Keychain.Get(localKeyUser)
-	if err != nil || key == "" {
-		a.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
-		return fmt.Errorf("the local API key is on but cannot be read from the keychain: every client is refused until it can: %v", err)
-	}
-	a.Proxy.SetLocalAPIKey(key)
-	return nil
 }
 
 // setAccounts hands accounts to the proxy. Credentials are kept per account ID; those of

@@ -70,7 +70,26 @@ func (f *fakeUpstream) last() *http.Request {
 	return f.reqs[len(f.reqs)-1]
 }
 
+// testOptions opens a settings folder of an existing install with the local key off, as most
+// tests want (a new install, a folder with no settings file, turns the key on at its first
+// write: see newInstallOptions).
 func testOptions(t *testing.T, k Keychain) Options {
+	return Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(string) string { return "" }}
+}
+
+// keyOffFolder is a fresh settings folder whose settings file says nothing yet: an install
+// whose local key was turned off.
+func keyOffFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, settingsName), []byte(`{"generation": 0, "accounts": []}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newInstallOptions opens an empty settings folder: a new install.
+func newInstallOptions(t *testing.T, k Keychain) Options {
 	return Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }}
 }
 
@@ -435,7 +454,7 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 	}
 	first, second := free(), free()
 	env := map[string]string{}
-	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	a, err := Open(Options{ConfigDir: keyOffFolder(t), Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

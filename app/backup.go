@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"filippo.io/age"
 
@@ -56,6 +57,11 @@ func (a *App) importWorkFactor() int { return min(a.exportWorkFactor()+1, 22) }
 var (
 	// ErrEmptyPassphrase refuses an export or import without a passphrase.
 	ErrEmptyPassphrase = errors.New("the passphrase is empty: an account export is always encrypted with one")
+	// ErrShortPassphrase refuses an export whose passphrase is shorter than
+	// MinPassphraseLength: the file holds every key and sign-in, and may be copied anywhere.
+	ErrShortPassphrase = fmt.Errorf("the passphrase is too short: an export holds every key and sign-in, so its passphrase needs at least %d characters", MinPassphraseLength)
+	// ErrExportExists refuses to replace an existing file with an export unless asked to.
+	ErrExportExists = errors.New("the file already exists")
 	// ErrWrongPassphrase is an export that the passphrase does not open.
 	ErrWrongPassphrase = errors.New("wrong passphrase")
 	// ErrDamagedExport is a file that is not a whole, intact Codex Relay account export.
@@ -111,8 +117,8 @@ type backupAccount struct {
 // encrypted with passphrase. Nothing is written to w in clear. An account whose keychain entry
 // is missing is skipped and named; any other keychain failure fails the export.
 func (a *App) ExportAccounts(w io.Writer, passphrase string, names ...string) (ExportResult, error) {
-	if passphrase == "" {
-		return ExportResult{}, ErrEmptyPassphrase
+	if err := checkExportPassphrase(passphrase); err != nil {
+		return ExportResult{}, err
 	}
 	plain, res, err := a.exportPlaintext(names)
 	defer clear(plain)
@@ -199,59 +205,102 @@ func (a *App) exportPlaintext(names []string) ([]byte, ExportResult, error) {
 	return b, res, nil
 }
 
-// ExportAccountsFile is ExportAccounts to the file at path, created with mode 0600 and
-// written whole or not at all (a temporary file beside it, renamed over it). A symbolic link
-// at path is refused, never followed; an existing regular file is replaced.
-func (a *App) ExportAccountsFile(path, passphrase string, names ...string) (ExportResult, error) {
-	if passphrase == "" {
-		return ExportResult{}, ErrEmptyPassphrase
+// MinPassphraseLength is the shortest passphrase an export takes (an import takes whatever its
+// export was made with).
+const MinPassphraseLength = 8
+
+// checkExportPassphrase refuses an empty or short passphrase for an export.
+func checkExportPassphrase(p string) error {
+	switch {
+	case p == "":
+		return ErrEmptyPassphrase
+	case utf8.RuneCountInString(p) < MinPassphraseLength:
+		return ErrShortPassphrase
 	}
-	if err := exportTarget(path); err != nil {
-		return ExportResult{}, err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
-	if err != nil {
-		return ExportResult{}, fmt.Errorf("cannot create the export: %w", err)
-	}
-	defer os.Remove(f.Name()) // a no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return ExportResult{}, err
-	}
-	res, err := a.ExportAccounts(f, passphrase, names...)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err2 := f.Close(); err == nil {
-		err = err2
-	}
-	if err != nil {
-		return res, err
-	}
-	if err := exportTarget(path); err != nil { // a link put there meanwhile
-		return res, err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return res, fmt.Errorf("cannot write the export: %w", err)
-	}
-	return res, nil
+	return nil
 }
 
-// exportTarget refuses a path where an export must not be written: a symbolic link (the
-// export would replace the link, or write through it), a folder or any other non-regular file.
-func exportTarget(path string) error {
+// CheckExportTarget says whether an export may be written to path, before anything is asked
+// or read: its folder exists, and path is not a link, a folder or another non-regular file,
+// nor (unless replace is set) an existing file (ErrExportExists).
+func CheckExportTarget(path string, replace bool) error {
+	dir := filepath.Dir(path)
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write the export to %s: the folder %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
+	case !st.IsDir():
+		return fmt.Errorf("cannot write the export to %s: %s is not a folder", path, dir)
+	}
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("cannot write the export to %s: %w", path, err)
+		return fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
 	case st.Mode()&fs.ModeSymlink != 0:
 		return fmt.Errorf("%s is a symbolic link: Codex Relay does not write an export through a link; choose the file itself or another name", path)
 	case !st.Mode().IsRegular():
 		return fmt.Errorf("%s is not a regular file but %s: choose another name", path, fileKind(st.Mode()))
+	case !replace:
+		return fmt.Errorf("%w: %s is not replaced unless you ask (or choose another name)", ErrExportExists, path)
 	}
 	return nil
+}
+
+// cause is the system's reason inside a file operation's error, without the file names it
+// carries (an export's temporary file is no name the user chose).
+func cause(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
+}
+
+// ExportAccountsFile writes the export (see ExportAccounts) to path, mode 0600, through a
+// temporary file in the same folder renamed over path at the end: a failed export leaves no
+// partial file. An existing file is replaced only when replace is set (CheckExportTarget).
+func (a *App) ExportAccountsFile(path, passphrase string, replace bool, names ...string) (ExportResult, error) {
+	if err := checkExportPassphrase(passphrase); err != nil {
+		return ExportResult{}, err
+	}
+	if err := CheckExportTarget(path, replace); err != nil {
+		return ExportResult{}, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return ExportResult{}, fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
+	}
+	defer os.Remove(f.Name()) // a no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return ExportResult{}, fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
+	}
+	res, err := a.ExportAccounts(f, passphrase, names...)
+	if err != nil {
+		f.Close()
+		return res, err
+	}
+	err = f.Sync()
+	if err2 := f.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return res, fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
+	}
+	if err := CheckExportTarget(path, replace); err != nil { // a link (or a file) put there meanwhile
+		return res, err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return res, fmt.Errorf("cannot write the export to %s: %w", path, cause(err))
+	}
+	return res, nil
 }
 
 // ImportAccountsFile is ImportAccounts from the file at path.

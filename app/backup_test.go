@@ -89,7 +89,7 @@ func TestBackupRoundTripThroughTheKeychain(t *testing.T) {
 	backupPool(t, src)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pool.age")
-	res, err := src.ExportAccountsFile(path, "correct horse battery staple")
+	res, err := src.ExportAccountsFile(path, "correct horse battery staple", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestBackupSkipsTheSameLoginUnderAnotherName(t *testing.T) {
 	src := backupApp(t, k)
 	backupPool(t, src)
 	var buf bytes.Buffer
-	if _, err := src.ExportAccounts(&buf, "pw"); err != nil {
+	if _, err := src.ExportAccounts(&buf, "pw-long-enough"); err != nil {
 		t.Fatal(err)
 	}
 	dst := backupApp(t, k)
@@ -191,7 +191,7 @@ func TestBackupSkipsTheSameLoginUnderAnotherName(t *testing.T) {
 	if _, err := dst.AddAccount(NewAccount{Name: "same-key", Kind: "openai", BaseURL: "https://api.example.com/v1"}, Secret{APIKey: backupKey}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := dst.ImportAccounts(bytes.NewReader(buf.Bytes()), "pw")
+	res, err := dst.ImportAccounts(bytes.NewReader(buf.Bytes()), "pw-long-enough")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +226,7 @@ func TestBackupBadFilesImportNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	settingsBefore, _ := os.ReadFile(dst.SettingsPath())
 	flip := func(i int) []byte {
 		b := slices.Clone(good)
 		b[i] ^= 0x01
@@ -273,8 +274,11 @@ func TestBackupBadFilesImportNothing(t *testing.T) {
 	if !slices.Equal(before, after) {
 		t.Fatalf("the keychain changed: %v -> %v", before, after)
 	}
-	if _, err := os.Stat(dst.SettingsPath()); err == nil {
-		t.Fatal("a failed import wrote the settings")
+	if b, _ := os.ReadFile(dst.SettingsPath()); string(b) != string(settingsBefore) {
+		t.Fatalf("a failed import wrote the settings:\n%s", b)
+	}
+	if _, err := src.ExportAccounts(&bytes.Buffer{}, "1234567"); !errors.Is(err, ErrShortPassphrase) {
+		t.Fatalf("export with a 7-character passphrase: %v", err)
 	}
 	if _, err := src.ExportAccounts(&bytes.Buffer{}, ""); !errors.Is(err, ErrEmptyPassphrase) {
 		t.Fatalf("export without a passphrase: %v", err)
@@ -299,8 +303,9 @@ func encryptPlain(t *testing.T, pass, plain string) []byte {
 }
 
 // TestBackupFileRefusesLinksAndReplacesAFile: a symbolic link at the export's path is refused
-// (its target untouched), an existing file is replaced with mode 0600, and a failed export
-// leaves nothing behind.
+// (its target untouched), an existing file is replaced with mode 0600 only when asked, an
+// export to a folder that does not exist names no temporary file, and a failed export leaves
+// nothing behind.
 func TestBackupFileRefusesLinksAndReplacesAFile(t *testing.T) {
 	k := testKeychain(t)
 	a := backupApp(t, k)
@@ -314,7 +319,7 @@ func TestBackupFileRefusesLinksAndReplacesAFile(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ExportAccountsFile(link, "pw"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := a.ExportAccountsFile(link, "pw-long-enough", true); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("export through a link: %v", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep me" {
@@ -323,17 +328,27 @@ func TestBackupFileRefusesLinksAndReplacesAFile(t *testing.T) {
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
 		t.Fatal("the link was replaced")
 	}
-	if _, err := a.ExportAccountsFile(dir, "pw"); err == nil {
+	if _, err := a.ExportAccountsFile(dir, "pw-long-enough", true); err == nil {
 		t.Fatal("an export over a folder was accepted")
 	}
-	if _, err := a.ExportAccountsFile(target, "pw"); err != nil {
+	if _, err := a.ExportAccountsFile(target, "pw-long-enough", false); !errors.Is(err, ErrExportExists) {
+		t.Fatalf("an existing file replaced unasked: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me" {
+		t.Fatalf("the refused export wrote %q", b)
+	}
+	if _, err := a.ExportAccountsFile(target, "pw-long-enough", true); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(target); st.Mode().Perm() != 0o600 {
 		t.Fatalf("replaced file mode %v", st.Mode())
 	}
-	if _, err := a.ExportAccountsFile(filepath.Join(dir, "x.age"), "pw", "nobody"); !errors.As(err, new(ErrNoAccount)) {
+	if _, err := a.ExportAccountsFile(filepath.Join(dir, "x.age"), "pw-long-enough", false, "nobody"); !errors.As(err, new(ErrNoAccount)) {
 		t.Fatalf("export of an unknown account: %v", err)
+	}
+	missing := filepath.Join(dir, "no-such-folder", "x.age")
+	if _, err := a.ExportAccountsFile(missing, "pw-long-enough", false); err == nil || strings.Contains(err.Error(), ".tmp") || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("export to a missing folder: %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
 		t.Fatalf("files left: %v", left)
@@ -350,7 +365,7 @@ func TestBackupDisablesTheExportedSignIns(t *testing.T) {
 	a := backupApp(t, k)
 	backupPool(t, a)
 	var buf bytes.Buffer
-	res, err := a.ExportAccounts(&buf, "pw", "chat")
+	res, err := a.ExportAccounts(&buf, "pw-long-enough", "chat")
 	if err != nil || !slices.Equal(res.Accounts, []string{"chat"}) {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -365,7 +380,7 @@ func TestBackupDisablesTheExportedSignIns(t *testing.T) {
 	}
 	// The export holds the account as it was when exported: enabled on the new machine.
 	dst := backupApp(t, k)
-	ires, err := dst.ImportAccounts(&buf, "pw")
+	ires, err := dst.ImportAccounts(&buf, "pw-long-enough")
 	if err != nil || !slices.Equal(ires.Imported, []string{"chat"}) || dst.Accounts()[0].Disabled {
 		t.Fatalf("%+v %v %+v", ires, err, dst.Accounts())
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -192,12 +194,9 @@ func (a *App) providerBlock(key string) string {
 
 // localKeyForCodex is the local key the written block carries ("" when the key is off).
 func (a *App) localKeyForCodex() (string, error) {
-	if !a.Settings().LocalAPIKey {
-		return "", nil
-	}
-	key, err := a.opt.Keychain.Get(localKeyUser)
+	key, err := a.LocalKey()
 	if err != nil {
-		return "", fmt.Errorf("cannot read the local key from the keychain for the Codex configuration: %w", err)
+		return "", fmt.Errorf("cannot give Codex the local key: %w", err)
 	}
 	return key, nil
 }
@@ -379,8 +378,8 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	res.Change = ConfigCreated
 	if old != nil {
 		res.Change = ConfigUpdated
-		stamp := path + ".bak-" + a.opt.Now().UTC().Format("20060102T150405Z")
-		res.Backup, err = createUnique(stamp, func(p string) error { return writeNew(p, old, 0o600) })
+		res.Backup, err = createUnique(nextBackup(path, a.opt.Now().UTC().Format("20060102T150405Z")),
+			func(p string) error { return writeNew(p, old, 0o600) })
 		if err != nil {
 			return res, fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
 		}
@@ -388,5 +387,64 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	if err := writeAtomic(path, []byte(merged), mode); err != nil {
 		return res, err
 	}
+	if res.Backup != "" {
+		pruneBackups(path, keptBackups)
+	}
 	return res, nil
+}
+
+// keptBackups is how many backups of config.toml a write keeps: each may hold a bearer token
+// (an older local key), so they are not left to pile up with every port move or new key.
+const keptBackups = 3
+
+// backupName matches the names of the backups WriteCodexConfig makes: PATH.bak-STAMP[-N].
+var backupName = regexp.MustCompile(`^\.bak-(\d{8}T\d{6}Z)(?:-(\d+))?$`)
+
+// backups lists the backups of path (regular files named as WriteCodexConfig names them),
+// newest first: by their stamp, then their number.
+func backups(path string) []configBackup {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var found []configBackup
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		m := backupName.FindStringSubmatch(rest)
+		if !ok || m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		n, _ := strconv.Atoi(cmpOr(m[2], "1"))
+		found = append(found, configBackup{filepath.Join(dir, e.Name()), m[1], n})
+	}
+	slices.SortFunc(found, func(a, b configBackup) int { return cmp.Or(strings.Compare(b.stamp, a.stamp), b.n-a.n) })
+	return found
+}
+
+// configBackup is one backup of config.toml.
+type configBackup struct {
+	path, stamp string
+	n           int
+}
+
+// nextBackup is the name of the next backup of path made at stamp: numbered after those of the
+// same stamp, so that a name freed by pruneBackups is never taken again (the order by number
+// would then put the newest among the oldest).
+func nextBackup(path, stamp string) string {
+	name := path + ".bak-" + stamp
+	for _, b := range backups(path) {
+		if b.stamp == stamp {
+			return fmt.Sprintf("%s-%d", name, b.n+1)
+		}
+	}
+	return name
+}
+
+// pruneBackups removes the backups of path but the keep newest.
+func pruneBackups(path string, keep int) {
+	all := backups(path)
+	for _, b := range all[min(keep, len(all)):] {
+		os.Remove(b.path)
+	}
 }

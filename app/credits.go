@@ -188,25 +188,25 @@ func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 	return a.Proxy.RedeemCredit(ctx, name)
 }
 
-// redeemRemote asks the relay running on the configured address to redeem; asked is false
-// when nothing listens there (no relay runs: redeem here) or something else answers.
+// redeemRemote asks the relay running for this settings folder to redeem (a signed request,
+// no key sent: see RelayClient); asked is false when no relay of this folder serves (redeem
+// here).
 func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
-	addr := a.ListenAddr()
-	if info := RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
-		addr = info.Listen
+	rc, err := a.Relay(0) // ctx bounds it
+	if err != nil || rc == nil {
+		return res, err, err != nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/relay/accounts/"+url.PathEscape(name)+"/redeem-credit", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.URL("/relay/accounts/"+url.PathEscape(name)+"/redeem-credit"), nil)
 	if err != nil {
 		return res, err, false
 	}
-	if key, _ := a.LocalKey(); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rc.Do(req)
 	var dial *net.OpError
 	switch {
 	case errors.As(err, &dial) && dial.Op == "dial":
-		return res, nil, false // no connection, nothing sent: no relay runs
+		return res, nil, false // no connection, nothing sent: the relay stopped meanwhile
+	case errors.Is(err, ErrNotTheRelay):
+		return res, fmt.Errorf("%w; nothing was redeemed", err), true
 	case err != nil:
 		// The relay may have sent the consume before the line broke: redeeming here with a
 		// new id could spend a second credit.
@@ -226,9 +226,6 @@ func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemRe
 		} `json:"error"`
 	}
 	json.NewDecoder(resp.Body).Decode(&e)
-	if e.Error.Code == "unknown_route" {
-		return res, nil, false // an older relay, or something else on the port
-	}
 	msg := cmpOr(e.Error.Message, fmt.Sprintf("the running relay answered HTTP %d", resp.StatusCode))
 	if sentinel := redeemErrors[e.Error.Code]; sentinel != nil {
 		return res, &remoteError{msg: msg, is: sentinel}, true
@@ -330,4 +327,25 @@ func (a *App) writePendingRedeem(account string) error {
 		err = replaceFile(path, b, 0o600) // never through a link: a link there is replaced
 	}
 	return err
+}
+
+// RedeemWorthAt is the share of a window used from which a banked reset helps: below it, the
+// account has most of its windows left, and a redemption (which also restarts the weekly window
+// from that moment, openai/codex #42888) gives back little.
+const RedeemWorthAt = 90.0
+
+// RedeemHelps says whether spending a banked reset of the account whose state is st would
+// help: it rests at its limit, or a window is at least RedeemWorthAt used. why says, when it
+// would not, what the account has left.
+func RedeemHelps(st proxy.AccountStats) (helps bool, why string) {
+	q := st.Quota
+	switch {
+	case st.State == proxy.StateCooldown && st.CooldownReason == proxy.CooldownRateLimit:
+		return true, ""
+	case q == nil:
+		return false, "its usage is not known (no quota read yet)"
+	case q.PrimaryUsedPercent >= RedeemWorthAt || q.SecondaryUsedPercent >= RedeemWorthAt:
+		return true, ""
+	}
+	return false, fmt.Sprintf("it has used %.0f%% of its five-hour window and %.0f%% of its weekly one", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
 }

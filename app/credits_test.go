@@ -71,6 +71,10 @@ type creditUpstream struct {
 	answered map[string]bool // redeem_request_ids that spent a credit
 	// onConsume, when set, runs as a consume arrives, before its credit is spent.
 	onConsume func()
+	// used is the five-hour window's used percent (a redemption sets it to 0, unless
+	// resetsNothing: the backend takes the credit, answers windows_reset 0 and resets nothing).
+	used          float64
+	resetsNothing bool
 }
 
 func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
@@ -84,7 +88,7 @@ func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
 		defer u.mu.Unlock()
 		switch r.URL.Path {
 		case "/backend-api/wham/usage":
-			fmt.Fprint(w, `{"rate_limit":{"primary_window":{"used_percent":0,"limit_window_seconds":18000,"reset_after_seconds":600}}}`)
+			fmt.Fprintf(w, `{"rate_limit":{"primary_window":{"used_percent":%g,"limit_window_seconds":18000,"reset_after_seconds":600}}}`, u.used)
 		case "/backend-api/wham/rate-limit-reset-credits":
 			var list []string
 			n := 0
@@ -116,6 +120,11 @@ func newCreditUpstream(t *testing.T, ids ...string) *creditUpstream {
 				w.WriteHeader(http.StatusBadGateway)
 				return
 			}
+			if u.resetsNothing {
+				fmt.Fprint(w, `{"code":"reset","credit":{"status":"redeemed"},"windows_reset":0}`)
+				return
+			}
+			u.used = 0
 			fmt.Fprint(w, `{"code":"reset","credit":{"status":"redeemed"},"windows_reset":1}`)
 		default:
 			http.NotFound(w, r)
@@ -170,18 +179,8 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 		t.Fatalf("here: %+v, %v", res, err)
 	}
 
-	// A relay runs (another App on the same settings, serving on the listen address).
-	relay, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", a.ListenAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: relay.Proxy}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	// A relay runs (another App on the same settings, holding the folder's instance lock).
+	relay, _ := runningRelay(t, opt)
 	var told []proxy.CreditEvent
 	var mu sync.Mutex
 	relay.OnCreditEvent(func(e proxy.CreditEvent) { mu.Lock(); told = append(told, e); mu.Unlock() })
@@ -212,7 +211,11 @@ func TestRedeemCreditHereOrThroughTheRunningRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	evs, err := l.Events(context.Background(), time.Time{}, 0)
+	var evs []ledger.Event
+	waitFor(t, func() bool { // the serving relay writes its row off the request
+		evs, err = l.Events(context.Background(), time.Time{}, 0)
+		return err != nil || len(evs) >= 2
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,5 +352,31 @@ func TestThePendingRedemptionIsNeverWrittenThroughALink(t *testing.T) {
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		t.Fatalf("the intent is not kept in a file of its own: %v %v", st, err)
+	}
+}
+
+// accounts redeem spends a banked reset only where it helps (the account at or near its limit)
+// unless --force; afterwards it reads the windows again, and says when nothing was reset.
+func TestRedeemOnlyWhereItHelpsAndSayWhenNothingWasReset(t *testing.T) {
+	_, opt, up := creditApp(t)
+	set := func(used float64, nothing bool) {
+		up.mu.Lock()
+		up.used, up.resetsNothing = used, nothing
+		up.mu.Unlock()
+	}
+	consumes := func() int { up.mu.Lock(); defer up.mu.Unlock(); return len(up.consumes) }
+	set(12, false)
+	code, out, errs := runCLI(t, opt, "", "accounts", "redeem", "plus")
+	if code != 1 || !strings.Contains(errs, "12% of its five-hour window") || !strings.Contains(errs, "--force") || consumes() != 0 {
+		t.Fatalf("at 12%%: %d %q %q, %d consumes", code, out, errs, consumes())
+	}
+	code, out, errs = runCLI(t, opt, "", "accounts", "redeem", "--force", "plus")
+	if code != 0 || !strings.Contains(out, "1 window reset") || !strings.Contains(out, "five-hour window is 0% used") || strings.Contains(out, "Nothing was reset") {
+		t.Fatalf("--force: %d %q %q", code, out, errs)
+	}
+	set(97, true)
+	code, out, errs = runCLI(t, opt, "", "accounts", "redeem", "plus")
+	if code != 0 || !strings.Contains(out, "Nothing was reset") || !strings.Contains(out, "97% used") {
+		t.Fatalf("a redemption that reset nothing: %d %q %q", code, out, errs)
 	}
 }

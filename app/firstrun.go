@@ -140,12 +140,21 @@ type RelayTest struct {
 	Reply   string // the start of the answer's text
 }
 
+// appliedPatience is how long TestRelay waits for the relay to apply the settings this process
+// just wrote (it follows the file within a moment; the command line waits as long).
+const appliedPatience = 5 * time.Second
+
 // TestRelay sends one small real request through the relay listening on addr, as Codex would:
 // the model Codex is configured with (or the catalog's first), a short prompt, the local key
-// when one is required. It spends a few tokens on one account.
+// when one is required. It spends a few tokens on one account. It first waits for the relay
+// to apply the settings this process wrote (an account just imported), as the command line
+// does: a relay of another process reads them a moment later.
 func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 	var t RelayTest
 	base := "http://" + addr
+	if err := waitGeneration(ctx, base, a.Settings().Generation); err != nil {
+		return t, err
+	}
 	key, _ := a.LocalKey()
 	get := func(path string, v any) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -173,7 +182,7 @@ func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 			return t, fmt.Errorf("the relay could not list its models: %w", err)
 		}
 		if len(list.Data) == 0 {
-			return t, errors.New("the relay's accounts list no model")
+			return t, errors.New("the relay has no model to offer: none of its accounts listed one")
 		}
 		t.Model = list.Data[0].ID
 	}
@@ -204,7 +213,7 @@ func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 			Error struct{ Message string } `json:"error"`
 		}
 		json.Unmarshal(answer, &e)
-		return t, fmt.Errorf("the test request got HTTP %d: %s", resp.StatusCode, cmpOr(e.Error.Message, strings.TrimSpace(string(answer))))
+		return t, fmt.Errorf("the relay answered HTTP %d: %s", resp.StatusCode, cmpOr(e.Error.Message, truncateText(strings.TrimSpace(string(answer)), 200)))
 	}
 	var r struct {
 		OutputText string `json:"output_text"`
@@ -223,6 +232,35 @@ func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 	}
 	t.Reply = truncateText(strings.TrimSpace(t.Reply), 80)
 	return t, nil
+}
+
+// waitGeneration waits, up to appliedPatience, for the relay at base to report on /health that
+// it applied settings generation gen.
+func waitGeneration(ctx context.Context, base string, gen uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, appliedPatience)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			var h struct {
+				Generation uint64 `json:"settings_generation"`
+			}
+			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
+			resp.Body.Close()
+			if derr == nil && h.Generation >= gen {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("the relay did not answer: %w", err)
+			}
+			return fmt.Errorf("the relay has not applied the new settings within %d s (its log says why)", int(appliedPatience.Seconds()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // codexModel is the model Codex's config.toml names, or "".

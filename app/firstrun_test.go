@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,10 +54,49 @@ func TestUseCodexLoginInOneAction(t *testing.T) {
 	if err != nil || again.Imported != Unchanged || again.Config.Change != Unchanged {
 		t.Fatalf("second time: %+v %v", again, err)
 	}
-	// Turning the local key on breaks the configuration until it is written again.
-	runCLI(t, opt, "", "local-key", "on")
+	// A new local key is written into the configuration that selects the relay's block.
+	code, out, _ := runCLI(t, opt, "", "local-key", "on")
 	a.Reload()
-	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "local key") {
-		t.Fatalf("with the local key: %+v", st)
+	if st := a.CodexConfigured(); code != 0 || !st.Configured || !strings.Contains(out, "Codex now sends the new local key") {
+		t.Fatalf("a new local key: %+v\n%s", st, out)
+	}
+}
+
+// The first run's test request waits for the relay (another process's, following the settings
+// file) to apply the account the window process just imported, as the command line waits: here
+// the relay reloads only once it was asked for its generation, so a test request sent at once
+// would find no account.
+func TestTheTestRequestWaitsForTheRelayToApplyTheImport(t *testing.T) {
+	k := testKeychain(t)
+	cleanKeychain(t, k)
+	codexHome := t.TempDir()
+	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte("model = \"gpt-5\"\n"), 0o600)
+	env := map[string]string{"CODEX_HOME": codexHome}
+	opt := Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(k string) string { return env[k] }}
+	relay, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			asked.Do(func() { go relay.Reload() })
+		}
+		relay.Proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	window, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newFakeUpstream(t)
+	if _, err := window.AddAccount(NewAccount{Name: "new", Kind: "openai", BaseURL: up.URL}, Secret{APIKey: "sk-new"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := window.TestRelay(ctx, strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil || res.Status != 200 || res.Account != "new" {
+		t.Fatalf("test request: %+v, %v", res, err)
 	}
 }

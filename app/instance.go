@@ -32,12 +32,15 @@ const (
 
 // InstanceInfo describes the running Codex Relay.
 type InstanceInfo struct {
-	PID     int       `json:"pid"`
-	Mode    string    `json:"mode"`             // "tray" or "serve"
-	Listen  string    `json:"listen,omitempty"` // where its relay serves; "" while it does not
-	Paused  bool      `json:"paused,omitempty"`
-	Control string    `json:"control,omitempty"` // loopback address of the tray's control port
-	Token   string    `json:"token,omitempty"`   // what the control port asks for (the file is 0600)
+	PID     int    `json:"pid"`
+	Mode    string `json:"mode"`             // "tray" or "serve"
+	Listen  string `json:"listen,omitempty"` // where its relay serves; "" while it does not
+	Paused  bool   `json:"paused,omitempty"`
+	Control string `json:"control,omitempty"` // loopback address of the tray's control port
+	Token   string `json:"token,omitempty"`   // what the control port asks for (the file is 0600)
+	// Secret is what the programs of this folder sign their requests to the relay with, and
+	// the relay its answers (proxy/instanceauth.go): it never travels.
+	Secret  string    `json:"secret,omitempty"`
 	Started time.Time `json:"started"`
 }
 
@@ -97,7 +100,7 @@ func ClaimInstance(dir, mode string) (*Instance, *InstanceInfo, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	in := &Instance{dir: dir, lock: l, info: InstanceInfo{PID: os.Getpid(), Mode: mode, Started: time.Now().UTC()}}
+	in := &Instance{dir: dir, lock: l, info: InstanceInfo{PID: os.Getpid(), Mode: mode, Secret: newID() + newID(), Started: time.Now().UTC()}}
 	if err := in.write(); err != nil {
 		l.Unlock()
 		return nil, nil, err
@@ -206,6 +209,13 @@ func readInstanceInfo(dir string) *InstanceInfo {
 		return nil
 	}
 	return &info
+}
+
+// Secret is the instance secret its relay's answers are signed with (InstanceInfo.Secret).
+func (in *Instance) Secret() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.info.Secret
 }
 
 // Serving records where this instance's relay listens ("" when it does not) and whether the

@@ -56,7 +56,7 @@ func TestKeychainLostWhileRunning(t *testing.T) {
 func keychainLostChild(t *testing.T) {
 	k := testKeychain(t)
 	up := newFakeUpstream(t)
-	a, err := Open(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }})
+	a, err := Open(Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

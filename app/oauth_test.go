@@ -195,7 +195,7 @@ func oauthApp(t *testing.T, iss *fakeIssuer, backend string) (*App, Options) {
 	env := map[string]string{"CODEXRELAY_AUTH_ISSUER": iss.URL, "CODEXRELAY_CHATGPT_BASE_URL": backend + "/backend-api/codex",
 		"CODEXRELAY_LOG_LEVEL": "debug"}
 	logs := &lockedBuffer{}
-	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(k string) string { return env[k] },
+	opt := Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(k string) string { return env[k] },
 		CallbackAddr: "127.0.0.1:0", PollInterval: time.Millisecond, Logger: Logger(logs, func(k string) string { return env[k] })}
 	a, err := Open(opt)
 	if err != nil {

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -92,53 +90,3 @@ func (e *portTakenError) Error() string {
 }
 
 func (e *portTakenError) Unwrap() error { return e.err }
-
-// LocalKeyForNewInstall turns the local API key on when this is a new install (the settings
-// folder had no settings file when the App opened it) and the key is off: on a shared machine
-// any local user could otherwise spend the accounts and read the stats, where a ChatGPT
-// account's e-mail appears. The Codex configuration the relay writes carries the key
-// (codex-config --write), so no variable has to be set. It reports whether it made one.
-func (a *App) LocalKeyForNewInstall() (bool, error) {
-	if !a.newInstall || a.Settings().LocalAPIKey {
-		return false, nil
-	}
-	a.newInstall = false
-	if _, err := a.SetLocalKey(true); err != nil {
-		return false, fmt.Errorf("could not turn the local API key on for this new install: %w", err)
-	}
-	return true, nil
-}
-
-// SetLocalKey turns the local API key on (storing a new one, returned once) or off. Every
-// running relay reads the change from the settings file: the new key from the keychain.
-func (a *App) SetLocalKey(on bool) (string, error) {
-	if !on {
-		if err := a.update(func(s *Settings) error { s.LocalAPIKey = false; return nil }); err != nil {
-			return "", err
-		}
-		return "", a.opt.Keychain.Delete(localKeyUser)
-	}
-	var b [24]byte
-	rand.Read(b[:])
-	key := "crk-" + base64.RawURLEncoding.EncodeToString(b[:])
-	err := a.update(func(s *Settings) error {
-		if err := a.opt.Keychain.Set(localKeyUser, key); err != nil {
-			return err
-		}
-		s.LocalAPIKey = true
-		s.LocalKeyRev++
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return key, nil
-}
-
-// LocalKey returns the local API key, if it is on.
-func (a *App) LocalKey() (string, error) {
-	if !a.Settings().LocalAPIKey {
-		return "", nil
-	}
-	return a.opt.Keychain.Get(localKeyUser)
-}

@@ -35,6 +35,9 @@ type ServiceStatus struct {
 	// Warning says why the relay does not listen where the settings say (the address is
 	// pinned, or the new port could not be opened); "" when it does.
 	Warning string
+	// Refusing says why the relay refuses every client while it listens (the local key is on
+	// but cannot be read, with what repairs it); "" when it does not.
+	Refusing string
 }
 
 // NewService returns a stopped service for the tray app: it listens where the settings (or
@@ -75,8 +78,12 @@ func (s *Service) pinnedBy() string {
 // Status returns the current status.
 func (s *Service) Status() ServiceStatus {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+	st := s.status
+	s.mu.Unlock()
+	if err := s.a.LocalKeyError(); err != nil {
+		st.Refusing = err.Error()
+	}
+	return st
 }
 
 // Start listens on the configured address and serves in the background. A port that is
@@ -109,6 +116,9 @@ func (s *Service) startLocked(addr string) error {
 		return err
 	}
 	s.a.Proxy.SetAllowRemote(s.allowRemote)
+	if s.Instance != nil {
+		s.a.Proxy.SetInstanceSecret(s.Instance.Secret())
+	}
 	s.a.Proxy.SetListenAddr(ln.Addr().String()) // now, not when the goroutine gets to it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -37,9 +37,12 @@ type Settings struct {
 	// LocalAPIKey requires clients to present the relay's own key (kept in the keychain).
 	LocalAPIKey bool `json:"local_api_key,omitempty"`
 	// LocalKeyRev changes each time a new local key is stored, so that a running relay reads it.
-	LocalKeyRev int             `json:"local_api_key_rev,omitempty"`
-	Catalog     CatalogSettings `json:"catalog"`
-	Timeouts    TimeoutSettings `json:"timeouts,omitzero"`
+	LocalKeyRev int `json:"local_api_key_rev,omitempty"`
+	// LocalKeyID names this folder's local key entry in the keychain (localkey.go); "" is the
+	// one entry versions before it shared between folders.
+	LocalKeyID string          `json:"local_api_key_id,omitempty"`
+	Catalog    CatalogSettings `json:"catalog"`
+	Timeouts   TimeoutSettings `json:"timeouts,omitzero"`
 	// HoldSeconds is the longest a request waits, with nothing sent, for a resting pool to
 	// come back (0: proxy.DefaultHold; negative: never).
 	HoldSeconds int `json:"hold_seconds,omitempty"`

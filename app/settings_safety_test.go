@@ -130,7 +130,7 @@ func TestAReadOnlyCommandNeverMovesTheSettingsFile(t *testing.T) {
 	half := fixture(t, "half-written.json")
 	os.WriteFile(path, half, 0o600)
 	code, _, errs := runCLI(t, opt, "", "accounts", "list")
-	if code != 0 || !strings.Contains(errs, "is not valid JSON") || !strings.Contains(errs, "left as it is") {
+	if code != 1 || !strings.Contains(errs, "is not valid JSON") || !strings.Contains(errs, "left as it is") || !strings.Contains(errs, "cannot be listed") {
 		t.Fatalf("accounts list over a broken file: %d %q", code, errs)
 	}
 	if b, _ := os.ReadFile(path); !bytes.Equal(b, half) {
@@ -181,7 +181,7 @@ func TestTheRelaysStartKeepsACorruptFileAside(t *testing.T) {
 func TestALinkToAFileThatIsNotSettingsIsRefused(t *testing.T) {
 	for _, name := range []string{"not-settings-passwd-copy", "other-json.json", "half-written.json"} {
 		t.Run(name, func(t *testing.T) {
-			opt := testOptions(t, Keychain{})
+			opt := newInstallOptions(t, Keychain{})
 			elsewhere := t.TempDir()
 			target := filepath.Join(elsewhere, "passwd")
 			content := fixture(t, name)

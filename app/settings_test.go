@@ -62,6 +62,9 @@ func keychainMatchesFile(t *testing.T, opt Options) {
 	for _, m := range s.Accounts {
 		want = append(want, accountUser(m.ID))
 	}
+	if s.LocalAPIKey {
+		want = append(want, localKeyUser(s.LocalKeyID))
+	}
 	got, err := opt.Keychain.List()
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +492,7 @@ func snapshotDir(t *testing.T, dir string) string {
 }
 
 func TestSymlinkedFilesKeepTheirLink(t *testing.T) {
-	opt := testOptions(t, Keychain{})
+	opt := newInstallOptions(t, Keychain{})
 	real := filepath.Join(t.TempDir(), "dotfiles")
 	os.MkdirAll(real, 0o700)
 	os.WriteFile(filepath.Join(real, "settings.json"), []byte(`{"strategy":"priority","accounts":[]}`), 0o600)
@@ -556,6 +559,30 @@ func TestBackupsNeverCollide(t *testing.T) {
 	if !slices.Equal(backups, []string{want, want + "-2", want + "-3"}) {
 		t.Fatalf("backups %v", backups)
 	}
+	// Each backup may hold an older bearer token: only the newest three are kept. A file that
+	// only looks like one (another name, a folder) is left alone.
+	os.WriteFile(cfg+".bak-notes", []byte("mine"), 0o600)
+	os.Mkdir(cfg+".bak-20200101T000000Z", 0o700)
+	for i := 3; i < 6; i++ {
+		os.WriteFile(cfg, []byte(fmt.Sprintf("model = \"m-%d\"\n", i)), 0o600)
+		if _, err := a.WriteCodexConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, _ := filepath.Glob(cfg + ".bak-*")
+	slices.Sort(left)
+	var kept []string
+	for _, b := range left[1:min(4, len(left))] {
+		c, _ := os.ReadFile(b)
+		kept = append(kept, strings.TrimSpace(string(c)))
+	}
+	slices.Sort(kept)
+	if !slices.Equal(kept, []string{`model = "m-3"`, `model = "m-4"`, `model = "m-5"`}) {
+		t.Fatalf("the backups kept hold %q, not the three newest", kept)
+	}
+	if len(left) != 5 || left[0] != cfg+".bak-20200101T000000Z" || left[4] != cfg+".bak-notes" {
+		t.Fatalf("after six writes: %v", left)
+	}
 }
 
 func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
@@ -567,7 +594,7 @@ func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
 	// What a crash between the keychain and the settings file leaves behind.
 	mine := Keychain{Service: k.Service, Folder: folderKey(opt.ConfigDir)}
 	mine.Set(accountUser("deadbeefdeadbeef"), Secret{APIKey: "sk-orphan"}.encode())
-	k.Set(localKeyUser, "crk-stale") // the local key is off; the entry names no folder
+	k.Set(legacyLocalKeyUser, "crk-stale") // the local key is off; the entry names no folder
 	code, out, _ := runCLI(t, opt, "", "accounts", "list")
 	if code != 0 || !strings.Contains(out, "1 keychain entry of this settings folder belongs to no account") || !strings.Contains(out, "accounts prune") {
 		t.Fatalf("list: %q", out)
@@ -577,7 +604,7 @@ func TestOrphanKeychainEntriesAreReportedAndPruned(t *testing.T) {
 		!strings.Contains(out, "Left alone 1 keychain entry of unknown owner") || strings.Contains(out, "sk-") || strings.Contains(out, "crk-") {
 		t.Fatalf("prune: %q", out)
 	}
-	if _, err := k.Get(localKeyUser); err != nil {
+	if _, err := k.Get(legacyLocalKeyUser); err != nil {
 		t.Fatal("an entry of unknown owner was removed without asking")
 	}
 	code, out, _ = runCLI(t, opt, "", "accounts", "prune", "--include-unknown")

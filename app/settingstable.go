@@ -121,9 +121,13 @@ var SettingsTable = []Setting{
 	ResetCreditsSetting,
 	{
 		Name: SettingLocalAPIKey, Label: "Local API key",
-		Help: "true or false: require clients to send the relay's own key (true makes a new one: `codexrelay local-key show` prints it)",
+		Help: "true or false: require clients to send the relay's own key (true keeps the key in force, or makes one: `codexrelay local-key show` prints it)",
 		Parse: boolSetting(SettingLocalAPIKey, func(a *App, on bool) error {
-			_, err := a.SetLocalKey(on)
+			if on {
+				_, _, err := a.EnsureLocalKey() // re-applying what `settings` printed changes nothing
+				return err
+			}
+			_, err := a.SetLocalKey(false)
 			return err
 		}),
 		Show: func(a *App) string { return strconv.FormatBool(a.Settings().LocalAPIKey) },

@@ -101,7 +101,7 @@ func TestUsageLedgerRecordsWhatTheRelayServes(t *testing.T) {
 
 // With the ledger off nothing is recorded and /relay/usage says so.
 func TestUsageLedgerOff(t *testing.T) {
-	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	opt := Options{ConfigDir: keyOffFolder(t), Getenv: func(string) string { return "" }}
 	a, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -66,6 +67,8 @@ type catalogState struct {
 	// unlisted are enabled accounts with no good list yet: they may serve anything.
 	unlisted map[string]bool
 	listed   int // accounts with a good list
+	// members are the accounts it was built from (listed or not).
+	members map[string]bool
 }
 
 // accountList is the last good list of one account and its last error.
@@ -152,8 +155,13 @@ func (c *catalog) fresh(st *catalogState, now time.Time) bool {
 	return st != nil && !st.expired && now.Sub(st.at) < c.ttlDuration() && st.version == c.clientVersion()
 }
 
-// invalidate marks the catalog for refresh: the accounts changed.
+// invalidate marks the catalog for refresh: the accounts changed. Until the refresh has listed
+// them, the enabled accounts the catalog was built without (added, enabled or renamed since)
+// count as unlisted, so that they may take any model: a request served the stale catalog
+// meanwhile (stale-while-revalidate) does not miss the account that was just added while the
+// others are disabled or resting.
 func (c *catalog) invalidate() {
+	members := c.s.pool.list()
 	for {
 		old := c.state.Load()
 		if old == nil {
@@ -161,6 +169,15 @@ func (c *catalog) invalidate() {
 		}
 		next := *old
 		next.expired = true
+		next.unlisted = maps.Clone(old.unlisted)
+		if next.unlisted == nil {
+			next.unlisted = map[string]bool{}
+		}
+		for _, m := range members {
+			if !m.Disabled && !old.members[m.Name] {
+				next.unlisted[m.Name] = true
+			}
+		}
 		if c.state.CompareAndSwap(old, &next) {
 			return
 		}
@@ -277,8 +294,9 @@ func (c *catalog) run(call *refreshCall) {
 
 // merge builds a catalog state from the lists of members (c.mu held).
 func (c *catalog) merge(members []*member) *catalogState {
-	st := &catalogState{at: c.s.now(), models: map[string]*modelEntry{}, unlisted: map[string]bool{}}
+	st := &catalogState{at: c.s.now(), models: map[string]*modelEntry{}, unlisted: map[string]bool{}, members: map[string]bool{}}
 	for _, m := range members {
+		st.members[m.Name] = true
 		l := c.lists[m.Name]
 		if l == nil || !l.ok {
 			st.unlisted[m.Name] = true

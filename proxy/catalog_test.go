@@ -467,3 +467,32 @@ func TestModelListRefusalRejectsTheKey(t *testing.T) {
 		t.Errorf("good counts %d requests, want 1 (model lists are not requests)", st.Requests)
 	}
 }
+
+// The first request after an account change does not miss the new account: the catalog is
+// invalidated and served stale while it refreshes, and until the refresh has listed the
+// account that was added (or enabled), that account may take any model. Here the only other
+// account is disabled, and the new account's listing is held, so the request is routed with
+// the stale catalog.
+func TestAnAccountAddedWhileTheCatalogIsServedStaleIsNotMissed(t *testing.T) {
+	clk := newClock()
+	old := newUpstream(t, answerText("old"))
+	old.setModels(listing(nil, "gpt-5"))
+	fresh := newUpstream(t, answerText("new"))
+	gate := make(chan struct{})
+	fresh.setModels(listing(gate, "gpt-5"))
+	defer close(gate)
+	r := catalogRelay(t, clk, true, openaiAccount("old", old))
+	if tr := r.send(t, "gpt-5"); tr.Status != 200 {
+		t.Fatalf("before the change: %+v", tr)
+	}
+	disabled := openaiAccount("old", old)
+	disabled.Disabled = true
+	r.SetAccounts([]proxy.Account{disabled, openaiAccount("new", fresh)})
+	tr := r.send(t, "gpt-5")
+	if tr.Status != 200 || len(tr.Attempts) == 0 || tr.Attempts[len(tr.Attempts)-1].Account != "new" {
+		t.Fatalf("the first request after the change: %+v", tr)
+	}
+	if tr.ModelCatalogRefresh != (proxy.RefreshCounts{Background: 1}) {
+		t.Fatalf("not served from the stale catalog: %+v", tr.ModelCatalogRefresh)
+	}
+}

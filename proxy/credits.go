@@ -809,7 +809,15 @@ func (x *exchange) servesAny(m *member) bool {
 // OpenAI-shaped error: 404 account_not_found, 400 not_chatgpt, 409 no_reset_credit, 504
 // redeem_pending (no answer from the backend: trying again reuses the request), 502
 // redeem_failed.
+//
+// It spends money: with the local key off it still needs a request signed with the instance
+// secret (the command line's), so that no other local user can spend a banked reset.
 func (s *Server) handleRedeemCredit(w http.ResponseWriter, r *http.Request) {
+	if s.keyHash.Load() == nil && !instanceSigned(r) {
+		writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+			Message: "spending a banked reset needs the relay's local key (or `codexrelay accounts redeem`, which signs its request)"})
+		return
+	}
 	res, err := s.RedeemCredit(r.Context(), r.PathValue("name"))
 	if err == nil {
 		writeJSON(w, http.StatusOK, res)

@@ -551,17 +551,17 @@ func TestOffNeverTouchesTheCreditRoutes(t *testing.T) {
 // text in them is redacted.
 func TestTheRedeemRoute(t *testing.T) {
 	clk := newClock()
-	r, b, _ := creditRelay(t, proxy.ResetCreditsAsk, proxy.Options{Now: clk.Now},
+	r, b, _ := creditRelay(t, proxy.ResetCreditsAsk, proxy.Options{Now: clk.Now, LocalAPIKey: "crk-route"},
 		fakeCredit{ID: "only", Status: "available", ExpiresAt: nil})
-	resp := r.post(t, "/relay/accounts/plus/redeem-credit", "")
+	resp := r.post(t, "/relay/accounts/plus/redeem-credit", "", "Authorization", "Bearer crk-route")
 	var res proxy.RedeemResult
 	if err := json.Unmarshal(readAll(t, resp), &res); err != nil || resp.StatusCode != 200 || res.Code != "reset" {
 		t.Fatalf("status %d, %+v, %v", resp.StatusCode, res, err)
 	}
-	if resp := r.post(t, "/relay/accounts/plus/redeem-credit", ""); resp.StatusCode != 409 || decodeErr(t, resp).Error.Code != "no_reset_credit" {
+	if resp := r.post(t, "/relay/accounts/plus/redeem-credit", "", "Authorization", "Bearer crk-route"); resp.StatusCode != 409 || decodeErr(t, resp).Error.Code != "no_reset_credit" {
 		t.Fatalf("none left: status %d", resp.StatusCode)
 	}
-	if resp := r.post(t, "/relay/accounts/nobody/redeem-credit", ""); resp.StatusCode != 404 {
+	if resp := r.post(t, "/relay/accounts/nobody/redeem-credit", "", "Authorization", "Bearer crk-route"); resp.StatusCode != 404 {
 		t.Fatalf("unknown account: status %d", resp.StatusCode)
 	}
 	// A credit the list shows but the backend refuses: its message comes back redacted.
@@ -569,7 +569,7 @@ func TestTheRedeemRoute(t *testing.T) {
 	b.credits = append(b.credits, fakeCredit{ID: "ghost", Status: "available"})
 	b.refuse = true
 	b.mu.Unlock()
-	resp = r.post(t, "/relay/accounts/plus/redeem-credit", "")
+	resp = r.post(t, "/relay/accounts/plus/redeem-credit", "", "Authorization", "Bearer crk-route")
 	e := decodeErr(t, resp)
 	if resp.StatusCode != 502 || e.Error.Code != "redeem_failed" || strings.Contains(e.Error.Message, "leakedleaked") ||
 		!strings.Contains(e.Error.Message, "HTTP 409") {

@@ -52,7 +52,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// No answer is ever to be read as anything but what its Content-Type says (a page that
 	// loads a route as a script or a style gets nothing it can use).
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if e := s.guard(r); e != nil {
+	r, e := s.admitSigned(w, r)
+	if e == nil {
+		e = s.guard(r)
+	}
+	if e != nil {
 		writeError(w, e)
 		return
 	}
@@ -75,7 +79,8 @@ func (s *Server) SetPaused(on bool) { s.paused.Store(on) }
 
 // guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
 // rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
-// allowance is ever sent. Then the local API key, when one is set, is checked in constant time.
+// allowance is ever sent. Then the local API key, when one is set, is checked in constant time;
+// a request signed with the instance secret (admitSigned) needs none.
 func (s *Server) guard(r *http.Request) *apiError {
 	key := s.keyHash.Load()
 	if !((s.opt.AllowRemote || s.allowRemote.Load()) && key != nil) && !loopbackHost(r.Host) {
@@ -91,7 +96,7 @@ func (s *Server) guard(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
 			Message: "Codex Relay does not answer requests from web pages (Sec-Fetch-Site: " + site + ")"}
 	}
-	if key != nil && r.URL.Path != "/health" {
+	if key != nil && r.URL.Path != "/health" && !instanceSigned(r) {
 		got := r.Header.Get("X-Api-Key")
 		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			got = strings.TrimSpace(a[7:])

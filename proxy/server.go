@@ -91,6 +91,7 @@ type Server struct {
 	aliases     atomic.Pointer[map[string][]string]
 	started     time.Time
 	keyHash     atomic.Pointer[[32]byte]
+	instance    instanceAuth // the instance secret signed requests prove (instanceauth.go)
 	listen      atomic.Value // string
 	mux         *http.ServeMux
 	seq         atomic.Uint64

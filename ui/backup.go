@@ -36,6 +36,9 @@ type backupDialog struct {
 	chooser  dialog.Dialog // the file picker last opened
 	result   *backupResult // shown after a success
 	busyNote *widget.Label
+	// replace is the existing file the user asked to replace (Export again after it was
+	// named); "" replaces none.
+	replace string
 }
 
 // backupResult is the dialog that says what an export or an import did.
@@ -167,12 +170,29 @@ func (a *accountsWindow) showExport() *backupDialog {
 			setError(b.passErr, errors.New("the two passphrases differ"))
 			return
 		}
+		if len([]rune(pass)) < app.MinPassphraseLength {
+			setError(b.passErr, fmt.Errorf("use at least %d characters: the export holds every key and sign-in", app.MinPassphraseLength))
+			return
+		}
+		replace := path == b.replace
+		if err := app.CheckExportTarget(path, replace); errors.Is(err, app.ErrExportExists) {
+			b.replace = path // a second Export replaces it
+			setError(b.pathErr, fmt.Errorf("%s already exists: Export again to replace it, or choose another name", path))
+			return
+		} else if err != nil {
+			setError(b.pathErr, err)
+			return
+		}
 		b.busy("Encrypting…")
 		a.u.async(func() {
-			res, err := a.u.relay.ExportAccountsFile(path, pass)
+			res, err := a.u.relay.ExportAccountsFile(path, pass, replace)
 			fyne.Do(func() {
 				b.busy("")
-				if err != nil {
+				switch {
+				case errors.Is(err, app.ErrShortPassphrase) || errors.Is(err, app.ErrEmptyPassphrase):
+					setError(b.passErr, err)
+					return
+				case err != nil:
 					if isKeychainError(err) {
 						a.u.showError(a.win, err)
 					}

@@ -43,6 +43,12 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 	if !b.passErr.Visible() || !strings.HasPrefix(b.passErr.Text, "Enter a passphrase") {
 		t.Errorf("empty passphrase: %q", b.passErr.Text)
 	}
+	b.pass.SetText("short")
+	b.confirm.SetText("short")
+	b.confirm.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if !strings.Contains(b.passErr.Text, "at least 8 characters") {
+		t.Errorf("a short passphrase: %q", b.passErr.Text)
+	}
 	b.pass.SetText("two words")
 	b.confirm.SetText("two word")
 	b.confirm.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
@@ -74,6 +80,21 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 	if !strings.HasPrefix(a.status.Text, "Exported 2 accounts to ") {
 		t.Errorf("status %q", a.status.Text)
 	}
+	// Over an existing file: the first Export names it, the second replaces it.
+	before, _ := os.ReadFile(path)
+	over := a.showExport()
+	over.path.SetText(path)
+	over.pass.SetText("two words")
+	over.confirm.SetText("two words")
+	test.Tap(over.ok)
+	if after, _ := os.ReadFile(path); !strings.Contains(over.pathErr.Text, "already exists: Export again to replace it") || string(after) != string(before) || over.result != nil {
+		t.Fatalf("an export over a file: %q", over.pathErr.Text)
+	}
+	test.Tap(over.ok)
+	if after, _ := os.ReadFile(path); over.result == nil || string(after) == string(before) {
+		t.Fatalf("the second Export did not replace the file: %q", over.pathErr.Text)
+	}
+	over.result.d.Hide()
 	test.Tap(b.result.disable)
 	if accts := relay.Accounts(); accts[0].Disabled || !accts[1].Disabled {
 		t.Fatalf("after Disable them here: %+v", accts)
@@ -143,8 +164,8 @@ func TestExportRunsOffTheUIThread(t *testing.T) {
 	b := u.accounts.showExport()
 	path := filepath.Join(t.TempDir(), "x.age")
 	b.path.SetText(path)
-	b.pass.SetText("pw")
-	b.confirm.SetText("pw")
+	b.pass.SetText("pw-long-enough")
+	b.confirm.SetText("pw-long-enough")
 	test.Tap(b.ok)
 	if _, err := os.Stat(path); err == nil || len(queued) != 1 || !b.ok.Disabled() {
 		t.Fatalf("the export ran on the UI thread (%d queued)", len(queued))

@@ -159,6 +159,8 @@ func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
 	case !ok || !t.relay.Settings().Notifications.Enabled(n.kind):
 	case e.Kind == proxy.CreditAsk:
 		account := e.Account
+		now := t.now()
+		t.askedAt.Store(&now) // it says every account rests: the tray's notices of that are left out
 		t.actNotify(n.title, n.body, "Redeem a reset credit of "+account, func() { t.redeem(account) })
 	default:
 		t.notes.add(n.title, n.body)

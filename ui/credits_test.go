@@ -69,7 +69,7 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 	}
 	it := trayItem(t, tr, "Redeem a reset credit of team") // the one that expires first
 	it.Action()
-	if got := <-sentc; !strings.Contains(got, "team: the reset credit was not redeemed") {
+	if got := receive(t, sentc, "the notification"); !strings.Contains(got, "team: the reset credit was not redeemed") {
 		t.Fatalf("notification %q", got)
 	}
 
@@ -160,12 +160,12 @@ func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
 	notes := make(chan string, 1)
 	tr.notes.send = func(title, _ string) { notes <- title }
 	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: testNow.Add(time.Hour)})
-	s := <-got
+	s := receive(t, got, "the notification with its action")
 	if s.title != "A banked reset would serve now" || s.label != "Redeem a reset credit of team" {
 		t.Fatalf("notified %q with the action %q", s.title, s.label)
 	}
 	s.act() // the test relay has no account "team": the redemption says why it did not happen
-	if n := <-notes; n != "team: the reset credit was not redeemed" {
+	if n := receive(t, notes, "the notification after the action"); n != "team: the reset credit was not redeemed" {
 		t.Fatalf("after the action: %q", n)
 	}
 }

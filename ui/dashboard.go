@@ -35,6 +35,9 @@ type DashboardOptions struct {
 	Strategy func() string
 	// UseCodexLogin is the first run's one action (import, configure, test request).
 	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
+	// TestRelay sends the first run's test request again, after it failed ("" addr: the
+	// relay is not serving); nil offers no retry.
+	TestRelay func(ctx context.Context) (app.RelayTest, error)
 	// SignIn starts a ChatGPT sign-in; AddKey opens the API-key form.
 	SignIn, AddKey func()
 	// OpenUsage, OpenAccounts and OpenSettings open those windows; nil hides their buttons.

@@ -369,6 +369,9 @@ func TestFormats(t *testing.T) {
 		{count(0), "0"}, {count(999), "999"}, {count(1000), "1,000"}, {count(1234567), "1,234,567"},
 		{age(-1), "never fetched"}, {age(12_400), "under 1 min"}, {age(4*60_000 + 59_000), "4 min"}, {age(3 * 3600_000), "3 h"},
 		{clock(today, testNow), "17:20"}, {clock(far, testNow), "Sun 19:32"},
+		// A rest that ends later in this very minute is over by the next one: never "until" the
+		// minute it is now.
+		{clock(testNow.Add(30*time.Second), testNow), "14:33"}, {clock(testNow.Add(-5*time.Second), testNow), "14:32"},
 		{quotaText(37, today, testNow), "37% · resets 17:20"}, {quotaText(62, far, testNow), "62% · resets Sun 19:32"},
 		{quotaText(80, testNow.Add(-time.Minute), testNow), "80% · reset 14:31"}, {quotaText(5, time.Time{}, testNow), "5%"},
 		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing, CooldownUntil: &cool}, testNow).text, "Resting until 14:36"},

@@ -84,7 +84,7 @@ func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
 	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a reset credit of team", func() { acted <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
-	if a := <-f.actions; len(a) != 2 || a[1] != "Redeem a reset credit of team" {
+	if a := receive(t, f.actions, "the Notify call"); len(a) != 2 || a[1] != "Redeem a reset credit of team" {
 		t.Fatalf("actions %q", a)
 	}
 	emit := func(name string, body ...any) {

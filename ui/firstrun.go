@@ -31,6 +31,7 @@ type firstRunCard struct {
 	// such a bar animates from its first layout on, even hidden.
 	progress *fyne.Container
 	results  *fyne.Container
+	retry    *widget.Button // sends the test request again after it failed
 	done     *widget.Button
 	or       *widget.Label
 	signIn   *widget.Button
@@ -40,8 +41,9 @@ type firstRunCard struct {
 	other *fyne.Container
 
 	running bool
-	// lines are the last run's results.
+	// lines are the last run's results; fr is the last run.
 	lines []resultLine
+	fr    app.FirstRun
 	// closed is called when the user moves on from the results to the dashboard.
 	closed func()
 }
@@ -65,6 +67,8 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 	c.done = widget.NewButtonWithIcon("Show the dashboard", theme.NavigateNextIcon(), c.close)
 	c.done.Importance = widget.HighImportance
 	c.done.Hide()
+	c.retry = widget.NewButtonWithIcon("Send the test request again", theme.ViewRefreshIcon(), c.retest)
+	c.retry.Hide()
 	c.or = widget.NewLabel("")
 	var actions []fyne.CanvasObject
 	if opt.SignIn != nil {
@@ -93,7 +97,7 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 		c.useBox,
 		c.progress,
 		c.results,
-		container.NewHBox(c.done),
+		container.NewHBox(c.retry, c.done),
 		c.other,
 	))
 	return c
@@ -102,6 +106,9 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 // active reports whether the card has something to say although there may be accounts
 // already: a run in progress, or the results of one that added or found an account.
 func (c *firstRunCard) active() bool { return c.running || c.done.Visible() }
+
+// testFailed says whether the last run imported the login but its test request failed.
+func (c *firstRunCard) testFailed() bool { return c.fr.Account.Name != "" && c.fr.TestErr != nil }
 
 // show offers what fits login, the Codex CLI's login as last read. While the one action runs
 // or its results show, the card stays as it is: the login is not read once an account
@@ -171,6 +178,25 @@ func (c *firstRunCard) run() {
 	})
 }
 
+// retest sends the test request again, off the UI thread, after it failed (the relay may
+// have needed a moment, or the account a sign-in).
+func (c *firstRunCard) retest() {
+	if c.running || c.opt.TestRelay == nil {
+		return
+	}
+	c.running = true
+	c.retry.Disable()
+	c.progress.Objects = []fyne.CanvasObject{widget.NewProgressBarInfinite()}
+	c.progress.Refresh()
+	fr := c.fr
+	c.opt.Async(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), firstRunTimeout)
+		defer cancel()
+		fr.Test, fr.TestErr = c.opt.TestRelay(ctx)
+		fyne.Do(func() { c.retry.Enable(); c.finish(fr, nil) })
+	})
+}
+
 // finish shows what each step did.
 func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 	c.running = false
@@ -180,6 +206,7 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 	c.progress.Objects = nil
 	c.progress.Refresh()
 	c.use.Enable()
+	c.fr = fr
 	c.lines = firstRunLines(fr, err)
 	var objs []fyne.CanvasObject
 	for _, l := range c.lines {
@@ -187,6 +214,15 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 	}
 	c.results.Objects = objs
 	c.results.Refresh()
+	retry := err == nil && c.testFailed() && c.opt.TestRelay != nil
+	setVisible(c.retry, retry)
+	// The next step is the one that stands out: the retry while the test failed.
+	c.retry.Importance, c.done.Importance = widget.HighImportance, widget.MediumImportance
+	if !retry {
+		c.done.Importance = widget.HighImportance
+	}
+	c.retry.Refresh()
+	c.done.Refresh()
 	if fr.Account.Name != "" {
 		c.done.Show() // the results stay until the user moves on to the dashboard
 	} else {
@@ -201,7 +237,8 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 
 // close leaves the results for the dashboard.
 func (c *firstRunCard) close() {
-	c.lines = nil
+	c.lines, c.fr = nil, app.FirstRun{}
+	c.retry.Hide()
 	c.results.Objects = nil
 	c.results.Refresh()
 	c.done.Hide()
@@ -261,7 +298,7 @@ func firstRunLines(fr app.FirstRun, err error) []resultLine {
 	out = append(out, configLine(fr.Config))
 	switch {
 	case fr.TestErr != nil:
-		out = append(out, resultLine{toneBad, "The test request failed: " + fr.TestErr.Error()})
+		out = append(out, resultLine{toneBad, "The test request failed: " + fr.TestErr.Error() + "."})
 	case fr.Test.Status == 0:
 		out = append(out, resultLine{toneDim, "No test request: the relay is not serving."})
 	default:

@@ -97,6 +97,36 @@ func TestFirstRunFailureOffersItAgain(t *testing.T) {
 	}
 }
 
+// A test request that failed (the relay had not yet applied the import, an account needed a
+// moment) can be sent again from the card, which then says how it went.
+func TestFirstRunTestRequestCanBeSentAgain(t *testing.T) {
+	home := t.TempDir()
+	codexLogin(t, home, "dev@example.com")
+	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	withFakeFirstRun(u, app.FirstRun{Account: app.AccountMeta{Name: "dev@example.com"}, Imported: app.Added,
+		Config:  app.CodexConfigWrite{Path: "/h/.codex/config.toml", Change: app.ConfigCreated},
+		TestErr: errors.New("the relay has no model to offer: none of its accounts listed one")}, nil)
+	tests := 0
+	u.dash.opt.TestRelay = func(context.Context) (app.RelayTest, error) {
+		tests++
+		return app.RelayTest{Model: "gpt-5-codex", Account: "dev@example.com", Status: 200, Elapsed: time.Second}, nil
+	}
+	tapButton(t, c, "Use your Codex login (dev@example.com) and point Codex at the relay")
+	mustShow(t, c, "The test request failed: the relay has no model to offer: none of its accounts listed one.", "Send the test request again")
+	tapButton(t, c, "Send the test request again")
+	if tests != 1 {
+		t.Fatalf("the test request was sent %d times", tests)
+	}
+	mustShow(t, c, "Imported your Codex login as account “dev@example.com”.", "Test request answered by dev@example.com with model gpt-5-codex in 1.0 s.")
+	for _, s := range texts(c) {
+		if strings.Contains(s, "failed") || s == "Send the test request again" {
+			t.Errorf("%q still shows after the test request passed", s)
+		}
+	}
+}
+
 func TestFirstRunWithoutCodexLogin(t *testing.T) {
 	u, _ := newTestUI(t, nil)
 	u.ShowDashboard()
@@ -136,11 +166,11 @@ func TestFirstRunLines(t *testing.T) {
 		{"test failed", func() app.FirstRun {
 			fr := ok
 			fr.Config.Change = app.ConfigCreated
-			fr.TestErr = errors.New("the test request got HTTP 429: usage limit reached")
+			fr.TestErr = errors.New("the relay answered HTTP 429: usage limit reached")
 			return fr
 		}(), nil, []resultLine{{toneGood, "Your Codex login is already account “me”."},
 			{toneGood, "Created /c/config.toml: Codex sends its requests through the relay."},
-			{toneBad, "The test request failed: the test request got HTTP 429: usage limit reached"}}},
+			{toneBad, "The test request failed: the relay answered HTTP 429: usage limit reached."}}},
 	} {
 		got := firstRunLines(c.fr, c.err)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {

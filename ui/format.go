@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -72,6 +74,10 @@ func span(d time.Duration) string {
 // the same until the moment changes: "14:36" within the next 20 hours, else "Fri 09:00".
 func clock(t, now time.Time) string {
 	t = t.Local()
+	if t.After(now) && t.Truncate(time.Minute).Equal(now.Local().Truncate(time.Minute)) {
+		// Later this very minute: "until 18:14" read at 18:14 looks past; it is over by 18:15.
+		t = t.Truncate(time.Minute).Add(time.Minute)
+	}
 	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
 		return t.Format("15:04")
 	}
@@ -324,4 +330,13 @@ func dollars(usd float64) string {
 	}
 	cents := int64(math.Round(usd * 100))
 	return fmt.Sprintf("$%s.%02d", count(cents/100), cents%100)
+}
+
+// upperFirst is s with its first letter in upper case, to start a sentence with app's words.
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }

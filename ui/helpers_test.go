@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,14 @@ func newTestUI(t *testing.T, env map[string]string) (*UI, *app.App) {
 	for k, v := range env {
 		vars[k] = v
 	}
+	// An existing install with the local key off (a folder without a settings file is a new
+	// install, whose first change turns the key on): tests that want the key turn it on.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"generation": 0, "accounts": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	relay, err := app.Open(app.Options{
-		ConfigDir:    t.TempDir(),
+		ConfigDir:    dir,
 		Getenv:       func(k string) string { return vars[k] },
 		AutostartDir: t.TempDir(),
 		CallbackAddr: "127.0.0.1:0",
@@ -216,4 +223,17 @@ func withFakeFirstRun(u *UI, fr app.FirstRun, err error) (calls *int) {
 		return fr, err
 	}
 	return calls
+}
+
+// receive waits for the next value on ch, failing the test if none comes within 10 s: no test
+// waits without a bound, whatever the machine runs (a relay of the developer's own, a busy bus).
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not come within 10 s", what)
+		panic("unreachable")
+	}
 }

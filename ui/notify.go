@@ -298,3 +298,25 @@ func capacityLeft(snap proxy.Snapshot) (float64, bool) {
 	}
 	return sum / float64(n), true
 }
+
+// askCovers is how long the relay's ask (a banked reset would serve now, with its Redeem
+// action) stands for the pool's state: it says that every account rests and when the pool is
+// back, so the notices of the same state within it would only repeat it without the action.
+const askCovers = 10 * time.Minute
+
+// actionable keeps, of the notices one snapshot calls for, those that say something the user
+// can act on and no other notice says: one event (every account resting) is one notification.
+// Every account resting implies that the five-hour capacity is low, so the low-capacity notice
+// goes; and while a recent ask (asked) says it with its Redeem action, both pool notices go.
+func actionable(out []notice, asked bool) []notice {
+	resting := slices.ContainsFunc(out, func(n notice) bool { return n.kind == app.NotifyAllResting })
+	return slices.DeleteFunc(out, func(n notice) bool {
+		switch n.kind {
+		case app.NotifyLowCapacity:
+			return resting || asked
+		case app.NotifyAllResting:
+			return asked
+		}
+		return false
+	})
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -410,5 +411,62 @@ func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
 			t.Fatalf("sent %q, want %q in that order", got(), want)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// One event is one notification: every account resting leaves out the low-capacity notice it
+// implies, and the relay's ask (which says it, with the Redeem action) leaves out both.
+func TestOneEventIsOneActionableNotification(t *testing.T) {
+	resting := notice{app.NotifyAllResting, "Every account is resting", ""}
+	low := notice{app.NotifyLowCapacity, "Five-hour capacity is running low", ""}
+	limit := notice{app.NotifyLimit, "team reached its limit", ""}
+	for _, c := range []struct {
+		in    []notice
+		asked bool
+		want  []string
+	}{
+		{[]notice{resting, low}, false, []string{app.NotifyAllResting}},
+		{[]notice{low}, false, []string{app.NotifyLowCapacity}},
+		{[]notice{limit, resting, low}, true, []string{app.NotifyLimit}},
+	} {
+		if got := kinds(actionable(slices.Clone(c.in), c.asked)); !slices.Equal(got, c.want) {
+			t.Errorf("%v (asked %v): %v, want %v", kinds(c.in), c.asked, got, c.want)
+		}
+	}
+
+	// In the tray: the ask comes as a request finds every account resting, and the tick after
+	// it sends nothing more about the pool.
+	tr, _, _, _ := newTestTray(t, nil)
+	var mu sync.Mutex
+	var sent []string
+	tr.notes.send = func(title, _ string) { mu.Lock(); sent = append(sent, title); mu.Unlock() }
+	var asks []string
+	tr.actNotify = func(title, _, _ string, _ func()) { asks = append(asks, title) }
+	src := sample()
+	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 90
+	tr.src, tr.now = src, func() time.Time { return testNow }
+	tr.refresh()
+	src.Snapshot.Accounts[0].State = proxy.StateCooldown
+	src.Snapshot.Accounts[0].CooldownReason = proxy.CooldownRateLimit
+	back := testNow.Add(time.Hour)
+	src.Snapshot.Accounts[0].CooldownUntil = &back
+	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
+	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: back})
+	tr.refresh()
+	for range 500 {
+		tr.notes.mu.Lock()
+		idle := !tr.notes.sending
+		tr.notes.mu.Unlock()
+		if idle {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asks) != 1 || slices.ContainsFunc(sent, func(s string) bool {
+		return strings.Contains(s, "Every account") || strings.Contains(s, "capacity")
+	}) {
+		t.Fatalf("asks %q, then sent %q", asks, sent)
 	}
 }

@@ -117,6 +117,7 @@ func (s *settingsWindow) open() {
 func (s *settingsWindow) build() fyne.CanvasObject {
 	// Proxy: the port (restarts the listener) and the routing strategy.
 	s.port = widget.NewEntry()
+	passScroll(s.port)
 	s.port.OnSubmitted = func(string) { s.applyPort() }
 	s.portApply = widget.NewButton("Apply", s.applyPort)
 	s.portMsg = errorLabel()
@@ -164,6 +165,7 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 	// Security and system.
 	s.localKey = widget.NewCheck("Require a local API key from clients", nil)
 	s.keyShown = widget.NewEntry()
+	passScroll(s.keyShown)
 	s.keyShown.TextStyle.Monospace = true
 	s.keyShown.Disable()
 	copyKey := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { s.u.copyText(s.keyShown.Text) })
@@ -225,6 +227,14 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 	return container.NewVScroll(container.NewPadded(content))
 }
 
+// passScroll makes a one-line field leave the mouse wheel to the window: a field scrolls its own
+// text by default, and so took the wheel wherever the pointer was over one (the fields span the
+// window's width). Its values are short (a port, a number, the local key), shown whole.
+func passScroll(e *widget.Entry) {
+	e.Wrapping = fyne.TextWrapOff
+	e.Scroll = fyne.ScrollNone
+}
+
 // unitField is an entry with its unit after it ("min", "s", "%").
 func unitField(e fyne.CanvasObject, unit string) fyne.CanvasObject {
 	return container.NewBorder(nil, nil, nil, widget.NewLabel(unit), e)
@@ -242,6 +252,7 @@ type numberEntry struct {
 
 func newNumberEntry() *numberEntry {
 	e := &numberEntry{}
+	passScroll(&e.Entry)
 	e.ExtendBaseWidget(e)
 	e.OnSubmitted = func(string) { e.done() }
 	return e

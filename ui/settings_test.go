@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -381,5 +382,27 @@ func TestSettingsPoolFieldsComeFromTheTable(t *testing.T) {
 	s.credits.SetSelected(proxy.ResetCreditsAuto)
 	if got := relay.Settings().ResetCredits; got != proxy.ResetCreditsAuto {
 		t.Errorf("reset-credits saved as %q", got)
+	}
+}
+
+// The Settings window scrolls with the pointer over a field, as over a label: the fields span
+// the window's width, and a field that took the wheel for itself left most of the window
+// unscrollable.
+func TestSettingsScrollsOverAField(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	u.showSettings()
+	s := u.settings
+	s.win.Resize(fyne.NewSize(680, 400))
+	scroll, ok := s.win.Content().(*container.Scroll)
+	if !ok {
+		t.Fatalf("the window's content is a %T, not a scroll container", s.win.Content())
+	}
+	for _, field := range []fyne.CanvasObject{s.strategy, s.port, s.staleMax} { // the strategy's Select: a control
+		scroll.ScrollToTop()
+		pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(field).Add(fyne.NewPos(10, 10))
+		test.Scroll(s.win.Canvas(), pos, 0, -60)
+		if scroll.Offset.Y == 0 {
+			t.Errorf("a wheel over the %T at %v did not scroll the window", field, pos)
+		}
 	}
 }

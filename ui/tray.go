@@ -76,6 +76,8 @@ func trayState(snap proxy.Snapshot, st app.ServiceStatus) (state, string) {
 		return stateStopped, "Stopped: " + st.Err.Error()
 	case !st.Running:
 		return stateStopped, "Not running"
+	case st.Refusing != "":
+		return stateStopped, "Refusing every client: the local key cannot be read"
 	}
 	where := "Listening on http://" + st.Addr + "/v1"
 	var enabled, ready int

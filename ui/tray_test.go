@@ -47,6 +47,8 @@ func TestTrayState(t *testing.T) {
 		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, stateStopped, "Stopped: " + taken.Error()},
 		{"stopped: not started", snap("ready"), app.ServiceStatus{}, stateStopped, "Not running"},
 		{"paused", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, statePaused, "Paused"},
+		{"stopped: the local key cannot be read", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true, Refusing: "the local API key is on but cannot be read"},
+			stateStopped, "Refusing every client: the local key cannot be read"},
 	} {
 		s, label := trayState(c.snap, c.svc)
 		if s != c.state || label != c.label {
@@ -214,7 +216,7 @@ func TestTrayQuitNeverTouchesTheTrayAfterwards(t *testing.T) {
 	done := make(chan struct{})
 	tr.exit = func() { tray.end(); close(done) } // from here on, a touch panics
 	tr.quit()
-	<-done
+	receive(t, done, "the tray's exit")
 	for range 100 {
 		tr.refresh()
 	}
@@ -342,13 +344,14 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	if !slices.Equal(*opened, []string{"accounts"}) {
 		t.Errorf("an account's line asked for %q", *opened)
 	}
-	// A failing account rests; a disabled one says so.
+	// A failing account rests (over by 14:33: never "until" the minute it is); a disabled one
+	// says so.
 	until := testNow.Add(30 * time.Second)
 	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].CooldownUntil = proxy.CooldownFailing, &until
 	src.Snapshot.Accounts[2].State = proxy.StateDisabled
 	tr.refresh()
 	items = tr.Menu()
-	if items[4].Label != "team · resting until 14:32 · served last" || items[5].Label != "api · disabled" ||
+	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
 		items[5].Icon != dotIcons[toneDim] {
 		t.Errorf("lines %q", labels(items[3:6]))
 	}

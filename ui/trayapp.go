@@ -3,7 +3,9 @@ package ui
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -47,6 +49,8 @@ type TrayApp struct {
 	async func(func())
 
 	poke chan struct{}
+
+	askedAt atomic.Pointer[time.Time] // when the relay's last ask (redeem?) was shown
 
 	mu       sync.Mutex // one apply at a time; guards what follows
 	last     view
@@ -119,10 +123,14 @@ func (t *TrayApp) apply(v view) {
 	if t.fixed != nil {
 		return
 	}
-	for _, n := range t.notifier.next(v.snap, t.now(), v.notify.Threshold()) {
-		if v.notify.Enabled(n.kind) {
-			t.notes.add(n.title, n.body)
-		}
+	now := t.now()
+	asked := false
+	if at := t.askedAt.Load(); at != nil && now.Sub(*at) < askCovers {
+		asked = true
+	}
+	due := slices.DeleteFunc(t.notifier.next(v.snap, now, v.notify.Threshold()), func(n notice) bool { return !v.notify.Enabled(n.kind) })
+	for _, n := range actionable(due, asked) {
+		t.notes.add(n.title, n.body)
 	}
 }
 

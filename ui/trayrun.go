@@ -84,9 +84,9 @@ func RunTray(relay *app.App, log *slog.Logger, inst *app.Instance, exe string) {
 		if err := relay.LoadWarning; err != nil {
 			t.notes.add("Codex Relay: the settings file was corrupt", err.Error())
 		}
-		// First run, a port taken, a corrupt file or no tray icon: say so in a window, even
-		// where the tray is hard to find.
-		if !hostOK || len(relay.Accounts()) == 0 || !t.status().Running || relay.LoadWarning != nil {
+		// First run, a port taken, a corrupt file, a local key that cannot be read or no tray
+		// icon: say so in a window, even where the tray is hard to find.
+		if !hostOK || len(relay.Accounts()) == 0 || !t.status().Running || relay.LoadWarning != nil || relay.LocalKeyError() != nil {
 			t.open("dashboard")
 		}
 	}, func() {

@@ -103,6 +103,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
+		TestRelay:      u.testRelay,
 		SignIn:         func() { u.showAccounts(); u.accounts.signIn("") },
 		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
 		OpenAccounts:   u.showAccounts,
@@ -157,6 +158,15 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 	return u.relay.UseCodexLogin(ctx, addr)
 }
 
+// testRelay sends the first run's test request again to the relay where it listens now.
+func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
+	st := u.status()
+	if !st.Running {
+		return app.RelayTest{}, nil
+	}
+	return u.relay.TestRelay(ctx, st.Addr)
+}
+
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
 func (u *UI) poll(ctx context.Context) {
 	everySecond(ctx, u.poke, func() {
@@ -195,6 +205,8 @@ func (u *UI) fetch(readLedger bool) view {
 	}
 	if err := u.relay.ReloadError(); err != nil {
 		v.notice = "The settings file cannot be followed, so the last good settings stay in force: " + err.Error()
+	} else if v.svc.Refusing != "" {
+		v.notice = upperFirst(v.svc.Refusing) + "."
 	} else if v.svc.Warning != "" {
 		v.notice = "Listen address: " + v.svc.Warning
 	}

@@ -53,10 +53,12 @@ type statusJSON struct {
 	Paused  bool   `json:"paused"`
 	Error   string `json:"error,omitempty"`
 	Warning string `json:"warning,omitempty"`
+	// Refusing is app.ServiceStatus.Refusing.
+	Refusing string `json:"refusing,omitempty"`
 }
 
 func statusToJSON(s app.ServiceStatus) statusJSON {
-	j := statusJSON{Addr: s.Addr, Running: s.Running, Paused: s.Paused, Warning: s.Warning}
+	j := statusJSON{Addr: s.Addr, Running: s.Running, Paused: s.Paused, Warning: s.Warning, Refusing: s.Refusing}
 	if s.Err != nil {
 		j.Error = s.Err.Error()
 	}
@@ -64,7 +66,7 @@ func statusToJSON(s app.ServiceStatus) statusJSON {
 }
 
 func (j statusJSON) status() app.ServiceStatus {
-	s := app.ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning}
+	s := app.ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
 	if j.Error != "" {
 		s.Err = errors.New(j.Error)
 	}

@@ -18,6 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -94,26 +96,31 @@ var accountsCommand = &command{
 		},
 		{
 			name: "redeem", args: "NAME", minArgs: 1, maxArgs: 1,
-			usage:   []string{"NAME [--json]"},
+			usage:   []string{"NAME [--force] [--json]"},
 			summary: "spend one of a ChatGPT account's banked resets (the one that expires first)",
-			details: `The running relay redeems it (one redemption at a time per account); without one, this
-command does. A redemption whose answer was lost is tried again under the same request id, so one
-intent never spends two credits.`,
+			details: fmt.Sprintf(`It redeems only where a reset helps: the account rests at its limit, or a window is %.0f%% used
+(a redemption also restarts the weekly window from that moment); --force redeems anyway. The running
+relay redeems it (one redemption at a time per account); without one, this command does. A
+redemption whose answer was lost is tried again under the same request id, so one intent never
+spends two credits. The windows are read again afterwards, and it says when nothing was reset.`, app.RedeemWorthAt),
 			flags: func(fs *flag.FlagSet) runFunc {
 				asJSON := fs.Bool("json", false, "print the result as JSON")
-				return func(c *CLI, args []string) error { return c.redeem(args[0], *asJSON) }
+				force := fs.Bool("force", false, "redeem even where the account's windows are far from their limit")
+				return func(c *CLI, args []string) error { return c.redeem(args[0], *asJSON, *force) }
 			},
 		},
 		{
 			name: "export", args: "FILE", minArgs: 1, maxArgs: 1,
-			usage:   []string{"FILE [--disable-chatgpt]"},
+			usage:   []string{"FILE [--disable-chatgpt] [--force]"},
 			summary: "write every account, its settings and its secret to FILE, encrypted with a passphrase read from stdin",
-			details: `FILE is an age file (scrypt passphrase recipient), mode 0600; no secret is ever written in clear.
+			details: fmt.Sprintf(`FILE is an age file (scrypt passphrase recipient), mode 0600; no secret is ever written in clear.
+The passphrase needs at least %d characters; an existing FILE is replaced only with --force.
 ChatGPT refresh tokens are single-use: once the other machine uses the file, only one of the two
-may refresh each sign-in. --disable-chatgpt disables those accounts here after the export.`,
+may refresh each sign-in. --disable-chatgpt disables those accounts here after the export.`, app.MinPassphraseLength),
 			flags: func(fs *flag.FlagSet) runFunc {
 				disable := fs.Bool("disable-chatgpt", false, "disable the exported ChatGPT accounts here")
-				return func(c *CLI, args []string) error { return c.export(args[0], *disable) }
+				force := fs.Bool("force", false, "replace FILE if it exists")
+				return func(c *CLI, args []string) error { return c.export(args[0], *disable, *force) }
 			},
 		},
 		{
@@ -212,8 +219,8 @@ func (c *CLI) signIn(name, baseURL string, device bool) error {
 // readKey reads an API key from stdin: the first line, trimmed. usage is the command line
 // the advice for an empty stdin shows after the pipe ("accounts add ...").
 func (c *CLI) readKey(usage string) (string, error) {
-	next, _ := c.stdinLines("the API key", "API key (input is read from stdin; pipe it to avoid the terminal): ")
-	line, err := next()
+	next, _ := c.stdinLines("the API key")
+	line, err := next("API key (not shown as you type): ")
 	if err != nil {
 		return "", err
 	}
@@ -364,6 +371,10 @@ type accountRow struct {
 
 // printAccounts prints the accounts with their live state, as a table or as JSON.
 func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
+	if a.LoadWarning != nil {
+		// Its accounts are not known: an empty list (or "no accounts yet") would say otherwise.
+		return fmt.Errorf("the accounts cannot be listed: %s cannot be read (see the warning above)", a.SettingsPath())
+	}
 	stats, live := liveStats(a)
 	rows := accountRows(a, stats)
 	if asJSON {
@@ -426,23 +437,18 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 	return rows
 }
 
-// liveStats asks a Codex Relay running on the configured address for its account states;
-// without one, it reads the ChatGPT quotas itself.
+// liveStats asks the Codex Relay running for this settings folder for its account states (a
+// signed request: see app.RelayClient); without one, or when what answers is not it, it reads
+// the ChatGPT quotas itself.
 func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
-	addr := a.ListenAddr()
-	if info := app.RunningInstance(a.ConfigDir()); info != nil && info.Listen != "" {
-		addr = info.Listen
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/relay/stats", nil)
-	if key, _ := a.LocalKey(); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	client := &http.Client{Timeout: time.Second}
-	if resp, err := client.Do(req); err == nil {
-		defer resp.Body.Close()
-		var snap proxy.Snapshot
-		if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
-			return snap.Accounts, true
+	if rc, err := a.Relay(time.Second); rc != nil && err == nil {
+		req, _ := http.NewRequest(http.MethodGet, rc.URL("/relay/stats"), nil)
+		if resp, err := rc.Do(req); err == nil {
+			defer resp.Body.Close()
+			var snap proxy.Snapshot
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
+				return snap.Accounts, true
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -463,10 +469,23 @@ func resets(rc *proxy.ResetCredits) string {
 }
 
 // redeem is `accounts redeem NAME`.
-func (c *CLI) redeem(name string, asJSON bool) error {
+func (c *CLI) redeem(name string, asJSON, force bool) error {
 	a, err := c.open()
 	if err != nil {
 		return err
+	}
+	var before *proxy.Quota
+	if m, ok := accountNamed(a, name); ok && m.Kind == string(proxy.KindChatGPT) {
+		stats, _ := liveStats(a)
+		for _, st := range stats {
+			if st.Name != name {
+				continue
+			}
+			before = st.Quota
+			if helps, why := app.RedeemHelps(st); !helps && !force {
+				return fmt.Errorf("not redeemed: a banked reset of %q would give back little now: %s (a redemption also restarts the weekly window); --force redeems anyway", name, why)
+			}
+		}
 	}
 	res, err := a.RedeemCredit(name)
 	switch {
@@ -482,37 +501,73 @@ func (c *CLI) redeem(name string, asJSON bool) error {
 	}
 	fmt.Fprintf(c.Stdout, "Redeemed a banked reset of account %q (%s): %d %s reset.\n", name, res.Code, res.WindowsReset,
 		plural(res.WindowsReset, "window", "windows"))
+	if q := res.Quota; q != nil {
+		fmt.Fprintf(c.Stdout, "Read again: the five-hour window is %.0f%% used, the weekly one %.0f%%.\n", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
+	}
+	if nothingReset(res, before) {
+		fmt.Fprintln(c.Stdout, "Nothing was reset: the backend took the credit, but the windows are as they were (this has happened upstream; the credit may come back, or ask OpenAI's support).")
+	}
 	if rc := res.Remaining; rc != nil {
 		fmt.Fprintf(c.Stdout, "%d %s left.\n", rc.Available, plural(rc.Available, "banked reset", "banked resets"))
 	}
 	return nil
 }
 
-// stdinLines reads stdin a line at a time (64 KiB in all at most), each without its line end;
-// what names the input in an error. At a terminal it shows prompt first, and says so.
-func (c *CLI) stdinLines(what, prompt string) (next func() (string, error), terminal bool) {
-	if f, ok := c.Stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			terminal = true
-			fmt.Fprint(c.Stderr, prompt)
+// nothingReset says whether a redemption reset nothing: the backend says no window was reset,
+// or the windows read again are not lower than before it.
+func nothingReset(res proxy.RedeemResult, before *proxy.Quota) bool {
+	if res.WindowsReset == 0 {
+		return true
+	}
+	after := res.Quota
+	return before != nil && after != nil && after.PrimaryUsedPercent >= before.PrimaryUsedPercent &&
+		after.SecondaryUsedPercent >= before.SecondaryUsedPercent && before.PrimaryUsedPercent+before.SecondaryUsedPercent > 0
+}
+
+// accountNamed is the account called name, if there is one.
+func accountNamed(a *app.App, name string) (app.AccountMeta, bool) {
+	for _, m := range a.Accounts() {
+		if m.Name == name {
+			return m, true
 		}
 	}
+	return app.AccountMeta{}, false
+}
+
+// stdinLines reads stdin a line at a time (64 KiB in all at most), each without its line end;
+// what names the input in an error. At a terminal, next shows its prompt first and reads the
+// line without echoing it (a secret never shows on the screen, as in the windows' masked fields).
+func (c *CLI) stdinLines(what string) (next func(prompt string) (string, error), terminal bool) {
+	if f, ok := c.Stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return func(prompt string) (string, error) {
+			fmt.Fprint(c.Stderr, prompt)
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(c.Stderr) // the line end typed was not echoed either
+			if err != nil {
+				return "", fmt.Errorf("cannot read %s from the terminal: %w", what, err)
+			}
+			if len(b) > 64<<10 {
+				return "", fmt.Errorf("%s is longer than 64 KiB", what)
+			}
+			return strings.TrimRight(string(b), "\r\n"), nil
+		}, true
+	}
 	r := bufio.NewReader(io.LimitReader(c.Stdin, 64<<10))
-	return func() (string, error) {
+	return func(string) (string, error) {
 		s, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", fmt.Errorf("cannot read %s from stdin: %w", what, err)
 		}
 		return strings.TrimRight(s, "\r\n"), nil
-	}, terminal
+	}, false
 }
 
 // readPassphrase reads a backup's passphrase from stdin: the first line, without its line end.
 // Typed at a terminal, it is asked for twice when confirm is set (an export: a typo would make a
 // file nobody can open).
 func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
-	next, terminal := c.stdinLines("the passphrase", "Passphrase (it shows as you type; pipe it to keep it off the screen): ")
-	p, err := next()
+	next, terminal := c.stdinLines("the passphrase")
+	p, err := next("Passphrase (not shown as you type): ")
 	if err != nil {
 		return "", err
 	}
@@ -520,8 +575,7 @@ func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
 		return "", fmt.Errorf("no passphrase on stdin: pipe it in, e.g. `printf '%%s\\n' \"$PASSPHRASE\" | codexrelay %s`", command)
 	}
 	if terminal && confirm {
-		fmt.Fprint(c.Stderr, "The same passphrase again: ")
-		again, err := next()
+		again, err := next("The same passphrase again: ")
 		if err != nil {
 			return "", err
 		}
@@ -532,17 +586,23 @@ func (c *CLI) readPassphrase(command string, confirm bool) (string, error) {
 	return p, nil
 }
 
-// export is `accounts export FILE`.
-func (c *CLI) export(path string, disable bool) error {
+// export is `accounts export FILE`. Where it would write is checked before the passphrase is
+// asked for.
+func (c *CLI) export(path string, disable, force bool) error {
 	a, err := c.open()
 	if err != nil {
+		return err
+	}
+	if err := app.CheckExportTarget(path, force); errors.Is(err, app.ErrExportExists) {
+		return fmt.Errorf("%s already exists: add --force to replace it, or choose another name", path)
+	} else if err != nil {
 		return err
 	}
 	pass, err := c.readPassphrase("accounts export "+path, true)
 	if err != nil {
 		return err
 	}
-	res, err := a.ExportAccountsFile(path, pass)
+	res, err := a.ExportAccountsFile(path, pass, force)
 	if err != nil {
 		return err
 	}

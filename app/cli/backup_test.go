@@ -36,6 +36,26 @@ func TestExportAndImportThroughTheCommandLine(t *testing.T) {
 	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 || strings.Contains(string(b), "secret") {
 		t.Fatalf("the export is mode %v or holds a secret in clear", st.Mode())
 	}
+	// An existing file is replaced only with --force, and a missing folder is found, both
+	// before the passphrase is read (stdin is empty here); a short passphrase is refused.
+	code, _, errs = runCLI(t, from, "", "accounts", "export", file)
+	if code != 1 || !strings.Contains(errs, "already exists: add --force") {
+		t.Fatalf("export over a file: %d %q", code, errs)
+	}
+	if again, _ := os.ReadFile(file); string(again) != string(b) {
+		t.Fatal("the refused export replaced the file")
+	}
+	code, _, errs = runCLI(t, from, "", "accounts", "export", filepath.Join(t.TempDir(), "gone", "x.age"))
+	if code != 1 || !strings.Contains(errs, "does not exist") || strings.Contains(errs, ".tmp") || strings.Contains(errs, "passphrase") {
+		t.Fatalf("export to a missing folder: %d %q", code, errs)
+	}
+	code, _, errs = runCLI(t, from, "x\n", "accounts", "export", "--force", file)
+	if code != 1 || !strings.Contains(errs, "too short") {
+		t.Fatalf("a one-character passphrase: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, from, "correct horse\n", "accounts", "export", "--force", file); code != 0 {
+		t.Fatalf("export --force: %s", errs)
+	}
 	code, out, errs = runCLI(t, to, "wrong horse\n", "accounts", "import", file)
 	if code != 1 || out != "" || !strings.Contains(errs, "nothing was imported") {
 		t.Fatalf("wrong passphrase: %d %q %q", code, out, errs)

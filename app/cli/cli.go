@@ -23,6 +23,11 @@ type CLI struct {
 	Options        app.Options // passed to app.Open
 	// Signals, when set, replaces SIGINT/SIGTERM for `serve` (tests).
 	Signals <-chan os.Signal
+
+	// opened is the app the command opened (nil: none); toldNewKey says that the command
+	// itself said a new install turned the local key on.
+	opened     *app.App
+	toldNewKey bool
 }
 
 // A command is one entry of the command table: a command such as `serve`, a group such as
@@ -121,6 +126,7 @@ func (c *CLI) Run(args []string) int {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	err := c.dispatch(args)
+	c.tellNewKey()
 	if err == nil {
 		return 0
 	}
@@ -361,6 +367,21 @@ func isNegativeNumber(arg string) bool {
 // belongs to, with a suggestion for a mistyped flag.
 func flagUsageError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
+	// The flag package names flags with one dash; the usage lines, the help and the rest of
+	// the messages use two ("flag needs an argument: -listen" -> "--listen needs an argument").
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = "--" + name + " needs an argument"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, " for flag -"); i >= 0 {
+			msg = "invalid value " + rest[:i] + " for --" + rest[i+len(" for flag -"):]
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		if i := strings.Index(rest, " for -"); i >= 0 {
+			msg = "invalid boolean value " + rest[:i] + " for --" + rest[i+len(" for -"):]
+		}
+	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		msg = "unknown flag --" + name
 		var names []string
@@ -494,7 +515,28 @@ func (c *CLI) open() (*app.App, error) {
 	if a.LoadWarning != nil {
 		fmt.Fprintf(c.Stderr, "warning: %v\n", a.LoadWarning)
 	}
+	c.opened = a
 	return a, nil
+}
+
+// newKeyNote is what a command that created the settings file says of the local key it
+// turned on (whichever command creates the file does).
+const newKeyNote = "This is a new install, so the relay's local API key is on: clients must send it (`codexrelay local-key show`); `codexrelay codex-config --write` gives it to Codex."
+
+// tellNewKey says, once, that the command created the settings file and turned the local key
+// on with it, or that it could not.
+func (c *CLI) tellNewKey() {
+	if c.opened == nil || c.toldNewKey {
+		return
+	}
+	made, err := c.opened.NewInstallKey()
+	switch {
+	case made:
+		fmt.Fprintln(c.Stderr, newKeyNote)
+	case err != nil:
+		fmt.Fprintf(c.Stderr, "warning: this is a new install, but the local API key could not be turned on (%v): any local user can use the relay until `codexrelay local-key on` succeeds.\n", err)
+	}
+	c.toldNewKey = true
 }
 
 // configDir is the settings folder this CLI works on.
@@ -522,11 +564,11 @@ func (c *CLI) change(do func(a *app.App) (string, error)) error {
 }
 
 // applied says whether a running Codex Relay follows the change just written: it waits up to
-// two seconds for the relay to report the settings generation on /health.
+// two seconds for the relay to report the settings generation on /health (signed: a program
+// that is not the relay cannot claim it applied anything).
 func (c *CLI) applied(a *app.App) {
 	gen := a.Settings().Generation
 	start := time.Now()
-	client := &http.Client{Timeout: 500 * time.Millisecond}
 	for {
 		info := app.RunningInstance(a.ConfigDir())
 		switch {
@@ -537,12 +579,24 @@ func (c *CLI) applied(a *app.App) {
 			fmt.Fprintf(c.Stdout, "Codex Relay is running (%s); it follows the settings file and serves with this when it serves again.\n", info)
 			return
 		}
-		if got, listen, err := healthOf(client, info.Listen); err == nil && got >= gen {
-			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
-			if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
-				fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
-			}
+		rc, err := a.Relay(500 * time.Millisecond)
+		if err != nil {
+			fmt.Fprintf(c.Stdout, "Codex Relay is running, but whether it applied this is not known: %v.\n", err)
 			return
+		}
+		if rc != nil { // nil: it stopped serving meanwhile; look again
+			got, listen, err := healthOf(rc)
+			if errors.Is(err, app.ErrNotTheRelay) {
+				fmt.Fprintf(c.Stdout, "Codex Relay is running (%s), but %v.\n", info, err)
+				return
+			}
+			if err == nil && got >= gen {
+				fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
+				if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
+					fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
+				}
+				return
+			}
 		}
 		if time.Since(start) > 2*time.Second {
 			fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) has not applied it within 2 s; see its log.\n", info)
@@ -552,9 +606,10 @@ func (c *CLI) applied(a *app.App) {
 	}
 }
 
-// healthOf reads the settings generation and the listen address a relay reports.
-func healthOf(client *http.Client, addr string) (uint64, string, error) {
-	resp, err := client.Get("http://" + addr + "/health")
+// healthOf reads the settings generation and the listen address the relay reports.
+func healthOf(rc *app.RelayClient) (uint64, string, error) {
+	req, _ := http.NewRequest(http.MethodGet, rc.URL("/health"), nil)
+	resp, err := rc.Do(req)
 	if err != nil {
 		return 0, "", err
 	}

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,7 +137,9 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 		{[]string{"bench", "proxi"}, `did you mean "proxy"`},
 		{[]string{"accounts", "list", "--jsn"}, "accounts list: unknown flag --jsn (did you mean --json?)"},
 		{[]string{"serve", "--bogus"}, "serve: unknown flag --bogus"},
-		{[]string{"bench", "proxy", "--idle-wait", "soon"}, "bench proxy: invalid value"},
+		{[]string{"bench", "proxy", "--idle-wait", "soon"}, `bench proxy: invalid value "soon" for --idle-wait`},
+		{[]string{"serve", "--listen"}, "serve: --listen needs an argument"},
+		{[]string{"accounts", "list", "--json=maybe"}, `invalid boolean value "maybe" for --json`},
 		{[]string{"--verbose"}, "unknown flag --verbose"},
 		{[]string{"accounts"}, "accounts needs a sub-command: list, add,"},
 		{[]string{"accounts", "rename", "a"}, "accounts rename needs OLD NEW; run 'codexrelay accounts rename -h' for usage"},
@@ -207,6 +211,19 @@ func TestAppErrorsGetCommandLineAdvice(t *testing.T) {
 	} {
 		if got := cliAdvice(err); got != want {
 			t.Errorf("%v: advice %q, want %q", err, got, want)
+		}
+	}
+}
+
+// accounts list on a settings file that cannot be read says so and fails: "no accounts yet"
+// (or an empty JSON list) would tell a script that there are none.
+func TestAccountsListOnARefusedSettingsFile(t *testing.T) {
+	opt := testOptions(t)
+	os.WriteFile(filepath.Join(opt.ConfigDir, "settings.json"), []byte(`{"accounts": [ {"name": "half`), 0o600)
+	for _, args := range [][]string{{"accounts", "list"}, {"accounts", "list", "--json"}} {
+		code, out, errs := runCLI(t, opt, "", args...)
+		if code != 1 || out != "" || !strings.Contains(errs, "cannot be listed") || strings.Count(errs, "corrupt") != 1 {
+			t.Errorf("%v: %d %q %q", args, code, out, errs)
 		}
 	}
 }

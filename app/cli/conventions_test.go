@@ -226,7 +226,7 @@ func TestSettingsSetListenPointsCodexAtTheNewPort(t *testing.T) {
 	}
 	first := free()
 	code, out, _ := runCLI(t, opt, "", "settings", "set", "listen", first)
-	if code != 0 || !strings.Contains(out, "`codexrelay codex-config --write` points it at the new address") {
+	if code != 0 || !strings.Contains(out, "`codexrelay codex-config --write` points it at the relay with the new address") {
 		t.Fatalf("without a Codex configuration: %d %q", code, out)
 	}
 	if code, _, errs := runCLI(t, opt, "", "codex-config", "--write"); code != 0 {

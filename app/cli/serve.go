@@ -52,10 +52,12 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	if err := a.CheckListen(svc.Addr(), allowRemote); err != nil {
 		return err
 	}
-	if made, err := a.LocalKeyForNewInstall(); err != nil {
-		a.Log().Warn(err.Error())
-	} else if made {
-		fmt.Fprintln(c.Stderr, "This is a new install, so the relay's local API key is on: clients must send it (`codexrelay local-key show`); `codexrelay codex-config --write` gives it to Codex.")
+	if _, err := a.LocalKeyForNewInstall(); err != nil && !errors.Is(err, app.ErrLocalKeyUnreadable) {
+		return err
+	}
+	c.tellNewKey() // before serving: clients need the key from now on
+	if err := a.LocalKeyError(); err != nil {
+		fmt.Fprintf(c.Stderr, "warning: %v\n", err)
 	}
 	if err := svc.Start(); err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {

@@ -84,31 +84,40 @@ func (c *CLI) setSetting(args []string) error {
 	if err := set(a); err != nil {
 		return fmt.Errorf("%w; %s was not changed", err, key)
 	}
-	fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
-	if st.Name == app.SettingLocalAPIKey && a.Settings().LocalAPIKey && !old.LocalAPIKey {
-		fmt.Fprintln(c.Stdout, "Clients must send the new local key: `codexrelay local-key show` prints it, `codexrelay codex-config --write` gives it to Codex.")
+	now := a.Settings()
+	switch newKey := now.LocalAPIKey && now.LocalKeyID != old.LocalKeyID; {
+	case st.Name == app.SettingLocalAPIKey && now.LocalAPIKey && !newKey:
+		fmt.Fprintf(c.Stdout, "%s is already %s; the local key is unchanged (`codexrelay local-key on` makes a new one).\n", key, val)
+	default:
+		fmt.Fprintf(c.Stdout, "Set %s to %s.\n", key, val)
 	}
 	c.applied(a)
-	if st.Name == app.SettingListen && a.ListenAddr() != cmp.Or(old.Listen, app.DefaultListen) {
-		c.codexAfterMove(a)
+	switch {
+	case st.Name == app.SettingListen && a.ListenAddr() != cmp.Or(old.Listen, app.DefaultListen):
+		c.codexFollows(a, "the new address", "Codex now points at "+a.ListenAddr())
+	case st.Name == app.SettingLocalAPIKey && now.LocalAPIKey && now.LocalKeyID != old.LocalKeyID:
+		fmt.Fprintln(c.Stdout, "Clients must send the new local key: `codexrelay local-key show` prints it.")
+		c.codexFollows(a, "the new local key", "Codex now sends the new local key")
 	}
 	return nil
 }
 
-// codexAfterMove points Codex at the relay's new address: it rewrites the Codex configuration
-// if it pointed at the relay (the block Codex Relay wrote), else says how.
-func (c *CLI) codexAfterMove(a *app.App) {
+// codexFollows gives Codex what changed (the relay's new address, a new local key): it
+// rewrites the Codex configuration if Codex selects the relay's block (the one Codex Relay
+// wrote), else says how; what is "the new address" or "the new local key", done the sentence
+// that says it was given.
+func (c *CLI) codexFollows(a *app.App, what, done string) {
 	if !a.CodexConfigured().SelectsRelay {
-		fmt.Fprintln(c.Stdout, "Codex does not point at the relay yet: `codexrelay codex-config --write` points it at the new address.")
+		fmt.Fprintf(c.Stdout, "Codex does not use the relay yet: `codexrelay codex-config --write` points it at the relay with %s.\n", what)
 		return
 	}
 	w, err := a.WriteCodexConfig("")
 	if err != nil {
-		fmt.Fprintf(c.Stdout, "Codex still points at the old address, and its configuration could not be updated: %v. Run `codexrelay codex-config --write` once that is fixed.\n", err)
+		fmt.Fprintf(c.Stdout, "Codex's configuration still lacks %s and could not be updated: %v. Run `codexrelay codex-config --write` once that is fixed.\n", what, err)
 		return
 	}
 	if w.Change != app.Unchanged {
-		fmt.Fprintf(c.Stdout, "Updated %s: Codex now points at %s (the previous file is kept as %s).\n", w.Path, a.ListenAddr(), w.Backup)
+		fmt.Fprintf(c.Stdout, "Updated %s: %s (the previous file is kept as %s).\n", w.Path, done, w.Backup)
 	}
 }
 
@@ -174,10 +183,18 @@ var localKeyCommand = &command{
 			name:    "on",
 			summary: "require a local API key from clients (a new key; `local-key show` prints it again)",
 			run: func(c *CLI, _ []string) error {
-				return c.change(func(a *app.App) (string, error) {
-					key, err := a.SetLocalKey(true)
-					return fmt.Sprintf("Local API key on; clients must send it as a bearer token:\n%s", key), err
-				})
+				a, err := c.open()
+				if err != nil {
+					return err
+				}
+				key, err := a.SetLocalKey(true)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.Stdout, "Local API key on, a new key; clients must send it as a bearer token:\n%s\n", key)
+				c.applied(a)
+				c.codexFollows(a, "the new local key", "Codex now sends the new local key")
+				return nil
 			},
 		},
 		{

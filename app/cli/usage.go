@@ -77,13 +77,28 @@ func usageFlags(fs *flag.FlagSet) runFunc {
 		}
 		switch {
 		case *asJSON:
-			return json.NewEncoder(c.Stdout).Encode(rep)
+			return json.NewEncoder(c.Stdout).Encode(namedTiers(rep))
 		case *asCSV:
-			return writeUsageCSV(c, rep)
+			return writeUsageCSV(c, namedTiers(rep))
 		}
 		printUsage(c, a, rep)
 		return nil
 	}
+}
+
+// namedTiers names the tier of the requests that asked for none "standard", as the table does
+// (the ledger keys it ""), in a report by tier for scripts (--json, --csv).
+func namedTiers(rep ledger.Report) ledger.Report {
+	if rep.Query.By != "tier" {
+		return rep
+	}
+	rep.Groups = slices.Clone(rep.Groups)
+	for i := range rep.Groups {
+		if rep.Groups[i].Key == "" {
+			rep.Groups[i].Key = "standard"
+		}
+	}
+	return rep
 }
 
 // printUsage prints a report as a table, costs labelled by the kind of account they are for.

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,14 @@ func TestUsageByTier(t *testing.T) {
 	}
 	if !strings.Contains(out, "priced at 2× the standard price") {
 		t.Errorf("no note on the priority price:\n%s", out)
+	}
+	// Scripts get the table's names: the tier no request named is "standard", not "".
+	_, js, _ := runCLI(t, opt, "", "usage", "--by", "tier", "--json")
+	_, csvOut, _ := runCLI(t, opt, "", "usage", "--by", "tier", "--csv")
+	var rep ledger.Report
+	json.Unmarshal([]byte(js), &rep)
+	if len(rep.Groups) != 2 || !slices.ContainsFunc(rep.Groups, func(g ledger.Group) bool { return g.Key == "standard" }) ||
+		!strings.Contains(csvOut, "\nstandard,") {
+		t.Errorf("by tier for scripts:\n%s\n%s", js, csvOut)
 	}
 }
