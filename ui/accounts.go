@@ -309,6 +309,9 @@ func accountDetail(r accountRow, now time.Time) string {
 	if c := creditsDetail(r.live.ResetCredits, now); c != "" {
 		parts = append(parts, c)
 	}
+	if q := quotaExtras(r.live.Quota); q != "" {
+		parts = append(parts, q)
+	}
 	if r.live.LastError != "" && r.live.State != proxy.StateReady {
 		parts = append(parts, r.live.LastError)
 	}

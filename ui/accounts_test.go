@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -373,5 +374,22 @@ func TestAccountChangesRunOffTheUIThread(t *testing.T) {
 	run("Move down", func() bool { return relay.Accounts()[0].Name == "two" })
 	if a.status.Text != "Moved “one” to position 2 of 2." || a.rows[1].meta.Name != "one" {
 		t.Errorf("after the move: %q, rows %q %q", a.status.Text, a.rows[0].meta.Name, a.rows[1].meta.Name)
+	}
+}
+
+// What a ChatGPT account's usage carries beside its two windows (a feature's own limit, the
+// credits balance) is shown in its row's detail, in words.
+func TestAccountDetailShowsQuotaBesideTheWindows(t *testing.T) {
+	r := accountRow{meta: app.AccountMeta{Name: "plus", Kind: string(proxy.KindChatGPT)},
+		live: proxy.AccountStats{Quota: &proxy.Quota{PrimaryUsedPercent: 10,
+			Credits:    &proxy.QuotaCredits{HasCredits: true, Balance: "12.50"},
+			Additional: []proxy.AdditionalQuota{{Name: "GPT-6 Sol", PrimaryUsedPercent: 80, SecondaryUsedPercent: 12}}}}}
+	got := accountDetail(r, time.Now())
+	if !strings.Contains(got, "GPT-6 Sol 80% five-hour, 12% weekly") || !strings.Contains(got, "credits 12.50") {
+		t.Fatalf("detail %q", got)
+	}
+	r.live.Quota = &proxy.Quota{PrimaryUsedPercent: 10}
+	if got := accountDetail(r, time.Now()); strings.Contains(got, "credits") || strings.Contains(got, "weekly") {
+		t.Fatalf("an account with only its windows: %q", got)
 	}
 }
