@@ -591,6 +591,11 @@ func (c *CLI) applied(a *app.App) {
 				return
 			}
 			if err == nil && got >= gen {
+				if listen != "" {
+					// What the relay says (signed) is newer than instance.json, which it may
+					// not have rewritten yet after a move.
+					info.Listen = listen
+				}
 				fmt.Fprintf(c.Stdout, "The running Codex Relay (%s) applied it in %d ms.\n", info, time.Since(start).Milliseconds())
 				if want := a.Settings().Listen; want != "" && listen != "" && want != listen && a.ListenPinned() == "" {
 					fmt.Fprintf(c.Stdout, "It still listens on %s, not %s: its address is fixed (by --listen or CODEXRELAY_LISTEN) or the new port could not be opened. Restart it to move.\n", listen, want)
