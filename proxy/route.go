@@ -281,7 +281,7 @@ func (x *exchange) multiAgentSealer() string {
 		if !bytes.Contains(it, sealedPrefix) || !bytes.Contains(it, functionCallType) && !bytes.Contains(it, agentMessageType) {
 			continue
 		}
-		sealedIn(it, false, func(v []byte) {
+		sealedIn(it, func(v []byte) {
 			if o, ok := x.s.seals.owner(v); ok && owner == "" {
 				owner = o
 			}

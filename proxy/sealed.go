@@ -72,11 +72,13 @@ type sealTable struct {
 }
 
 // sealEntry is what the table knows of one sealed value: who sealed it (owner is the index
-// plus one; 0: nobody known) and, a bit per index, who refused it.
+// plus one; 0: nobody known) and, a bit per index (bit 31 for indexes past it), who refused it.
 type sealEntry struct {
 	owner   uint32
-	refused uint64
+	refused uint32
 }
+
+func refusalBit(id uint32) uint32 { return 1 << min(id, 31) }
 
 type sessionSeals struct{ sealed, refused uint64 }
 
@@ -155,8 +157,8 @@ func (t *sealTable) refuse(account, session string, content []byte) {
 	if !known {
 		t.push(d)
 	}
-	if e.refused&ownerBit(id) == 0 {
-		e.refused |= ownerBit(id)
+	if e.refused&refusalBit(id) == 0 {
+		e.refused |= refusalBit(id)
 		t.refusals[id]++
 	}
 	t.own[d] = e
@@ -183,7 +185,7 @@ func (t *sealTable) push(d uint64) {
 // forgetRefusals takes e's refusals off the accounts' counts (t.mu held).
 func (t *sealTable) forgetRefusals(e sealEntry) {
 	for id := range t.refusals {
-		if e.refused&ownerBit(uint32(id)) != 0 && t.refusals[id] > 0 {
+		if e.refused&refusalBit(uint32(id)) != 0 && t.refusals[id] > 0 {
 			t.refusals[id]--
 		}
 	}
@@ -214,7 +216,7 @@ func (t *sealTable) foreignTo(content []byte, account string) (foreign, known bo
 	if e.owner != 0 {
 		return t.owners[e.owner-1] != account, true
 	}
-	if id, ok := t.ids[account]; ok && e.refused&ownerBit(id) != 0 {
+	if id, ok := t.ids[account]; ok && e.refused&refusalBit(id) != 0 {
 		return true, true
 	}
 	return false, false
@@ -332,19 +334,7 @@ func (x *exchange) learnEvent(m *member, name string, data []byte) {
 		if x.s.sealOff.Load() || !mayBeSealed(data) {
 			return
 		}
-		learn := func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) }
-		sealedContents(data, learn)
-		if bytes.Contains(data, sealedArgsKey) {
-			if o, err := payload.Parse(data); err == nil {
-				if raw, ok := o.Get("item"); ok {
-					if item, err := payload.Parse(raw); err == nil {
-						for _, v := range sealedArgs(item, true) {
-							learn(v)
-						}
-					}
-				}
-			}
-		}
+		x.learnSealed(m, data)
 	case "response.completed", "response.incomplete":
 		if mayBeSealed(data) {
 			o, _ := payload.Parse(data)
@@ -378,32 +368,54 @@ func (x *exchange) learnOutput(m *member, resp *payload.Object) {
 	x.learnSealed(m, out)
 }
 
-// learnSealed records as m's every sealed value in output (an item the upstream produced, or
-// an array of them).
+// learnSealed records as m's every sealed value in output (an output item, an event holding
+// one, or an array of them), by scans of its bytes: every encrypted_content and, where a call
+// names sealed arguments (encrypted_function_args), the sealed tokens in its arguments.
 func (x *exchange) learnSealed(m *member, output []byte) {
 	if x.s.sealOff.Load() {
 		return
 	}
-	items := [][]byte{output}
-	if payload.KindOf(output) == payload.KindArray {
-		items, _ = payload.Elements(output)
-	}
-	for _, it := range items {
-		sealedIn(it, true, func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) })
+	learn := func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) }
+	sealedContents(output, learn)
+	if bytes.Contains(output, sealedArgsKey) {
+		sealedTokens(output, learn)
 	}
 }
 
-// sealedIn calls f with every sealed value of an item, as raw JSON strings: every non-empty
-// encrypted_content string at any depth (one scan of the bytes: a member name cannot occur
-// unescaped inside a JSON string), and a function call's sealed arguments. A call's own word
-// (its encrypted_function_args list) names those; without it (Codex replays calls without the
-// list), output says whether to trust nothing but the list (what an upstream produced), or
-// else take any argument that reads as a sealed value.
-func sealedIn(item []byte, output bool, f func(v []byte)) {
+// sealedTokens calls f with every sealed token (as a raw JSON string) quoted inside a JSON
+// string of b: a call's arguments are a JSON string, and a sealed value in them reads
+// \"gAAAA...\" (its characters, base64url, need no escape).
+func sealedTokens(b []byte, f func(v []byte)) {
+	open := append([]byte(`\"`), sealedPrefix...)
+	for rest := b; ; {
+		i := bytes.Index(rest, open)
+		if i < 0 {
+			return
+		}
+		rest = rest[i+2:]
+		n := 0
+		for n < len(rest) && isTokenByte(rest[n]) {
+			n++
+		}
+		if n < len(rest) && rest[n] == '\\' {
+			f(payload.AppendString(nil, string(rest[:n])))
+		}
+		rest = rest[n:]
+	}
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '='
+}
+
+// sealedIn calls f with every sealed value of an input item, as raw JSON strings: every
+// non-empty encrypted_content string at any depth (one scan of the bytes: a member name
+// cannot occur unescaped inside a JSON string), and a function call's sealed arguments.
+func sealedIn(item []byte, f func(v []byte)) {
 	sealedContents(item, f)
-	if bytes.Contains(item, sealedArgsKey) || (!output && bytes.Contains(item, sealedPrefix)) {
+	if bytes.Contains(item, sealedPrefix) && bytes.Contains(item, functionCallType) {
 		if o, err := payload.Parse(item); err == nil {
-			for _, v := range sealedArgs(o, output) {
+			for _, v := range sealedArgs(o) {
 				f(v)
 			}
 		}
@@ -430,23 +442,19 @@ func sealedContents(b []byte, f func(v []byte)) {
 }
 
 // sealedArgs are the sealed values (raw JSON strings) in the arguments of a function call o:
-// the members its encrypted_function_args list names or, without a list and unless listed is
-// set, every string member that reads as a sealed value.
-func sealedArgs(o *payload.Object, listed bool) [][]byte {
+// the members its encrypted_function_args list names or, without the list (Codex replays a
+// call without it), every string member that reads as a sealed token.
+func sealedArgs(o *payload.Object) [][]byte {
 	if t, _ := stringMember(o, "type"); t != "function_call" {
 		return nil
 	}
 	args, ok := stringMember(o, "arguments")
-	if !ok {
+	if !ok || !strings.Contains(args, string(sealedPrefix)) {
 		return nil
 	}
 	// The list, as raw JSON: ["message"]; a name is in it when its quoted form is.
-	names, ok := o.Get("encrypted_function_args")
-	if ok && payload.KindOf(names) == payload.KindArray && len(names) > 2 {
-		listed = true
-	} else if listed || !strings.Contains(args, string(sealedPrefix)) {
-		return nil
-	}
+	names, listed := o.Get("encrypted_function_args")
+	listed = listed && payload.KindOf(names) == payload.KindArray && len(names) > 2
 	ao, err := payload.Parse([]byte(args))
 	if err != nil {
 		return nil
@@ -634,7 +642,7 @@ func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string
 	if v, ok := o.Get("encrypted_content"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
 		return itemEdit{kind: typ, sealed: true}, ""
 	}
-	if slices.ContainsFunc(sealedArgs(o, false), foreign) {
+	if slices.ContainsFunc(sealedArgs(o), foreign) {
 		call, _ = stringMember(o, "call_id")
 		return itemEdit{kind: typ, sealed: true}, call
 	}
@@ -735,7 +743,7 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		if !mayBeSealed(it) {
 			continue
 		}
-		sealedIn(it, false, func(v []byte) {
+		sealedIn(it, func(v []byte) {
 			if owner, known := x.s.seals.owner(v); known && owner == m.key() {
 				return
 			}

@@ -628,7 +628,11 @@ func newBenchUpstream() (*benchUpstream, error) {
 				io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content gAAAABfo...= could not be verified."}}`)
 				return
 			}
-			io.WriteString(w, `{"id":"resp_s","object":"response","status":"completed","output":[`+sealedOwn+`,`+sealedSpawnOutput+`,{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
+			out := sealedOwn + ","
+			if bytes.Contains(body, []byte("spawn_agent")) {
+				out += sealedSpawnOutput + "," // the multi-agent turn: the account's own call again
+			}
+			io.WriteString(w, `{"id":"resp_s","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
 			return
 		}
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
