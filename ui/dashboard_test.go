@@ -512,3 +512,43 @@ func TestNoGapUnderAShortRequestList(t *testing.T) {
 		t.Fatalf("the table takes %.0f px for 2 rows (want at most %.0f)", d.requests.box.Size().Height, want)
 	}
 }
+
+// An account the relay still counts ready but whose five-hour (or weekly) window is used up is
+// not green "Ready": its next request meets the limit (issue 32 Low).
+func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
+	src := sample()
+	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	rows := accountCells(w.Content())
+	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", toneWarn}) {
+		t.Errorf("an account at 100%% of its five-hour window shows %+v", got)
+	}
+	if rows[0].state.dot.tone != toneWarn {
+		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.tone)
+	}
+	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
+		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}
+	if got := accountState(weekly, testNow); got != (textView{"At weekly limit", toneWarn}) {
+		t.Errorf("at its weekly limit: %+v", got)
+	}
+	weekly.Quota.SecondaryUsedPercent = 99
+	if got := accountState(weekly, testNow); got != (textView{"Ready", toneGood}) {
+		t.Errorf("below both limits: %+v", got)
+	}
+}
+
+// The header's count and the accounts' summary count the same accounts, the disabled ones
+// named (issue 32 Low: "3 of 4 accounts ready" beside "6 configured").
+func TestDashboardCountsAgree(t *testing.T) {
+	src := sample()
+	src.Snapshot.Accounts = append(src.Snapshot.Accounts,
+		proxy.AccountStats{Name: "old", Kind: proxy.KindOpenAI, State: proxy.StateDisabled},
+		proxy.AccountStats{Name: "older", Kind: proxy.KindOpenAI, State: proxy.StateDisabled})
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	mustShow(t, w.Content(), "·  Listening on http://127.0.0.1:7455/v1 · 1 of 5 accounts ready (2 disabled)")
+	if got := d.accountsSummary.Text; got != "5 configured · 1 ready · 1 resting · 1 needs sign-in · 2 disabled" {
+		t.Errorf("accounts summary %q", got)
+	}
+}
