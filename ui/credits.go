@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -29,6 +30,23 @@ func creditsShort(c *proxy.ResetCredits, now time.Time) string {
 		s += ", expires " + clock(*c.NextExpiresAt, now)
 	}
 	return s
+}
+
+// creditsCell is an account's banked resets in the dashboard's Banked resets column: "2 ·
+// expires 14:00", "none", or "–" (an API key, or not read yet).
+func creditsCell(a proxy.AccountStats, now time.Time) textView {
+	c := a.ResetCredits
+	switch {
+	case c == nil:
+		return textView{"–", toneDim}
+	case c.Available <= 0:
+		return textView{"none", toneDim}
+	}
+	s := strconv.Itoa(c.Available)
+	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
+		s += " · expires " + clock(*c.NextExpiresAt, now)
+	}
+	return textView{text: s}
 }
 
 // creditsDetail is the longer form, for the accounts window: "2 banked resets (the next

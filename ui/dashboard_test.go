@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -551,4 +552,56 @@ func TestDashboardCountsAgree(t *testing.T) {
 	if got := d.accountsSummary.Text; got != "5 configured · 1 ready · 1 resting · 1 needs sign-in · 2 disabled" {
 		t.Errorf("accounts summary %q", got)
 	}
+}
+
+// uncut fails when a text cell that shows is narrower than its text and padding.
+func uncut(t *testing.T, what string, c *textCell) {
+	t.Helper()
+	if !c.Visible() || c.Text() == "" {
+		return
+	}
+	need := fyne.MeasureText(c.Text(), theme.TextSize(), c.seg.Style.TextStyle).Width + 2*compact.Size(theme.SizeNameInnerPadding)
+	if c.Size().Width < need {
+		t.Errorf("%s %q is cut: %v wide, its text needs %v", what, c.Text(), c.Size().Width, need)
+	}
+}
+
+// At the default size every account cell but Last error shows its whole text: the names with
+// their badges, "ChatGPT", the states, the banked resets (issue 32 Low: "ChatGP…", names cut).
+func TestDashboardColumnsFitTheirContent(t *testing.T) {
+	src := sample()
+	exp := testNow.Add(26 * time.Hour)
+	src.Snapshot.LastServed, src.Snapshot.Next = "dev@example.com", "team@example.com"
+	src.Snapshot.Accounts[0].Name = "dev@example.com"
+	src.Snapshot.Accounts[0].ResetCredits = &proxy.ResetCredits{Available: 2, NextExpiresAt: &exp}
+	src.Snapshot.Accounts[1].Name = "team@example.com"
+	src.Snapshot.Accounts[1].Quota = &proxy.Quota{PrimaryUsedPercent: 100, SecondaryUsedPercent: 81,
+		PrimaryResetsAt: testNow.Add(4 * time.Minute), SecondaryResetsAt: testNow.Add(100 * time.Hour)}
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	rows := accountCells(w.Content())
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		name := r.name.name.Text()
+		uncut(t, "the name", r.name.name)
+		if r.name.badge.Visible() && r.name.name.Size().Width+r.name.badge.MinSize().Width > r.name.Size().Width {
+			t.Errorf("%s's badge runs past its cell", name)
+		}
+		uncut(t, name+"'s kind", r.kind)
+		uncut(t, name+"'s state", r.state.text)
+		uncut(t, name+"'s 5-hour usage", r.fiveHour.figure)
+		uncut(t, name+"'s weekly usage", r.weekly.figure)
+		uncut(t, name+"'s banked resets", r.resets)
+		uncut(t, name+"'s requests", r.requests)
+	}
+	if got := rows[0].resets.Text(); got != "2 · expires Fri 16:32" {
+		t.Errorf("the banked resets of the first account read %q", got)
+	}
+	visit(d.accounts.header, func(o fyne.CanvasObject) {
+		if c, ok := o.(*textCell); ok && c.Text() != "Last error" {
+			uncut(t, "the title", c)
+		}
+	})
 }
