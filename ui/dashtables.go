@@ -143,9 +143,9 @@ type accountsTable struct {
 	list   *widget.List
 	header *fyne.Container
 	box    *fyne.Container // header and list; as tall as three to six rows
-	size  *sized
-	rowH  float32
-	shown int // rows the box is sized for
+	size   *sized
+	rowH   float32
+	shown  int // rows the box is sized for
 }
 
 func newAccountsTable() *accountsTable {
