@@ -605,3 +605,30 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 		}
 	})
 }
+
+// A closed section's caret points right and an open one's down, Diagnostics and the first-run
+// card's "From a terminal" alike (issue 32 Low: both closed sections showed a down caret).
+func TestCollapsedSectionsPointRight(t *testing.T) {
+	d, _ := newTestDashboard(t, sample())
+	d.Refresh()
+	first := NewDashboard(&Fixed{}, DashboardOptions{Status: running, Now: func() time.Time { return testNow }})
+	first.Refresh()
+	var terminal *widget.Button
+	visit(first.Content(), func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "From a terminal" {
+			terminal = b
+		}
+	})
+	if terminal == nil {
+		t.Fatal("no “From a terminal” header on the first-run card")
+	}
+	for name, b := range map[string]*widget.Button{"Diagnostics": d.diag.header, "From a terminal": terminal} {
+		if b.Icon.Name() != theme.MenuExpandIcon().Name() {
+			t.Errorf("%s closed shows %s, want the right-pointing caret", name, b.Icon.Name())
+		}
+		test.Tap(b)
+		if b.Icon.Name() != theme.MenuDropDownIcon().Name() {
+			t.Errorf("%s open shows %s, want the down caret", name, b.Icon.Name())
+		}
+	}
+}

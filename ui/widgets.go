@@ -238,3 +238,47 @@ func (n *fleeting) expire(now time.Time) bool {
 	setMessage(n.Label, "", n.Importance)
 	return true
 }
+
+// collapsible is a section that opens and closes under a header button whose caret says which
+// it is: pointing right while closed, down while open (as file managers and browsers' details
+// do; a down caret on a closed section read as "open").
+type collapsible struct {
+	header  *widget.Button
+	content fyne.CanvasObject
+	box     *fyne.Container
+	open    bool
+	// toggled, when set, runs after the section opened or closed.
+	toggled func(open bool)
+}
+
+func newCollapsible(title string, content fyne.CanvasObject) *collapsible {
+	c := &collapsible{content: content}
+	c.header = widget.NewButtonWithIcon(title, caretIcon(false), func() { c.setOpen(!c.open) })
+	c.header.Alignment = widget.ButtonAlignLeading
+	c.header.Importance = widget.LowImportance
+	content.Hide()
+	c.box = container.NewVBox(c.header, content)
+	return c
+}
+
+// caretIcon is a section header's caret: right while closed, down while open.
+func caretIcon(open bool) fyne.Resource {
+	if open {
+		return theme.MenuDropDownIcon()
+	}
+	return theme.MenuExpandIcon()
+}
+
+// setOpen opens or closes the section.
+func (c *collapsible) setOpen(open bool) {
+	if open == c.open {
+		return
+	}
+	c.open = open
+	c.header.SetIcon(caretIcon(open))
+	setVisible(c.content, open)
+	c.box.Refresh()
+	if c.toggled != nil {
+		c.toggled(open)
+	}
+}
