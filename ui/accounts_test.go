@@ -443,3 +443,36 @@ func TestRowMenuPopsUpInsideTheWindow(t *testing.T) {
 		t.Errorf("the menu from y %v to %v covers its button at y %v", p.Y, p.Y+s.Height, button.Y)
 	}
 }
+
+// The Add account dialog is as tall as the tab it shows: the ChatGPT tab's one button is not
+// framed by the API-key form's height (issue 32 Low), and switching tabs resizes it.
+func TestAddDialogFitsItsTab(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	u.showAccounts()
+	a := u.accounts
+	a.win.Resize(accountsWindowSize)
+	a.showAdd(addChatGPT)
+	top := a.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no dialog")
+	}
+	height := func() float32 {
+		var h float32
+		visit(top, func(o fyne.CanvasObject) {
+			if p, ok := o.(*widget.PopUp); ok {
+				h = p.Content.Size().Height
+			}
+		})
+		return h
+	}
+	chatgpt := height()
+	a.add.tabs.SelectIndex(addAPIKey)
+	key := height()
+	if chatgpt <= 0 || key-chatgpt < 100 {
+		t.Errorf("the dialog is %v high on the ChatGPT tab and %v on the API-key form's: it should fit each", chatgpt, key)
+	}
+	a.add.tabs.SelectIndex(addChatGPT)
+	if got := height(); got != chatgpt {
+		t.Errorf("back on the ChatGPT tab the dialog is %v high, was %v", got, chatgpt)
+	}
+}
