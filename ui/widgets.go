@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"image/color"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // Small building blocks shared by the windows.
@@ -136,7 +139,20 @@ func setError(l *widget.Label, err error) {
 		setMessage(l, "", widget.DangerImportance)
 		return
 	}
-	setMessage(l, sentence(err.Error()), widget.DangerImportance)
+	setMessage(l, sentence(fieldWords(err)), widget.DangerImportance)
+}
+
+// fieldWords is err's message with a setting named as the window labels it, not by its
+// command-line key: "“Hold requests up to” must be a number of seconds…", not
+// "Hold-seconds must be…" under a field labelled "Hold requests up to".
+func fieldWords(err error) string {
+	var fe *app.FieldError
+	if errors.As(err, &fe) && err.Error() == fe.Error() {
+		if st, ok := app.LookupSetting(fe.Field); ok && st.Label != "" {
+			return "“" + st.Label + "” " + fe.Msg
+		}
+	}
+	return err.Error()
 }
 
 // sentence starts s with a capital letter: app's messages read on from a field's name
