@@ -127,6 +127,8 @@ type Server struct {
 	frameBytes, turnBytes atomic.Int64
 	// paused: requests to accounts get 503 relay_paused (SetPaused).
 	paused atomic.Bool
+	// pause is the embedder's way to pause and resume, for the pause routes (pause.go).
+	pause pauseHook
 	// credits is the reset-credit policy and its redemptions (credits.go).
 	credits creditPolicy
 }
