@@ -212,7 +212,7 @@ func New(opt Options) *Server {
 	}
 	s.SetHold(opt.Hold)
 	if err := s.SetResetCredits(opt.ResetCredits); err != nil {
-		s.log.Error("options: reset credits ignored", "error", err)
+		s.log.Error("options: banked resets ignored", "error", err)
 	}
 	s.started = s.now()
 	s.SetTimeouts(opt.Timeouts)

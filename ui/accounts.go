@@ -161,7 +161,7 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 		items = append(items, fyne.NewMenuItem("Sign in again…", func() { a.signIn(name) }))
 	}
 	if canRedeem(r.live) {
-		items = append(items, fyne.NewMenuItem("Redeem a reset credit", func() { a.redeem(name) }))
+		items = append(items, fyne.NewMenuItem("Redeem a banked reset", func() { a.redeem(name) }))
 	}
 	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
 	if r.meta.Disabled {

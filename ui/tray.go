@@ -200,7 +200,7 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 	}
 	// Every account rests and one holds a banked reset: the relay's "ask", as an action.
 	if name := redeemCandidate(v.snap); name != "" && act.redeem != nil {
-		items = append(items, fyne.NewMenuItem("Redeem a reset credit of "+truncate(name, 60), func() { act.redeem(name) }))
+		items = append(items, fyne.NewMenuItem("Redeem a banked reset of "+truncate(name, 60), func() { act.redeem(name) }))
 	}
 	if len(v.snap.Accounts) > 0 {
 		items = append(items, fyne.NewMenuItemSeparator())

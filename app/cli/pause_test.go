@@ -122,3 +122,16 @@ func TestPauseWithoutARelayAndItsUsage(t *testing.T) {
 		t.Errorf("the usage does not list pause and resume: %q", out)
 	}
 }
+
+// The help of the commands about banked resets calls them so, never "reset credit" or "credit"
+// alone (issue 32 Low).
+func TestHelpSaysBankedReset(t *testing.T) {
+	opt := testOptions(t)
+	for _, args := range [][]string{{"-h"}, {"accounts", "-h"}, {"accounts", "redeem", "-h"}, {"settings", "set", "-h"}} {
+		_, out, _ := runCLI(t, opt, "", args...)
+		low := strings.ToLower(strings.ReplaceAll(out, "reset-credits", ""))
+		if strings.Contains(low, "reset credit") || strings.Contains(strings.ReplaceAll(low, "credits balance", ""), " credit") {
+			t.Errorf("%v says credit:\n%s", args, out)
+		}
+	}
+}
