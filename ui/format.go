@@ -194,19 +194,6 @@ func usedUp(q *proxy.Quota) string {
 	return ""
 }
 
-// stateTone is the tone of an account state.
-func stateTone(state string) tone {
-	switch state {
-	case proxy.StateReady:
-		return toneGood
-	case proxy.StateCooldown:
-		return toneWarn
-	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
-		return toneBad
-	}
-	return toneDim
-}
-
 // kindText names an account kind for people.
 func kindText(k proxy.Kind) string {
 	switch k {
