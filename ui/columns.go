@@ -87,18 +87,26 @@ func (c *columns) widthsFor(rowWidth float32) []float32 {
 	for i := range shown {
 		shown[i] = true
 	}
-	need := func() float32 {
+	// need is the width the shown columns take at their minimums, or (wanted) at what their
+	// content wants.
+	need := func(wanted bool) float32 {
 		var sum float32
 		n := 0
 		for i, col := range c.spec {
 			if shown[i] {
-				sum += col.min
+				if wanted && i < len(c.want) {
+					sum += max(col.min, c.want[i])
+				} else {
+					sum += col.min
+				}
 				n++
 			}
 		}
 		return sum + columnGap*float32(max(n-1, 0))
 	}
-	for need() > w {
+	// Columns go, the least important first, until the others show their content uncut: a
+	// column left in at the cost of cutting every other one helps nobody.
+	for need(true) > w {
 		drop := -1
 		for i, col := range c.spec {
 			if shown[i] && col.drop > 0 && (drop < 0 || col.drop > c.spec[drop].drop) {
@@ -126,7 +134,7 @@ func (c *columns) widthsFor(rowWidth float32) []float32 {
 			weights += col.weight
 		}
 	}
-	room := max(w-need()+mins, mins) // the width for the cells themselves
+	room := max(w-need(false)+mins, mins) // the width for the cells themselves
 	share := float32(1)
 	if wants > room && wants > mins {
 		share = (room - mins) / (wants - mins)

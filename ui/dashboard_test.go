@@ -596,8 +596,18 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 		uncut(t, name+"'s banked resets", r.resets)
 		uncut(t, name+"'s requests", r.requests)
 	}
-	if got := rows[0].resets.Text(); got != "2 · expires Fri 16:32" {
-		t.Errorf("the banked resets of the first account read %q", got)
+	if got := rows[0].resets.Text(); got != "2 · expires Fri 16:32" || !rows[0].resets.Visible() {
+		t.Errorf("the banked resets of the first account read %q (shown %v)", got, rows[0].resets.Visible())
+	}
+	// At 800 wide the columns that go are the least important ones, and what stays is uncut.
+	w.Resize(fyne.NewSize(800, 500))
+	for _, r := range accountCells(w.Content()) {
+		name := r.name.name.Text()
+		uncut(t, "at 800 wide, the name", r.name.name)
+		uncut(t, "at 800 wide, "+name+"'s state", r.state.text)
+		uncut(t, "at 800 wide, "+name+"'s 5-hour usage", r.fiveHour.figure)
+		uncut(t, "at 800 wide, "+name+"'s weekly usage", r.weekly.figure)
+		uncut(t, "at 800 wide, "+name+"'s banked resets", r.resets)
 	}
 	visit(d.accounts.header, func(o fyne.CanvasObject) {
 		if c, ok := o.(*textCell); ok && c.Text() != "Last error" {
