@@ -101,7 +101,7 @@ func TestUsageWindowShowsTheLedger(t *testing.T) {
 		"Costs at API list prices of "+ledger.PricesCheckedAt,
 		"API-equivalent for ChatGPT seats",
 		"At the pace of the last hour (4.1 M tokens), the pool's 5-hour capacity runs out around 15:40.",
-		"– : too few readings yet; the forecast leaves out team.",
+		"–: too few readings yet; the forecast leaves out team.",
 	)
 	// "Too few readings" is said once, under the table, however many rates are unknown; their
 	// cells show a dash (issue 32 Low: six times).

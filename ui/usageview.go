@@ -397,9 +397,9 @@ func forecastText(d usageData, dashes bool) string {
 	}
 	switch {
 	case dashes && len(f.Unknown) > 0:
-		s += " – : too few readings yet; the forecast leaves out " + strings.Join(f.Unknown, ", ") + "."
+		s += " –: too few readings yet; the forecast leaves out " + strings.Join(f.Unknown, ", ") + "."
 	case dashes:
-		s += " – : too few readings yet."
+		s += " –: too few readings yet."
 	case len(f.Unknown) > 0:
 		s += " Not counted, for want of readings: " + strings.Join(f.Unknown, ", ") + "."
 	}
