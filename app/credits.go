@@ -39,7 +39,7 @@ const FieldResetCredits = "reset-credits"
 var ResetCreditsSetting = Setting{
 	Name: SettingResetCredits, Label: "Banked resets",
 	Help: "ask (a notification offers to redeem one when every account rests), auto (the relay redeems one then, " +
-		"the credit that expires first) or off (credits are neither read nor spent)",
+		"the banked reset that expires first) or off (banked resets are neither read nor spent)",
 	Parse: func(v string) (func(*App) error, error) {
 		if !slices.Contains(proxy.ResetCreditModes, v) {
 			return nil, settingError(SettingResetCredits, "must be "+orList(proxy.ResetCreditModes), v, proxy.ResetCreditModes)
@@ -209,7 +209,7 @@ func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemRe
 		return res, fmt.Errorf("%w; nothing was redeemed", err), true
 	case err != nil:
 		// The relay may have sent the consume before the line broke: redeeming here with a
-		// new id could spend a second credit.
+		// new id could spend a second banked reset.
 		return res, fmt.Errorf("the running relay did not answer (%v): %w", err, proxy.ErrRedeemPending), true
 	}
 	defer resp.Body.Close()
@@ -287,7 +287,7 @@ func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
 // arrived, as the proxy holds it after a redemption ended.
 func (a *App) keepPendingRedeem(account string) {
 	if err := a.writePendingRedeem(account); err != nil {
-		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second credit", "error", err)
+		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second banked reset", "error", err)
 	}
 }
 

@@ -60,7 +60,7 @@ func TestResetCreditsSetting(t *testing.T) {
 	}
 }
 
-// creditUpstream is a ChatGPT backend holding reset credits (list, consume, usage).
+// creditUpstream is a ChatGPT backend holding banked resets (list, consume, usage).
 type creditUpstream struct {
 	*httptest.Server
 	mu       sync.Mutex
@@ -146,7 +146,7 @@ func freeLoopback(t *testing.T) string {
 }
 
 // creditApp is an App on a folder of the test's own, with one ChatGPT account "plus" whose
-// backend holds the reset credits c1 and c2, and a listen address nothing serves.
+// backend holds the banked resets c1 and c2, and a listen address nothing serves.
 func creditApp(t *testing.T) (*App, Options, *creditUpstream) {
 	t.Helper()
 	k := testKeychain(t)

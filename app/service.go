@@ -53,6 +53,15 @@ func (a *App) NewServeService(listen string, allowRemote bool) *Service {
 func (a *App) newService(pinned string, allowRemote bool) *Service {
 	s := &Service{a: a, pinned: pinned, allowRemote: allowRemote}
 	a.OnListenChange(s.follow)
+	// `codexrelay pause` and `resume` (POST /relay/pause, /relay/resume) pause through the
+	// service, as the tray's menu does, so that its status and the instance file follow.
+	a.Proxy.SetPauseFunc(func(pause bool) error {
+		if pause {
+			s.Pause()
+			return nil
+		}
+		return s.Resume()
+	})
 	return s
 }
 
@@ -293,8 +302,13 @@ func (s *Service) follow() {
 
 func (s *Service) changed(st ServiceStatus) {
 	if s.Instance != nil {
+		// A paused relay keeps its port (it answers 503 relay_paused, and /relay/* for
+		// `codexrelay resume`), so the instance file keeps its address.
+		s.mu.Lock()
+		open := s.cancel != nil
+		s.mu.Unlock()
 		listen := ""
-		if st.Running {
+		if st.Running || (st.Paused && open) {
 			listen = st.Addr
 		}
 		s.Instance.Serving(listen, st.Paused)

@@ -18,15 +18,15 @@ import (
 	"unicode"
 )
 
-// Banked resets: a ChatGPT plan may hold rate-limit reset credits. The backend lists them at
+// Banked resets: a ChatGPT plan may hold rate-limit banked resets. The backend lists them at
 // GET {chatgpt}/wham/rate-limit-reset-credits and spends one at POST .../consume with a
 // {"credit_id","redeem_request_id"} body (codex-lb PR #1053). The relay reads each enabled
 // ChatGPT account's credits on the quota cadence, shows their count and nearest expiry in the
 // stats, and redeems one:
 //
-//   - by hand (RedeemCredit): the credit that expires first; one redemption at a time per
+//   - by hand (RedeemCredit): the banked reset that expires first; one redemption at a time per
 //     account; the redeem_request_id is kept until an answer arrives, so that a retry after a
-//     timeout names the same intent and the backend spends at most one credit for it;
+//     timeout names the same intent and the backend spends at most one banked reset for it;
 //   - by policy (SetResetCredits): with ResetCreditsAuto, a request that finds every account
 //     resting, for longer than the hold covers, has one credit redeemed (the account whose
 //     credit expires first, skipping one whose own window is back within 30 minutes) and is
@@ -50,11 +50,11 @@ var ResetCreditModes = []string{ResetCreditsAsk, ResetCreditsOff, ResetCreditsAu
 // Errors of RedeemCredit (wrapped; match with errors.Is).
 var (
 	// ErrNoResetCredit: the account holds no credit.
-	ErrNoResetCredit = errors.New("no reset credit available")
+	ErrNoResetCredit = errors.New("no banked reset available")
 	// ErrNoSuchAccount: no account has that name.
 	ErrNoSuchAccount = errors.New("no such account")
-	// ErrNotChatGPT: an API key holds no reset credits.
-	ErrNotChatGPT = errors.New("only ChatGPT sign-ins hold reset credits")
+	// ErrNotChatGPT: an API key holds no banked resets.
+	ErrNotChatGPT = errors.New("only ChatGPT sign-ins hold banked resets")
 	// ErrRedeemPending: the backend's answer never arrived (a timeout, a 5xx); the intent is
 	// kept, and trying again sends the same redeem_request_id.
 	ErrRedeemPending = errors.New("no answer yet; trying again reuses the same request")
@@ -294,7 +294,7 @@ func (s *Server) refreshCredits(ctx context.Context, m *member) {
 		return
 	}
 	if _, err := s.fetchCredits(ctx, m); err != nil {
-		s.log.Debug("reset credits read failed", "account", m.Name, "error", err)
+		s.log.Debug("banked resets read failed", "account", m.Name, "error", err)
 	}
 }
 
@@ -312,10 +312,10 @@ func (s *Server) fetchCredits(ctx context.Context, m *member) ([]resetCredit, er
 	defer cancel()
 	status, body, cred, err := s.creditCall(ctx, m, http.MethodGet, resetCreditsURL(m.BaseURL), nil)
 	if err != nil {
-		return nil, fmt.Errorf("reset credits: %s", describeTransportError(err, cred.Token))
+		return nil, fmt.Errorf("banked resets: %s", describeTransportError(err, cred.Token))
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("reset credits: HTTP %d%s", status, upstreamSays(body, cred.Token))
+		return nil, fmt.Errorf("banked resets: HTTP %d%s", status, upstreamSays(body, cred.Token))
 	}
 	now := s.now()
 	list, count, err := parseCredits(body, now)
@@ -350,7 +350,7 @@ func parseCredits(body []byte, now time.Time) ([]resetCredit, int, error) {
 		AvailableCount *int `json:"available_count"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
-		return nil, 0, fmt.Errorf("reset credits: the answer is not the credit list: %v", err)
+		return nil, 0, fmt.Errorf("banked resets: the answer is not the credit list: %v", err)
 	}
 	var list []resetCredit
 	for _, c := range v.Credits {
@@ -415,10 +415,10 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// RedeemCredit spends one of the named account's reset credits: the one that expires first.
+// RedeemCredit spends one of the named account's banked resets: the one that expires first.
 // One redemption runs at a time per account (a second waits for the first). When a try got no
 // answer (a timeout, a 5xx), the next one sends the same credit and redeem_request_id, so the
-// backend spends at most one credit for one intent. A success clears the account's cooldown
+// backend spends at most one banked reset for one intent. A success clears the account's cooldown
 // (it serves again), re-reads its usage and credits at once, and is told to the credit hook.
 // A manual redemption is allowed whatever the policy: the policy only says what the relay does
 // on its own.
@@ -436,11 +436,11 @@ func (s *Server) RedeemCredit(ctx context.Context, account string) (RedeemResult
 func (s *Server) redeem(ctx context.Context, m *member, auto bool) (RedeemResult, error) {
 	res, pending, err := s.redeemOnce(ctx, m, auto)
 	if err == nil && res.Shared {
-		s.log.Info("reset credit redemption shared the one that ended while it waited", "account", m.Name, "auto", auto)
+		s.log.Info("banked reset redemption shared the one that ended while it waited", "account", m.Name, "auto", auto)
 		return res, nil
 	}
 	if err != nil {
-		s.log.Warn("reset credit not redeemed", "account", m.Name, "error", err, "pending", pending)
+		s.log.Warn("banked reset not redeemed", "account", m.Name, "error", err, "pending", pending)
 		if !errors.Is(err, ErrNoResetCredit) {
 			s.creditEvent(CreditEvent{Kind: CreditRedeemFailed, Account: m.Name, Error: err.Error(), Pending: pending})
 		}
@@ -450,7 +450,7 @@ func (s *Server) redeem(ctx context.Context, m *member, auto bool) (RedeemResult
 	if auto {
 		s.credits.auto.Add(1)
 	}
-	s.log.Info("reset credit redeemed", "account", m.Name, "code", res.Code, "windows_reset", res.WindowsReset, "auto", auto)
+	s.log.Info("banked reset redeemed", "account", m.Name, "code", res.Code, "windows_reset", res.WindowsReset, "auto", auto)
 	s.creditEvent(CreditEvent{Kind: CreditRedeemed, Account: m.Name, Result: &res, Time: res.RedeemedAt})
 	return res, nil
 }
@@ -484,7 +484,7 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	intent := c.pending
 	if intent == nil && c.done != seen {
 		// A redemption of this account spent a credit while this one waited: the account was
-		// reset for both; spending another would be two credits for one intent.
+		// reset for both; spending another would be two banked resets for one intent.
 		shared := c.last
 		c.mu.Unlock()
 		shared.Shared, shared.Auto, shared.Retried = true, auto, false
@@ -512,7 +512,7 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 					c.pending = nil
 				}
 				c.mu.Unlock()
-				return res, false, fmt.Errorf("redeeming a reset credit of %s: the intent could not be kept, so nothing was spent: %w", m.Name, err)
+				return res, false, fmt.Errorf("redeeming a banked reset of %s: the intent could not be kept, so nothing was spent: %w", m.Name, err)
 			}
 		}
 	} else {
@@ -525,10 +525,10 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	defer cancel()
 	status, answer, cred, err := s.creditCall(cctx, m, http.MethodPost, resetCreditsURL(m.BaseURL)+"/consume", body)
 	if err != nil {
-		return res, true, fmt.Errorf("redeeming a reset credit of %s: %s: %w", m.Name, describeTransportError(err, cred.Token), ErrRedeemPending)
+		return res, true, fmt.Errorf("redeeming a banked reset of %s: %s: %w", m.Name, describeTransportError(err, cred.Token), ErrRedeemPending)
 	}
 	if status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests {
-		return res, true, fmt.Errorf("redeeming a reset credit of %s: HTTP %d%s: %w", m.Name, status, upstreamSays(answer, cred.Token), ErrRedeemPending)
+		return res, true, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s: %w", m.Name, status, upstreamSays(answer, cred.Token), ErrRedeemPending)
 	}
 	// An answer arrived: the intent is settled, whatever it says.
 	c.mu.Lock()
@@ -538,10 +538,10 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	c.mu.Unlock()
 	if status/100 != 2 {
 		if status == http.StatusUnauthorized {
-			m.markNeedsLogin("the ChatGPT sign-in was refused while redeeming a reset credit: sign in again")
+			m.markNeedsLogin("the ChatGPT sign-in was refused while redeeming a banked reset: sign in again")
 		}
 		s.refreshCredits(ctx, m)
-		return res, false, fmt.Errorf("redeeming a reset credit of %s: HTTP %d%s", m.Name, status, upstreamSays(answer, cred.Token))
+		return res, false, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s", m.Name, status, upstreamSays(answer, cred.Token))
 	}
 	var v struct {
 		Code   string `json:"code"`
@@ -707,7 +707,7 @@ func (x *exchange) redeemForPool(back time.Time) bool {
 		p.mu.Unlock()
 		if ask {
 			s.credits.asked.Add(1)
-			s.log.Info("every account rests: a reset credit would serve", "account", m.Name, "back_at", back)
+			s.log.Info("every account rests: a banked reset would serve", "account", m.Name, "back_at", back)
 			s.creditEvent(CreditEvent{Kind: CreditAsk, Account: m.Name, Credits: credits, BackAt: back})
 		}
 		return false
@@ -720,7 +720,7 @@ func (x *exchange) redeemForPool(back time.Time) bool {
 	p.flight, p.lastAuto = f, now
 	p.mu.Unlock()
 	x.redeemed = true
-	s.log.Info("every account rests: redeeming a reset credit", "id", x.t.ID, "account", m.Name)
+	s.log.Info("every account rests: redeeming a banked reset", "id", x.t.ID, "account", m.Name)
 	// The redemption is the pool's, not this request's: a client that leaves does not cut it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), redeemWait)
 	_, err := s.redeem(ctx, m, true)
@@ -840,7 +840,7 @@ func (s *Server) handleRedeemCredit(w http.ResponseWriter, r *http.Request) {
 // A PendingRedeem is a redemption whose answer never arrived: the credit it named and the
 // redeem_request_id the next try must send again. An embedder keeps it across restarts
 // (PendingRedeem after a CreditRedeemFailed event with Pending, SetPendingRedeem at start), so
-// that one intent never spends two credits even when the process that tried is gone.
+// that one intent never spends two banked resets even when the process that tried is gone.
 type PendingRedeem struct {
 	CreditID  string    `json:"credit_id"`
 	RequestID string    `json:"redeem_request_id"`

@@ -40,6 +40,8 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /relay/usage", s.handleUsage)
 	mux.HandleFunc("POST /relay/accounts/{name}/redeem-credit", s.handleRedeemCredit)
+	mux.HandleFunc("POST /relay/pause", s.handlePause(true))
+	mux.HandleFunc("POST /relay/resume", s.handlePause(false))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
@@ -62,7 +64,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.paused.Load() && !strings.HasPrefix(r.URL.Path, "/relay/") && r.URL.Path != "/health" && r.URL.Path != "/metrics" {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "relay_paused",
-			Message: "Codex Relay is paused: choose Resume in its tray menu to serve requests again"})
+			Message: "Codex Relay is paused: choose Resume in its tray menu, or run `codexrelay resume`, to serve requests again"})
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {

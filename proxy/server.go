@@ -127,6 +127,8 @@ type Server struct {
 	frameBytes, turnBytes atomic.Int64
 	// paused: requests to accounts get 503 relay_paused (SetPaused).
 	paused atomic.Bool
+	// pause is the embedder's way to pause and resume, for the pause routes (pause.go).
+	pause pauseHook
 	// credits is the reset-credit policy and its redemptions (credits.go).
 	credits creditPolicy
 }
@@ -210,7 +212,7 @@ func New(opt Options) *Server {
 	}
 	s.SetHold(opt.Hold)
 	if err := s.SetResetCredits(opt.ResetCredits); err != nil {
-		s.log.Error("options: reset credits ignored", "error", err)
+		s.log.Error("options: banked resets ignored", "error", err)
 	}
 	s.started = s.now()
 	s.SetTimeouts(opt.Timeouts)

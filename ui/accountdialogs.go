@@ -163,15 +163,25 @@ func (a *accountsWindow) showAdd(tab int) {
 		ad.codexInfo,
 		container.NewHBox(ad.importBtn))
 
+	// Each tab asks for its own height only while it shows, and the dialog fits the tab shown:
+	// AppTabs asks for its tallest tab's, which made the ChatGPT tab a full-height dialog
+	// around one button.
+	item := func(title string, icon fyne.Resource, content fyne.CanvasObject) *container.TabItem {
+		ti := container.NewTabItemWithIcon(title, icon, nil)
+		ti.Content = container.New(shownTab{func() bool { return ad.tabs.Selected() == ti }}, container.NewPadded(content))
+		return ti
+	}
 	ad.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("ChatGPT", theme.LoginIcon(), container.NewPadded(chatgpt)),
-		container.NewTabItemWithIcon("Codex login", theme.DownloadIcon(), container.NewPadded(codex)),
-		container.NewTabItemWithIcon("API key", theme.AccountIcon(), container.NewPadded(ad.form.box)),
+		item("ChatGPT", theme.LoginIcon(), chatgpt),
+		item("Codex login", theme.DownloadIcon(), codex),
+		item("API key", theme.AccountIcon(), ad.form.box),
 	)
 	ad.tabs.SelectIndex(tab)
 	ad.d = dialog.NewCustom("Add an account", "Close",
 		container.NewThemeOverride(widthBox(560, ad.tabs), compact), a.win)
+	ad.tabs.OnSelected = func(*container.TabItem) { ad.d.Resize(ad.d.MinSize()) }
 	ad.d.Show()
+	ad.d.Resize(ad.d.MinSize())
 	if tab == addAPIKey {
 		a.win.Canvas().Focus(ad.form.name)
 	}
@@ -181,6 +191,23 @@ func (a *accountsWindow) showAdd(tab int) {
 		login := a.u.relay.FindCodexLogin()
 		fyne.Do(func() { ad.showLogin(login) })
 	})
+}
+
+// shownTab lays out a tab's content; it asks for the content's size only while its tab is
+// the one shown (shown), and for none otherwise.
+type shownTab struct{ shown func() bool }
+
+func (l shownTab) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	if len(objs) == 0 || !l.shown() {
+		return fyne.Size{}
+	}
+	return objs[0].MinSize()
+}
+
+func (shownTab) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Resize(size)
+	}
 }
 
 // showLogin says what the Codex CLI's login is, and whether an account holds it already.

@@ -161,7 +161,7 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 		items = append(items, fyne.NewMenuItem("Sign in again…", func() { a.signIn(name) }))
 	}
 	if canRedeem(r.live) {
-		items = append(items, fyne.NewMenuItem("Redeem a reset credit", func() { a.redeem(name) }))
+		items = append(items, fyne.NewMenuItem("Redeem a banked reset", func() { a.redeem(name) }))
 	}
 	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
 	if r.meta.Disabled {
@@ -178,13 +178,29 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 	return fyne.NewMenu(name, items...)
 }
 
-// openMenu shows row id's menu under its "…" button.
+// openMenu shows row id's menu by its "…" button, inside the window.
 func (a *accountsWindow) openMenu(id int, button fyne.CanvasObject) {
 	if id >= len(a.rows) {
 		return
 	}
-	widget.ShowPopUpMenuAtRelativePosition(a.rowMenu(id), a.win.Canvas(),
-		fyne.NewPos(0, button.Size().Height), button)
+	c := a.win.Canvas()
+	m := widget.NewPopUpMenu(a.rowMenu(id), c)
+	at := fyne.CurrentApp().Driver().AbsolutePositionForObject(button)
+	m.ShowAtPosition(menuPosition(at, button.Size(), m.MinSize(), c.Size()))
+}
+
+// menuPosition is where a menu of size menu pops up for a button at at, size big, in a
+// window of size win: under the button, or above it when the window has no room below, its
+// right edge at the button's (the "…" buttons sit at the window's right edge), and inside
+// the window either way. Placed under the button and left to Fyne, the last rows' menu ran
+// past the window's edge or was pushed back over the button that opened it.
+func menuPosition(at fyne.Position, button, menu, win fyne.Size) fyne.Position {
+	x := min(at.X+button.Width-menu.Width, win.Width-menu.Width)
+	y := at.Y + button.Height
+	if y+menu.Height > win.Height && at.Y-menu.Height >= 0 {
+		y = at.Y - menu.Height
+	}
+	return fyne.NewPos(max(x, 0), max(min(y, win.Height-menu.Height), 0))
 }
 
 // setEnabled enables or disables an account, off the UI thread (saving the settings may wait

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -391,5 +392,87 @@ func TestAccountDetailShowsQuotaBesideTheWindows(t *testing.T) {
 	r.live.Quota = &proxy.Quota{PrimaryUsedPercent: 10}
 	if got := accountDetail(r, time.Now()); strings.Contains(got, "credits") || strings.Contains(got, "weekly") {
 		t.Fatalf("an account with only its windows: %q", got)
+	}
+}
+
+// The "…" menu of the last row pops up inside the window, above its button when there is no
+// room under it, and never past the right edge (issue 32 Low: clipped at the window's edges).
+func TestRowMenuPopsUpInsideTheWindow(t *testing.T) {
+	needKeyring(t)
+	u, relay := newTestUI(t, nil)
+	for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} {
+		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},
+			app.Secret{APIKey: "sk-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.showAccounts()
+	a := u.accounts
+	a.win.Resize(accountsWindowSize)
+	var last *accountItem
+	visit(a.win.Content(), func(o fyne.CanvasObject) {
+		if it, ok := o.(*accountItem); ok && it.Visible() && (last == nil ||
+			fyne.CurrentApp().Driver().AbsolutePositionForObject(it).Y > fyne.CurrentApp().Driver().AbsolutePositionForObject(last).Y) {
+			last = it
+		}
+	})
+	if last == nil {
+		t.Fatal("no account row")
+	}
+	test.Tap(last.menu)
+	top := a.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no menu popped up")
+	}
+	var menu fyne.CanvasObject
+	visit(top, func(o fyne.CanvasObject) {
+		if m, ok := o.(*widget.PopUpMenu); ok {
+			menu = m
+		}
+	})
+	if menu == nil {
+		t.Fatal("the overlay holds no pop-up menu")
+	}
+	win := a.win.Canvas().Size()
+	p, s := menu.Position(), menu.MinSize()
+	if p.X < 0 || p.Y < 0 || p.X+s.Width > win.Width || p.Y+s.Height > win.Height {
+		t.Errorf("the menu from %v, %v big, leaves the window's %v", p, s, win)
+	}
+	button := fyne.CurrentApp().Driver().AbsolutePositionForObject(last.menu)
+	if p.Y+s.Height > button.Y && p.Y < button.Y+last.menu.Size().Height {
+		t.Errorf("the menu from y %v to %v covers its button at y %v", p.Y, p.Y+s.Height, button.Y)
+	}
+}
+
+// The Add account dialog is as tall as the tab it shows: the ChatGPT tab's one button is not
+// framed by the API-key form's height (issue 32 Low), and switching tabs resizes it.
+func TestAddDialogFitsItsTab(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	u.showAccounts()
+	a := u.accounts
+	a.win.Resize(accountsWindowSize)
+	a.showAdd(addChatGPT)
+	top := a.win.Canvas().Overlays().Top()
+	if top == nil {
+		t.Fatal("no dialog")
+	}
+	height := func() float32 {
+		var h float32
+		visit(top, func(o fyne.CanvasObject) {
+			if p, ok := o.(*widget.PopUp); ok {
+				h = p.Content.Size().Height
+			}
+		})
+		return h
+	}
+	chatgpt := height()
+	a.add.tabs.SelectIndex(addAPIKey)
+	key := height()
+	if chatgpt <= 0 || key-chatgpt < 100 {
+		t.Errorf("the dialog is %v high on the ChatGPT tab and %v on the API-key form's: it should fit each", chatgpt, key)
+	}
+	a.add.tabs.SelectIndex(addChatGPT)
+	if got := height(); got != chatgpt {
+		t.Errorf("back on the ChatGPT tab the dialog is %v high, was %v", got, chatgpt)
 	}
 }

@@ -1,8 +1,11 @@
 package ui
 
 import (
+	"slices"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 )
 
 // column describes one column of a table whose columns flex with the window.
@@ -26,6 +29,44 @@ type columns struct {
 	margin float32
 	width  float32   // the width widths were computed for
 	widths []float32 // one per column, 0 for a dropped one
+	// want is, per column, the width its widest cell needs to show uncut (0: its minimum will
+	// do); a table sets it from the rows it shows.
+	want []float32
+	// grow makes the table as wide as its content wants (a table beside others, which would
+	// otherwise get only its minimum); a table that fills a window's width leaves it false.
+	grow bool
+	// gen counts the changes of want: a row laid out at an older one lays itself out again.
+	gen int
+}
+
+// relayout lays a row of these columns out again when the widths changed since it last was
+// (gen is the row's record of that).
+func (c *columns) relayout(row *fyne.Container, gen *int) {
+	if *gen != c.gen {
+		*gen = c.gen
+		row.Layout.Layout(row.Objects, row.Size())
+	}
+}
+
+// fit sets the widths the columns' contents need (one per column, 0 for none) and reports
+// whether they changed: the rows are then laid out again.
+func (c *columns) fit(want []float32) bool {
+	if slices.Equal(want, c.want) {
+		return false
+	}
+	c.want = slices.Clone(want)
+	c.widths = nil
+	c.gen++
+	return true
+}
+
+// cellWidth is the width a text cell needs to show s uncut (its padding and a little more: a
+// cell exactly as wide as its text and padding still cuts it). Tables are in the compact theme.
+func cellWidth(s string, style fyne.TextStyle) float32 {
+	if s == "" {
+		return 0
+	}
+	return fyne.MeasureText(s, theme.TextSize(), style).Width + 2*compact.Size(theme.SizeNameInnerPadding) + 4
 }
 
 // columnGap is the space between two cells (the cells pad their text as well).
@@ -46,18 +87,26 @@ func (c *columns) widthsFor(rowWidth float32) []float32 {
 	for i := range shown {
 		shown[i] = true
 	}
-	need := func() float32 {
+	// need is the width the shown columns take at their minimums, or (wanted) at what their
+	// content wants.
+	need := func(wanted bool) float32 {
 		var sum float32
 		n := 0
 		for i, col := range c.spec {
 			if shown[i] {
-				sum += col.min
+				if wanted && i < len(c.want) {
+					sum += max(col.min, c.want[i])
+				} else {
+					sum += col.min
+				}
 				n++
 			}
 		}
 		return sum + columnGap*float32(max(n-1, 0))
 	}
-	for need() > w {
+	// Columns go, the least important first, until the others show their content uncut: a
+	// column left in at the cost of cutting every other one helps nobody.
+	for need(true) > w {
 		drop := -1
 		for i, col := range c.spec {
 			if shown[i] && col.drop > 0 && (drop < 0 || col.drop > c.spec[drop].drop) {
@@ -69,17 +118,32 @@ func (c *columns) widthsFor(rowWidth float32) []float32 {
 		}
 		shown[drop] = false
 	}
-	extra := max(w-need(), 0)
-	var weights float32
+	// Each shown column first gets what its content wants (at least its minimum); when the
+	// width does not reach that, every column gets its minimum and the same share of the way
+	// to what it wants. What is left over is shared by weight.
+	base := make([]float32, len(c.spec))
+	var mins, wants, weights float32
 	for i, col := range c.spec {
 		if shown[i] {
+			base[i] = col.min
+			if i < len(c.want) {
+				base[i] = max(col.min, c.want[i])
+			}
+			mins += col.min
+			wants += base[i]
 			weights += col.weight
 		}
 	}
+	room := max(w-need(false)+mins, mins) // the width for the cells themselves
+	share := float32(1)
+	if wants > room && wants > mins {
+		share = (room - mins) / (wants - mins)
+	}
+	extra := max(room-wants, 0)
 	ws := make([]float32, len(c.spec))
 	for i, col := range c.spec {
 		if shown[i] {
-			ws[i] = col.min
+			ws[i] = col.min + (base[i]-col.min)*share
 			if weights > 0 {
 				ws[i] += extra * col.weight / weights
 			}
@@ -93,9 +157,13 @@ func (c *columns) widthsFor(rowWidth float32) []float32 {
 func (c *columns) minWidth() float32 {
 	var sum float32
 	n := 0
-	for _, col := range c.spec {
+	for i, col := range c.spec {
 		if col.drop == 0 {
-			sum += col.min
+			w := col.min
+			if c.grow && i < len(c.want) {
+				w = max(w, c.want[i])
+			}
+			sum += w
 			n++
 		}
 	}

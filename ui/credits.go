@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -19,16 +20,33 @@ import (
 const creditExpiringWithin = 24 * time.Hour
 
 // creditsShort is an account's banked resets in a few words ("" when none or unknown):
-// "2 resets", "1 reset, expires 14:00".
+// "2 banked resets", "1 banked reset, expires 14:00".
 func creditsShort(c *proxy.ResetCredits, now time.Time) string {
 	if c == nil || c.Available <= 0 {
 		return ""
 	}
-	s := plural(int64(c.Available), "reset")
+	s := plural(int64(c.Available), "banked reset")
 	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
 		s += ", expires " + clock(*c.NextExpiresAt, now)
 	}
 	return s
+}
+
+// creditsCell is an account's banked resets in the dashboard's Banked resets column: "2 ·
+// expires 14:00", "none", or "–" (an API key, or not read yet).
+func creditsCell(a proxy.AccountStats, now time.Time) textView {
+	c := a.ResetCredits
+	switch {
+	case c == nil:
+		return textView{"–", toneDim}
+	case c.Available <= 0:
+		return textView{"none", toneDim}
+	}
+	s := strconv.Itoa(c.Available)
+	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
+		s += " · expires " + clock(*c.NextExpiresAt, now)
+	}
+	return textView{text: s}
 }
 
 // creditsDetail is the longer form, for the accounts window: "2 banked resets (the next
@@ -65,7 +83,7 @@ func creditExpiring(a proxy.AccountStats, now time.Time) (time.Time, bool) {
 
 // creditExpiringNotice tells of a credit about to expire unused.
 func creditExpiringNotice(a proxy.AccountStats, at, now time.Time) notice {
-	return notice{app.NotifyResetCredit, a.Name + ": a reset credit expires soon",
+	return notice{app.NotifyResetCredit, a.Name + ": a banked reset expires soon",
 		fmt.Sprintf("A banked reset of %s expires at %s unused. Redeem it from the Accounts window, or run `codexrelay accounts redeem %s`.",
 			a.Name, clock(at, now), a.Name)}
 }
@@ -103,12 +121,12 @@ func creditNotice(e proxy.CreditEvent, now time.Time) (notice, bool) {
 		if !e.BackAt.IsZero() {
 			body += fmt.Sprintf(" (the pool is back at %s otherwise)", clock(e.BackAt, now))
 		}
-		body += fmt.Sprintf(". Choose “Redeem a reset credit of %s” in the tray menu, or run `codexrelay accounts redeem %s`.", e.Account, e.Account)
+		body += fmt.Sprintf(". Choose “Redeem a banked reset of %s” in the tray menu, or run `codexrelay accounts redeem %s`.", e.Account, e.Account)
 		return notice{app.NotifyResetCredit, "A banked reset would serve now", body}, true
 	case proxy.CreditRedeemed:
 		return redeemedNotice(*e.Result), true
 	case proxy.CreditRedeemFailed:
-		return notice{app.NotifyResetCredit, e.Account + ": the reset credit was not redeemed", e.Error}, true
+		return notice{app.NotifyResetCredit, e.Account + ": the banked reset was not redeemed", e.Error}, true
 	}
 	return notice{}, false
 }
@@ -119,20 +137,20 @@ func redeemedNotice(r proxy.RedeemResult) notice {
 	if r.Auto {
 		how = "Every account was resting: the relay redeemed"
 	}
-	body := fmt.Sprintf("%s a reset credit of %s: %s reset; it serves again.", how, r.Account, plural(int64(r.WindowsReset), "window"))
+	body := fmt.Sprintf("%s a banked reset of %s: %s reset; it serves again.", how, r.Account, plural(int64(r.WindowsReset), "window"))
 	if r.Remaining != nil {
-		body += " " + plural(int64(r.Remaining.Available), "credit") + " left."
+		body += " " + plural(int64(r.Remaining.Available), "banked reset") + " left."
 	}
-	return notice{app.NotifyResetCredit, r.Account + ": reset credit redeemed", body}
+	return notice{app.NotifyResetCredit, r.Account + ": banked reset redeemed", body}
 }
 
 // redeemFailure says why a redemption asked for in the UI did not happen, in the user's words.
 func redeemFailure(name string, err error) string {
 	switch {
 	case errors.Is(err, proxy.ErrNoResetCredit):
-		return fmt.Sprintf("“%s” holds no reset credit now.", name)
+		return fmt.Sprintf("“%s” holds no banked reset now.", name)
 	case errors.Is(err, proxy.ErrRedeemPending):
-		return fmt.Sprintf("No answer came for “%s”'s reset credit; trying again reuses the same request, so at most one credit is spent.", name)
+		return fmt.Sprintf("No answer came for “%s”'s banked reset; trying again reuses the same request, so at most one banked reset is spent.", name)
 	}
 	return err.Error()
 }
@@ -161,7 +179,7 @@ func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
 		account := e.Account
 		now := t.now()
 		t.askedAt.Store(&now) // it says every account rests: the tray's notices of that are left out
-		t.actNotify(n.title, n.body, "Redeem a reset credit of "+account, func() { t.redeem(account) })
+		t.actNotify(n.title, n.body, "Redeem a banked reset of "+account, func() { t.redeem(account) })
 	default:
 		t.notes.add(n.title, n.body)
 	}
@@ -174,7 +192,7 @@ func (t *TrayApp) redeem(name string) {
 	t.async(func() {
 		_, err := t.relay.RedeemCredit(name)
 		if errors.Is(err, proxy.ErrNoResetCredit) || errors.Is(err, proxy.ErrNoSuchAccount) || errors.Is(err, proxy.ErrNotChatGPT) {
-			t.notes.add(name+": the reset credit was not redeemed", redeemFailure(name, err))
+			t.notes.add(name+": the banked reset was not redeemed", redeemFailure(name, err))
 		}
 		t.changed()
 	})

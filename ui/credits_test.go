@@ -32,7 +32,7 @@ func TestACreditExpiringWithinADayIsToldOnce(t *testing.T) {
 		t.Fatalf("25 h before: %+v", got)
 	}
 	got := feed(n, p, testNow.Add(7*time.Hour))
-	if len(got) != 1 || got[0].kind != app.NotifyResetCredit || !strings.Contains(got[0].title, "a: a reset credit expires soon") ||
+	if len(got) != 1 || got[0].kind != app.NotifyResetCredit || !strings.Contains(got[0].title, "a: a banked reset expires soon") ||
 		!strings.Contains(got[0].body, "codexrelay accounts redeem a") {
 		t.Fatalf("23 h before: %+v", got)
 	}
@@ -64,12 +64,12 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 		lines = append(lines, it.Label)
 	}
 	joined := strings.Join(lines, "\n")
-	if !strings.Contains(joined, "team · limit until 14:36 · 2 resets, expires 19:32") {
+	if !strings.Contains(joined, "team · limit until 14:36 · 2 banked resets, expires 19:32") {
 		t.Fatalf("menu:\n%s", joined)
 	}
-	it := trayItem(t, tr, "Redeem a reset credit of team") // the one that expires first
+	it := trayItem(t, tr, "Redeem a banked reset of team") // the one that expires first
 	it.Action()
-	if got := receive(t, sentc, "the notification"); !strings.Contains(got, "team: the reset credit was not redeemed") {
+	if got := receive(t, sentc, "the notification"); !strings.Contains(got, "team: the banked reset was not redeemed") {
 		t.Fatalf("notification %q", got)
 	}
 
@@ -88,12 +88,12 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 // The relay's credit events become notifications: its question (ask), a redemption, a failure.
 func TestCreditEventNotices(t *testing.T) {
 	ask, ok := creditNotice(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "plus", BackAt: testNow.Add(2 * time.Hour)}, testNow)
-	if !ok || !strings.Contains(ask.body, "Redeem a reset credit of plus") || !strings.Contains(ask.body, "16:32") {
+	if !ok || !strings.Contains(ask.body, "Redeem a banked reset of plus") || !strings.Contains(ask.body, "16:32") {
 		t.Fatalf("ask: %+v", ask)
 	}
 	res := proxy.RedeemResult{Account: "plus", WindowsReset: 2, Auto: true, Remaining: withCredits(1, time.Time{})}
 	done, _ := creditNotice(proxy.CreditEvent{Kind: proxy.CreditRedeemed, Account: "plus", Result: &res}, testNow)
-	if done.body != "Every account was resting: the relay redeemed a reset credit of plus: 2 windows reset; it serves again. 1 credit left." {
+	if done.body != "Every account was resting: the relay redeemed a banked reset of plus: 2 windows reset; it serves again. 1 banked reset left." {
 		t.Fatalf("redeemed: %q", done.body)
 	}
 	if _, ok := creditNotice(proxy.CreditEvent{Kind: "other"}, testNow); ok {
@@ -125,9 +125,9 @@ func TestAccountsWindowShowsCreditsAndRedeems(t *testing.T) {
 	a.show(view{snap: proxy.Snapshot{Accounts: []proxy.AccountStats{{Name: "me", Kind: proxy.KindChatGPT, State: proxy.StateReady,
 		ResetCredits: withCredits(2, testNow.Add(3*time.Hour))}}}})
 	mustShow(t, a.win.Content(), "ChatGPT · me@example.com · 2 banked resets (the next expires 17:32)")
-	menuAction(t, a, 0, "Redeem a reset credit")
+	menuAction(t, a, 0, "Redeem a banked reset")
 	// The fake base URL answers nothing: the failure is shown, and nothing else happened.
-	if got := overlayTexts(t, a.win); !strings.Contains(got, "eset credits: upstream unreachable") {
+	if got := overlayTexts(t, a.win); !strings.Contains(got, "anked resets: upstream unreachable") {
 		t.Errorf("no failure shown: %q", got)
 	}
 }
@@ -161,11 +161,34 @@ func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
 	tr.notes.send = func(title, _ string) { notes <- title }
 	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: testNow.Add(time.Hour)})
 	s := receive(t, got, "the notification with its action")
-	if s.title != "A banked reset would serve now" || s.label != "Redeem a reset credit of team" {
+	if s.title != "A banked reset would serve now" || s.label != "Redeem a banked reset of team" {
 		t.Fatalf("notified %q with the action %q", s.title, s.label)
 	}
 	s.act() // the test relay has no account "team": the redemption says why it did not happen
-	if n := receive(t, notes, "the notification after the action"); n != "team: the reset credit was not redeemed" {
+	if n := receive(t, notes, "the notification after the action"); n != "team: the banked reset was not redeemed" {
 		t.Fatalf("after the action: %q", n)
+	}
+}
+
+// One term for what a user reads: "banked reset", never "reset credit" or "credit" alone, in
+// the notifications, the menus and the failures (issue 32 Low: the three were used in turn).
+func TestBankedResetIsTheOneTerm(t *testing.T) {
+	exp := testNow.Add(3 * time.Hour)
+	res := proxy.RedeemResult{Account: "plus", WindowsReset: 1, Remaining: withCredits(1, time.Time{})}
+	a := proxy.AccountStats{Name: "plus", Kind: proxy.KindChatGPT, State: proxy.StateReady, ResetCredits: withCredits(2, exp)}
+	var said []string
+	for _, e := range []proxy.CreditEvent{{Kind: proxy.CreditAsk, Account: "plus"}, {Kind: proxy.CreditRedeemed, Account: "plus", Result: &res},
+		{Kind: proxy.CreditRedeemFailed, Account: "plus", Error: "x"}} {
+		n, _ := creditNotice(e, testNow)
+		said = append(said, n.title, n.body)
+	}
+	n := creditExpiringNotice(a, exp, testNow)
+	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, testNow), creditsDetail(a.ResetCredits, testNow),
+		creditsCell(a, testNow).text, redeemFailure("plus", proxy.ErrNoResetCredit), redeemFailure("plus", proxy.ErrRedeemPending),
+		redeemedNotice(res).title)
+	for _, s := range said {
+		if strings.Contains(strings.ToLower(s), "credit") {
+			t.Errorf("%q says credit", s)
+		}
 	}
 }

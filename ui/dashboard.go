@@ -17,9 +17,11 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// DashboardSize is the dashboard window's default size. It shrinks to 800x500 without
-// clipping: the tables' columns flex with the width (and the least important go first).
-var DashboardSize = fyne.NewSize(1140, 760)
+// DashboardSize is the dashboard window's default size: wide enough for the accounts' columns
+// to show e-mail-like names with their badge, the states, both windows with their reset times
+// and the banked resets uncut. It shrinks to 800x500 without clipping: the tables' columns
+// flex with the width (and the least important go first).
+var DashboardSize = fyne.NewSize(1200, 760)
 
 // DashboardOptions connect a dashboard to the rest of the app; every field may be nil.
 type DashboardOptions struct {

@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -510,5 +511,134 @@ func TestNoGapUnderAShortRequestList(t *testing.T) {
 	}
 	if want := d.requests.headH + 3*d.requests.rowH + 2; d.requests.box.Size().Height > want+1 {
 		t.Fatalf("the table takes %.0f px for 2 rows (want at most %.0f)", d.requests.box.Size().Height, want)
+	}
+}
+
+// An account the relay still counts ready but whose five-hour (or weekly) window is used up is
+// not green "Ready": its next request meets the limit (issue 32 Low).
+func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
+	src := sample()
+	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	rows := accountCells(w.Content())
+	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", toneWarn}) {
+		t.Errorf("an account at 100%% of its five-hour window shows %+v", got)
+	}
+	if rows[0].state.dot.tone != toneWarn {
+		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.tone)
+	}
+	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
+		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}
+	if got := accountState(weekly, testNow); got != (textView{"At weekly limit", toneWarn}) {
+		t.Errorf("at its weekly limit: %+v", got)
+	}
+	weekly.Quota.SecondaryUsedPercent = 99
+	if got := accountState(weekly, testNow); got != (textView{"Ready", toneGood}) {
+		t.Errorf("below both limits: %+v", got)
+	}
+}
+
+// The header's count and the accounts' summary count the same accounts, the disabled ones
+// named (issue 32 Low: "3 of 4 accounts ready" beside "6 configured").
+func TestDashboardCountsAgree(t *testing.T) {
+	src := sample()
+	src.Snapshot.Accounts = append(src.Snapshot.Accounts,
+		proxy.AccountStats{Name: "old", Kind: proxy.KindOpenAI, State: proxy.StateDisabled},
+		proxy.AccountStats{Name: "older", Kind: proxy.KindOpenAI, State: proxy.StateDisabled})
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	mustShow(t, w.Content(), "·  Listening on http://127.0.0.1:7455/v1 · 1 of 5 accounts ready (2 disabled)")
+	if got := d.accountsSummary.Text; got != "5 configured · 1 ready · 1 resting · 1 needs sign-in · 2 disabled" {
+		t.Errorf("accounts summary %q", got)
+	}
+}
+
+// uncut fails when a text cell that shows is narrower than its text and padding.
+func uncut(t *testing.T, what string, c *textCell) {
+	t.Helper()
+	if !c.Visible() || c.Text() == "" {
+		return
+	}
+	need := fyne.MeasureText(c.Text(), theme.TextSize(), c.seg.Style.TextStyle).Width + 2*compact.Size(theme.SizeNameInnerPadding)
+	if c.Size().Width < need {
+		t.Errorf("%s %q is cut: %v wide, its text needs %v", what, c.Text(), c.Size().Width, need)
+	}
+}
+
+// At the default size every account cell but Last error shows its whole text: the names with
+// their badges, "ChatGPT", the states, the banked resets (issue 32 Low: "ChatGP…", names cut).
+func TestDashboardColumnsFitTheirContent(t *testing.T) {
+	src := sample()
+	exp := testNow.Add(26 * time.Hour)
+	src.Snapshot.LastServed, src.Snapshot.Next = "dev@example.com", "team@example.com"
+	src.Snapshot.Accounts[0].Name = "dev@example.com"
+	src.Snapshot.Accounts[0].ResetCredits = &proxy.ResetCredits{Available: 2, NextExpiresAt: &exp}
+	src.Snapshot.Accounts[1].Name = "team@example.com"
+	src.Snapshot.Accounts[1].Quota = &proxy.Quota{PrimaryUsedPercent: 100, SecondaryUsedPercent: 81,
+		PrimaryResetsAt: testNow.Add(4 * time.Minute), SecondaryResetsAt: testNow.Add(100 * time.Hour)}
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	rows := accountCells(w.Content())
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		name := r.name.name.Text()
+		uncut(t, "the name", r.name.name)
+		if r.name.badge.Visible() && r.name.name.Size().Width+r.name.badge.MinSize().Width > r.name.Size().Width {
+			t.Errorf("%s's badge runs past its cell", name)
+		}
+		uncut(t, name+"'s kind", r.kind)
+		uncut(t, name+"'s state", r.state.text)
+		uncut(t, name+"'s 5-hour usage", r.fiveHour.figure)
+		uncut(t, name+"'s weekly usage", r.weekly.figure)
+		uncut(t, name+"'s banked resets", r.resets)
+		uncut(t, name+"'s requests", r.requests)
+	}
+	if got := rows[0].resets.Text(); got != "2 · expires Fri 16:32" || !rows[0].resets.Visible() {
+		t.Errorf("the banked resets of the first account read %q (shown %v)", got, rows[0].resets.Visible())
+	}
+	// At 800 wide the columns that go are the least important ones, and what stays is uncut.
+	w.Resize(fyne.NewSize(800, 500))
+	for _, r := range accountCells(w.Content()) {
+		name := r.name.name.Text()
+		uncut(t, "at 800 wide, the name", r.name.name)
+		uncut(t, "at 800 wide, "+name+"'s state", r.state.text)
+		uncut(t, "at 800 wide, "+name+"'s 5-hour usage", r.fiveHour.figure)
+		uncut(t, "at 800 wide, "+name+"'s weekly usage", r.weekly.figure)
+		uncut(t, "at 800 wide, "+name+"'s banked resets", r.resets)
+	}
+	visit(d.accounts.header, func(o fyne.CanvasObject) {
+		if c, ok := o.(*textCell); ok && c.Text() != "Last error" {
+			uncut(t, "the title", c)
+		}
+	})
+}
+
+// A closed section's caret points right and an open one's down, Diagnostics and the first-run
+// card's "From a terminal" alike (issue 32 Low: both closed sections showed a down caret).
+func TestCollapsedSectionsPointRight(t *testing.T) {
+	d, _ := newTestDashboard(t, sample())
+	d.Refresh()
+	first := NewDashboard(&Fixed{}, DashboardOptions{Status: running, Now: func() time.Time { return testNow }})
+	first.Refresh()
+	var terminal *widget.Button
+	visit(first.Content(), func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text == "From a terminal" {
+			terminal = b
+		}
+	})
+	if terminal == nil {
+		t.Fatal("no “From a terminal” header on the first-run card")
+	}
+	for name, b := range map[string]*widget.Button{"Diagnostics": d.diag.header, "From a terminal": terminal} {
+		if b.Icon.Name() != theme.MenuExpandIcon().Name() {
+			t.Errorf("%s closed shows %s, want the right-pointing caret", name, b.Icon.Name())
+		}
+		test.Tap(b)
+		if b.Icon.Name() != theme.MenuDropDownIcon().Name() {
+			t.Errorf("%s open shows %s, want the down caret", name, b.Icon.Name())
+		}
 	}
 }

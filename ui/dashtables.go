@@ -19,14 +19,17 @@ import (
 
 // Accounts table.
 
+// Every column but Last error widens to its content (the table measures its rows): the
+// minimums are the floor for a narrow window, not a guess at the longest name.
 var accountColumns = []column{
-	{title: "Account", min: 160, weight: 2},
-	{title: "Kind", min: 66, weight: 0.5, drop: 3},
-	{title: "State", min: 140, weight: 1.3},
-	{title: "5-hour usage", min: 185, weight: 1.6},
-	{title: "Weekly usage", min: 215, weight: 1.6},
-	{title: "Requests", min: 70, weight: 0.5, align: fyne.TextAlignTrailing, drop: 2},
-	{title: "Last error", min: 90, weight: 3, drop: 1},
+	{title: "Account", min: 150, weight: 2},
+	{title: "Kind", min: 66, weight: 0.3, drop: 4},
+	{title: "State", min: 120, weight: 1},
+	{title: "5-hour usage", min: 150, weight: 1.3},
+	{title: "Weekly usage", min: 165, weight: 1.3},
+	{title: "Banked resets", min: 90, weight: 0.5, drop: 1},
+	{title: "Requests", min: 60, weight: 0.3, align: fyne.TextAlignTrailing, drop: 3},
+	{title: "Last error", min: 80, weight: 3, drop: 2},
 }
 
 // accountView is one accounts-table row, as shown.
@@ -35,6 +38,7 @@ type accountView struct {
 	kind             string
 	state            textView
 	fiveHour, weekly quotaView
+	resets           textView
 	requests         string
 	lastError        textView
 }
@@ -42,9 +46,10 @@ type accountView struct {
 // newAccountView is the row of account a.
 func newAccountView(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) accountView {
 	v := accountView{
-		name: a.Name, badge: servingBadge(a.Name, snap), kind: joinNonEmpty(", ", kindText(a.Kind), creditsShort(a.ResetCredits, now)),
+		name: a.Name, badge: servingBadge(a.Name, snap), kind: kindText(a.Kind),
 		state:    accountState(a, now),
 		fiveHour: quotaCellView(a, false, now), weekly: quotaCellView(a, true, now),
+		resets:    creditsCell(a, now),
 		requests:  count(a.Requests),
 		lastError: textView{"–", toneDim},
 	}
@@ -54,6 +59,39 @@ func newAccountView(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) ac
 	return v
 }
 
+// widths are the widths v's cells need to show uncut, one per column (0: Last error, which
+// takes what is left and may be cut).
+func (v accountView) widths() []float32 {
+	name := cellWidth(v.name, fyne.TextStyle{Bold: true})
+	if v.badge != "" {
+		name += fyne.MeasureText(v.badge, theme.CaptionTextSize(), fyne.TextStyle{}).Width + 2*badgePad
+	}
+	quota := func(q quotaView) float32 {
+		w := cellWidth(q.text.text, fyne.TextStyle{})
+		if q.bar {
+			w += quotaBarWidth + compact.Size(theme.SizeNamePadding)
+		}
+		return w
+	}
+	return []float32{name, cellWidth(v.kind, fyne.TextStyle{}),
+		dotSize + 4 + compact.Size(theme.SizeNamePadding) + cellWidth(v.state.text, fyne.TextStyle{}),
+		quota(v.fiveHour), quota(v.weekly), cellWidth(v.resets.text, fyne.TextStyle{}), cellWidth(v.requests, fyne.TextStyle{}), 0}
+}
+
+// contentWidths are the widths the header and the rows need, column by column.
+func contentWidths(spec []column, rows [][]float32) []float32 {
+	ws := make([]float32, len(spec))
+	for i, col := range spec {
+		ws[i] = cellWidth(col.title, fyne.TextStyle{Bold: true})
+	}
+	for _, r := range rows {
+		for i := range min(len(r), len(ws)) {
+			ws[i] = max(ws[i], r[i])
+		}
+	}
+	return ws
+}
+
 // accountRowCells is one row of the accounts table.
 type accountRowCells struct {
 	widget.BaseWidget
@@ -61,18 +99,21 @@ type accountRowCells struct {
 	kind             *textCell
 	state            *stateCell
 	fiveHour, weekly *quotaCell
+	resets           *textCell
 	requests         *textCell
 	lastError        *textCell
 	box              *fyne.Container
+	cols             *columns
+	gen              int // the columns' widths the row was laid out at
 }
 
 func newAccountRowCells(cols *columns) *accountRowCells {
 	r := &accountRowCells{
 		name: newNameCell(), kind: newTextCell(fyne.TextAlignLeading), state: newStateCell(),
-		fiveHour: newQuotaCell(), weekly: newQuotaCell(),
-		requests: newTextCell(fyne.TextAlignTrailing), lastError: newTextCell(fyne.TextAlignLeading),
+		fiveHour: newQuotaCell(), weekly: newQuotaCell(), resets: newTextCell(fyne.TextAlignLeading),
+		requests: newTextCell(fyne.TextAlignTrailing), lastError: newTextCell(fyne.TextAlignLeading), cols: cols,
 	}
-	r.box = cols.row(r.name, r.kind, r.state, r.fiveHour, r.weekly, r.requests, r.lastError)
+	r.box = cols.row(r.name, r.kind, r.state, r.fiveHour, r.weekly, r.resets, r.requests, r.lastError)
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -84,8 +125,10 @@ func (r *accountRowCells) Set(v accountView) {
 	r.state.Set(v.state)
 	r.fiveHour.Set(v.fiveHour)
 	r.weekly.Set(v.weekly)
+	r.resets.Set(v.resets)
 	r.requests.Set(textView{text: v.requests})
 	r.lastError.Set(v.lastError)
+	r.cols.relayout(r.box, &r.gen)
 }
 
 // CreateRenderer implements fyne.Widget.
@@ -95,13 +138,14 @@ func (r *accountRowCells) CreateRenderer() fyne.WidgetRenderer {
 
 // accountsTable lists the accounts in priority order.
 type accountsTable struct {
-	cols  *columns
-	rows  []accountView
-	list  *widget.List
-	box   *fyne.Container // header and list; as tall as three to six rows
-	size  *sized
-	rowH  float32
-	shown int // rows the box is sized for
+	cols   *columns
+	rows   []accountView
+	list   *widget.List
+	header *fyne.Container
+	box    *fyne.Container // header and list; as tall as three to six rows
+	size   *sized
+	rowH   float32
+	shown  int // rows the box is sized for
 }
 
 func newAccountsTable() *accountsTable {
@@ -117,7 +161,8 @@ func newAccountsTable() *accountsTable {
 		})
 	t.list.OnSelected = func(widget.ListItemID) { t.list.UnselectAll() } // a read-only view
 	t.rowH = newAccountRowCells(t.cols).MinSize().Height
-	t.box = container.NewBorder(t.cols.header(), nil, nil, nil, container.New(t.size, t.list))
+	t.header = t.cols.header()
+	t.box = container.NewBorder(t.header, nil, nil, nil, container.New(t.size, t.list))
 	return t
 }
 
@@ -125,8 +170,14 @@ func newAccountsTable() *accountsTable {
 // dashboard then lays itself out again).
 func (t *accountsTable) show(snap proxy.Snapshot, now time.Time) (resized bool) {
 	rows := make([]accountView, len(snap.Accounts))
+	widths := make([][]float32, len(rows))
 	for i, a := range snap.Accounts {
 		rows[i] = newAccountView(a, snap, now)
+		widths[i] = rows[i].widths()
+	}
+	if t.cols.fit(contentWidths(accountColumns, widths)) {
+		t.header.Layout.Layout(t.header.Objects, t.header.Size())
+		t.rows = nil // every row is set again, and lays itself out at the new widths
 	}
 	// As tall as its accounts (up to six, then it scrolls): a floor of three rows left an empty
 	// band under a single account.

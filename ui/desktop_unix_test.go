@@ -81,10 +81,10 @@ func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
 	f := &actionServer{actions: make(chan []string, 1)}
 	conn := serveNotifications(t, f)
 	acted := make(chan struct{}, 2)
-	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a reset credit of team", func() { acted <- struct{}{} }); err != nil {
+	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a banked reset of team", func() { acted <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
-	if a := receive(t, f.actions, "the Notify call"); len(a) != 2 || a[1] != "Redeem a reset credit of team" {
+	if a := receive(t, f.actions, "the Notify call"); len(a) != 2 || a[1] != "Redeem a banked reset of team" {
 		t.Fatalf("actions %q", a)
 	}
 	emit := func(name string, body ...any) {

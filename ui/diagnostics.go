@@ -80,12 +80,10 @@ var diagnosticsSpec = []panelSpec{
 // diagnostics is the collapsible section built from a spec: a header that opens and closes
 // it (as an accordion's does) over the panels.
 type diagnostics struct {
-	spec   []panelSpec
-	values [][]*widget.Label // per panel, per figure
-	open   bool
-	header *widget.Button
-	detail *fyne.Container // the panels
-	box    *fyne.Container
+	*collapsible // its header, open, box and setOpen
+	spec         []panelSpec
+	values       [][]*widget.Label // per panel, per figure
+	detail       *fyne.Container   // the panels
 	// opened is called once the section opened (the dashboard scrolls it into view).
 	opened func()
 }
@@ -109,30 +107,13 @@ func newDiagnostics(spec []panelSpec) *diagnostics {
 		panels = append(panels, newPanel(container.NewPadded(container.NewVBox(rows...))))
 	}
 	d.detail = container.New(&panelGrid{minWidth: diagnosticsPanelWidth}, panels...)
-	d.detail.Hide()
-	d.header = widget.NewButtonWithIcon("Diagnostics", theme.MenuDropDownIcon(), func() { d.setOpen(!d.open) })
-	d.header.Alignment = widget.ButtonAlignLeading
-	d.header.Importance = widget.LowImportance
-	d.box = container.NewVBox(d.header, d.detail)
+	d.collapsible = newCollapsible("Diagnostics", d.detail)
+	d.toggled = func(open bool) {
+		if open && d.opened != nil {
+			d.opened()
+		}
+	}
 	return d
-}
-
-// setOpen opens or closes the section.
-func (d *diagnostics) setOpen(open bool) {
-	if open == d.open {
-		return
-	}
-	d.open = open
-	if open {
-		d.header.SetIcon(theme.MenuDropUpIcon())
-	} else {
-		d.header.SetIcon(theme.MenuDropDownIcon())
-	}
-	setVisible(d.detail, open)
-	d.box.Refresh()
-	if open && d.opened != nil {
-		d.opened()
-	}
 }
 
 // panel is a rounded box in the input background colour, taken from the theme each time it

@@ -39,6 +39,8 @@ type firstRunCard struct {
 	// other holds the other ways in: the sign-in and API-key buttons and the terminal
 	// commands. It hides while the one action runs and while its results show.
 	other *fyne.Container
+	// terminal shows the commands that do the same, closed at first.
+	terminal *collapsible
 
 	running bool
 	// lines are the last run's results; fr is the last run.
@@ -89,8 +91,8 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 		"# then point Codex at the relay (config.toml is backed up first)",
 		"codexrelay codex-config --write",
 	}, "\n"))
-	terminal := widget.NewAccordion(widget.NewAccordionItem("From a terminal", cmds))
-	c.other = container.NewVBox(c.or, container.NewHBox(actions...), widget.NewSeparator(), terminal)
+	c.terminal = newCollapsible("From a terminal", cmds)
+	c.other = container.NewVBox(c.or, container.NewHBox(actions...), widget.NewSeparator(), c.terminal.box)
 	c.box = container.New(&maxWidth{width: 760}, container.NewVBox(
 		title,
 		c.intro,

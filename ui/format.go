@@ -149,11 +149,16 @@ func stateText(state string) string {
 }
 
 // accountState is an account's state as the tables and the tray say it, with the clock time
-// a rest ends: "Ready", "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36"
+// a rest ends: "Ready", "At 5-hour limit" (ready, but a window is used up), "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36"
 // (failing: the breaker rests it), "Needs sign-in" or "Key rejected", "Disabled".
 func accountState(a proxy.AccountStats, now time.Time) textView {
 	switch a.State {
 	case proxy.StateReady:
+		if w := usedUp(a.Quota); w != "" {
+			// The relay still counts it ready (the upstream has not refused it yet), but its next
+			// request meets the limit: green "Ready" beside a full bar told the opposite.
+			return textView{"At " + w + " limit", toneWarn}
+		}
 		return textView{"Ready", toneGood}
 	case proxy.StateCooldown:
 		what := "Resting"
@@ -175,17 +180,18 @@ func accountState(a proxy.AccountStats, now time.Time) textView {
 	return textView{a.State, toneNormal}
 }
 
-// stateTone is the tone of an account state.
-func stateTone(state string) tone {
-	switch state {
-	case proxy.StateReady:
-		return toneGood
-	case proxy.StateCooldown:
-		return toneWarn
-	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
-		return toneBad
+// usedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
+// neither, or no quota is known), the five-hour one first.
+func usedUp(q *proxy.Quota) string {
+	switch {
+	case q == nil:
+		return ""
+	case q.PrimaryUsedPercent >= 100:
+		return "5-hour"
+	case q.SecondaryUsedPercent >= 100:
+		return "weekly"
 	}
-	return toneDim
+	return ""
 }
 
 // kindText names an account kind for people.

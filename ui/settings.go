@@ -22,15 +22,14 @@ import (
 // settingsWindow edits the settings; each change applies through an app method, off the UI
 // thread (saving waits for the settings file's lock, which another process may hold), and each
 // error shows next to its field, in app's words. A check box or a choice applies at once; a
-// number applies when the user is done with it (Return, or leaving the field), not at each
-// keystroke.
+// number (the port too) applies when the user is done with it (Return, or leaving the field),
+// not at each keystroke; no field has a button of its own.
 type settingsWindow struct {
 	u   *UI
 	win fyne.Window
 
-	port      *widget.Entry
-	portApply *widget.Button
-	portMsg   *widget.Label
+	port    *numberEntry
+	portMsg *widget.Label
 
 	strategy    *widget.Select
 	strategyMsg *widget.Label
@@ -116,11 +115,7 @@ func (s *settingsWindow) open() {
 
 func (s *settingsWindow) build() fyne.CanvasObject {
 	// Proxy: the port (restarts the listener) and the routing strategy.
-	s.port = widget.NewEntry()
-	passScroll(s.port)
-	s.port.OnSubmitted = func(string) { s.applyPort() }
-	s.portApply = widget.NewButton("Apply", s.applyPort)
-	s.portMsg = errorLabel()
+	s.port, s.portMsg = newNumberEntry(), errorLabel()
 	s.strategy = widget.NewSelect(proxy.Strategies, nil)
 	s.strategyMsg = errorLabel()
 	var explain []string
@@ -181,10 +176,13 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		return container.New(layout.NewFormLayout(), rows...)
 	}
 	content := container.NewVBox(
+		// One way for every field, said once: a demanding user expects a settings window to
+		// keep what they change without a button to find (only the port had Apply).
+		hint("Every change is saved as you make it: a choice at once, a number when you press Return or leave its field."),
 		heading("Proxy"),
 		form(
 			widget.NewLabel("Listen port"), container.NewVBox(
-				container.NewBorder(nil, nil, nil, s.portApply, s.port), hint("e.g. 7455; from 1024 to 65535"), s.portMsg),
+				s.port, hint("e.g. 7455; from 1024 to 65535"), s.portMsg),
 			widget.NewLabel(label(app.SettingStrategy)), container.NewVBox(s.strategy, hint(strings.Join(explain, "\n")), s.strategyMsg),
 		),
 		widget.NewSeparator(),
@@ -217,6 +215,7 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		s.startAtLogin,
 		s.loginMsg,
 	)
+	s.port.onDone = s.applyPort
 	s.staleMax.onDone = s.applyCatalogTiming
 	s.ttl.onDone = s.applyCatalogTiming
 	for name, e := range s.timeouts {
@@ -291,8 +290,8 @@ func (s *settingsWindow) load() {
 			e.show(text)
 		}
 	}
-	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil && focused != s.port {
-		s.port.SetText(port)
+	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil {
+		setEntry(s.port, port)
 	}
 	strategy := st.Strategy
 	if strategy == "" {
@@ -383,11 +382,9 @@ func (s *settingsWindow) applyPort() {
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	setMessage(s.portMsg, "Restarting the proxy on "+addr+"…", widget.MediumImportance)
-	s.portApply.Disable()
 	s.u.async(func() {
 		err := s.u.ctl.SetListen(addr)
 		fyne.Do(func() {
-			s.portApply.Enable()
 			switch {
 			case err != nil:
 				setError(s.portMsg, err)

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -58,8 +59,7 @@ func TestSettingsRejectBadPorts(t *testing.T) {
 		{"abc", "not a port number"},
 		{"", "not a port number"},
 	} {
-		s.port.SetText(c.in)
-		test.Tap(s.portApply)
+		enter(s.port, c.in)
 		if !s.portMsg.Visible() || !strings.Contains(s.portMsg.Text, c.msg) {
 			t.Errorf("port %q: message %q (visible %v), want %q", c.in, s.portMsg.Text, s.portMsg.Visible(), c.msg)
 		}
@@ -81,8 +81,10 @@ func TestSettingsMovePort(t *testing.T) {
 	}
 	port := ln.Addr().String()[len("127.0.0.1:"):]
 	ln.Close()
+	// Saved as the focus leaves the field, as every number of the window is: no Apply button.
+	s.win.Canvas().Focus(s.port)
 	s.port.SetText(port)
-	test.Tap(s.portApply)
+	s.win.Canvas().Unfocus()
 	if got := relay.Settings().Listen; got != "127.0.0.1:"+port {
 		t.Fatalf("saved listen %q (message %q)", got, s.portMsg.Text)
 	}
@@ -379,6 +381,11 @@ func TestSettingsPoolFieldsComeFromTheTable(t *testing.T) {
 	if got := relay.Settings().HoldSeconds; got != -1 || !s.holdMsg.Visible() || !strings.Contains(s.holdMsg.Text, "3600") {
 		t.Errorf("out of range: saved %d, message %q", got, s.holdMsg.Text)
 	}
+	// The message names the field by its label, never by its command-line key (issue 32 Low).
+	if want := "“" + label(app.SettingHold) + "” must be"; !strings.HasPrefix(s.holdMsg.Text, want) ||
+		strings.Contains(strings.ToLower(s.holdMsg.Text), "hold-seconds") {
+		t.Errorf("out of range: message %q, want it to start %q", s.holdMsg.Text, want)
+	}
 	s.credits.SetSelected(proxy.ResetCreditsAuto)
 	if got := relay.Settings().ResetCredits; got != proxy.ResetCreditsAuto {
 		t.Errorf("reset-credits saved as %q", got)
@@ -405,4 +412,18 @@ func TestSettingsScrollsOverAField(t *testing.T) {
 			t.Errorf("a wheel over the %T at %v did not scroll the window", field, pos)
 		}
 	}
+}
+
+// Every field saves the same way, said once at the top: no field has a button of its own (issue
+// 32 Low: only the port had Apply, while the other numbers saved as the focus left them).
+func TestSettingsSaveOneWay(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	u.showSettings()
+	s := u.settings
+	visit(s.win.Content(), func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Visible() && b.Text != "Copy" {
+			t.Errorf("the settings window has a %q button", b.Text)
+		}
+	})
+	mustContain(t, s.win.Content(), "Every change is saved as you make it")
 }

@@ -83,3 +83,17 @@ func TestChartColoursAreReadable(t *testing.T) {
 		t.Errorf("an unknown chart colour name answers %v", c)
 	}
 }
+
+// An unselected radio button's or check box's outline (the input border) reaches 3:1, WCAG's
+// minimum for a control's parts, against the background and the input background in both
+// variants (issue 32 Low: the unselected radio nearly invisible in light).
+func TestControlOutlinesAreVisible(t *testing.T) {
+	th := newTheme()
+	for _, v := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
+		for _, bgName := range []fyne.ThemeColorName{theme.ColorNameBackground, theme.ColorNameInputBackground} {
+			if r := contrast(th.Color(theme.ColorNameInputBorder, v), th.Color(bgName, v)); r < 3 {
+				t.Errorf("the input border in variant %d: %.2f:1 against %s, want at least 3:1", v, r, bgName)
+			}
+		}
+	}
+}

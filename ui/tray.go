@@ -80,23 +80,28 @@ func trayState(snap proxy.Snapshot, st app.ServiceStatus) (state, string) {
 		return stateStopped, "Refusing every client: the local key cannot be read"
 	}
 	where := "Listening on http://" + st.Addr + "/v1"
-	var enabled, ready int
+	var disabled, ready int
 	for _, a := range snap.Accounts {
 		switch a.State {
 		case proxy.StateDisabled:
-			continue
+			disabled++
 		case proxy.StateReady:
 			ready++
 		}
-		enabled++
 	}
 	switch {
 	case len(snap.Accounts) == 0:
 		return stateStopped, where + " · no account yet"
 	case ready == 0:
 		return stateStopped, where + " · no usable account"
-	case ready < enabled:
-		return stateDegraded, fmt.Sprintf("%s · %d of %d accounts ready", where, ready, enabled)
+	case ready+disabled < len(snap.Accounts):
+		// Counted over every configured account, as the dashboard's "6 configured · 3 ready ·
+		// 2 disabled" is: "3 of 4 accounts ready" beside "6 configured" read as a contradiction.
+		line := fmt.Sprintf("%s · %d of %d accounts ready", where, ready, len(snap.Accounts))
+		if disabled > 0 {
+			line += fmt.Sprintf(" (%d disabled)", disabled)
+		}
+		return stateDegraded, line
 	}
 	return stateServing, where
 }
@@ -190,12 +195,12 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 	// One line per account, in priority order, with a dot in its state's colour.
 	for _, a := range v.snap.Accounts {
 		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
-		it.Icon = dotIcons[stateTone(a.State)]
+		it.Icon = dotIcons[accountState(a, now).tone] // an account at its limit is not green
 		items = append(items, it)
 	}
 	// Every account rests and one holds a banked reset: the relay's "ask", as an action.
 	if name := redeemCandidate(v.snap); name != "" && act.redeem != nil {
-		items = append(items, fyne.NewMenuItem("Redeem a reset credit of "+truncate(name, 60), func() { act.redeem(name) }))
+		items = append(items, fyne.NewMenuItem("Redeem a banked reset of "+truncate(name, 60), func() { act.redeem(name) }))
 	}
 	if len(v.snap.Accounts) > 0 {
 		items = append(items, fyne.NewMenuItemSeparator())

@@ -42,6 +42,9 @@ func TestTrayState(t *testing.T) {
 		{"serving", snap("ready", "ready", "disabled"), running(), stateServing, "Listening on http://127.0.0.1:7455/v1"},
 		{"degraded: cooldown", snap("ready", "cooldown"), running(), stateDegraded, "Listening on http://127.0.0.1:7455/v1 · 1 of 2 accounts ready"},
 		{"degraded: needs login", snap("needs_login", "ready", "ready"), running(), stateDegraded, "Listening on http://127.0.0.1:7455/v1 · 2 of 3 accounts ready"},
+		// Counted over every configured account, as the dashboard's summary counts them.
+		{"degraded: some disabled", snap("ready", "cooldown", "disabled", "disabled"), running(), stateDegraded,
+			"Listening on http://127.0.0.1:7455/v1 · 1 of 4 accounts ready (2 disabled)"},
 		{"stopped: no account", snap(), running(), stateStopped, "Listening on http://127.0.0.1:7455/v1 · no account yet"},
 		{"stopped: none usable", snap("cooldown", "needs_login", "disabled"), running(), stateStopped, "Listening on http://127.0.0.1:7455/v1 · no usable account"},
 		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, stateStopped, "Stopped: " + taken.Error()},

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -93,15 +94,27 @@ func TestUsageWindowShowsTheLedger(t *testing.T) {
 		"Tokens per day", "Cost per day", "Top models", "Top projects",
 		"gpt-5.3-codex", "3.4 M", "$7.10", "72%", // the top model: 3.2 M input + 160 k output, 2.3 M cached
 		"codexrelay", "(no project)", "webshop",
-		"personal", "212 k", "1.8 M", "too few readings",
+		"personal", "212 k", "1.8 M",
 	)
 	mustContain(t, c,
 		"cost · $10.10 API-equivalent", // seats' cost beside the API key's
 		"Costs at API list prices of "+ledger.PricesCheckedAt,
 		"API-equivalent for ChatGPT seats",
 		"At the pace of the last hour (4.1 M tokens), the pool's 5-hour capacity runs out around 15:40.",
-		"Not counted, for want of readings: team.",
+		"–: too few readings yet; the forecast leaves out team.",
 	)
+	// "Too few readings" is said once, under the table, however many rates are unknown; their
+	// cells show a dash (issue 32 Low: six times).
+	all := w.forecast.Text
+	for _, r := range w.burns.rows {
+		all += "\n" + r[0].Text() + "\n" + r[1].Text() + "\n" + r[2].Text()
+	}
+	if n := strings.Count(strings.ToLower(all), "too few readings"); n != 1 {
+		t.Errorf("%q %d times, want once", "too few readings", n)
+	}
+	if got := w.burns.rows[1][1].Text(); got != "–" {
+		t.Errorf("team's unknown 5-hour rate reads %q", got)
+	}
 	if got := w.models.names(); strings.Join(got, ",") != "gpt-5.3-codex,gpt-5.4,gpt-5.4-mini" {
 		t.Errorf("top models %q", got)
 	}
@@ -520,4 +533,36 @@ func TestBarChartRedrawsOnlyOnChange(t *testing.T) {
 	if c.data.top != 5 || c.gridTxt[1].Text != "$5" {
 		t.Errorf("axis top %v labelled %q", c.data.top, c.gridTxt[1].Text)
 	}
+}
+
+// The quota burn's names show uncut: the table widens to them (issue 32 Low: names cut in the
+// Usage window), and the window still fits at its 800x600.
+func TestUsageWindowShowsWholeNames(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	snap := sample()
+	snap.Snapshot.Accounts[1].Name = "team@example.com"
+	src := sampleUsage()
+	for i := range src.Rows {
+		if src.Rows[i].Account == "team" {
+			src.Rows[i].Account = "team@example.com"
+		}
+	}
+	u.ShowFixed(snap, running(), testNow)
+	u.ShowFixedUsage(src)
+	u.ShowUsagePeriod(30)
+	w := u.usageWin
+	w.win.Resize(usageWindowSize)
+	var found bool
+	for _, r := range w.burns.rows {
+		if r[0].Text() == "team@example.com" && r[0].Visible() {
+			found = true
+			if need := fyne.MeasureText(r[0].Text(), theme.TextSize(), fyne.TextStyle{}).Width + 2*dense.Size(theme.SizeNameInnerPadding); r[0].Size().Width < need {
+				t.Errorf("the name %q is cut: %v wide, needs %v", r[0].Text(), r[0].Size().Width, need)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no quota burn row for team@example.com")
+	}
+	fitsWithoutScrolling(t, w)
 }

@@ -239,11 +239,13 @@ func newUsageView(d usageData) usageView {
 	v.tiers, v.tiersNote = tierRows(d.tiers), tiersNote(d.tiers, d.kinds)
 
 	// Quota burn and the forecast.
+	unknown := false
 	for _, b := range d.burns {
-		v.burns = append(v.burns, burnRowView{account: b.Account,
-			five: perPercent(b.PrimaryTokensPerPercent), week: perPercent(b.SecondaryTokensPerPercent)})
+		r := burnRowView{account: b.Account, five: perPercent(b.PrimaryTokensPerPercent), week: perPercent(b.SecondaryTokensPerPercent)}
+		unknown = unknown || r.five.text == burnUnknown || r.week.text == burnUnknown
+		v.burns = append(v.burns, r)
 	}
-	v.forecast = forecastText(d)
+	v.forecast = forecastText(d, unknown)
 	return v
 }
 
@@ -354,16 +356,21 @@ func tiersNote(rep ledger.Report, k accountKinds) string {
 	return note
 }
 
-// perPercent is a burn rate as a cell: "48.2 k", or "too few readings" when unknown.
+// perPercent is a burn rate as a cell: "48.2 k", or "–" when unknown (the table's note says
+// once what a dash means: "too few readings" in every such cell was said up to six times).
 func perPercent(tokens float64) textView {
 	if tokens <= 0 {
-		return textView{"too few readings", toneDim}
+		return textView{burnUnknown, toneDim}
 	}
 	return textView{text: tokenCount(int64(tokens))}
 }
 
-// forecastText says when the pool's five-hour capacity runs out at the last hour's pace.
-func forecastText(d usageData) string {
+// burnUnknown is a burn rate not known yet; the forecast under the table says once what it means.
+const burnUnknown = "–"
+
+// forecastText says when the pool's five-hour capacity runs out at the last hour's pace, and
+// what a dash in the table means when it shows one (dashes).
+func forecastText(d usageData, dashes bool) string {
 	f := d.forecast
 	switch {
 	case len(d.kinds.chatgpt) == 0:
@@ -388,7 +395,12 @@ func forecastText(d usageData) string {
 		s = "At the pace of the last hour (" + tokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity runs out around " +
 			clock(f.RunsOut, d.now) + "."
 	}
-	if len(f.Unknown) > 0 {
+	switch {
+	case dashes && len(f.Unknown) > 0:
+		s += " –: too few readings yet; the forecast leaves out " + strings.Join(f.Unknown, ", ") + "."
+	case dashes:
+		s += " –: too few readings yet."
+	case len(f.Unknown) > 0:
 		s += " Not counted, for want of readings: " + strings.Join(f.Unknown, ", ") + "."
 	}
 	return s

@@ -383,11 +383,16 @@ func (t *usageTable) names() []string {
 	return out
 }
 
+// burnColumns widen to their content (the table is as wide as its names, up to
+// burnNameMax, and its titles): "dev@example.com" was cut at a fixed 80.
 var burnColumns = []column{
 	{title: "Account", min: 80, weight: 1},
 	{title: "5-hour window", min: 125, weight: 1, align: fyne.TextAlignTrailing},
 	{title: "Weekly window", min: 125, weight: 1, align: fyne.TextAlignTrailing},
 }
+
+// burnNameMax is the most the quota burn's names take; a longer one is cut.
+const burnNameMax = 200
 
 // burnTable lists the ChatGPT accounts' tokens per 1% of their windows.
 type burnTable struct {
@@ -400,6 +405,7 @@ type burnTable struct {
 
 func newBurnTable() *burnTable {
 	t := &burnTable{cols: newColumns(burnColumns...)}
+	t.cols.grow = true
 	t.header = t.cols.header()
 	t.box = container.NewVBox(t.header)
 	return t
@@ -415,6 +421,14 @@ func (t *burnTable) Set(rows []burnRowView) {
 		t.rows, t.lines = append(t.rows, cells), append(t.lines, line)
 		t.box.Add(line)
 		redraws.Add(1)
+	}
+	widths := make([][]float32, len(rows))
+	for i, r := range rows {
+		widths[i] = []float32{min(cellWidth(r.account, fyne.TextStyle{}), burnNameMax),
+			cellWidth(r.five.text, fyne.TextStyle{}), cellWidth(r.week.text, fyne.TextStyle{})}
+	}
+	if t.cols.fit(contentWidths(burnColumns, widths)) {
+		t.box.Refresh() // its width follows the names; the header and the rows are laid out again
 	}
 	for i, line := range t.lines {
 		if i >= len(rows) {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"image/color"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // Small building blocks shared by the windows.
@@ -136,7 +139,20 @@ func setError(l *widget.Label, err error) {
 		setMessage(l, "", widget.DangerImportance)
 		return
 	}
-	setMessage(l, sentence(err.Error()), widget.DangerImportance)
+	setMessage(l, sentence(fieldWords(err)), widget.DangerImportance)
+}
+
+// fieldWords is err's message with a setting named as the window labels it, not by its
+// command-line key: "“Hold requests up to” must be a number of seconds…", not
+// "Hold-seconds must be…" under a field labelled "Hold requests up to".
+func fieldWords(err error) string {
+	var fe *app.FieldError
+	if errors.As(err, &fe) && err.Error() == fe.Error() {
+		if st, ok := app.LookupSetting(fe.Field); ok && st.Label != "" {
+			return "“" + st.Label + "” " + fe.Msg
+		}
+	}
+	return err.Error()
 }
 
 // sentence starts s with a capital letter: app's messages read on from a field's name
@@ -237,4 +253,48 @@ func (n *fleeting) expire(now time.Time) bool {
 	}
 	setMessage(n.Label, "", n.Importance)
 	return true
+}
+
+// collapsible is a section that opens and closes under a header button whose caret says which
+// it is: pointing right while closed, down while open (as file managers and browsers' details
+// do; a down caret on a closed section read as "open").
+type collapsible struct {
+	header  *widget.Button
+	content fyne.CanvasObject
+	box     *fyne.Container
+	open    bool
+	// toggled, when set, runs after the section opened or closed.
+	toggled func(open bool)
+}
+
+func newCollapsible(title string, content fyne.CanvasObject) *collapsible {
+	c := &collapsible{content: content}
+	c.header = widget.NewButtonWithIcon(title, caretIcon(false), func() { c.setOpen(!c.open) })
+	c.header.Alignment = widget.ButtonAlignLeading
+	c.header.Importance = widget.LowImportance
+	content.Hide()
+	c.box = container.NewVBox(c.header, content)
+	return c
+}
+
+// caretIcon is a section header's caret: right while closed, down while open.
+func caretIcon(open bool) fyne.Resource {
+	if open {
+		return theme.MenuDropDownIcon()
+	}
+	return theme.MenuExpandIcon()
+}
+
+// setOpen opens or closes the section.
+func (c *collapsible) setOpen(open bool) {
+	if open == c.open {
+		return
+	}
+	c.open = open
+	c.header.SetIcon(caretIcon(open))
+	setVisible(c.content, open)
+	c.box.Refresh()
+	if c.toggled != nil {
+		c.toggled(open)
+	}
 }

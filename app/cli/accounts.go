@@ -102,7 +102,7 @@ var accountsCommand = &command{
 (a redemption also restarts the weekly window from that moment); --force redeems anyway. The running
 relay redeems it (one redemption at a time per account); without one, this command does. A
 redemption whose answer was lost is tried again under the same request id, so one intent never
-spends two credits. The windows are read again afterwards, and it says when nothing was reset.`, app.RedeemWorthAt),
+spends two banked resets. The windows are read again afterwards, and it says when nothing was reset.`, app.RedeemWorthAt),
 			flags: func(fs *flag.FlagSet) runFunc {
 				asJSON := fs.Bool("json", false, "print the result as JSON")
 				force := fs.Bool("force", false, "redeem even where the account's windows are far from their limit")
@@ -490,7 +490,7 @@ func (c *CLI) redeem(name string, asJSON, force bool) error {
 	res, err := a.RedeemCredit(name)
 	switch {
 	case errors.Is(err, proxy.ErrRedeemPending):
-		return fmt.Errorf("%w; run the command again: it repeats the same request, so it spends at most one credit", err)
+		return fmt.Errorf("%w; run the command again: it repeats the same request, so it spends at most one banked reset", err)
 	case err != nil:
 		return err
 	}
@@ -505,7 +505,7 @@ func (c *CLI) redeem(name string, asJSON, force bool) error {
 		fmt.Fprintf(c.Stdout, "Read again: the five-hour window is %.0f%% used, the weekly one %.0f%%.\n", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
 	}
 	if nothingReset(res, before) {
-		fmt.Fprintln(c.Stdout, "Nothing was reset: the backend took the credit, but the windows are as they were (this has happened upstream; the credit may come back, or ask OpenAI's support).")
+		fmt.Fprintln(c.Stdout, "Nothing was reset: the backend took the banked reset, but the windows are as they were (this has happened upstream; the banked reset may come back, or ask OpenAI's support).")
 	}
 	if rc := res.Remaining; rc != nil {
 		fmt.Fprintf(c.Stdout, "%d %s left.\n", rc.Available, plural(rc.Available, "banked reset", "banked resets"))

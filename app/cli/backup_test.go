@@ -85,7 +85,7 @@ func TestRedeemNeedsAChatGPTAccount(t *testing.T) {
 	if code, _, errs := runCLI(t, opt, "sk-x\n", "accounts", "add", "--name", "key", "--kind", "openai", "--base-url", "https://x.test/v1"); code != 0 {
 		t.Fatal(errs)
 	}
-	for name, want := range map[string]string{"key": "only ChatGPT sign-ins hold reset credits", "ghost": "ghost"} {
+	for name, want := range map[string]string{"key": "only ChatGPT sign-ins hold banked resets", "ghost": "ghost"} {
 		code, out, errs := runCLI(t, opt, "", "accounts", "redeem", name)
 		if code != 1 || out != "" || !strings.Contains(errs, want) {
 			t.Errorf("redeem %s: %d %q %q", name, code, out, errs)

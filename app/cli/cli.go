@@ -73,7 +73,7 @@ func init() {
 		summary: "Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.",
 		details: `Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
 MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).`,
-		subs: []*command{serveCommand, accountsCommand, codexConfigCommand, localKeyCommand,
+		subs: []*command{serveCommand, pauseCommand, resumeCommand, accountsCommand, codexConfigCommand, localKeyCommand,
 			settingsCommand, aliasesCommand, usageCommand, benchCommand, versionCommand, helpCommand},
 	}
 }

@@ -211,6 +211,7 @@ func addAccount(relay *app.App, a proxy.AccountStats) {
 func dashboardFixture(now time.Time) ui.Fixed {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	cool := at(4*time.Minute + 32*time.Second)
+	expires := at(3*24*time.Hour + 20*time.Hour) // team's first banked reset
 	snap := proxy.Snapshot{
 		Listen:     "127.0.0.1:7455",
 		UptimeMs:   (3*time.Hour + 12*time.Minute).Milliseconds(),
@@ -228,7 +229,7 @@ func dashboardFixture(now time.Time) ui.Fixed {
 		Accounts: []proxy.AccountStats{
 			{
 				Name: "personal", Kind: proxy.KindChatGPT, API: proxy.APIResponses, State: proxy.StateReady,
-				Requests: 912,
+				Requests: 912, ResetCredits: &proxy.ResetCredits{},
 				Quota: &proxy.Quota{
 					PrimaryUsedPercent: 37, PrimaryResetsAt: at(2*time.Hour + 48*time.Minute),
 					SecondaryUsedPercent: 62, SecondaryResetsAt: at(3*24*time.Hour + 5*time.Hour),
@@ -238,7 +239,8 @@ func dashboardFixture(now time.Time) ui.Fixed {
 			{
 				Name: "team", Kind: proxy.KindChatGPT, API: proxy.APIResponses, State: proxy.StateCooldown,
 				CooldownUntil: &cool, CooldownReason: proxy.CooldownRateLimit, Requests: 341, Failures: 4,
-				LastError: "429 usage_limit_reached: the 5-hour limit resets at 14:36",
+				LastError:    "429 usage_limit_reached: the 5-hour limit resets at 14:36",
+				ResetCredits: &proxy.ResetCredits{Available: 2, NextExpiresAt: &expires},
 				Quota: &proxy.Quota{
 					PrimaryUsedPercent: 100, PrimaryResetsAt: cool,
 					SecondaryUsedPercent: 81, SecondaryResetsAt: at(5*24*time.Hour + 2*time.Hour),
@@ -296,7 +298,8 @@ func accountsFixture(now time.Time) proxy.Snapshot {
 			{Name: "dev@example.com", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(91, 64, 2*time.Hour, 70*time.Hour)},
 			{Name: "team", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(12, 33, 4*time.Hour, 100*time.Hour)},
 			{Name: "pro", Kind: proxy.KindChatGPT, State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit,
-				CooldownUntil: at(4 * time.Minute), LastError: "429 usage_limit_reached", Quota: quota(100, 71, 4*time.Minute, 30*time.Hour)},
+				CooldownUntil: at(4 * time.Minute), LastError: "429 usage_limit_reached", Quota: quota(100, 71, 4*time.Minute, 30*time.Hour),
+				ResetCredits: &proxy.ResetCredits{Available: 1, NextExpiresAt: at(20 * time.Hour)}},
 			{Name: "lab", Kind: proxy.KindChatGPT, State: proxy.StateNeedsLogin, LastError: "401 token_expired: sign in again"},
 			{Name: "work", Kind: proxy.KindOpenAI, State: proxy.StateReady},
 			{Name: "local", Kind: proxy.KindOpenAI, API: proxy.APIChat, State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing,
