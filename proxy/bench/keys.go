@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // `bench keys`: what long client-chosen session keys cost the relay's memory (issue 30): each
@@ -44,14 +42,7 @@ func Keys(opt KeysOptions) (KeysResult, error) {
 		opt.KeyBytes = 16 << 20
 	}
 	res := KeysResult{Requests: opt.Requests, KeyBytes: opt.KeyBytes}
-	up, err := newBenchUpstream()
-	if err != nil {
-		return res, err
-	}
-	defer up.close()
-	relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
-	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: up.url + "/v1", Credentials: proxy.Static{Token: "sk-bench"}}})
-	base, stop, err := serveOnLoopback(relay)
+	relay, base, stop, err := benchRelay()
 	if err != nil {
 		return res, err
 	}

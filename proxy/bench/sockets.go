@@ -72,14 +72,7 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 		Budget: 128 << 20, ConversationBudget: 512 << 20} // the relay's defaults
 	// The benchmark's plain upstream: it answers the upgrade as a GET (no WebSocket), so the relay
 	// sends each turn over HTTP, whose body the upstream reads and lets go.
-	up, err := newBenchUpstream()
-	if err != nil {
-		return res, err
-	}
-	defer up.close()
-	relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
-	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: up.url + "/v1", Credentials: proxy.Static{Token: "sk-bench"}}})
-	base, stop, err := serveOnLoopback(relay)
+	relay, base, stop, err := benchRelay()
 	if err != nil {
 		return res, err
 	}
@@ -241,4 +234,22 @@ func (r SocketsResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "%d sockets x one %s frame, held  peak RSS %s; held open RSS %s [baseline + conversation budget: %s]; %d of them completed\n",
 		r.Held, mb(int64(r.FrameBytes)), mb(r.HeldPeakRSS), mb(r.HeldRSS), mb(r.BaselineRSS+r.ConversationBudget), r.HeldAnswers)
 	fmt.Fprintf(w, "after every socket closed         RSS %s\n", mb(r.AfterRSS))
+}
+
+// benchRelay is a relay with one API-key account on the benchmark's plain upstream (which
+// answers a WebSocket upgrade as a GET, so turns go over HTTP), served on loopback; stop ends
+// both.
+func benchRelay() (relay *proxy.Server, base string, stop func(), err error) {
+	up, err := newBenchUpstream()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	relay = proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
+	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: up.url + "/v1", Credentials: proxy.Static{Token: "sk-bench"}}})
+	base, stopRelay, err := serveOnLoopback(relay)
+	if err != nil {
+		up.close()
+		return nil, "", nil, err
+	}
+	return relay, base, func() { stopRelay(); up.close() }, nil
 }
