@@ -245,6 +245,14 @@ func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
 		t.Errorf("mode %v", st.Mode())
 	}
 	// The next command is another process: a new App on the same folder.
+	retriesTheKeptIntent(t, opt, up)
+}
+
+// retriesTheKeptIntent opens the folder of opt as the next process does and redeems again: the
+// kept intent is retried with the same redeem_request_id, one credit is spent in all, and the
+// intent is let go after its answer.
+func retriesTheKeptIntent(t *testing.T, opt Options, up *creditUpstream) {
+	t.Helper()
 	next, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +272,7 @@ func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
 	if len(consumes) != 2 || consumes[0] != consumes[1] || spent != 1 {
 		t.Fatalf("consumes %v, %d credits spent", consumes, spent)
 	}
-	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(opt.ConfigDir, pendingRedeemName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the intent is still kept after its answer: %v", err)
 	}
 }
@@ -304,28 +312,7 @@ func TestARedemptionCutByACrashIsRetriedWithTheSameID(t *testing.T) {
 	}
 	restarted := opt
 	restarted.ConfigDir = crashed
-	next, err := Open(restarted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := next.RedeemCredit("plus")
-	if err != nil || !res.Retried {
-		t.Fatalf("retry after the crash: %+v %v", res, err)
-	}
-	up.mu.Lock()
-	consumes, spent := up.consumes, 0
-	for _, avail := range up.credits {
-		if !avail {
-			spent++
-		}
-	}
-	up.mu.Unlock()
-	if len(consumes) != 2 || consumes[0] != consumes[1] || spent != 1 {
-		t.Fatalf("consumes %v, %d credits spent", consumes, spent)
-	}
-	if _, err := os.Stat(filepath.Join(crashed, pendingRedeemName)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the intent is still kept after its answer: %v", err)
-	}
+	retriesTheKeptIntent(t, restarted, up)
 }
 
 // redeem-pending.json is replaced, never written through a link planted in its place (issue
