@@ -287,11 +287,17 @@ func TestBackupBadFilesImportNothing(t *testing.T) {
 
 func encryptPlain(t *testing.T, pass, plain string) []byte {
 	t.Helper()
+	return encryptPlainAt(t, pass, plain, 10)
+}
+
+// encryptPlainAt is encryptPlain at the scrypt work factor given.
+func encryptPlainAt(t *testing.T, pass, plain string, factor int) []byte {
+	t.Helper()
 	r, err := age.NewScryptRecipient(pass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetWorkFactor(10)
+	r.SetWorkFactor(factor)
 	var buf bytes.Buffer
 	w, err := age.Encrypt(&buf, r)
 	if err != nil {

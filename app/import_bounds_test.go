@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"filippo.io/age"
 )
 
 // An import bounds and cleans every field it keeps (issue 30, 7): an export whose account has
@@ -85,19 +83,7 @@ func jsonString(s string) string {
 func TestAnImportRefusesAScryptCostAboveWhatTheAppWrites(t *testing.T) {
 	a := backupApp(t, testKeychain(t))
 	plain := `{"format":"codexrelay-accounts","version":1,"accounts":[{"position":1,"account":{"name":"k","kind":"openai","base_url":"https://a.example/v1"},"secret":{"api_key":"sk-scrypt-cap-0001"}}]}`
-	r, err := age.NewScryptRecipient("pass")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.SetWorkFactor(13)
-	var buf bytes.Buffer
-	w, err := age.Encrypt(&buf, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte(plain))
-	w.Close()
-	_, err = a.ImportAccounts(bytes.NewReader(buf.Bytes()), "pass")
+	_, err := a.ImportAccounts(bytes.NewReader(encryptPlainAt(t, "pass", plain, 13)), "pass")
 	if !errors.Is(err, ErrDamagedExport) || !strings.Contains(err.Error(), "2^11") {
 		t.Fatalf("a 2^13 export: %v", err)
 	}
