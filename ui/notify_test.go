@@ -317,15 +317,7 @@ func TestTraySendsEnabledNotifications(t *testing.T) {
 	// wait returns what was sent once the sender is done.
 	wait := func() [][2]string {
 		t.Helper()
-		for range 500 {
-			tr.notes.mu.Lock()
-			idle := !tr.notes.sending
-			tr.notes.mu.Unlock()
-			if idle {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitNotesSent(tr)
 		mu.Lock()
 		defer mu.Unlock()
 		out := sent
@@ -453,20 +445,25 @@ func TestOneEventIsOneActionableNotification(t *testing.T) {
 	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
 	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: back})
 	tr.refresh()
-	for range 500 {
-		tr.notes.mu.Lock()
-		idle := !tr.notes.sending
-		tr.notes.mu.Unlock()
-		if idle {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNotesSent(tr)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(asks) != 1 || slices.ContainsFunc(sent, func(s string) bool {
 		return strings.Contains(s, "Every account") || strings.Contains(s, "capacity")
 	}) {
 		t.Fatalf("asks %q, then sent %q", asks, sent)
+	}
+}
+
+// waitNotesSent waits (5 s at most) for the tray's notification sender to be done.
+func waitNotesSent(tr *TrayApp) {
+	for range 500 {
+		tr.notes.mu.Lock()
+		idle := !tr.notes.sending
+		tr.notes.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
