@@ -258,17 +258,7 @@ func TestChatGPTAccountMenu(t *testing.T) {
 
 // Seven accounts fit in the window at its default size, without scrolling.
 func TestSevenAccountsFitTheWindow(t *testing.T) {
-	needKeyring(t)
-	u, relay := newTestUI(t, nil)
-	for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} {
-		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},
-			app.Secret{APIKey: "sk-" + name}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u.showAccounts()
-	a := u.accounts
-	a.win.Resize(accountsWindowSize)
+	a := sevenAccounts(t)
 	item := newAccountItem()
 	test.NewTempWindow(t, container.NewThemeOverride(item, compact))
 	need := 7 * (item.MinSize().Height + compact.Size(theme.SizeNamePadding))
@@ -398,17 +388,7 @@ func TestAccountDetailShowsQuotaBesideTheWindows(t *testing.T) {
 // The "…" menu of the last row pops up inside the window, above its button when there is no
 // room under it, and never past the right edge (issue 32 Low: clipped at the window's edges).
 func TestRowMenuPopsUpInsideTheWindow(t *testing.T) {
-	needKeyring(t)
-	u, relay := newTestUI(t, nil)
-	for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} {
-		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},
-			app.Secret{APIKey: "sk-" + name}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u.showAccounts()
-	a := u.accounts
-	a.win.Resize(accountsWindowSize)
+	a := sevenAccounts(t)
 	var last *accountItem
 	visit(a.win.Content(), func(o fyne.CanvasObject) {
 		if it, ok := o.(*accountItem); ok && it.Visible() && (last == nil ||
@@ -475,4 +455,21 @@ func TestAddDialogFitsItsTab(t *testing.T) {
 	if got := height(); got != chatgpt {
 		t.Errorf("back on the ChatGPT tab the dialog is %v high, was %v", got, chatgpt)
 	}
+}
+
+// sevenAccounts opens the Accounts window, at its default size, on seven API-key accounts.
+func sevenAccounts(t *testing.T) *accountsWindow {
+	t.Helper()
+	needKeyring(t)
+	u, relay := newTestUI(t, nil)
+	for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} {
+		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},
+			app.Secret{APIKey: "sk-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.showAccounts()
+	a := u.accounts
+	a.win.Resize(accountsWindowSize)
+	return a
 }
