@@ -469,7 +469,7 @@ func (s *settingsWindow) applyCatalogTiming() {
 		return s.u.relay.SetCatalogTiming(time.Duration(stale)*time.Minute, time.Duration(ttl)*time.Minute)
 	}, func(err error) {
 		switch fieldOf(err) {
-		case app.FieldTTL:
+		case string(app.SettingTTL):
 			setError(s.ttlMsg, err)
 		default:
 			setError(s.staleMsg, err)

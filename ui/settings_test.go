@@ -113,7 +113,7 @@ func TestSettingsCatalogAndStrategy(t *testing.T) {
 	// A stale age below the TTL: app refuses it, and says so under the stale age.
 	enter(s.staleMax, "3")
 	err := relay.SetCatalogTiming(3*time.Minute, 5*time.Minute)
-	if err == nil || fieldOf(err) != app.FieldStaleAge {
+	if err == nil || fieldOf(err) != string(app.SettingStaleMaxAge) {
 		t.Fatalf("app accepted a stale age below the TTL: %v", err)
 	}
 	if !s.staleMsg.Visible() || s.staleMsg.Text != sentence(err.Error()) {
