@@ -13,13 +13,13 @@ func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
 
 // The fields a FieldError names.
 const (
-	FieldName         = "account name"
-	FieldKind         = "kind"
-	FieldBaseURL      = "base URL"
-	FieldAPI          = "API"
-	FieldKey          = "API key"
-	FieldPosition     = "position"
-	FieldAlias        = "alias"
+	FieldName     = "account name"
+	FieldKind     = "kind"
+	FieldBaseURL  = "base URL"
+	FieldAPI      = "API"
+	FieldKey      = "API key"
+	FieldPosition = "position"
+	FieldAlias    = "alias"
 )
 
 func fieldError(field, msg string) error { return &FieldError{Field: field, Msg: msg} }

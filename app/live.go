@@ -138,6 +138,7 @@ func checkFileSetting(name SettingName, v string) error {
 	st, _ := LookupSetting(string(name))
 	return st.Check(v)
 }
+
 // SetAlias makes name an alias of targets (tried in order); no targets removes it.
 func (a *App) SetAlias(name string, targets []string) error {
 	if name == "" {
