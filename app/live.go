@@ -37,20 +37,6 @@ func (a *App) listenOn(addr string) error {
 	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
 }
 
-// SetCatalogTiming sets the stale maximum age and the TTL together (zero keeps the current
-// value), each checked by its row. Like the toggle, it changes the running proxy at once; the
-// environment variables only give the values a start begins with.
-func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
-	for name, d := range map[SettingName]time.Duration{SettingStaleMaxAge: staleMaxAge, SettingTTL: ttl} {
-		if st, _ := LookupSetting(string(name)); d != 0 {
-			if err := st.Check(strconv.FormatInt(d.Milliseconds(), 10)); err != nil {
-				return err
-			}
-		}
-	}
-	return a.setCatalogTiming(staleMaxAge, ttl)
-}
-
 // setCatalogTiming saves the stale maximum age and the TTL (zero keeps the current value),
 // refusing a pair where a stale catalog would never be served.
 func (a *App) setCatalogTiming(staleMaxAge, ttl time.Duration) error {
