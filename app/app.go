@@ -287,7 +287,7 @@ func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 		a.Proxy.SetHold(next.Hold())
 	}
 	if next.Strategy != prev.Strategy {
-		if err := validStrategy(next.Strategy); err != nil {
+		if err := checkFileSetting(SettingStrategy, next.Strategy); err != nil {
 			problems = append(problems, err)
 		} else {
 			a.Proxy.SetStrategy(next.Strategy)

@@ -332,7 +332,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 func TestServeRefusesRemoteAndStopsOnSignal(t *testing.T) {
 	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
 	code, _, errs := runCLI(t, opt, "", "serve", "--listen", "0.0.0.0:7455")
-	if code != 2 || !strings.Contains(errs, "not a loopback address") {
+	if code != 2 || !strings.Contains(errs, "must be a loopback address") {
 		t.Fatalf("remote listen: %d %s", code, errs)
 	}
 	code, _, errs = runCLI(t, opt, "", "serve", "--listen", "0.0.0.0:7455", "--allow-remote")

@@ -10,9 +10,9 @@ import (
 	"github.com/adrg/xdg"
 )
 
-// SetStartAtLogin installs or removes the login item that starts the tray app: an XDG
+// startAtLogin, the start-at-login row's effect, installs or removes the login item that starts the tray app: an XDG
 // autostart entry on Linux, a launch agent on macOS.
-func (a *App) SetStartAtLogin(on bool) error {
+func (a *App) startAtLogin(on bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the codexrelay binary: %w", err)

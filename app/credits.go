@@ -29,41 +29,6 @@ import (
 // relay (POST /relay/accounts/{name}/redeem-credit); with no relay running it redeems itself
 // and writes the ledger row itself.
 
-// SettingResetCredits is the reset-credits setting's name.
-const SettingResetCredits SettingName = "reset-credits"
-
-// FieldResetCredits names the setting in a FieldError.
-const FieldResetCredits = "reset-credits"
-
-// ResetCreditsSetting is the settings table's row for the reset-credits policy.
-var ResetCreditsSetting = Setting{
-	Name: SettingResetCredits, Label: "Banked resets",
-	Help: "ask (a notification offers to redeem one when every account rests), auto (the relay redeems one then, " +
-		"the banked reset that expires first) or off (banked resets are neither read nor spent)",
-	Parse: func(v string) (func(*App) error, error) {
-		if !slices.Contains(proxy.ResetCreditModes, v) {
-			return nil, settingError(SettingResetCredits, "must be "+orList(proxy.ResetCreditModes), v, proxy.ResetCreditModes)
-		}
-		return func(a *App) error { return a.SetResetCredits(v) }, nil
-	},
-	Show: func(a *App) string { return a.ResetCredits() },
-}
-
-// SetResetCredits sets the reset-credit policy: proxy.ResetCreditsAsk (the default),
-// proxy.ResetCreditsAuto or proxy.ResetCreditsOff.
-func (a *App) SetResetCredits(mode string) error {
-	if !slices.Contains(proxy.ResetCreditModes, mode) {
-		return fieldError(FieldResetCredits, fmt.Sprintf("must be %s, not %q", orList(proxy.ResetCreditModes), mode))
-	}
-	return a.update(func(s *Settings) error {
-		s.ResetCredits = mode
-		if mode == proxy.ResetCreditsAsk {
-			s.ResetCredits = "" // the default is not written
-		}
-		return nil
-	})
-}
-
 // ResetCredits is the reset-credit policy the settings say.
 func (a *App) ResetCredits() string { return cmpOr(a.Settings().ResetCredits, proxy.ResetCreditsAsk) }
 
@@ -78,7 +43,7 @@ func (a *App) applyResetCredits(prev, next Settings) []error {
 		return nil
 	}
 	if err := a.Proxy.SetResetCredits(next.ResetCredits); err != nil {
-		return []error{fieldError(FieldResetCredits, fmt.Sprintf("must be %s, not %q", orList(proxy.ResetCreditModes), next.ResetCredits))}
+		return []error{checkFileSetting(SettingResetCredits, next.ResetCredits)}
 	}
 	return nil
 }

@@ -36,10 +36,11 @@ func TestResetCreditsSetting(t *testing.T) {
 		t.Fatalf("after set: %q / %s", a.Settings().ResetCredits, a.Proxy.ResetCreditsMode())
 	}
 	var fe *FieldError
-	if err := a.SetResetCredits("always"); !errors.As(err, &fe) || fe.Field != FieldResetCredits || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
+	if err := a.SetResetCredits("always"); !errors.As(err, &fe) || fe.Field != string(SettingResetCredits) || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
 		t.Fatalf("a bad mode: %v", err)
 	}
-	if _, err := ResetCreditsSetting.Parse("aut"); err == nil || !strings.Contains(err.Error(), `"auto"`) {
+	row, _ := LookupSetting(string(SettingResetCredits))
+	if _, err := row.Parse("aut"); err == nil || !strings.Contains(err.Error(), `"auto"`) {
 		t.Fatalf("the table row's parse: %v", err)
 	}
 	// A new process follows the file from its start.
@@ -47,7 +48,7 @@ func TestResetCreditsSetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto || ResetCreditsSetting.Show(b) != "auto" {
+	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto || row.Show(b) != "auto" {
 		t.Fatalf("reopened: %s", b.Proxy.ResetCreditsMode())
 	}
 	// The default is not written.

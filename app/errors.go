@@ -5,7 +5,7 @@ package app
 // that do not assume how the value was given (a flag, a form, stdin), and reads on from the
 // field's name: Field + " " + Msg is a sentence ("base URL is required for ...").
 type FieldError struct {
-	Field string // one of the Field constants
+	Field string // one of the Field constants, or a SettingName
 	Msg   string
 }
 
@@ -13,22 +13,13 @@ func (e *FieldError) Error() string { return e.Field + " " + e.Msg }
 
 // The fields a FieldError names.
 const (
-	FieldName         = "account name"
-	FieldKind         = "kind"
-	FieldBaseURL      = "base URL"
-	FieldAPI          = "API"
-	FieldKey          = "API key"
-	FieldPosition     = "position"
-	FieldListen       = "listen address"
-	FieldStrategy     = "strategy"
-	FieldTimeout      = "timeout"
-	FieldAlias        = "alias"
-	FieldStaleAge     = "maximum stale age"
-	FieldTTL          = "catalog TTL"
-	FieldHold         = "hold"
-	FieldRetention    = "usage retention"
-	FieldThreshold    = "low-capacity threshold"
-	FieldNotification = "notification kind"
+	FieldName     = "account name"
+	FieldKind     = "kind"
+	FieldBaseURL  = "base URL"
+	FieldAPI      = "API"
+	FieldKey      = "API key"
+	FieldPosition = "position"
+	FieldAlias    = "alias"
 )
 
 func fieldError(field, msg string) error { return &FieldError{Field: field, Msg: msg} }

@@ -2,25 +2,28 @@ package app
 
 import (
 	"fmt"
-	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// These setters change one setting in the settings file; this process applies it at once,
-// and every other running relay when it sees the file change (see App.Reload).
+// These setters change one setting in the settings file through its row of the settings table
+// (settingstable.go), which checks the value; this process applies it at once, and every other
+// running relay when it sees the file change (see App.Reload).
 
 // SetStaleWhileRevalidate turns serving a stale catalog while it refreshes on or off.
 func (a *App) SetStaleWhileRevalidate(on bool) error {
-	return a.update(func(s *Settings) error { s.Catalog.StaleWhileRevalidate = &on; return nil })
+	return a.Set(SettingSWR, strconv.FormatBool(on))
 }
 
 // SetListen saves a new listen address; a running relay moves to it. An address whose port
 // another program holds is refused and nothing is saved, so that the next start does not fail
 // (the port the relay of this folder listens on now is its own, and taken by it).
-func (a *App) SetListen(addr string) error {
+func (a *App) SetListen(addr string) error { return a.Set(SettingListen, addr) }
+
+// listenOn is the listen row's effect.
+func (a *App) listenOn(addr string) error {
 	if err := a.CheckListen(addr, false); err != nil {
 		return err
 	}
@@ -34,16 +37,9 @@ func (a *App) SetListen(addr string) error {
 	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
 }
 
-// SetCatalogTiming sets the stale maximum age and the TTL (zero keeps the current value).
-// Like the toggle, it changes the running proxy at once; the environment variables only give
-// the values a start begins with.
-func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
-	if staleMaxAge < 0 {
-		return fieldError(FieldStaleAge, "must not be negative")
-	}
-	if ttl < 0 {
-		return fieldError(FieldTTL, "must not be negative")
-	}
+// setCatalogTiming saves the stale maximum age and the TTL (zero keeps the current value),
+// refusing a pair where a stale catalog would never be served.
+func (a *App) setCatalogTiming(staleMaxAge, ttl time.Duration) error {
 	return a.update(func(s *Settings) error {
 		if staleMaxAge > 0 {
 			s.Catalog.StaleMaxAgeMs = staleMaxAge.Milliseconds()
@@ -55,84 +51,78 @@ func (a *App) SetCatalogTiming(staleMaxAge, ttl time.Duration) error {
 		// never serve one.
 		opt, _ := catalogOptions(*s, func(string) string { return "" })
 		if opt.StaleMaxAge < opt.TTL {
-			return fieldError(FieldStaleAge, fmt.Sprintf("(%s) is shorter than the catalog TTL (%s): it must be at least as long", opt.StaleMaxAge, opt.TTL))
+			return fieldError(string(SettingStaleMaxAge), fmt.Sprintf("(%s) is shorter than the catalog TTL (%s): it must be at least as long", opt.StaleMaxAge, opt.TTL))
 		}
 		return nil
 	})
+}
+
+// catalogInForce is the catalog's refresh rules in force: the running proxy's, which include
+// the environment's overrides, or, in a process without one, what the settings and the
+// environment say.
+func (a *App) catalogInForce() proxy.CatalogOptions {
+	if a.Proxy != nil {
+		c := a.Proxy.Stats().Catalog
+		return proxy.CatalogOptions{StaleWhileRevalidate: c.SWREnabled,
+			StaleMaxAge: time.Duration(c.StaleMaxAgeMs) * time.Millisecond, TTL: time.Duration(c.TTLMs) * time.Millisecond}
+	}
+	o, err := catalogOptions(a.Settings(), a.opt.Getenv)
+	if err != nil {
+		o, _ = catalogOptions(a.Settings(), func(string) string { return "" })
+	}
+	return o
 }
 
 // SetTimeout sets one of the upstream timeouts; zero restores its default.
 func (a *App) SetTimeout(which Timeout, d time.Duration) error {
-	if d < 0 {
-		return fieldError(FieldTimeout, "must not be negative")
-	}
-	if d > 0 && d < time.Second {
-		return fieldError(FieldTimeout, "must be at least one second: a shorter one would cut healthy upstreams")
-	}
-	return a.update(func(s *Settings) error {
-		ms, _ := s.Timeouts.field(which)
-		if ms == nil {
-			names := make([]string, len(Timeouts))
-			for i, t := range Timeouts {
-				names[i] = string(t)
-			}
-			return fieldError(FieldTimeout, fmt.Sprintf("%q is not a timeout: use %s", which, orList(names)))
-		}
-		*ms = d.Milliseconds()
-		return nil
-	})
+	return a.Set(which.Setting(), strconv.FormatInt(d.Milliseconds(), 10))
 }
 
 // SetHold sets how long a request may wait, sending nothing, for a resting pool to come back
-// (0 restores the default of 30 s; negative never waits). At most an hour: a client waits
-// that long with nothing on the line.
-func (a *App) SetHold(seconds int) error {
-	if seconds > maxHoldSeconds {
-		return fieldError(FieldHold, fmt.Sprintf("must be at most %d seconds", maxHoldSeconds))
-	}
-	return a.update(func(s *Settings) error { s.HoldSeconds = max(seconds, -1); return nil })
-}
+// (0 restores the default of 30 s; -1 never waits). At most an hour: a client waits that long
+// with nothing on the line.
+func (a *App) SetHold(seconds int) error { return a.Set(SettingHold, strconv.Itoa(seconds)) }
 
 // SetNotification switches one kind of desktop notification on or off.
 func (a *App) SetNotification(kind string, on bool) error {
-	if !slices.Contains(NotifyKinds, kind) {
-		return fieldError(FieldNotification, fmt.Sprintf("%q is not one: use %s", kind, orList(NotifyKinds)))
-	}
-	return a.update(func(s *Settings) error {
-		off := slices.DeleteFunc(slices.Clone(s.Notifications.Off), func(k string) bool { return k == kind })
-		if !on {
-			off = append(off, kind)
-		}
-		s.Notifications.Off = off
-		return nil
-	})
+	return a.Set(NotifySetting(kind), strconv.FormatBool(on))
 }
 
 // SetLowCapacityThreshold sets the share (1 to 99 percent) of the pool's five-hour capacity
 // under which the tray app warns.
 func (a *App) SetLowCapacityThreshold(percent int) error {
-	if percent < 1 || percent > 99 {
-		return fieldError(FieldThreshold, "must be a percentage from 1 to 99")
-	}
-	return a.update(func(s *Settings) error { s.Notifications.LowCapacityPercent = percent; return nil })
+	return a.Set(SettingLowCapacity, strconv.Itoa(percent))
 }
 
 // SetStrategy sets the routing strategy: priority, round-robin or most-quota-left.
-func (a *App) SetStrategy(strategy string) error {
-	if err := validStrategy(strategy); err != nil {
-		return err
-	}
-	return a.update(func(s *Settings) error { s.Strategy = strategy; return nil })
+func (a *App) SetStrategy(strategy string) error { return a.Set(SettingStrategy, strategy) }
+
+// SetUsageLedger turns the usage ledger on or off (off keeps the database).
+func (a *App) SetUsageLedger(on bool) error { return a.Set(SettingUsageLedger, strconv.FormatBool(on)) }
+
+// SetUsageRetention sets how many days request rows are kept in the usage ledger (0: the
+// default, ledger.DefaultRetention); daily totals are kept longer.
+func (a *App) SetUsageRetention(days int) error {
+	return a.Set(SettingUsageRetentionDays, strconv.Itoa(days))
 }
 
-func validStrategy(s string) error {
-	switch s {
-	case "", proxy.StrategyPriority, proxy.StrategyRoundRobin, proxy.StrategyMostQuotaLeft:
+// SetResetCredits sets the reset-credit policy: proxy.ResetCreditsAsk (the default),
+// proxy.ResetCreditsAuto or proxy.ResetCreditsOff.
+func (a *App) SetResetCredits(mode string) error { return a.Set(SettingResetCredits, mode) }
+
+// SetStartAtLogin installs or removes the login item that starts the tray app (autostart.go).
+func (a *App) SetStartAtLogin(on bool) error {
+	return a.Set(SettingStartAtLogin, strconv.FormatBool(on))
+}
+
+// checkFileSetting checks a value the settings file holds against its row ("" is the
+// setting's default), for apply: a hand-edited file is refused in the same words.
+func checkFileSetting(name SettingName, v string) error {
+	if v == "" {
 		return nil
 	}
-	n := len(proxy.Strategies)
-	return fieldError(FieldStrategy, fmt.Sprintf("must be %s or %s (unknown routing strategy %q)",
-		strings.Join(proxy.Strategies[:n-1], ", "), proxy.Strategies[n-1], s))
+	st, _ := LookupSetting(string(name))
+	return st.Check(v)
 }
 
 // SetAlias makes name an alias of targets (tried in order); no targets removes it.
@@ -159,18 +149,4 @@ func (a *App) SetAlias(name string, targets []string) error {
 		s.Aliases = next
 		return nil
 	})
-}
-
-// SetUsageLedger turns the usage ledger on or off (off keeps the database).
-func (a *App) SetUsageLedger(on bool) error {
-	return a.update(func(s *Settings) error { s.Usage.Off = !on; return nil })
-}
-
-// SetUsageRetention sets how many days request rows are kept in the usage ledger (0: the
-// default, ledger.DefaultRetention); daily totals are kept longer.
-func (a *App) SetUsageRetention(days int) error {
-	if days < 0 {
-		return fieldError(FieldRetention, "must be a number of days, 0 for the default")
-	}
-	return a.update(func(s *Settings) error { s.Usage.RetentionDays = days; return nil })
 }

@@ -26,7 +26,7 @@ func (a *App) CheckListen(addr string, allowRemote bool) error {
 		return nil
 	}
 	if !allowRemote {
-		return fieldError(FieldListen, fmt.Sprintf("%q is not a loopback address: Codex Relay only listens on 127.0.0.1 or [::1] unless remote access is allowed and the local API key is on", addr))
+		return fieldError(string(SettingListen), fmt.Sprintf("must be a loopback address, not %q: Codex Relay only listens on 127.0.0.1 or [::1] unless remote access is allowed and the local API key is on", addr))
 	}
 	if !a.Settings().LocalAPIKey {
 		return errors.New("a non-loopback listen address needs the local API key on: turn it on first") // a state: not a usage error
@@ -39,7 +39,7 @@ func (a *App) CheckListen(addr string, allowRemote bool) error {
 func checkListenSyntax(addr string) error {
 	host, err := checkAddr(addr)
 	if err == nil && !isLoopback(host) {
-		err = fieldError(FieldListen, fmt.Sprintf("%q is not a loopback address: the setting takes 127.0.0.1 or [::1] (`codexrelay serve --allow-remote --listen` serves others)", addr))
+		err = fieldError(string(SettingListen), fmt.Sprintf("must be a loopback address (127.0.0.1 or [::1]), not %q: `codexrelay serve --allow-remote --listen` serves others", addr))
 	}
 	return err
 }
@@ -48,12 +48,12 @@ func checkListenSyntax(addr string) error {
 func checkAddr(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
-		return "", fieldError(FieldListen, fmt.Sprintf("%q is not valid: use host:port, e.g. %s", addr, DefaultListen))
+		return "", fieldError(string(SettingListen), fmt.Sprintf("must be host:port, e.g. %s, not %q", DefaultListen, addr))
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fieldError(FieldListen, fmt.Sprintf("%q is not valid: the port must be a number from 0 to 65535", addr))
+		return "", fieldError(string(SettingListen), fmt.Sprintf("must have a port from 0 to 65535, not %q", addr))
 	} else if n == callbackPort {
-		return "", fieldError(FieldListen, "cannot use port 1455: it is the Codex sign-in callback's; choose another port")
+		return "", fieldError(string(SettingListen), "cannot use port 1455: it is the Codex sign-in callback's; choose another port")
 	}
 	return host, nil
 }

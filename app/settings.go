@@ -1,5 +1,3 @@
-// Package app is Codex Relay's composition root: settings, keychain secrets, the account
-// store, the Codex wiring and the proxy's lifecycle. The CLI and the tray both act through it.
 package app
 
 import (

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -19,48 +18,25 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// settingsWindow edits the settings; each change applies through an app method, off the UI
-// thread (saving waits for the settings file's lock, which another process may hold), and each
-// error shows next to its field, in app's words. A check box or a choice applies at once; a
-// number (the port too) applies when the user is done with it (Return, or leaving the field),
-// not at each keystroke; no field has a button of its own.
+// settingsWindow edits the settings, one field a row of app.SettingsTable, drawn by the row's
+// kind under its section (a check box, a choice, a number in the row's unit, a text), read,
+// checked and saved through the row as `codexrelay settings set` does. Each change applies
+// off the UI thread (saving waits for the settings file's lock, which another process may
+// hold), and each error shows under its field, in app's words. A check box or a choice
+// applies at once; a number (the port too) when the user is done with it (Return, or leaving
+// the field), not at each keystroke; no field has a button of its own. Two rows do more here
+// than save (effects): the listen address moves the running relay, and the local key is shown
+// once when it is made.
 type settingsWindow struct {
 	u   *UI
 	win fyne.Window
 
-	port    *numberEntry
-	portMsg *widget.Label
+	// fields are the window's fields by setting, in the table's order.
+	fields map[app.SettingName]*settingField
+	order  []*settingField
 
-	strategy    *widget.Select
-	strategyMsg *widget.Label
-
-	swr      *widget.Check
-	staleMax *numberEntry
-	staleMsg *widget.Label
-	ttl      *numberEntry
-	ttlMsg   *widget.Label
-
-	timeouts   map[app.Timeout]*numberEntry
-	timeoutMsg map[app.Timeout]*widget.Label
-
-	// The pool: fields read, checked and saved through their rows of the settings table.
-	hold       *numberEntry
-	holdMsg    *widget.Label
-	credits    *widget.Select
-	creditsMsg *widget.Label
-
-	notify       map[string]*widget.Check // by app.Notify* kind
-	threshold    *numberEntry
-	thresholdMsg *widget.Label
-	notifyMsg    *widget.Label
-
-	localKey    *widget.Check
-	keyShown    *widget.Entry
-	keyBox      *fyne.Container
-	localKeyMsg *widget.Label
-
-	startAtLogin *widget.Check
-	loginMsg     *widget.Label
+	keyShown *widget.Entry
+	keyBox   *fyne.Container
 
 	// loaded is the settings generation the fields show.
 	loaded uint64
@@ -68,21 +44,21 @@ type settingsWindow struct {
 	offer *dialog.ConfirmDialog
 }
 
+// settingField is the field of one setting: the widget its kind draws and the line under it
+// for what went wrong.
+type settingField struct {
+	row    app.Setting
+	check  *widget.Check  // app.SettingBool
+	choice *widget.Select // app.SettingChoice
+	entry  *numberEntry   // app.SettingNumber and app.SettingText
+	msg    *widget.Label
+}
+
 // strategyNotes explain each routing strategy in one line.
 var strategyNotes = map[string]string{
 	proxy.StrategyPriority:      "the first healthy account in the list takes every request; the next only when it fails, reaches its limit or rests.",
 	proxy.StrategyRoundRobin:    "the healthy accounts take turns, in list order.",
 	proxy.StrategyMostQuotaLeft: "untouched accounts first, then the ChatGPT accounts with the most of their windows left.",
-}
-
-// notifyLabels say what each kind of notification is about.
-var notifyLabels = map[string]string{
-	app.NotifyNeedsLogin:  "An account needs a new sign-in, or its key is rejected",
-	app.NotifyLimit:       "An account reaches its usage limit (with the time it resets)",
-	app.NotifyAllResting:  "Every account is resting (with the first one back)",
-	app.NotifyWindowReset: "An account's five-hour or weekly window resets",
-	app.NotifyLowCapacity: "The five-hour capacity left falls below",
-	app.NotifyResetCredit: "A banked reset expires within a day, may be redeemed, or was",
 }
 
 // label is the window's label of a setting, from the settings table.
@@ -113,52 +89,115 @@ func (s *settingsWindow) open() {
 	s.u.showWindow(s.win)
 }
 
+// build lays out every row of the settings table under its section.
 func (s *settingsWindow) build() fyne.CanvasObject {
-	// Proxy: the port (restarts the listener) and the routing strategy.
-	s.port, s.portMsg = newNumberEntry(), errorLabel()
-	s.strategy = widget.NewSelect(proxy.Strategies, nil)
-	s.strategyMsg = errorLabel()
-	var explain []string
-	for _, st := range proxy.Strategies {
-		explain = append(explain, st+": "+strategyNotes[st])
+	s.fields = map[app.SettingName]*settingField{}
+	s.buildKeyBox()
+	content := container.NewVBox(
+		// One way for every field, said once: a demanding user expects a settings window to
+		// keep what they change without a button to find (only the port had Apply).
+		hint("Every change is saved as you make it: a choice at once, a number when you press Return or leave its field."))
+	for i, section := range app.SettingSections {
+		if i > 0 {
+			content.Add(widget.NewSeparator())
+		}
+		content.Add(heading(section))
+		content.Add(s.section(section))
 	}
+	return container.NewVScroll(container.NewPadded(content))
+}
 
-	// Model catalog.
-	s.swr = widget.NewCheck("Serve the cached catalog while it refreshes (stale-while-revalidate)", nil)
-	s.staleMax, s.staleMsg = newNumberEntry(), errorLabel()
-	s.ttl, s.ttlMsg = newNumberEntry(), errorLabel()
-
-	// Upstream timeouts.
-	s.timeouts, s.timeoutMsg = map[app.Timeout]*numberEntry{}, map[app.Timeout]*widget.Label{}
-	var timeoutRows []fyne.CanvasObject
-	for _, t := range app.Timeouts {
-		e := newNumberEntry()
-		s.timeouts[t], s.timeoutMsg[t] = e, errorLabel()
-		timeoutRows = append(timeoutRows, widget.NewLabel(label(t.Setting())),
-			container.NewVBox(unitField(e, "s"), s.timeoutMsg[t]))
+// section is the fields of the rows in section: check boxes on lines of their own, the
+// others in a form of labels and fields.
+func (s *settingsWindow) section(section string) fyne.CanvasObject {
+	box := container.NewVBox()
+	var form []fyne.CanvasObject
+	flush := func() {
+		if len(form) > 0 {
+			box.Add(container.New(layout.NewFormLayout(), form...))
+			form = nil
+		}
 	}
-
-	// The pool.
-	s.hold, s.holdMsg = newNumberEntry(), errorLabel()
-	s.credits, s.creditsMsg = widget.NewSelect(proxy.ResetCreditModes, nil), errorLabel()
-
-	// Notifications.
-	s.notify = map[string]*widget.Check{}
-	var checks []fyne.CanvasObject
-	s.threshold, s.thresholdMsg, s.notifyMsg = newNumberEntry(), errorLabel(), errorLabel()
-	for _, kind := range app.NotifyKinds {
-		c := widget.NewCheck(notifyLabels[kind], nil)
-		s.notify[kind] = c
-		if kind == app.NotifyLowCapacity {
-			checks = append(checks, container.NewHBox(c, container.New(&sized{min: fyne.NewSize(90, 0)}, unitField(s.threshold, "%"))),
-				s.thresholdMsg)
+	for _, st := range app.SettingsTable {
+		if st.Section != section {
 			continue
 		}
-		checks = append(checks, c)
+		f := s.newField(st)
+		if f.check != nil {
+			flush()
+			box.Add(f.check)
+			if st.Name == app.SettingLocalAPIKey {
+				box.Add(s.keyBox)
+			}
+			box.Add(f.msg)
+			continue
+		}
+		parts := []fyne.CanvasObject{f.control()}
+		if h := windowHint(st); h != "" {
+			parts = append(parts, hint(h))
+		}
+		form = append(form, widget.NewLabel(fieldLabel(st)), container.NewVBox(append(parts, f.msg)...))
 	}
+	flush()
+	return box
+}
 
-	// Security and system.
-	s.localKey = widget.NewCheck("Require a local API key from clients", nil)
+// newField makes the field of st, as its kind draws it, and wires it to save.
+func (s *settingsWindow) newField(st app.Setting) *settingField {
+	f := &settingField{row: st, msg: errorLabel()}
+	switch st.Kind {
+	case app.SettingBool:
+		f.check = widget.NewCheck(st.Label, nil)
+	case app.SettingChoice:
+		f.choice = widget.NewSelect(st.Choices, nil)
+	default:
+		f.entry = newNumberEntry()
+		f.entry.onDone = func() { s.apply(f, f.entry.Text) }
+	}
+	s.fields[st.Name] = f
+	s.order = append(s.order, f)
+	return f
+}
+
+// control is the field's widget, with its unit after it.
+func (f *settingField) control() fyne.CanvasObject {
+	switch {
+	case f.choice != nil:
+		return f.choice
+	case f.row.Unit != "":
+		return unitField(f.entry, f.row.Unit)
+	}
+	return f.entry
+}
+
+// fieldLabel is the label beside a field: the listen address is edited as its port.
+func fieldLabel(st app.Setting) string {
+	if st.Name == app.SettingListen {
+		return "Listen port"
+	}
+	return st.Label
+}
+
+// windowHint is the line under a field: the row's help where it speaks in the field's own unit,
+// the strategies explained one a line.
+func windowHint(st app.Setting) string {
+	switch {
+	case st.Name == app.SettingListen:
+		return "e.g. 7455; from 1024 to 65535"
+	case st.Name == app.SettingStrategy:
+		var explain []string
+		for _, name := range st.Choices {
+			explain = append(explain, name+": "+strategyNotes[name])
+		}
+		return strings.Join(explain, "\n")
+	case st.Kind == app.SettingChoice || (st.Kind == app.SettingNumber && st.Scale <= 1 && st.Section != app.SectionNotify):
+		return st.Help
+	}
+	return ""
+}
+
+// buildKeyBox makes the box that shows a local key once, when it is made.
+func (s *settingsWindow) buildKeyBox() {
 	s.keyShown = widget.NewEntry()
 	passScroll(s.keyShown)
 	s.keyShown.TextStyle.Monospace = true
@@ -168,62 +207,6 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		container.NewBorder(nil, nil, nil, copyKey, s.keyShown),
 		note("Shown once: copy it now. Clients send it as \"Authorization: Bearer <key>\"; turning the key off and on makes a new one."))
 	s.keyBox.Hide()
-	s.localKeyMsg = errorLabel()
-	s.startAtLogin = widget.NewCheck("Start Codex Relay when I log in", nil)
-	s.loginMsg = errorLabel()
-
-	form := func(rows ...fyne.CanvasObject) fyne.CanvasObject {
-		return container.New(layout.NewFormLayout(), rows...)
-	}
-	content := container.NewVBox(
-		// One way for every field, said once: a demanding user expects a settings window to
-		// keep what they change without a button to find (only the port had Apply).
-		hint("Every change is saved as you make it: a choice at once, a number when you press Return or leave its field."),
-		heading("Proxy"),
-		form(
-			widget.NewLabel("Listen port"), container.NewVBox(
-				s.port, hint("e.g. 7455; from 1024 to 65535"), s.portMsg),
-			widget.NewLabel(label(app.SettingStrategy)), container.NewVBox(s.strategy, hint(strings.Join(explain, "\n")), s.strategyMsg),
-		),
-		widget.NewSeparator(),
-		heading("Model catalog"),
-		s.swr,
-		form(
-			widget.NewLabel(label(app.SettingStaleMaxAge)), container.NewVBox(unitField(s.staleMax, "min"), s.staleMsg),
-			widget.NewLabel(label(app.SettingTTL)), container.NewVBox(unitField(s.ttl, "min"), s.ttlMsg),
-		),
-		widget.NewSeparator(),
-		heading("Upstream timeouts"),
-		form(timeoutRows...),
-		widget.NewSeparator(),
-		heading("When every account rests"),
-		form(
-			widget.NewLabel(label(app.SettingHold)), container.NewVBox(unitField(s.hold, "s"), hint(row(app.SettingHold).Help), s.holdMsg),
-			widget.NewLabel(label(app.SettingResetCredits)), container.NewVBox(s.credits, hint(row(app.SettingResetCredits).Help), s.creditsMsg),
-		),
-		widget.NewSeparator(),
-		heading("Notifications"),
-		container.NewVBox(checks...),
-		s.notifyMsg,
-		widget.NewSeparator(),
-		heading("Security"),
-		s.localKey,
-		s.keyBox,
-		s.localKeyMsg,
-		widget.NewSeparator(),
-		heading("System"),
-		s.startAtLogin,
-		s.loginMsg,
-	)
-	s.port.onDone = s.applyPort
-	s.staleMax.onDone = s.applyCatalogTiming
-	s.ttl.onDone = s.applyCatalogTiming
-	for name, e := range s.timeouts {
-		e.onDone = func() { s.applyTimeout(name, e.Text) }
-	}
-	s.threshold.onDone = func() { s.applyThreshold(s.threshold.Text) }
-	s.hold.onDone = func() { s.applySetting(app.SettingHold, s.hold.Text, s.holdMsg) }
-	return container.NewVScroll(container.NewPadded(content))
 }
 
 // passScroll makes a one-line field leave the mouse wheel to the window: a field scrolls its own
@@ -278,63 +261,52 @@ func (e *numberEntry) done() {
 }
 
 // load shows the current settings (and the live catalog values, which include environment
-// overrides), without applying anything.
+// overrides) as each row shows them, without applying anything.
 func (s *settingsWindow) load() {
-	s.detach()
-	st := s.u.relay.Settings()
-	s.loaded = st.Generation
-	c := s.u.relay.Proxy.Stats().Catalog
+	s.loaded = s.u.relay.Settings().Generation
 	focused := s.win.Canvas().Focused()
-	setEntry := func(e *numberEntry, text string) {
-		if focused != e { // never under the user's fingers
-			e.show(text)
+	for _, f := range s.order {
+		v := f.row.Show(s.u.relay)
+		switch {
+		case f.check != nil:
+			on, _ := strconv.ParseBool(v)
+			setCheck(f.check, on)
+		case f.choice != nil:
+			f.choice.OnChanged = nil
+			f.choice.SetSelected(v)
+		case focused != f.entry: // never under the user's fingers
+			f.entry.show(windowValue(f.row, v))
 		}
 	}
-	if _, port, err := net.SplitHostPort(s.u.relay.ListenAddr()); err == nil {
-		setEntry(s.port, port)
-	}
-	strategy := st.Strategy
-	if strategy == "" {
-		strategy = proxy.StrategyPriority
-	}
-	s.strategy.SetSelected(strategy)
-	s.swr.SetChecked(c.SWREnabled)
-	setEntry(s.staleMax, strconv.FormatInt(c.StaleMaxAgeMs/60000, 10))
-	setEntry(s.ttl, strconv.FormatInt(c.TTLMs/60000, 10))
-	for _, t := range app.Timeouts {
-		setEntry(s.timeouts[t], strconv.FormatInt(int64(st.Timeouts.InForce(t).Seconds()), 10))
-	}
-	setEntry(s.hold, row(app.SettingHold).Show(s.u.relay))
-	s.credits.SetSelected(row(app.SettingResetCredits).Show(s.u.relay))
-	for kind, c := range s.notify {
-		c.SetChecked(st.Notifications.Enabled(kind))
-	}
-	setEntry(s.threshold, strconv.Itoa(st.Notifications.Threshold()))
-	s.localKey.SetChecked(st.LocalAPIKey)
-	s.startAtLogin.SetChecked(st.StartAtLogin)
 	s.attach()
 }
 
-func (s *settingsWindow) detach() {
-	s.strategy.OnChanged = nil
-	s.swr.OnChanged = nil
-	s.credits.OnChanged = nil
-	for _, c := range s.notify {
-		c.OnChanged = nil
+// windowValue is v, the setting's value as its row shows it, in the field's terms: a number in
+// the field's unit, the listen address's port.
+func windowValue(st app.Setting, v string) string {
+	switch {
+	case st.Name == app.SettingListen:
+		if _, port, err := net.SplitHostPort(v); err == nil {
+			return port
+		}
+	case st.Kind == app.SettingNumber && st.Scale > 1:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return strconv.FormatInt(n/st.Scale, 10)
+		}
 	}
-	s.localKey.OnChanged = nil
-	s.startAtLogin.OnChanged = nil
+	return v
 }
 
+// attach wires the check boxes and choices to save (load sets them without saving).
 func (s *settingsWindow) attach() {
-	s.strategy.OnChanged = s.applyStrategy
-	s.swr.OnChanged = s.applySWR
-	s.credits.OnChanged = func(v string) { s.applySetting(app.SettingResetCredits, v, s.creditsMsg) }
-	for kind, c := range s.notify {
-		c.OnChanged = func(on bool) { s.applyNotification(kind, on) }
+	for _, f := range s.order {
+		switch {
+		case f.check != nil:
+			f.check.OnChanged = func(on bool) { s.apply(f, strconv.FormatBool(on)) }
+		case f.choice != nil:
+			f.choice.OnChanged = func(v string) { s.apply(f, v) }
+		}
 	}
-	s.localKey.OnChanged = s.applyLocalKey
-	s.startAtLogin.OnChanged = s.applyStartAtLogin
 }
 
 // sync follows changes made elsewhere (the tray, the CLI, another process) each tick.
@@ -343,8 +315,8 @@ func (s *settingsWindow) sync(v view) {
 		s.load()
 		return
 	}
-	if on := v.snap.Catalog.SWREnabled; s.swr.Checked != on {
-		setCheck(s.swr, on)
+	if f, on := s.fields[app.SettingSWR], v.snap.Catalog.SWREnabled; f.check.Checked != on {
+		setCheck(f.check, on)
 	}
 }
 
@@ -352,6 +324,72 @@ func (s *settingsWindow) sync(v view) {
 func setCheck(c *widget.Check, on bool) {
 	c.Checked = on
 	c.Refresh()
+}
+
+// apply saves the field's text through its row, or the row's effect here.
+func (s *settingsWindow) apply(f *settingField, text string) {
+	text = strings.TrimSpace(text)
+	switch f.row.Name {
+	case app.SettingListen:
+		s.applyPort(f)
+		return
+	case app.SettingLocalAPIKey:
+		s.applyLocalKey(f, text == "true")
+		return
+	}
+	v, err := settingValue(f.row, text)
+	var set func(*app.App) error
+	if err == nil {
+		set, err = f.row.Parse(v)
+	}
+	if err != nil {
+		setError(f.msg, err)
+		f.revert(text)
+		return
+	}
+	s.save(func() error { return set(s.u.relay) }, func(err error) {
+		s.showError(f, err)
+		if err != nil {
+			f.revert(text)
+		} else if f.row.Name == app.SettingSWR {
+			s.u.refresh()
+		}
+	})
+}
+
+// settingValue is the setting's value for text typed in its field: a number in the field's
+// unit times the row's scale, refused in the field's unit when the row would refuse it.
+func settingValue(st app.Setting, text string) (string, error) {
+	if st.Kind != app.SettingNumber {
+		return text, nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a whole number", text)
+	}
+	if st.Scale > 1 {
+		if n < 1 && st.Check("0") != nil {
+			return "", fmt.Errorf("enter at least 1 %s", st.Unit)
+		}
+		n *= st.Scale
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// revert puts a check box the row refused back as it was.
+func (f *settingField) revert(text string) {
+	if f.check != nil {
+		setCheck(f.check, text != "true")
+	}
+}
+
+// showError shows err under the field it names (the stale age refused for a new TTL), else
+// under f; a success clears f's line.
+func (s *settingsWindow) showError(f *settingField, err error) {
+	if g := s.fields[app.SettingName(fieldOf(err))]; err != nil && g != nil {
+		f = g
+	}
+	setError(f.msg, err)
 }
 
 // parsePort reads a listen port typed by the user.
@@ -368,12 +406,13 @@ func parsePort(text string) (int, error) {
 	return p, nil
 }
 
-// applyPort moves the proxy to the typed port: Service.SetListen checks the new port, then
+// applyPort is the listen address's effect: it moves the proxy to the typed port: Service.SetListen checks the new port, then
 // restarts the listener on it (keeping the old one if the new one cannot be opened).
-func (s *settingsWindow) applyPort() {
-	port, err := parsePort(s.port.Text)
+func (s *settingsWindow) applyPort(f *settingField) {
+	msg := f.msg
+	port, err := parsePort(f.entry.Text)
 	if err != nil {
-		setError(s.portMsg, err)
+		setError(msg, err)
 		return
 	}
 	host, _, err := net.SplitHostPort(s.u.relay.ListenAddr())
@@ -381,18 +420,22 @@ func (s *settingsWindow) applyPort() {
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	setMessage(s.portMsg, "Restarting the proxy on "+addr+"…", widget.MediumImportance)
+	if err := f.row.Check(addr); err != nil {
+		setError(msg, err)
+		return
+	}
+	setMessage(msg, "Restarting the proxy on "+addr+"…", widget.MediumImportance)
 	s.u.async(func() {
 		err := s.u.ctl.SetListen(addr)
 		fyne.Do(func() {
 			switch {
 			case err != nil:
-				setError(s.portMsg, err)
+				setError(msg, err)
 			case s.u.relay.ListenAddr() != addr:
-				setMessage(s.portMsg, "Saved, but CODEXRELAY_LISTEN="+s.u.relay.ListenAddr()+
+				setMessage(msg, "Saved, but CODEXRELAY_LISTEN="+s.u.relay.ListenAddr()+
 					" overrides it while that variable is set.", widget.WarningImportance)
 			default:
-				setMessage(s.portMsg, "Listening on http://"+s.u.ctl.Status().Addr+"/v1. Codex needs the new "+
+				setMessage(msg, "Listening on http://"+s.u.ctl.Status().Addr+"/v1. Codex needs the new "+
 					"port too: the dashboard's Codex line offers to configure it.", widget.SuccessImportance)
 			}
 		})
@@ -410,116 +453,26 @@ func (s *settingsWindow) save(apply func() error, show func(error)) {
 	})
 }
 
-// applySetting saves a setting as typed or chosen, read and checked by its row of the settings
-// table, the same as `codexrelay settings set`.
-func (s *settingsWindow) applySetting(name app.SettingName, text string, msg *widget.Label) {
-	set, err := row(name).Parse(strings.TrimSpace(text))
-	if err != nil {
-		setError(msg, err)
-		return
-	}
-	s.save(func() error { return set(s.u.relay) }, func(err error) { setError(msg, err) })
-}
-
-func (s *settingsWindow) applyStrategy(strategy string) {
-	s.save(func() error { return s.u.relay.SetStrategy(strategy) },
-		func(err error) { setError(s.strategyMsg, err) })
-}
-
-func (s *settingsWindow) applySWR(on bool) {
-	s.save(func() error { return s.u.relay.SetStaleWhileRevalidate(on) }, func(err error) {
-		setError(s.staleMsg, err)
-		if err != nil {
-			setCheck(s.swr, !on)
-			return
-		}
-		s.u.refresh()
-	})
-}
-
-// parseWhole reads a whole number typed in a field.
-func parseWhole(text string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(text))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a whole number", strings.TrimSpace(text))
-	}
-	return n, nil
-}
-
-// applyCatalogTiming saves the stale maximum age and the TTL; app says when they do not fit
-// together (a stale age below the TTL), and its message shows under the field it names.
-func (s *settingsWindow) applyCatalogTiming() {
-	stale, errStale := parseWhole(s.staleMax.Text)
-	ttl, errTTL := parseWhole(s.ttl.Text)
-	setError(s.staleMsg, errStale)
-	setError(s.ttlMsg, errTTL)
-	if errStale != nil || errTTL != nil {
-		return
-	}
-	if stale < 1 || ttl < 1 { // zero would mean "keep the current value" to app
-		if stale < 1 {
-			setError(s.staleMsg, errors.New("enter at least 1 minute"))
-		}
-		if ttl < 1 {
-			setError(s.ttlMsg, errors.New("enter at least 1 minute"))
-		}
-		return
-	}
-	s.save(func() error {
-		return s.u.relay.SetCatalogTiming(time.Duration(stale)*time.Minute, time.Duration(ttl)*time.Minute)
-	}, func(err error) {
-		switch fieldOf(err) {
-		case app.FieldTTL:
-			setError(s.ttlMsg, err)
-		default:
-			setError(s.staleMsg, err)
-		}
-	})
-}
-
-// applyTimeout saves one upstream timeout, typed in seconds.
-func (s *settingsWindow) applyTimeout(name app.Timeout, text string) {
-	n, err := parseWhole(text)
-	if err != nil {
-		setError(s.timeoutMsg[name], err)
-		return
-	}
-	s.save(func() error { return s.u.relay.SetTimeout(name, time.Duration(n)*time.Second) },
-		func(err error) { setError(s.timeoutMsg[name], err) })
-}
-
-func (s *settingsWindow) applyNotification(kind string, on bool) {
-	s.save(func() error { return s.u.relay.SetNotification(kind, on) },
-		func(err error) { setError(s.notifyMsg, err) })
-}
-
-func (s *settingsWindow) applyThreshold(text string) {
-	n, err := parseWhole(text)
-	if err != nil {
-		setError(s.thresholdMsg, err)
-		return
-	}
-	s.save(func() error { return s.u.relay.SetLowCapacityThreshold(n) },
-		func(err error) { setError(s.thresholdMsg, err) })
-}
-
-func (s *settingsWindow) applyLocalKey(on bool) {
-	s.localKey.Disable()
+// applyLocalKey is the local key's effect: the key made is shown once, and Codex, when it uses
+// the relay, is offered the key.
+func (s *settingsWindow) applyLocalKey(f *settingField, on bool) {
+	msg := f.msg
+	f.check.Disable()
 	s.u.async(func() {
 		// Whether Codex sends its requests through the relay now, before the key changes that.
 		configured := s.u.codexConfigured().Configured
 		key, err := s.u.relay.SetLocalKey(on)
 		fyne.Do(func() {
-			s.localKey.Enable()
+			f.check.Enable()
 			if err != nil {
-				setCheck(s.localKey, !on)
+				setCheck(f.check, !on)
 				if isKeychainError(err) {
 					s.u.showError(s.win, err)
 				}
-				setError(s.localKeyMsg, err)
+				setError(msg, err)
 				return
 			}
-			setError(s.localKeyMsg, nil)
+			setError(msg, nil)
 			if key == "" {
 				s.keyShown.SetText("")
 				s.keyBox.Hide()
@@ -530,7 +483,7 @@ func (s *settingsWindow) applyLocalKey(on bool) {
 			if configured {
 				// Codex would be refused without the key. Where Codex does not use the relay,
 				// its configuration is left alone: writing it would make the relay its provider.
-				s.offerCodexConfig()
+				s.offerCodexConfig(msg)
 			}
 		})
 	})
@@ -540,7 +493,7 @@ func (s *settingsWindow) applyLocalKey(on bool) {
 // relay, to make Codex send it: the provider block then carries the key itself
 // (experimental_bearer_token), so that every Codex front end sends it without an environment
 // variable (the desktop app and the IDE extensions do not inherit a shell's).
-func (s *settingsWindow) offerCodexConfig() {
+func (s *settingsWindow) offerCodexConfig(line *widget.Label) {
 	msg := note("Codex must send the key now. Codex Relay can write it into its provider in ~/.codex/config.toml " +
 		"(as experimental_bearer_token, after a backup of the file, which then becomes readable by you alone), " +
 		"so that the Codex CLI, its desktop app and its IDE extensions all send it, with no environment variable to set.")
@@ -554,29 +507,14 @@ func (s *settingsWindow) offerCodexConfig() {
 				res, err := s.u.relay.WriteCodexConfig("")
 				fyne.Do(func() {
 					if err != nil {
-						setError(s.localKeyMsg, fmt.Errorf("could not update the Codex configuration: %w", err))
+						setError(line, fmt.Errorf("could not update the Codex configuration: %w", err))
 						return
 					}
-					setMessage(s.localKeyMsg, configLine(res).text+" Codex sends the key from now on.",
+					setMessage(line, configLine(res).text+" Codex sends the key from now on.",
 						widget.SuccessImportance)
 					s.u.changed()
 				})
 			})
 		}, s.win)
 	s.offer.Show()
-}
-
-func (s *settingsWindow) applyStartAtLogin(on bool) {
-	s.startAtLogin.Disable()
-	s.u.async(func() {
-		err := s.u.relay.SetStartAtLogin(on)
-		fyne.Do(func() {
-			s.startAtLogin.Enable()
-			if err != nil {
-				setCheck(s.startAtLogin, !on)
-				err = fmt.Errorf("could not change the login item: %w", err)
-			}
-			setError(s.loginMsg, err)
-		})
-	})
 }

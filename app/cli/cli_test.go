@@ -178,7 +178,7 @@ func TestFieldErrorsNameTheFlagOfTheirCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve", "--listen", "0.0.0.0:7455"}, `codexrelay: --listen: listen address "0.0.0.0:7455" is not a loopback address`},
+		{[]string{"serve", "--listen", "0.0.0.0:7455"}, `codexrelay: --listen must be a loopback address, not "0.0.0.0:7455"`},
 		// rename takes the name as an argument, not as --name.
 		{[]string{"accounts", "rename", "a", "../b"}, `codexrelay: account name "../b" is not valid`},
 	} {

@@ -82,8 +82,8 @@ func TestValuesTheCommandsRefuseAreUsageErrors(t *testing.T) {
 		{[]string{"settings", "set", "strategy", "round-robn"}, `(did you mean "round-robin"?)`},
 		{[]string{"settings", "set", "ttl-ms", "-5"}, "ttl-ms must be a positive number of milliseconds"},
 		{[]string{"settings", "set", "hold-seconds", "4000"}, "hold-seconds must be a number of seconds from -1 (never) to 3600"},
-		{[]string{"settings", "set", "listen", "nonsense"}, `listen: listen address "nonsense" is not valid`},
-		{[]string{"settings", "set", "listen", "127.0.0.1:1455"}, "listen: listen address cannot use port 1455"},
+		{[]string{"settings", "set", "listen", "nonsense"}, `codexrelay: listen must be host:port, e.g. 127.0.0.1:7455, not "nonsense"`},
+		{[]string{"settings", "set", "listen", "127.0.0.1:1455"}, "codexrelay: listen cannot use port 1455"},
 		{[]string{"settings", "set", "usage-ledger", "maybe"}, "usage-ledger takes true or false"},
 		{[]string{"settings", "set", "header-timeout-ms", "500"}, "header-timeout-ms must be 0 (the default) or a number of milliseconds of at least 1000"},
 		{[]string{"settings", "set", "colour", "blue"}, `unknown setting "colour": the keys are listen, strategy`},
@@ -120,6 +120,14 @@ var validValues = map[app.SettingName][2]string{
 	app.SettingResetCredits:       {"auto", "auto"},
 	app.SettingUsageLedger:        {"false", "false"},
 	app.SettingUsageRetentionDays: {"30", "30"},
+	app.SettingLowCapacity:        {"35", "35"},
+	app.SettingStartAtLogin:       {"true", "true"},
+}
+
+func init() {
+	for _, kind := range app.NotifyKinds {
+		validValues[app.NotifySetting(kind)] = [2]string{"false", "false"}
+	}
 }
 
 // Every setting parses, saves and shows through the one table: `settings set` then `settings`
@@ -141,8 +149,8 @@ func TestEverySettingFromTheOneTable(t *testing.T) {
 		if !strings.Contains(help, "  "+string(st.Name)+" ") || !strings.Contains(help, st.Help[:min(len(st.Help), 40)]) {
 			t.Errorf("the help lacks %s:\n%s", st.Name, help)
 		}
-		if st.Label == "" || st.Parse == nil || st.Show == nil {
-			t.Errorf("%s: a row needs a label, a parse and a show", st.Name)
+		if st.Label == "" || st.Section == "" || st.Show == nil || (st.Kind == app.SettingChoice) != (len(st.Choices) > 0) {
+			t.Errorf("%s: a row needs a label, a section, a show, and choices when it is a choice", st.Name)
 		}
 		if st.Name == app.SettingLocalAPIKey {
 			continue // needs the keychain: app's TestLocalKey
@@ -161,7 +169,7 @@ func TestEverySettingFromTheOneTable(t *testing.T) {
 		}
 		if _, err := st.Parse("\x00bad"); err == nil {
 			t.Errorf("%s takes any text", st.Name)
-		} else if fe, ok := err.(*app.FieldError); !ok || !strings.Contains(err.Error(), string(st.Name)) && fe.Field != app.FieldListen {
+		} else if fe, ok := err.(*app.FieldError); !ok || !strings.Contains(err.Error(), string(st.Name)) && fe.Field != string(st.Name) {
 			t.Errorf("%s: %T %v does not name the setting", st.Name, err, err)
 		}
 	}

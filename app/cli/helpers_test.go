@@ -14,7 +14,7 @@ import (
 // testOptions opens the app on a settings folder of the test's own, with no keychain and no
 // environment.
 func testOptions(t *testing.T) app.Options {
-	return app.Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
+	return app.Options{ConfigDir: t.TempDir(), AutostartDir: t.TempDir(), Getenv: func(string) string { return "" }}
 }
 
 // runCLI runs `codexrelay args...` with stdin and returns its exit code and output.

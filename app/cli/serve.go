@@ -24,7 +24,7 @@ A non-loopback address needs --allow-remote and the local API key on (codexrelay
 		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback address (needs the local API key)")
 		return func(c *CLI, _ []string) error { return c.serve(*listen, *allowRemote) }
 	},
-	flagOf: fieldFlags(map[string]string{app.FieldListen: "--listen"}),
+	flagOf: fieldFlags(map[string]string{string(app.SettingListen): "--listen"}),
 }
 
 // serve runs the proxy on listen (or the configured address) until a signal, or until it fails.
