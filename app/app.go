@@ -60,6 +60,7 @@ type App struct {
 	creds     map[string]*accountCreds // by account ID
 	reloadErr error                    // why the file could not be followed; nil while it is
 	onListen  []func()                 // called after a reload changed the listen address
+	svc       *Service                 // the relay service, the latest made (the pause routes')
 
 	usage usageState // the usage ledger while a service runs
 
@@ -108,7 +109,7 @@ func Open(opt Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt})
+	a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt, LocalAPI: a.localAPI})
 	a.settings.Catalog = s.Catalog
 	if _, problems := a.apply(s); len(problems) > 0 {
 		// %v: a field the file holds is not the command line's mistake.

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/app/localapi"
 )
 
 // Pausing the relay from the command line: `codexrelay pause` and `codexrelay resume` reach
@@ -22,8 +22,8 @@ var ErrNoRelay = errors.New("no Codex Relay is running for this settings folder:
 const pauseTimeout = 10 * time.Second
 
 // SetRelayPaused asks the relay running for this settings folder to pause (true) or resume.
-func (a *App) SetRelayPaused(pause bool) (proxy.PauseState, error) {
-	var st proxy.PauseState
+func (a *App) SetRelayPaused(pause bool) (localapi.PauseState, error) {
+	var st localapi.PauseState
 	rc, err := a.Relay(pauseTimeout)
 	if err != nil {
 		return st, err

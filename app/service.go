@@ -55,13 +55,9 @@ func (a *App) newService(pinned string, allowRemote bool) *Service {
 	a.OnListenChange(s.follow)
 	// `codexrelay pause` and `resume` (POST /relay/pause, /relay/resume) pause through the
 	// service, as the tray's menu does, so that its status and the instance file follow.
-	a.Proxy.SetPauseFunc(func(pause bool) error {
-		if pause {
-			s.Pause()
-			return nil
-		}
-		return s.Resume()
-	})
+	a.mu.Lock()
+	a.svc = s
+	a.mu.Unlock()
 	return s
 }
 
