@@ -184,6 +184,9 @@ func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 			return res, err
 		}
 	}
+	if a.Proxy == nil {
+		return proxy.RedeemResult{}, ErrNoRelay // NoRelay: only the running relay redeems
+	}
 	return a.Proxy.RedeemCredit(ctx, name)
 }
 

@@ -75,7 +75,7 @@ var SettingsTable = []Setting{
 		Name: SettingSWR, Label: "Stale-while-revalidate",
 		Help:  "true or false: serve a stale model catalog while it refreshes",
 		Parse: boolSetting(SettingSWR, (*App).SetStaleWhileRevalidate),
-		Show:  func(a *App) string { return strconv.FormatBool(a.Proxy.Stats().Catalog.SWREnabled) },
+		Show:  func(a *App) string { return strconv.FormatBool(a.catalogStats().SWREnabled) },
 	},
 	{
 		Name: SettingStaleMaxAge, Label: "Maximum stale age",
@@ -83,7 +83,7 @@ var SettingsTable = []Setting{
 		Parse: msSetting(SettingStaleMaxAge, 1, func(a *App, d time.Duration) error {
 			return a.SetCatalogTiming(d, 0)
 		}),
-		Show: func(a *App) string { return strconv.FormatInt(a.Proxy.Stats().Catalog.StaleMaxAgeMs, 10) },
+		Show: func(a *App) string { return strconv.FormatInt(a.catalogStats().StaleMaxAgeMs, 10) },
 	},
 	{
 		Name: SettingTTL, Label: "Catalog TTL",
@@ -91,7 +91,7 @@ var SettingsTable = []Setting{
 		Parse: msSetting(SettingTTL, 1, func(a *App, d time.Duration) error {
 			return a.SetCatalogTiming(0, d)
 		}),
-		Show: func(a *App) string { return strconv.FormatInt(a.Proxy.Stats().Catalog.TTLMs, 10) },
+		Show: func(a *App) string { return strconv.FormatInt(a.catalogStats().TTLMs, 10) },
 	},
 	timeoutSetting(TimeoutHeader, "Headers within", "for the response headers"),
 	timeoutSetting(TimeoutFirstEvent, "First event within", "for a stream's first event"),
