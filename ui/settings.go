@@ -283,7 +283,7 @@ func (s *settingsWindow) load() {
 	s.detach()
 	st := s.u.relay.Settings()
 	s.loaded = st.Generation
-	c := s.u.relay.Proxy.Stats().Catalog
+	c := s.u.src.Stats().Catalog
 	focused := s.win.Canvas().Focused()
 	setEntry := func(e *numberEntry, text string) {
 		if focused != e { // never under the user's fingers
