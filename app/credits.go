@@ -24,9 +24,10 @@ import (
 //
 // A redemption runs in the process that serves: its per-account lock and the intent it keeps
 // until an answer (the redeem_request_id a retry reuses) live there. RedeemCredit in the
-// serving process redeems in place; in another process (the command line) it asks the running
-// relay (POST /relay/accounts/{name}/redeem-credit); with no relay running it redeems itself
-// and writes the ledger row itself.
+// serving process redeems in place; in another process (the command line, the window process)
+// it asks the running relay through the local API (POST /relay/accounts/{name}/redeem-credit);
+// with no relay running it redeems itself and writes the ledger row itself (an App that builds
+// no proxy, Options.NoRelay, answers ErrNoRelay).
 
 // SettingResetCredits is the reset-credits setting's name.
 const SettingResetCredits SettingName = "reset-credits"
