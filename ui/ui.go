@@ -93,7 +93,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
 	}
-	if relay.Proxy != nil { // a window process's relay has none: it reads the tray's (newWindowsUI)
+	if relay.Proxy != nil { // a window process's App has none (NoRelay): newWindowsUI gives it the tray's
 		u.svc, u.src = relay.NewService(), relay.Proxy
 		u.ctl = u.svc
 	}
