@@ -204,4 +204,3 @@ func routeRequest(t *testing.T, base string, rt localapi.Route) *http.Request {
 }
 
 func describe(rt localapi.Route) string { return fmt.Sprintf("%s %s", rt.Method, rt.Path) }
-
