@@ -107,7 +107,7 @@ func windows(name string) int {
 		return 2
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log})
+	relay, err := app.Open(app.Options{Logger: log, NoRelay: true}) // it shows the tray's relay
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1

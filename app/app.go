@@ -35,9 +35,14 @@ type Options struct {
 	// DataDir is where the usage ledger lives (default: the settings folder when ConfigDir
 	// was given, else $XDG_DATA_HOME/codexrelay).
 	DataDir string
+	// NoRelay builds no proxy (Proxy is nil): for the window process, which shows the tray
+	// process's relay, read over the local API, and changes the settings and the keychain, which
+	// that relay follows. Such an App runs no service and redeems only through the running relay.
+	NoRelay bool
 }
 
-// App holds the settings, the keychain and the proxy. Its methods are safe for concurrent use.
+// App holds the settings, the keychain and the proxy (none with Options.NoRelay). Its methods
+// are safe for concurrent use.
 //
 // The settings file and the keychain are the one source of truth. Every change takes the
 // settings lock (shared by every Codex Relay process), reads the file again, applies its one
@@ -47,7 +52,7 @@ type Options struct {
 type App struct {
 	opt   Options
 	log   *slog.Logger
-	Proxy *proxy.Server
+	Proxy *proxy.Server // nil with Options.NoRelay
 	// LoadWarning is set when the settings file was corrupt: kept aside by the relay's own
 	// start, left in place by any other command.
 	LoadWarning error
@@ -60,6 +65,7 @@ type App struct {
 	creds     map[string]*accountCreds // by account ID
 	reloadErr error                    // why the file could not be followed; nil while it is
 	onListen  []func()                 // called after a reload changed the listen address
+	svc       *Service                 // the relay service, the latest made (the pause routes')
 
 	usage usageState // the usage ledger while a service runs
 
@@ -70,6 +76,8 @@ type App struct {
 	// settings file; freshKeyErr why it could not (localkey.go).
 	freshKeyID  string
 	freshKeyErr error
+	// userAgent is what the sign-in sends when no proxy runs here (NoRelay).
+	userAgent string
 }
 
 // errNoChange is a change that finds nothing to do: update writes nothing and reports no error.
@@ -108,11 +116,17 @@ func Open(opt Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt})
+	a.userAgent = proxy.UserAgentFor(catOpt.ClientVersion)
+	if !opt.NoRelay {
+		a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt, LocalAPI: a.localAPI})
+	}
 	a.settings.Catalog = s.Catalog
 	if _, problems := a.apply(s); len(problems) > 0 {
 		// %v: a field the file holds is not the command line's mistake.
 		return nil, fmt.Errorf("settings: %v", problems[0])
+	}
+	if a.Proxy == nil {
+		return a, nil
 	}
 	if err := a.LocalKeyError(); err != nil {
 		// Not a reason to stop: the repairs (local-key on|off, settings set local-api-key) and
@@ -262,7 +276,9 @@ func (a *App) Reload() {
 		}
 	}
 	// Last: a program waiting for this generation on /health finds everything applied.
-	a.Proxy.SetSettingsGeneration(next.Generation)
+	if a.Proxy != nil {
+		a.Proxy.SetSettingsGeneration(next.Generation)
+	}
 }
 
 // apply makes next the settings in force (applyMu held) and reports whether the listen
@@ -276,6 +292,12 @@ func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 	a.settings = next
 	a.reloadErr = nil
 	a.mu.Unlock()
+	if a.Proxy == nil { // NoRelay: nothing runs here; the accounts' credentials are still read here
+		if !slices.Equal(prev.Accounts, next.Accounts) {
+			a.setAccounts(next.Accounts)
+		}
+		return prev.Listen != next.Listen, nil
+	}
 
 	if !sameCatalog(prev.Catalog, next.Catalog) {
 		a.applyCatalog(prev.Catalog, next)
@@ -323,6 +345,16 @@ func equalBoolPtr(a, b *bool) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// catalogStats is the catalog's timing in force: the proxy's (the environment's overrides
+// included); with no proxy here (NoRelay), what a relay that starts now takes.
+func (a *App) catalogStats() proxy.CatalogStats {
+	if a.Proxy != nil {
+		return a.Proxy.Stats().Catalog
+	}
+	o, _ := catalogOptions(a.Settings(), a.opt.Getenv)
+	return proxy.CatalogStats{SWREnabled: o.StaleWhileRevalidate, StaleMaxAgeMs: o.StaleMaxAge.Milliseconds(), TTLMs: o.TTL.Milliseconds()}
 }
 
 // applyCatalog applies the catalog settings that changed. A setting the file sets wins over
@@ -407,6 +439,9 @@ func (a *App) setAccounts(metas []AccountMeta) {
 		}
 	}
 	a.mu.Unlock()
+	if a.Proxy == nil {
+		return
+	}
 	a.Proxy.SetAccounts(accounts)
 	for _, id := range renewed {
 		a.Proxy.ResetAccount(id)

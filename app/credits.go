@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -25,9 +24,10 @@ import (
 //
 // A redemption runs in the process that serves: its per-account lock and the intent it keeps
 // until an answer (the redeem_request_id a retry reuses) live there. RedeemCredit in the
-// serving process redeems in place; in another process (the command line) it asks the running
-// relay (POST /relay/accounts/{name}/redeem-credit); with no relay running it redeems itself
-// and writes the ledger row itself.
+// serving process redeems in place; in another process (the command line, the window process)
+// it asks the running relay through the local API (POST /relay/accounts/{name}/redeem-credit);
+// with no relay running it redeems itself and writes the ledger row itself (an App that builds
+// no proxy, Options.NoRelay, answers ErrNoRelay).
 
 // ResetCredits is the reset-credit policy the settings say.
 func (a *App) ResetCredits() string { return cmpOr(a.Settings().ResetCredits, proxy.ResetCreditsAsk) }
@@ -150,70 +150,35 @@ func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 			return res, err
 		}
 	}
+	if a.Proxy == nil {
+		return proxy.RedeemResult{}, ErrNoRelay // NoRelay: only the running relay redeems
+	}
 	return a.Proxy.RedeemCredit(ctx, name)
 }
 
 // redeemRemote asks the relay running for this settings folder to redeem (a signed request,
 // no key sent: see RelayClient); asked is false when no relay of this folder serves (redeem
-// here).
+// here). The relay's error answers match the proxy's errors again (localapi.Error).
 func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
 	rc, err := a.Relay(0) // ctx bounds it
 	if err != nil || rc == nil {
 		return res, err, err != nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.URL("/relay/accounts/"+url.PathEscape(name)+"/redeem-credit"), nil)
-	if err != nil {
-		return res, err, false
-	}
-	resp, err := rc.Do(req)
+	res, err = rc.RedeemCredit(ctx, name)
 	var dial *net.OpError
+	var answer *localapi.Error
 	switch {
+	case err == nil, errors.As(err, &answer):
+		return res, err, true
 	case errors.As(err, &dial) && dial.Op == "dial":
 		return res, nil, false // no connection, nothing sent: the relay stopped meanwhile
 	case errors.Is(err, ErrNotTheRelay):
 		return res, fmt.Errorf("%w; nothing was redeemed", err), true
-	case err != nil:
-		// The relay may have sent the consume before the line broke: redeeming here with a
-		// new id could spend a second banked reset.
-		return res, fmt.Errorf("the running relay did not answer (%v): %w", err, proxy.ErrRedeemPending), true
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-			return res, fmt.Errorf("the running relay's answer: %w", err), true
-		}
-		return res, nil, true
-	}
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	json.NewDecoder(resp.Body).Decode(&e)
-	msg := cmpOr(e.Error.Message, fmt.Sprintf("the running relay answered HTTP %d", resp.StatusCode))
-	if sentinel := redeemErrors[e.Error.Code]; sentinel != nil {
-		return res, &remoteError{msg: msg, is: sentinel}, true
-	}
-	return res, errors.New(msg), true
+	// The relay may have sent the consume before the line broke: redeeming here with a new id
+	// could spend a second banked reset.
+	return res, fmt.Errorf("the running relay did not answer (%v): %w", err, proxy.ErrRedeemPending), true
 }
-
-// redeemErrors maps the relay route's error codes back to the proxy's errors.
-var redeemErrors = map[string]error{
-	"account_not_found": proxy.ErrNoSuchAccount,
-	"not_chatgpt":       proxy.ErrNotChatGPT,
-	"no_reset_credit":   proxy.ErrNoResetCredit,
-	"redeem_pending":    proxy.ErrRedeemPending,
-}
-
-// remoteError is the running relay's message, matching the proxy error it stands for.
-type remoteError struct {
-	msg string
-	is  error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.is }
 
 // NotifyResetCredit is the notification kind of banked resets: a credit that expires within
 // a day unused, the relay's question when every account rests (ask), a redemption's result.

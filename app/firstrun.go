@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/codexrelay/codexrelay/app/localapi"
 )
 
 // CodexLogin describes the login the Codex CLI keeps (~/.codex/auth.json), without importing it.
@@ -148,14 +150,16 @@ const appliedPatience = 5 * time.Second
 // the model Codex is configured with (or the catalog's first), a short prompt, the local key
 // when one is required. It spends a few tokens on one account. It first waits for the relay
 // to apply the settings this process wrote (an account just imported), as the command line
-// does: a relay of another process reads them a moment later.
+// does: a relay of another process reads them a moment later. It talks to the relay's port as
+// a client does, with the local key (localapi.Bearer).
 func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 	var t RelayTest
 	base := "http://" + addr
-	if err := waitGeneration(ctx, base, a.Settings().Generation); err != nil {
+	key, _ := a.LocalKey()
+	local := localapi.NewClient(base, localapi.Bearer(key), 0)
+	if err := waitGeneration(ctx, local, a.Settings().Generation); err != nil {
 		return t, err
 	}
-	key, _ := a.LocalKey()
 	get := func(path string, v any) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if key != "" {
@@ -200,12 +204,7 @@ func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	t.Status, t.Elapsed = resp.StatusCode, time.Since(start)
-	var traces []struct {
-		Attempts []struct {
-			Account string `json:"account"`
-		} `json:"attempts"`
-	}
-	if get("/relay/traces?limit=1", &traces) == nil && len(traces) > 0 && len(traces[0].Attempts) > 0 {
+	if traces, err := local.Traces(ctx, 1); err == nil && len(traces) > 0 && len(traces[0].Attempts) > 0 {
 		t.Account = traces[0].Attempts[len(traces[0].Attempts)-1].Account
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -234,23 +233,15 @@ func (a *App) TestRelay(ctx context.Context, addr string) (RelayTest, error) {
 	return t, nil
 }
 
-// waitGeneration waits, up to appliedPatience, for the relay at base to report on /health that
-// it applied settings generation gen.
-func waitGeneration(ctx context.Context, base string, gen uint64) error {
+// waitGeneration waits, up to appliedPatience, for the relay to report on /health that it
+// applied settings generation gen.
+func waitGeneration(ctx context.Context, relay *localapi.Client, gen uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, appliedPatience)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			var h struct {
-				Generation uint64 `json:"settings_generation"`
-			}
-			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
-			resp.Body.Close()
-			if derr == nil && h.Generation >= gen {
-				return nil
-			}
+		h, err := relay.Health(ctx)
+		if err == nil && h.SettingsGeneration >= gen {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -57,22 +57,6 @@ func (a *App) setCatalogTiming(staleMaxAge, ttl time.Duration) error {
 	})
 }
 
-// catalogInForce is the catalog's refresh rules in force: the running proxy's, which include
-// the environment's overrides, or, in a process without one, what the settings and the
-// environment say.
-func (a *App) catalogInForce() proxy.CatalogOptions {
-	if a.Proxy != nil {
-		c := a.Proxy.Stats().Catalog
-		return proxy.CatalogOptions{StaleWhileRevalidate: c.SWREnabled,
-			StaleMaxAge: time.Duration(c.StaleMaxAgeMs) * time.Millisecond, TTL: time.Duration(c.TTLMs) * time.Millisecond}
-	}
-	o, err := catalogOptions(a.Settings(), a.opt.Getenv)
-	if err != nil {
-		o, _ = catalogOptions(a.Settings(), func(string) string { return "" })
-	}
-	return o
-}
-
 // SetTimeout sets one of the upstream timeouts; zero restores its default.
 func (a *App) SetTimeout(which Timeout, d time.Duration) error {
 	return a.Set(which.Setting(), strconv.FormatInt(d.Milliseconds(), 10))

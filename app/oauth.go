@@ -64,7 +64,11 @@ func (a *App) signInClient() *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, a.Proxy.UserAgent()}}
+	ua := a.userAgent
+	if a.Proxy != nil {
+		ua = a.Proxy.UserAgent() // with the version a client raised it to
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, ua}}
 }
 
 type identity struct {

@@ -2,13 +2,11 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/app/localapi"
 )
 
 // Pausing the relay from the command line: `codexrelay pause` and `codexrelay resume` reach
@@ -22,41 +20,24 @@ var ErrNoRelay = errors.New("no Codex Relay is running for this settings folder:
 const pauseTimeout = 10 * time.Second
 
 // SetRelayPaused asks the relay running for this settings folder to pause (true) or resume.
-func (a *App) SetRelayPaused(pause bool) (proxy.PauseState, error) {
-	var st proxy.PauseState
+func (a *App) SetRelayPaused(pause bool) (localapi.PauseState, error) {
 	rc, err := a.Relay(pauseTimeout)
 	if err != nil {
-		return st, err
+		return localapi.PauseState{}, err
 	}
 	if rc == nil {
-		return st, ErrNoRelay
-	}
-	path := "/relay/resume"
-	if pause {
-		path = "/relay/pause"
+		return localapi.PauseState{}, ErrNoRelay
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.URL(path), nil)
-	if err != nil {
-		return st, err
+	set := rc.Resume
+	if pause {
+		set = rc.Pause
 	}
-	resp, err := rc.Do(req)
-	if err != nil {
+	st, err := set(ctx)
+	var answer *localapi.Error
+	if err != nil && !errors.As(err, &answer) {
 		return st, fmt.Errorf("the running relay (%s) did not answer: %w", rc.Info(), err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.NewDecoder(resp.Body).Decode(&e)
-		return st, errors.New(cmpOr(e.Error.Message, fmt.Sprintf("the running relay answered HTTP %d", resp.StatusCode)))
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("the running relay's answer: %w", err)
-	}
-	return st, nil
+	return st, err
 }

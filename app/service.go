@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -40,6 +41,9 @@ type ServiceStatus struct {
 	Refusing string
 }
 
+// errNoProxy is the start of a service of an App that builds no proxy (Options.NoRelay).
+var errNoProxy = errors.New("this process runs no relay: the tray app or `codexrelay serve` does")
+
 // NewService returns a stopped service for the tray app: it listens where the settings (or
 // CODEXRELAY_LISTEN) say, and follows the listen setting while it runs.
 func (a *App) NewService() *Service { return a.newService("", false) }
@@ -55,13 +59,9 @@ func (a *App) newService(pinned string, allowRemote bool) *Service {
 	a.OnListenChange(s.follow)
 	// `codexrelay pause` and `resume` (POST /relay/pause, /relay/resume) pause through the
 	// service, as the tray's menu does, so that its status and the instance file follow.
-	a.Proxy.SetPauseFunc(func(pause bool) error {
-		if pause {
-			s.Pause()
-			return nil
-		}
-		return s.Resume()
-	})
+	a.mu.Lock()
+	a.svc = s
+	a.mu.Unlock()
 	return s
 }
 
@@ -98,6 +98,9 @@ func (s *Service) Status() ServiceStatus {
 // Start listens on the configured address and serves in the background. A port that is
 // taken is reported at once in the returned error and in the status.
 func (s *Service) Start() error {
+	if s.a.Proxy == nil {
+		return errNoProxy
+	}
 	s.mu.Lock()
 	if !s.active {
 		s.a.startUsage()
@@ -115,6 +118,10 @@ func (s *Service) startLocked(addr string) error {
 		return nil
 	}
 	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning, Paused: s.status.Paused}
+	if s.a.Proxy == nil {
+		s.status.Err = errNoProxy
+		return errNoProxy
+	}
 	if err := s.a.CheckListen(addr, s.allowRemote); err != nil {
 		s.status.Err = err
 		return err
@@ -195,7 +202,9 @@ func (s *Service) Done() <-chan struct{} {
 // reports as "stream disconnected"); requests under way finish.
 func (s *Service) Pause() {
 	s.mu.Lock()
-	s.a.Proxy.SetPaused(true)
+	if s.a.Proxy != nil {
+		s.a.Proxy.SetPaused(true)
+	}
 	s.status.Paused, s.status.Running, s.status.Err = true, false, nil
 	st := s.status
 	s.mu.Unlock()
@@ -205,7 +214,9 @@ func (s *Service) Pause() {
 // Resume serves again after Pause.
 func (s *Service) Resume() error {
 	s.mu.Lock()
-	s.a.Proxy.SetPaused(false)
+	if s.a.Proxy != nil {
+		s.a.Proxy.SetPaused(false)
+	}
 	s.status.Paused = false
 	var err error
 	if s.cancel != nil {

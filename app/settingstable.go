@@ -134,21 +134,21 @@ func settingsTable() []Setting {
 		boolSetting(Setting{
 			Name: SettingSWR, Label: "Serve the cached catalog while it refreshes (stale-while-revalidate)", Section: SectionCatalog,
 			Help: "true or false: serve a stale model catalog while it refreshes",
-			Show: func(a *App) string { return strconv.FormatBool(a.catalogInForce().StaleWhileRevalidate) },
+			Show: func(a *App) string { return strconv.FormatBool(a.catalogStats().SWREnabled) },
 		}, func(a *App, on bool) error {
 			return a.update(func(s *Settings) error { s.Catalog.StaleWhileRevalidate = &on; return nil })
 		}),
 		numberSetting(Setting{
 			Name: SettingStaleMaxAge, Label: "Maximum stale age", Section: SectionCatalog, Unit: "min", Scale: 60000,
 			Help: "how old a stale catalog may be, in milliseconds (at least the TTL)",
-			Show: func(a *App) string { return strconv.FormatInt(a.catalogInForce().StaleMaxAge.Milliseconds(), 10) },
+			Show: func(a *App) string { return strconv.FormatInt(a.catalogStats().StaleMaxAgeMs, 10) },
 		}, 1, -1, "must be a positive number of milliseconds", func(a *App, n int64) error {
 			return a.setCatalogTiming(time.Duration(n)*time.Millisecond, 0)
 		}),
 		numberSetting(Setting{
 			Name: SettingTTL, Label: "Catalog TTL", Section: SectionCatalog, Unit: "min", Scale: 60000,
 			Help: "how long the catalog is fresh, in milliseconds",
-			Show: func(a *App) string { return strconv.FormatInt(a.catalogInForce().TTL.Milliseconds(), 10) },
+			Show: func(a *App) string { return strconv.FormatInt(a.catalogStats().TTLMs, 10) },
 		}, 1, -1, "must be a positive number of milliseconds", func(a *App, n int64) error {
 			return a.setCatalogTiming(0, time.Duration(n)*time.Millisecond)
 		}),

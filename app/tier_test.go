@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -36,7 +37,8 @@ func TestUsageByServiceTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
-	usageHandler{l}.ServeHTTP(w, httptest.NewRequest("GET", "/relay/usage?since=1d&by=tier", nil))
+	usage := localapi.Handler(localapi.Backend{Usage: func() localapi.Usage { return l }})
+	usage.ServeHTTP(w, httptest.NewRequest("GET", "/relay/usage?since=1d&by=tier", nil))
 	var rep ledger.Report
 	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || w.Code != 200 {
 		t.Fatalf("/relay/usage?by=tier: %d %s", w.Code, w.Body)

@@ -2,25 +2,22 @@ package app
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // The usage ledger while the relay serves: every finished request becomes a row (through the
 // proxy's trace hook, which only queues), the ChatGPT accounts' quota readings are sampled,
-// and /relay/usage answers from it. A ledger that cannot be opened is reported and the relay
-// serves without one.
+// and the local API's usage routes answer from it (Usage). A ledger that cannot be opened is
+// reported and the relay serves without one.
 
 // UsageSettings configure the usage ledger.
 type UsageSettings struct {
@@ -130,7 +127,6 @@ func (a *App) openLedgerLocked(s UsageSettings) {
 	}
 	u.l = l
 	a.Proxy.SetTraceHook(func(t proxy.Trace) { l.Record(LedgerRow(t)) })
-	a.Proxy.SetUsageHandler(usageHandler{l})
 	u.stop, u.sampled = make(chan struct{}), map[string]time.Time{}
 	go a.sampleQuotas(l, u.stop)
 }
@@ -141,7 +137,6 @@ func (a *App) closeLedgerLocked() {
 		return
 	}
 	a.Proxy.SetTraceHook(nil)
-	a.Proxy.SetUsageHandler(nil)
 	close(u.stop)
 	if err := u.l.Close(); err != nil {
 		a.log.Error("usage ledger: closing", "error", err)
@@ -204,56 +199,71 @@ func (a *App) sampleQuotasOnce(l *ledger.Ledger) {
 
 // ParseSince reads a --since or ?since= value: a duration back from now ("7d", "36h", "90m")
 // or a date ("2026-11-01", from its start in UTC).
-func ParseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
+func ParseSince(s string, now time.Time) (time.Time, error) { return ledger.ParseSince(s, now) }
+
+// Usage is the usage ledger as the local API's usage routes read it, looked up at each read
+// (it opens and closes with the relay service and the settings): without one to read, a read
+// returns localapi.ErrUsageOff (switched off), localapi.ErrUsageClosed (not open: this process
+// does not serve) or, wrapping ErrUsageClosed, why it failed to open.
+func (a *App) Usage() localapi.Usage { return ledgerUsage{a} }
+
+type ledgerUsage struct{ a *App }
+
+// ledger is the ledger to read now, or why there is none.
+func (u ledgerUsage) ledger() (*ledger.Ledger, error) {
+	if u.a.Settings().Usage.Off {
+		return nil, localapi.ErrUsageOff
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
+	if err := u.a.LedgerError(); err != nil {
+		return nil, fmt.Errorf("%w: %w", localapi.ErrUsageClosed, err)
 	}
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
-			return now.Add(-time.Duration(days) * 24 * time.Hour), nil
-		}
+	if l := u.a.Ledger(); l != nil {
+		return l, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration back from now (7d, 36h) nor a date (2026-11-01)", s)
+	return nil, localapi.ErrUsageClosed
 }
 
-// usageHandler serves GET /relay/usage?since=7d&by=account: the ledger's summary as JSON.
-type usageHandler struct{ l *ledger.Ledger }
-
-func (h usageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	since, err := ParseSince(q.Get("since"), time.Now())
-	by := q.Get("by")
-	if by == "" {
-		by = "account"
+// closedAs maps the ledger's ErrClosed (it closed between the look-up and the read) to
+// localapi.ErrUsageClosed.
+func closedAs(err error) error {
+	if errors.Is(err, ledger.ErrClosed) {
+		return localapi.ErrUsageClosed
 	}
-	if err == nil && !slices.Contains(ledger.Groupings, by) {
-		err = fmt.Errorf("by=%q: group by one of %s", by, strings.Join(ledger.Groupings, ", "))
-	}
-	if err != nil {
-		writeUsageError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", err.Error())
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	rep, err := h.l.Summary(ctx, ledger.Query{Since: since, By: by})
-	if err != nil {
-		writeUsageError(w, http.StatusServiceUnavailable, "server_error", "usage_unavailable", "the usage ledger cannot be read: "+err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(rep)
+	return err
 }
 
-// writeUsageError answers in the OpenAI error shape, as the relay's other routes do.
-func writeUsageError(w http.ResponseWriter, status int, typ, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
+func (u ledgerUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
+	l, err := u.ledger()
+	if err != nil {
+		return ledger.Report{}, err
+	}
+	rep, err := l.Summary(ctx, q)
+	return rep, closedAs(err)
+}
+
+func (u ledgerUsage) Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error) {
+	l, err := u.ledger()
+	if err != nil {
+		return nil, err
+	}
+	days, err := l.Daily(ctx, since)
+	return days, closedAs(err)
+}
+
+func (u ledgerUsage) Burn(ctx context.Context, account string) (ledger.Burn, error) {
+	l, err := u.ledger()
+	if err != nil {
+		return ledger.Burn{}, err
+	}
+	b, err := l.Burn(ctx, account)
+	return b, closedAs(err)
+}
+
+func (u ledgerUsage) Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error) {
+	l, err := u.ledger()
+	if err != nil {
+		return ledger.Forecast{}, err
+	}
+	f, err := l.Forecast(ctx, accounts, now)
+	return f, closedAs(err)
 }

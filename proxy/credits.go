@@ -804,39 +804,6 @@ func (x *exchange) servesAny(m *member) bool {
 	return false
 }
 
-// handleRedeemCredit serves POST /relay/accounts/{name}/redeem-credit: RedeemCredit for the
-// command line and the windows of another process. The answer is the RedeemResult, or an
-// OpenAI-shaped error: 404 account_not_found, 400 not_chatgpt, 409 no_reset_credit, 504
-// redeem_pending (no answer from the backend: trying again reuses the request), 502
-// redeem_failed.
-//
-// It spends money: with the local key off it still needs a request signed with the instance
-// secret (the command line's), so that no other local user can spend a banked reset.
-func (s *Server) handleRedeemCredit(w http.ResponseWriter, r *http.Request) {
-	if s.keyHash.Load() == nil && !instanceSigned(r) {
-		writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-			Message: "spending a banked reset needs the relay's local key (or `codexrelay accounts redeem`, which signs its request)"})
-		return
-	}
-	res, err := s.RedeemCredit(r.Context(), r.PathValue("name"))
-	if err == nil {
-		writeJSON(w, http.StatusOK, res)
-		return
-	}
-	e := &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "redeem_failed", Message: err.Error()}
-	switch {
-	case errors.Is(err, ErrNoSuchAccount):
-		e.Status, e.Type, e.Code = http.StatusNotFound, "invalid_request_error", "account_not_found"
-	case errors.Is(err, ErrNotChatGPT):
-		e.Status, e.Type, e.Code = http.StatusBadRequest, "invalid_request_error", "not_chatgpt"
-	case errors.Is(err, ErrNoResetCredit):
-		e.Status, e.Type, e.Code = http.StatusConflict, "invalid_request_error", "no_reset_credit"
-	case errors.Is(err, ErrRedeemPending):
-		e.Status, e.Code = http.StatusGatewayTimeout, "redeem_pending"
-	}
-	writeError(w, e)
-}
-
 // A PendingRedeem is a redemption whose answer never arrived: the credit it named and the
 // redeem_request_id the next try must send again. An embedder keeps it across restarts
 // (PendingRedeem after a CreditRedeemFailed event with Pending, SetPendingRedeem at start), so

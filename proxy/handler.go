@@ -35,13 +35,12 @@ func (s *Server) routes() {
 		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
 	}
 	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /relay/stats", s.handleStats)
-	mux.HandleFunc("GET /relay/traces", s.handleTraces)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
-	mux.HandleFunc("GET /relay/usage", s.handleUsage)
-	mux.HandleFunc("POST /relay/accounts/{name}/redeem-credit", s.handleRedeemCredit)
-	mux.HandleFunc("POST /relay/pause", s.handlePause(true))
-	mux.HandleFunc("POST /relay/resume", s.handlePause(false))
+	if s.opt.LocalAPI != nil {
+		local := s.opt.LocalAPI(s)
+		mux.Handle("/relay/", local)
+		mux.Handle("/relay", local)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
@@ -98,7 +97,7 @@ func (s *Server) guard(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
 			Message: "Codex Relay does not answer requests from web pages (Sec-Fetch-Site: " + site + ")"}
 	}
-	if key != nil && r.URL.Path != "/health" && !instanceSigned(r) {
+	if key != nil && r.URL.Path != "/health" && !InstanceSigned(r) {
 		got := r.Header.Get("X-Api-Key")
 		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			got = strings.TrimSpace(a[7:])

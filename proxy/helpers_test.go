@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -154,6 +155,9 @@ type relay struct {
 
 func newRelay(t testing.TB, opt proxy.Options, accounts ...proxy.Account) *relay {
 	t.Helper()
+	if opt.LocalAPI == nil { // the /relay/* routes, as an embedder serves them
+		opt.LocalAPI = func(s *proxy.Server) http.Handler { return localapi.Handler(localapi.ServerBackend(s)) }
+	}
 	s := proxy.New(opt)
 	s.SetAccounts(accounts)
 	ts := httptest.NewServer(s)

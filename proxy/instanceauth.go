@@ -128,8 +128,9 @@ func (ia *instanceAuth) verify(r *http.Request, now time.Time) (present, ok bool
 // signedKey marks a request's context as signed with the instance secret.
 type signedKey struct{}
 
-// instanceSigned says whether r was signed with the instance secret (ServeHTTP checked it).
-func instanceSigned(r *http.Request) bool { return r.Context().Value(signedKey{}) != nil }
+// InstanceSigned says whether r was signed with the instance secret (ServeHTTP checked it):
+// for the local API's routes (Options.LocalAPI), which trust such a request more.
+func InstanceSigned(r *http.Request) bool { return r.Context().Value(signedKey{}) != nil }
 
 // admitSigned checks r's instance signature. A request without one is returned as it is; a
 // valid one is marked signed and its answer carries the proof (set before any handler writes);

@@ -76,6 +76,10 @@ type Options struct {
 	// ResetCredits is the reset-credit policy: ResetCreditsAsk (default), ResetCreditsOff or
 	// ResetCreditsAuto (credits.go); SetResetCredits changes it at runtime.
 	ResetCredits string
+	// LocalAPI builds, for the server, the handler of /relay/*: the embedder's local API
+	// (app/localapi), reached after the loopback guards, the local key and the instance
+	// signature (nil: /relay/* answers 404 unknown_route).
+	LocalAPI func(*Server) http.Handler
 }
 
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
@@ -110,10 +114,9 @@ type Server struct {
 	convs      *convBudget
 	socketOnce sync.Once
 	socketHTTP *http.Client
-	// traceHook sees every finished request's trace; usage serves /relay/usage.
+	// traceHook sees every finished request's trace.
 	traceHook atomic.Pointer[func(Trace)]
 	tokens    tokenCounters
-	usage     atomic.Pointer[http.Handler]
 	// seals remembers which account sealed each sealed item relayed (sealed.go).
 	seals   *sealTable
 	sealOff atomic.Bool // SetSealedTracking(false)
@@ -127,8 +130,6 @@ type Server struct {
 	frameBytes, turnBytes atomic.Int64
 	// paused: requests to accounts get 503 relay_paused (SetPaused).
 	paused atomic.Bool
-	// pause is the embedder's way to pause and resume, for the pause routes (pause.go).
-	pause pauseHook
 	// credits is the reset-credit policy and its redemptions (credits.go).
 	credits creditPolicy
 }
@@ -141,25 +142,6 @@ func (s *Server) SetTraceHook(f func(Trace)) {
 		return
 	}
 	s.traceHook.Store(&f)
-}
-
-// SetUsageHandler serves GET /relay/usage with h (nil: the route answers that no usage is
-// kept). The loopback guards and the local key apply first, as on every route.
-func (s *Server) SetUsageHandler(h http.Handler) {
-	if h == nil {
-		s.usage.Store(nil)
-		return
-	}
-	s.usage.Store(&h)
-}
-
-func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
-	if h := s.usage.Load(); h != nil {
-		(*h).ServeHTTP(w, r)
-		return
-	}
-	writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "usage_unavailable",
-		Message: "this relay keeps no usage ledger (it is off, or could not be opened: see the log)"})
 }
 
 // New returns a Server with no accounts.
@@ -341,6 +323,9 @@ func (s *Server) SetLocalAPIKey(key string) {
 	s.keyHash.Store(&h)
 }
 
+// LocalKeyRequired says whether clients must present the local key (SetLocalAPIKey).
+func (s *Server) LocalKeyRequired() bool { return s.keyHash.Load() != nil }
+
 // SetAllowRemote lets requests addressed to a non-loopback host through (serve
 // --allow-remote). It is only honoured while a local API key is set.
 func (s *Server) SetAllowRemote(on bool) { s.allowRemote.Store(on) }
@@ -385,23 +370,6 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"status": "ok", "accounts": len(snap.Accounts), "ready_accounts": ready, "uptime_ms": snap.UptimeMs,
 		"listen": listen, "settings_generation": s.generation.Load(), "paused": s.paused.Load(),
 	})
-}
-
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Stats())
-}
-
-func (s *Server) handleTraces(w http.ResponseWriter, r *http.Request) {
-	limit := 50
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(w, errInvalid("invalid_limit", "limit", "limit must be a positive integer"))
-			return
-		}
-		limit = n
-	}
-	writeJSON(w, http.StatusOK, s.Traces(limit))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

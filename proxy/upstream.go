@@ -39,8 +39,16 @@ const Originator = "codex_cli_rs"
 // UserAgent is the user agent of every upstream call: the Codex CLI's, with the client version
 // the catalog asks models for (CatalogOptions.ClientVersion), the system and the architecture,
 // e.g. "codex_cli_rs/0.171.0 (Debian GNU/Linux 12; x86_64)".
-func (s *Server) UserAgent() string {
-	return Originator + "/" + s.catalog.clientVersion() + " (" + systemName() + "; " + archName() + ")"
+func (s *Server) UserAgent() string { return UserAgentFor(s.catalog.clientVersion()) }
+
+// UserAgentFor is the user agent of a Codex CLI of version v ("": the version the catalog
+// asks with by default) on this system: for an embedder that calls an upstream without a
+// Server (the sign-in of a process that runs no relay).
+func UserAgentFor(v string) string {
+	if v == "" {
+		v = defaultClientVersion
+	}
+	return Originator + "/" + v + " (" + systemName() + "; " + archName() + ")"
 }
 
 // Timeouts bound how long the relay waits for an upstream. Before the first byte reached the

@@ -264,9 +264,10 @@ func (e *numberEntry) done() {
 // overrides) as each row shows them, without applying anything.
 func (s *settingsWindow) load() {
 	s.loaded = s.u.relay.Settings().Generation
+	catalog := s.u.src.Stats().Catalog // the tray's relay's, over the local API
 	focused := s.win.Canvas().Focused()
 	for _, f := range s.order {
-		v := f.row.Show(s.u.relay)
+		v := liveValue(f.row, catalog, s.u.relay)
 		switch {
 		case f.check != nil:
 			on, _ := strconv.ParseBool(v)
@@ -279,6 +280,20 @@ func (s *settingsWindow) load() {
 		}
 	}
 	s.attach()
+}
+
+// liveValue is the value of st in force: the catalog's as the running relay has it (the
+// environment's overrides included), any other as its row shows it.
+func liveValue(st app.Setting, c proxy.CatalogStats, relay *app.App) string {
+	switch st.Name {
+	case app.SettingSWR:
+		return strconv.FormatBool(c.SWREnabled)
+	case app.SettingStaleMaxAge:
+		return strconv.FormatInt(c.StaleMaxAgeMs, 10)
+	case app.SettingTTL:
+		return strconv.FormatInt(c.TTLMs, 10)
+	}
+	return st.Show(relay)
 }
 
 // windowValue is v, the setting's value as its row shows it, in the field's terms: a number in

@@ -67,11 +67,10 @@ type UI struct {
 	placed map[fyne.Window]bool
 	center func(fyne.Window)
 
-	// usage is what the Usage window and the tray's usage line read (the relay's ledger, or
-	// a fixed source: ShowFixedUsage); today caches the tray's line.
+	// usage is what the Usage window reads (the relay's ledger, the tray's through the window
+	// API, or a fixed source: ShowFixedUsage). The tray's usage line is the tray's (TrayApp).
 	usageMu sync.Mutex
 	usage   UsageSource
-	today   today
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
 	// codex caches what the Codex home's config.toml and auth.json say.
@@ -83,7 +82,7 @@ type UI struct {
 // New builds the UI for relay on the Fyne app fa without starting anything.
 func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u := &UI{
-		fa: fa, relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
+		fa: fa, relay: relay, log: log,
 		now:     time.Now,
 		elapsed: time.Now,
 		usage:   relayUsage{relay},
@@ -94,7 +93,10 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
 	}
-	u.ctl = u.svc
+	if relay.Proxy != nil { // a window process's App has none (NoRelay): newWindowsUI gives it the tray's
+		u.svc, u.src = relay.NewService(), relay.Proxy
+		u.ctl = u.svc
+	}
 	fa.Settings().SetTheme(newTheme())
 	u.dash = NewDashboard(u.src, DashboardOptions{
 		Status:         u.status,
@@ -170,7 +172,7 @@ func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
 func (u *UI) poll(ctx context.Context) {
 	everySecond(ctx, u.poke, func() {
-		v := u.fetch(true)
+		v := u.fetch()
 		fyne.Do(func() { u.apply(v) })
 	})
 }
@@ -190,10 +192,8 @@ func everySecond(ctx context.Context, poke <-chan struct{}, f func()) {
 	}
 }
 
-// fetch reads the proxy's state; it may run on any goroutine. readLedger lets it read the
-// usage ledger for the tray's line when that is due (the poller's goroutine does; the UI
-// thread shows the last line read).
-func (u *UI) fetch(readLedger bool) view {
+// fetch reads the relay's state; it may run on any goroutine.
+func (u *UI) fetch() view {
 	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
@@ -213,7 +213,6 @@ func (u *UI) fetch(readLedger bool) view {
 	u.orphansMu.Lock()
 	v.orphans = u.orphans
 	u.orphansMu.Unlock()
-	v.today = u.usageToday(v.snap.Accounts, readLedger)
 	return v
 }
 
@@ -277,7 +276,7 @@ func (u *UI) apply(v view) {
 }
 
 // refresh fetches and applies at once (UI thread; used at start and by tests).
-func (u *UI) refresh() { u.apply(u.fetch(false)) }
+func (u *UI) refresh() { u.apply(u.fetch()) }
 
 // changed asks for an early tick; it never blocks.
 func (u *UI) changed() {

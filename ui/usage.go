@@ -12,6 +12,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -31,9 +32,9 @@ type UsageSource interface {
 
 var (
 	// ErrUsageOff says the usage ledger is switched off in the settings.
-	ErrUsageOff = errors.New("the usage ledger is off")
+	ErrUsageOff = localapi.ErrUsageOff
 	// ErrUsageClosed says the usage ledger is on but not open: it opens while the relay serves.
-	ErrUsageClosed = errors.New("the usage ledger is not open")
+	ErrUsageClosed = localapi.ErrUsageClosed
 )
 
 // usageCommand turns the ledger on from a terminal.
@@ -315,17 +316,6 @@ type today struct {
 	gen  uint64    // the settings generation it was read under
 }
 
-// usageToday is the tray's usage line ("" without a ledger to read), for the accounts accts.
-// It reads the ledger only when read is set (off the UI thread) and the line is due; on the
-// UI thread it returns the last line and asks the poller for a read when one is due.
-func (u *UI) usageToday(accts []proxy.AccountStats, read bool) string {
-	line, due := u.today.line(u.relay.Settings().Generation, u.elapsed(), read, u.usageSource(), accts, u.now(), u.log)
-	if due {
-		u.changed()
-	}
-	return line
-}
-
 // line is the cached usage line at the elapsed-clock time t under settings generation gen.
 // When a read is due it reads src (accounts accts, day of now) if read is set; otherwise it
 // returns the last line and due set.
@@ -353,13 +343,6 @@ func (c *today) line(gen uint64, t time.Time, read bool, src UsageSource, accts 
 	return c.text, false
 }
 
-// reset makes the next look read the ledger again.
-func (c *today) reset() {
-	c.mu.Lock()
-	c.at = time.Time{}
-	c.mu.Unlock()
-}
-
 // usageSource is the usage source the windows read.
 func (u *UI) usageSource() UsageSource {
 	u.usageMu.Lock()
@@ -367,15 +350,14 @@ func (u *UI) usageSource() UsageSource {
 	return u.usage
 }
 
-// ShowFixedUsage makes the Usage window and the tray read src instead of the relay's ledger
-// (screenshots, demonstrations).
+// ShowFixedUsage makes the Usage window read src instead of the relay's ledger (screenshots,
+// demonstrations).
 func (u *UI) ShowFixedUsage(src UsageSource) {
 	u.usageMu.Lock()
 	u.usage = src
 	u.usageMu.Unlock()
-	u.today.reset()
 	if u.usageWin != nil && u.usageWin.shown {
 		u.usageWin.reload()
 	}
-	u.apply(u.fetch(true))
+	u.apply(u.fetch())
 }

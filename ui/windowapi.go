@@ -3,39 +3,27 @@ package ui
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // The window API is how the window process (B) reads the tray process's (A's) live state and
-// asks it for what only A can do (pause, resume, move the listener). It is served by A on a
-// loopback port of its own, with a token A hands to each window process it starts: the relay's
-// port may be paused, taken or moved, and the window process must still say so.
-//
-//	GET  /relay/stats                      proxy.Snapshot
-//	GET  /relay/traces?limit=N             []proxy.Trace, newest first
-//	GET  /relay/status                     the listener's status (statusJSON)
-//	POST /relay/pause, /relay/resume       pause (draining) or resume the listener
-//	POST /relay/listen?addr=HOST:PORT      move the listener (and save the address)
-//	GET  /relay/usage/summary?since=&until=&by=    ledger.Report
-//	GET  /relay/usage/daily?since=                 []ledger.DayByAccount
-//	GET  /relay/usage/burn?account=                ledger.Burn
-//	GET  /relay/usage/forecast?account=...&now=    ledger.Forecast
-//
-// Times are RFC 3339 with nanoseconds. Every answer that is not 2xx is {"error":{"code","message"}}.
+// asks it for what only A can do (pause, resume, move the listener): the local API's route
+// table (app/localapi), served by A on a loopback port of its own behind the token A hands to
+// each window process it starts (localapi.WithToken). The relay's port may be paused, taken or
+// moved, and the window process must still say so. A serves it from its relay (stats, traces,
+// reset credits), its listener (pause, resume, status, listen) and its usage ledger; B reads
+// it with the local API's client (windowClient) and builds no relay of its own.
 
 // relayControl is what the windows ask of the listener: the in-process *app.Service, or the
 // tray process through the window API.
@@ -46,48 +34,15 @@ type relayControl interface {
 	SetListen(addr string) error
 }
 
-// statusJSON is app.ServiceStatus on the wire (its error as text).
-type statusJSON struct {
-	Addr    string `json:"addr"`
-	Running bool   `json:"running"`
-	Paused  bool   `json:"paused"`
-	Error   string `json:"error,omitempty"`
-	Warning string `json:"warning,omitempty"`
-	// Refusing is app.ServiceStatus.Refusing.
-	Refusing string `json:"refusing,omitempty"`
-}
-
-func statusToJSON(s app.ServiceStatus) statusJSON {
-	j := statusJSON{Addr: s.Addr, Running: s.Running, Paused: s.Paused, Warning: s.Warning, Refusing: s.Refusing}
-	if s.Err != nil {
-		j.Error = s.Err.Error()
-	}
-	return j
-}
-
-func (j statusJSON) status() app.ServiceStatus {
-	s := app.ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
-	if j.Error != "" {
-		s.Err = errors.New(j.Error)
-	}
-	return s
-}
-
-// Error codes of the window API.
-const (
-	codeUsageOff     = "usage_off"
-	codeUsageClosed  = "usage_closed"
-	codeFailed       = "failed"
-	codeBadRequest   = "bad_request"
-	codeUnauthorized = "unauthorized"
-)
-
 // windowAPI serves the window API for one relay (A's side).
 type windowAPI struct {
 	src   Source
 	ctl   relayControl
 	usage func() UsageSource
 	token string
+
+	once sync.Once
+	h    http.Handler
 }
 
 // newToken is a random bearer token for the window API.
@@ -110,226 +65,121 @@ func serveWindowAPI(ctx context.Context, api *windowAPI) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
+// ServeHTTP serves the local API's table from A's parts, to the holders of the token.
 func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if api.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(api.token)) != 1 {
-		apiError(w, http.StatusUnauthorized, codeUnauthorized, "the window API needs the token of the tray process")
-		return
-	}
-	q := r.URL.Query()
-	ctx, cancel := context.WithTimeout(r.Context(), usageReadTimeout)
-	defer cancel()
-	switch r.Method + " " + r.URL.Path {
-	case "GET /relay/stats":
-		apiJSON(w, api.src.Stats())
-	case "GET /relay/traces":
-		limit, err := strconv.Atoi(q.Get("limit"))
-		if err != nil {
-			limit = recentTraces
+	api.once.Do(func() {
+		b := localapi.Backend{Relay: api.src}
+		if c, ok := api.src.(localapi.Credits); ok {
+			b.Credits = c
 		}
-		apiJSON(w, api.src.Traces(limit))
-	case "GET /relay/status":
-		apiJSON(w, statusToJSON(api.ctl.Status()))
-	case "POST /relay/pause":
-		api.ctl.Pause()
-		apiJSON(w, statusToJSON(api.ctl.Status()))
-	case "POST /relay/resume":
-		if err := api.ctl.Resume(); err != nil {
-			apiError(w, http.StatusConflict, codeFailed, err.Error())
-			return
+		if api.ctl != nil {
+			b.Pause, b.Listener = app.ControlAPI(api.ctl), app.ControlAPI(api.ctl)
 		}
-		apiJSON(w, statusToJSON(api.ctl.Status()))
-	case "POST /relay/listen":
-		if err := api.ctl.SetListen(q.Get("addr")); err != nil {
-			apiError(w, http.StatusConflict, codeFailed, err.Error())
-			return
+		if api.usage != nil {
+			b.Usage = func() localapi.Usage { return api.usage() }
 		}
-		apiJSON(w, statusToJSON(api.ctl.Status()))
-	case "GET /relay/usage/summary":
-		since, err1 := parseAPITime(q.Get("since"))
-		until, err2 := parseAPITime(q.Get("until"))
-		if err := errors.Join(err1, err2); err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
-			return
-		}
-		rep, err := api.usage().Summary(ctx, ledger.Query{Since: since, Until: until, By: q.Get("by")})
-		usageAnswer(w, rep, err)
-	case "GET /relay/usage/daily":
-		since, err := parseAPITime(q.Get("since"))
-		if err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
-			return
-		}
-		days, err := api.usage().Daily(ctx, since)
-		usageAnswer(w, days, err)
-	case "GET /relay/usage/burn":
-		b, err := api.usage().Burn(ctx, q.Get("account"))
-		usageAnswer(w, b, err)
-	case "GET /relay/usage/forecast":
-		now, err := parseAPITime(q.Get("now"))
-		if err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
-			return
-		}
-		f, err := api.usage().Forecast(ctx, q["account"], now)
-		usageAnswer(w, f, err)
-	default:
-		apiError(w, http.StatusNotFound, codeBadRequest, "no such route: "+r.Method+" "+r.URL.Path)
-	}
-}
-
-func parseAPITime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	return time.Parse(time.RFC3339Nano, s)
-}
-
-func apiTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format(time.RFC3339Nano)
-}
-
-func usageAnswer(w http.ResponseWriter, v any, err error) {
-	switch {
-	case errors.Is(err, ErrUsageOff):
-		apiError(w, http.StatusServiceUnavailable, codeUsageOff, err.Error())
-	case errors.Is(err, ErrUsageClosed):
-		apiError(w, http.StatusServiceUnavailable, codeUsageClosed, err.Error())
-	case err != nil:
-		apiError(w, http.StatusServiceUnavailable, codeFailed, err.Error())
-	default:
-		apiJSON(w, v)
-	}
-}
-
-func apiJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
-}
-
-func apiError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		api.h = localapi.WithToken(api.token, localapi.Handler(b))
+	})
+	api.h.ServeHTTP(w, r)
 }
 
 // windowClient is the window process's side of the window API: a Source, a UsageSource and a
-// relayControl over loopback HTTP.
+// relayControl over the local API's client.
 type windowClient struct {
 	base, token string
-	hc          *http.Client
+	api         *localapi.Client
 }
 
 func newWindowClient(base, token string) *windowClient {
-	return &windowClient{base: base, token: token, hc: &http.Client{Timeout: usageReadTimeout + 2*time.Second}}
+	return &windowClient{base: base, token: token, api: localapi.NewClient(base, localapi.Bearer(token), usageReadTimeout+2*time.Second)}
 }
 
 // errTrayGone says the tray process does not answer.
 var errTrayGone = errors.New("the Codex Relay tray process does not answer")
 
-// call sends one request and decodes the answer into out (nil: none).
-func (c *windowClient) call(ctx context.Context, method, path string, q url.Values, out any) error {
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
+// gone is err, a request that got no answer marked errTrayGone (an answer, a *localapi.Error,
+// is what the tray said).
+func gone(err error) error {
+	var answer *localapi.Error
+	if err == nil || errors.As(err, &answer) {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w (%v)", errTrayGone, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Error.Message == "" {
-			return fmt.Errorf("the tray process answered %s", resp.Status)
-		}
-		switch e.Error.Code {
-		case codeUsageOff:
-			return ErrUsageOff
-		case codeUsageClosed:
-			return ErrUsageClosed
-		}
-		return errors.New(e.Error.Message)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return fmt.Errorf("%w (%v)", errTrayGone, err)
 }
 
-func (c *windowClient) get(path string, q url.Values, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.call(ctx, http.MethodGet, path, q, out)
+func brief() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
 }
 
 // Stats is A's snapshot (an empty one when A does not answer: the status says why).
 func (c *windowClient) Stats() proxy.Snapshot {
-	var s proxy.Snapshot
-	c.get("/relay/stats", nil, &s)
+	ctx, cancel := brief()
+	defer cancel()
+	s, _ := c.api.Stats(ctx)
 	return s
 }
 
 // Traces are A's recent requests.
 func (c *windowClient) Traces(limit int) []proxy.Trace {
-	var t []proxy.Trace
-	c.get("/relay/traces", url.Values{"limit": {strconv.Itoa(limit)}}, &t)
+	ctx, cancel := brief()
+	defer cancel()
+	t, _ := c.api.Traces(ctx, limit)
 	return t
 }
 
 // Status is A's listener status; when A does not answer, a stopped one that says so.
 func (c *windowClient) Status() app.ServiceStatus {
-	var j statusJSON
-	if err := c.get("/relay/status", nil, &j); err != nil {
-		return app.ServiceStatus{Err: err}
-	}
-	return j.status()
-}
-
-func (c *windowClient) post(path string, q url.Values) error {
-	// A pause drains the requests in flight (up to the drain timeout).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := brief()
 	defer cancel()
-	return c.call(ctx, http.MethodPost, path, q, nil)
+	st, err := c.api.Status(ctx)
+	if err != nil {
+		return app.ServiceStatus{Err: gone(err)}
+	}
+	return app.ServiceStatusOf(st)
 }
 
-func (c *windowClient) Pause()        { c.post("/relay/pause", nil) }
-func (c *windowClient) Resume() error { return c.post("/relay/resume", nil) }
+// steer bounds a request that changes the listener: a pause drains the requests in flight (up
+// to the drain timeout).
+func steer() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
+}
+
+func (c *windowClient) Pause() {
+	ctx, cancel := steer()
+	defer cancel()
+	c.api.Pause(ctx)
+}
+
+func (c *windowClient) Resume() error {
+	ctx, cancel := steer()
+	defer cancel()
+	_, err := c.api.Resume(ctx)
+	return gone(err)
+}
+
 func (c *windowClient) SetListen(addr string) error {
-	return c.post("/relay/listen", url.Values{"addr": {addr}})
+	ctx, cancel := steer()
+	defer cancel()
+	_, err := c.api.SetListen(ctx, addr)
+	return gone(err)
 }
 
 func (c *windowClient) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
-	var rep ledger.Report
-	err := c.call(ctx, http.MethodGet, "/relay/usage/summary",
-		url.Values{"since": {apiTime(q.Since)}, "until": {apiTime(q.Until)}, "by": {q.By}}, &rep)
-	return rep, err
+	rep, err := c.api.Summary(ctx, q)
+	return rep, gone(err)
 }
 
 func (c *windowClient) Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error) {
-	var days []ledger.DayByAccount
-	err := c.call(ctx, http.MethodGet, "/relay/usage/daily", url.Values{"since": {apiTime(since)}}, &days)
-	return days, err
+	days, err := c.api.Daily(ctx, since)
+	return days, gone(err)
 }
 
 func (c *windowClient) Burn(ctx context.Context, account string) (ledger.Burn, error) {
-	var b ledger.Burn
-	err := c.call(ctx, http.MethodGet, "/relay/usage/burn", url.Values{"account": {account}}, &b)
-	return b, err
+	b, err := c.api.Burn(ctx, account)
+	return b, gone(err)
 }
 
 func (c *windowClient) Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error) {
-	var f ledger.Forecast
-	err := c.call(ctx, http.MethodGet, "/relay/usage/forecast", url.Values{"account": accounts, "now": {apiTime(now)}}, &f)
-	return f, err
+	f, err := c.api.Forecast(ctx, accounts, now)
+	return f, gone(err)
 }

@@ -115,13 +115,13 @@ func TestWindowAPIWantsItsToken(t *testing.T) {
 	c := serveAPI(t, sample(), &fakeControl{}, sampleUsage())
 	for _, token := range []string{"", "guess", c.token + "x"} {
 		bad := newWindowClient(c.base, token)
-		if err := bad.get("/relay/stats", nil, new(any)); err == nil || !strings.Contains(err.Error(), "token") {
+		if _, err := bad.api.Stats(t.Context()); err == nil || !strings.Contains(err.Error(), "token") {
 			t.Errorf("token %q: %v", token, err)
 		}
 		if st := bad.Status(); st.Err == nil {
 			t.Errorf("token %q: a status without an error", token)
 		}
-		if err := bad.post("/relay/pause", nil); err == nil {
+		if _, err := bad.api.Pause(t.Context()); err == nil {
 			t.Errorf("token %q: paused", token)
 		}
 	}
@@ -132,12 +132,14 @@ func TestWindowAPIWantsItsToken(t *testing.T) {
 	}
 }
 
-// The windows of a window process show the tray process's relay: its accounts, its listener
-// and its pause, read through the window API; and the process ends when its last window
-// closes, not before.
+// The windows of a window process show the tray process's relay: its accounts, its listener,
+// its pause and its catalog figures, read through the window API (the window process builds
+// no relay); and the process ends when its last window closes, not before.
 func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
 	needKeyring(t)
-	tray, relay := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
+	// The tray's relay serves a catalog without stale-while-revalidate (its environment says
+	// so); the window process's own environment and settings say nothing of it.
+	tray, relay := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0", "MODELS_STALE_WHILE_REVALIDATE": "false"})
 	if _, err := relay.AddAccount(app.NewAccount{Name: "work", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +148,11 @@ func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
 	}
 	c := serveAPI(t, relay.Proxy, tray.svc, relayUsage{relay})
 
-	// The window process has its own app over the same settings folder, as the CLI would.
-	other, err := app.Open(app.Options{ConfigDir: relay.ConfigDir(), Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
+	// The window process has its own app over the same settings folder, as the CLI would,
+	// without a relay.
+	other, err := app.Open(app.Options{ConfigDir: relay.ConfigDir(), Getenv: func(string) string { return "" }, NoRelay: true})
+	if err != nil || other.Proxy != nil {
+		t.Fatalf("the window process's app: %v, a proxy %v", err, other.Proxy != nil)
 	}
 	fa := test.NewTempApp(t)
 	u := newWindowsUI(fa, other, slog.New(slog.DiscardHandler), c)
@@ -171,8 +174,14 @@ func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
 		t.Fatal("Resume in the window did not resume the tray's listener")
 	}
 
+	u.OpenWindow("settings")
+	if u.settings.fields[app.SettingSWR].check.Checked {
+		t.Error("the settings window shows a catalog figure that is not the tray relay's")
+	}
+
 	// (Fyne's test windows have no close button: the intercepts call hideWindow, as a close does
 	// under a window manager; the end-to-end run in ui/cmd/screenshot/split.sh closes real ones.)
+	u.hideWindow(u.settings.win)
 	u.OpenWindow("accounts")
 	u.hideWindow(u.accounts.win)
 	if ended.Load() != 0 {

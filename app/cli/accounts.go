@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -442,13 +441,8 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 // the ChatGPT quotas itself.
 func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
 	if rc, err := a.Relay(time.Second); rc != nil && err == nil {
-		req, _ := http.NewRequest(http.MethodGet, rc.URL("/relay/stats"), nil)
-		if resp, err := rc.Do(req); err == nil {
-			defer resp.Body.Close()
-			var snap proxy.Snapshot
-			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&snap) == nil {
-				return snap.Accounts, true
-			}
+		if snap, err := rc.Stats(context.Background()); err == nil {
+			return snap.Accounts, true
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

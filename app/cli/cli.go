@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -613,21 +613,8 @@ func (c *CLI) applied(a *app.App) {
 
 // healthOf reads the settings generation and the listen address the relay reports.
 func healthOf(rc *app.RelayClient) (uint64, string, error) {
-	req, _ := http.NewRequest(http.MethodGet, rc.URL("/health"), nil)
-	resp, err := rc.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Generation uint64 `json:"settings_generation"`
-		Listen     string `json:"listen"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, "", fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&h)
-	return h.Generation, h.Listen, err
+	h, err := rc.Health(context.Background())
+	return h.SettingsGeneration, h.Listen, err
 }
 
 // plural picks the word for n things.

@@ -1,0 +1,81 @@
+package app
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// The window process's App builds no proxy (NoRelay): it changes the settings and the accounts,
+// which the running relay follows, shows every setting, and what only a relay does either
+// travels to the running one or says that none runs, instead of failing on a missing proxy.
+func TestAnAppWithoutARelayChangesWhatTheRelayFollows(t *testing.T) {
+	opt := testOptions(t, testKeychain(t))
+	relay, svc := runningRelay(t, opt)
+	wopt := opt
+	wopt.NoRelay = true
+	w, err := Open(wopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Proxy != nil {
+		t.Fatal("NoRelay built a proxy")
+	}
+	for _, change := range []func() error{
+		func() error { return w.SetStrategy(proxy.StrategyRoundRobin) },
+		func() error { return w.SetStaleWhileRevalidate(false) },
+		func() error { return w.Set(SettingStaleMaxAge, "2400000") },
+		func() error { return w.Set(SettingTTL, "1200000") },
+		func() error { return w.SetTimeout(TimeoutHeader, 30*time.Second) },
+		func() error { return w.SetHold(5) },
+		func() error { return w.SetResetCredits(proxy.ResetCreditsOff) },
+		func() error { return w.SetAlias("fast", []string{"gpt-5"}) },
+		func() error { _, err := w.SetLocalKey(true); return err },
+		func() error {
+			_, err := w.AddAccount(NewAccount{Name: "work", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, Secret{APIKey: "sk-test-window"})
+			return err
+		},
+	} {
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range SettingsTable {
+		st.Show(w) // reads no proxy
+	}
+	if got := w.catalogStats(); got.SWREnabled || got.TTLMs != (20*time.Minute).Milliseconds() {
+		t.Errorf("the catalog timing a relay would take: %+v", got)
+	}
+	if w.signInClient() == nil {
+		t.Fatal("no sign-in client")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap := relay.Proxy.Stats()
+		if len(snap.Accounts) == 1 && snap.Accounts[0].Name == "work" && !snap.Catalog.SWREnabled && relay.Proxy.LocalKeyRequired() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running relay did not follow the window's changes: %+v", snap)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A redemption travels to the running relay (an API key holds no banked reset), and with
+	// none running it says so.
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) {
+		t.Fatalf("redeem through the running relay: %v", err)
+	}
+	if err := w.NewService().Start(); !errors.Is(err, errNoProxy) {
+		t.Fatalf("a service of an App without a relay: %v", err)
+	}
+	svc.Stop()
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, ErrNoRelay) {
+		t.Fatalf("redeem with no relay running: %v", err)
+	}
+	if got := w.Accounts(); len(got) != 1 || got[0].Name != "work" {
+		t.Errorf("accounts %+v", got)
+	}
+}
