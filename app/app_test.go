@@ -509,6 +509,10 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 	if err := svc.SetListen(second); err != nil {
 		t.Fatal(err)
 	}
+	// The old listener closes in the background once the new one serves: give it a moment.
+	for deadline := time.Now().Add(5 * time.Second); up(first) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if up(first) || !up(second) || a.Settings().Listen != second {
 		t.Fatalf("after the move: %+v", svc.Status())
 	}
