@@ -677,34 +677,34 @@ func newRequestID() string {
 // longer than the hold covers (back: when the first is back). With ResetCreditsAuto it redeems
 // one credit, shared with the concurrent requests in the same plight, and reports whether the
 // request is to be dispatched again; with ResetCreditsAsk it signals, at most every askEvery.
-func (x *exchange) redeemForPool(back time.Time) bool {
+func (x *exchange) redeemForPool(p *plan, back time.Time) bool {
 	s := x.s
 	mode := s.ResetCreditsMode()
-	if mode == ResetCreditsOff || x.redeemed {
+	if mode == ResetCreditsOff || x.wait.redeemed {
 		return false
 	}
-	p := &s.credits
-	p.mu.Lock()
-	if f := p.flight; f != nil {
-		p.mu.Unlock()
+	cp := &s.credits
+	cp.mu.Lock()
+	if f := cp.flight; f != nil {
+		cp.mu.Unlock()
 		return x.waitRedeem(f)
 	}
 	now := s.now() // after any wait for the lock: what a redemption that just ended changed
-	if x.anyUsable(now) {
-		p.mu.Unlock()
+	if p.anyUsable(&s.pool, now) {
+		cp.mu.Unlock()
 		return true // a redemption that just ended made an account usable
 	}
-	m, credits := x.creditCandidate(now)
+	m, credits := x.creditCandidate(p, now)
 	if m == nil {
-		p.mu.Unlock()
+		cp.mu.Unlock()
 		return false
 	}
 	if mode == ResetCreditsAsk {
-		ask := p.lastAsk.IsZero() || now.Sub(p.lastAsk) >= askEvery
+		ask := cp.lastAsk.IsZero() || now.Sub(cp.lastAsk) >= askEvery
 		if ask {
-			p.lastAsk = now
+			cp.lastAsk = now
 		}
-		p.mu.Unlock()
+		cp.mu.Unlock()
 		if ask {
 			s.credits.asked.Add(1)
 			s.log.Info("every account rests: a banked reset would serve", "account", m.Name, "back_at", back)
@@ -712,30 +712,30 @@ func (x *exchange) redeemForPool(back time.Time) bool {
 		}
 		return false
 	}
-	if !p.lastAuto.IsZero() && now.Sub(p.lastAuto) < autoRedeemSpacing {
-		p.mu.Unlock()
+	if !cp.lastAuto.IsZero() && now.Sub(cp.lastAuto) < autoRedeemSpacing {
+		cp.mu.Unlock()
 		return false
 	}
 	f := &redeemFlight{done: make(chan struct{})}
-	p.flight, p.lastAuto = f, now
-	p.mu.Unlock()
-	x.redeemed = true
+	cp.flight, cp.lastAuto = f, now
+	cp.mu.Unlock()
+	x.wait.redeemed = true
 	s.log.Info("every account rests: redeeming a banked reset", "id", x.t.ID, "account", m.Name)
 	// The redemption is the pool's, not this request's: a client that leaves does not cut it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), redeemWait)
 	_, err := s.redeem(ctx, m, true)
 	cancel()
 	f.ok = err == nil
-	p.mu.Lock()
-	p.flight = nil
-	p.mu.Unlock()
+	cp.mu.Lock()
+	cp.flight = nil
+	cp.mu.Unlock()
 	close(f.done)
 	return f.ok
 }
 
 // waitRedeem waits for the redemption another request started; true when it succeeded.
 func (x *exchange) waitRedeem(f *redeemFlight) bool {
-	x.redeemed = true
+	x.wait.redeemed = true
 	select {
 	case <-f.done:
 		return f.ok
@@ -744,24 +744,15 @@ func (x *exchange) waitRedeem(f *redeemFlight) bool {
 	}
 }
 
-func (x *exchange) anyUsable(now time.Time) bool {
-	for _, target := range x.targets {
-		if x.s.pool.anyUsable(target, now) {
-			return true
-		}
-	}
-	return false
-}
-
 // creditCandidate is the account whose credit the policy would spend for this request: an
 // enabled ChatGPT account that serves one of its targets, rests, holds a credit, and is not
 // back within creditSoonBack anyway; of those, the one whose credit expires first.
-func (x *exchange) creditCandidate(now time.Time) (*member, *ResetCredits) {
+func (x *exchange) creditCandidate(p *plan, now time.Time) (*member, *ResetCredits) {
 	var best *member
 	var bestCredits *ResetCredits
 	var bestExp time.Time
 	for _, m := range x.s.pool.list() {
-		if m.Kind != KindChatGPT || m.Disabled || !x.servesAny(m) {
+		if m.Kind != KindChatGPT || m.Disabled || !p.servesAny(m) {
 			continue
 		}
 		m.mu.Lock()
@@ -793,15 +784,6 @@ func (x *exchange) creditCandidate(now time.Time) (*member, *ResetCredits) {
 		}
 	}
 	return best, bestCredits
-}
-
-func (x *exchange) servesAny(m *member) bool {
-	for _, target := range x.targets {
-		if x.catalog.serves(m.Name, target) {
-			return true
-		}
-	}
-	return false
 }
 
 // handleRedeemCredit serves POST /relay/accounts/{name}/redeem-credit: RedeemCredit for the
