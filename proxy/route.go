@@ -26,7 +26,7 @@ func (x *exchange) relay() {
 		return
 	}
 	x.prepared()
-	x.dispatch(p)
+	x.dispatch(&p)
 }
 
 // plan is what route found for a request: the catalog it resolved the model with (nil: none
@@ -50,11 +50,11 @@ type target struct {
 // route runs the catalog's refresh rules for the request (stale-while-revalidate) and turns
 // the requested model, or alias, into the plan's targets. A model the known catalog lacks is a
 // 404 naming close matches; with no catalog at all, the request passes through as asked.
-func (x *exchange) route() (*plan, *apiError) {
+func (x *exchange) route() (plan, *apiError) {
 	st, counts, err := x.s.catalog.resolve(x.r.Context())
 	x.t.ModelCatalogRefresh = counts
 	if err != nil {
-		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+		return plan{}, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
 	}
 	p := x.s.plan(x.req.model, st)
 	if len(p.targets) == 0 {
@@ -62,7 +62,7 @@ func (x *exchange) route() (*plan, *apiError) {
 		if sug := st.suggestions(x.req.model); len(sug) > 0 {
 			msg += "; did you mean " + strings.Join(sug, ", ") + "?"
 		}
-		return nil, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: msg}
+		return plan{}, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: msg}
 	}
 	x.t.ResolvedModel = p.targets[0].model
 	return p, nil
@@ -101,8 +101,8 @@ func (tg *target) notLite() bool {
 
 // plan is the plan of a request for model with catalog st: the catalog's models it tries, in
 // order.
-func (s *Server) plan(model string, st *catalogState) *plan {
-	p := &plan{catalog: st}
+func (s *Server) plan(model string, st *catalogState) plan {
+	p := plan{catalog: st}
 	for _, t := range s.expand(model, st) {
 		if st.knows(t) {
 			p.targets = append(p.targets, target{model: t, entry: st.entry(t)})
