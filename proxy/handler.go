@@ -174,7 +174,7 @@ type exchange struct {
 	// What the request owns while it runs, a group each:
 	out    upstreamBodies // the bodies built for the accounts and the buffers they are in (body.go)
 	sealed sealedParts    // what it worked out of the sealed parts it carries (sealed.go)
-	wait   poolWait       // how it waited for a resting pool (hold.go, creditsredeem.go)
+	wait   poolWait       // how it waited for a resting pool (hold.go, creditsrequest.go)
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {

@@ -28,7 +28,7 @@ func (s *Server) SetHold(d time.Duration) {
 }
 
 // poolWait is how a request waited for a resting pool: how long (held), and whether a reset
-// credit was redeemed, or its redemption waited for, for it (redeemed: creditsredeem.go).
+// credit was redeemed, or its redemption waited for, for it (redeemed: creditsrequest.go).
 type poolWait struct {
 	held     time.Duration
 	redeemed bool
@@ -66,7 +66,7 @@ func (x *exchange) holdForPool(p *plan) bool {
 	}
 	wait := back.Sub(now)
 	if bound <= 0 || x.wait.held+wait > bound {
-		// Longer than the hold covers: the reset-credit policy's turn (creditsredeem.go).
+		// Longer than the hold covers: the reset-credit policy's turn (creditsrequest.go).
 		return x.redeemForPool(p, back)
 	}
 	return x.holdUntil(back)
