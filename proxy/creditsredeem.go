@@ -59,89 +59,125 @@ func (s *Server) redeem(ctx context.Context, m *member, auto bool) (RedeemResult
 func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res RedeemResult, pending bool, err error) {
 	res = RedeemResult{Account: m.Name, Auto: auto}
 	c := &m.credits
+	seen, leave, err := c.enter(ctx)
+	if err != nil {
+		return res, false, err
+	}
+	defer leave()
+	c.mu.Lock()
+	intent, last, spent := c.pending, c.last, c.done != seen
+	c.mu.Unlock()
+	if intent == nil && spent {
+		// A redemption of this account spent a credit while this one waited: the account was
+		// reset for both; spending another would be two banked resets for one intent.
+		last.Shared, last.Auto, last.Retried = true, auto, false
+		return last, false, nil
+	}
+	if intent != nil {
+		res.Retried = true
+	} else if intent, err = s.newIntent(ctx, m); err != nil {
+		return res, false, err
+	}
+	res.RequestID, res.CreditExpiresAt = intent.requestID, intent.expiresAt
+	answer, pending, err := s.consume(ctx, m, intent)
+	if err != nil {
+		return res, pending, err
+	}
+	s.settle(ctx, m, &res, answer)
+	return res, false, nil
+}
+
+// enter takes the account's redemption token, waiting for the redemption under way: seen is
+// how many of the account's redemptions had spent a credit when it began to wait, and leave
+// gives the token back.
+func (c *accountCredits) enter(ctx context.Context) (seen uint64, leave func(), err error) {
 	c.mu.Lock()
 	if c.redeem == nil {
 		c.redeem = make(chan struct{}, 1)
 	}
 	sem := c.redeem
-	seen := c.done
+	seen = c.done
 	c.redeeming++
 	c.mu.Unlock()
-	defer func() {
+	left := func() {
 		c.mu.Lock()
 		c.redeeming--
 		c.mu.Unlock()
-	}()
+	}
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return res, false, fmt.Errorf("waiting for the redemption under way: %w", ctx.Err())
+		left()
+		return 0, nil, fmt.Errorf("waiting for the redemption under way: %w", ctx.Err())
 	}
-	defer func() { <-sem }()
+	return seen, func() { <-sem; left() }, nil
+}
 
-	c.mu.Lock()
-	intent := c.pending
-	if intent == nil && c.done != seen {
-		// A redemption of this account spent a credit while this one waited: the account was
-		// reset for both; spending another would be two banked resets for one intent.
-		shared := c.last
-		c.mu.Unlock()
-		shared.Shared, shared.Auto, shared.Retried = true, auto, false
-		return shared, false, nil
-	}
-	c.mu.Unlock()
-	if intent == nil {
-		// The list just read is the authority: a credit the cache still shows may be gone.
-		list, err := s.fetchCredits(ctx, m)
-		if err != nil {
-			return res, false, err
-		}
-		if len(list) == 0 {
-			return res, false, fmt.Errorf("%s: %w", m.Name, ErrNoResetCredit)
-		}
-		intent = &pendingRedeem{creditID: list[0].id, requestID: newRequestID(), expiresAt: list[0].expiresAt}
-		c.mu.Lock()
-		c.pending = intent
-		c.mu.Unlock()
-		// Kept before the consume leaves: after it, a crash may have spent the credit.
-		if f := s.credits.intent.Load(); f != nil {
-			if err := (*f)(m.Name); err != nil {
-				c.mu.Lock()
-				if c.pending == intent {
-					c.pending = nil
-				}
-				c.mu.Unlock()
-				return res, false, fmt.Errorf("redeeming a banked reset of %s: the intent could not be kept, so nothing was spent: %w", m.Name, err)
-			}
-		}
-	} else {
-		res.Retried = true
-	}
-	res.RequestID, res.CreditExpiresAt = intent.requestID, intent.expiresAt
-
-	body, _ := json.Marshal(map[string]string{"credit_id": intent.creditID, "redeem_request_id": intent.requestID})
-	cctx, cancel := context.WithTimeout(ctx, consumeTimeout)
-	defer cancel()
-	status, answer, cred, err := s.creditCall(cctx, m, http.MethodPost, resetCreditsURL(m.BaseURL)+"/consume", body)
+// newIntent chooses a new redemption's intent: the credit that expires first, as the list just
+// read says, and a new redeem_request_id. It is kept, and told to the intent hook, before
+// anything is sent: after the consume leaves, a crash may have spent the credit.
+func (s *Server) newIntent(ctx context.Context, m *member) (*pendingRedeem, error) {
+	// The list just read is the authority: a credit the cache still shows may be gone.
+	list, err := s.fetchCredits(ctx, m)
 	if err != nil {
-		return res, true, fmt.Errorf("redeeming a banked reset of %s: %s: %w", m.Name, describeTransportError(err, cred.Token), ErrRedeemPending)
+		return nil, err
 	}
-	if status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests {
-		return res, true, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s: %w", m.Name, status, upstreamSays(answer, cred.Token), ErrRedeemPending)
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s: %w", m.Name, ErrNoResetCredit)
 	}
-	// An answer arrived: the intent is settled, whatever it says.
+	intent := &pendingRedeem{creditID: list[0].id, requestID: newRequestID(), expiresAt: list[0].expiresAt}
+	c := &m.credits
+	c.mu.Lock()
+	c.pending = intent
+	c.mu.Unlock()
+	if f := s.credits.intent.Load(); f != nil {
+		if err := (*f)(m.Name); err != nil {
+			c.settled(intent)
+			return nil, fmt.Errorf("redeeming a banked reset of %s: the intent could not be kept, so nothing was spent: %w", m.Name, err)
+		}
+	}
+	return intent, nil
+}
+
+// settled forgets intent, unless another took its place.
+func (c *accountCredits) settled(intent *pendingRedeem) {
 	c.mu.Lock()
 	if c.pending == intent {
 		c.pending = nil
 	}
 	c.mu.Unlock()
+}
+
+// consume sends the intent's consume call and returns the backend's answer when it spent the
+// credit. No answer (a transport error, a 5xx, 408, 429) is pending: the intent is kept, and
+// the next try sends it again. Any other answer settles the intent.
+func (s *Server) consume(ctx context.Context, m *member, intent *pendingRedeem) (answer []byte, pending bool, err error) {
+	body, _ := json.Marshal(map[string]string{"credit_id": intent.creditID, "redeem_request_id": intent.requestID})
+	cctx, cancel := context.WithTimeout(ctx, consumeTimeout)
+	defer cancel()
+	status, answer, cred, err := s.creditCall(cctx, m, http.MethodPost, resetCreditsURL(m.BaseURL)+"/consume", body)
+	if err != nil {
+		return nil, true, fmt.Errorf("redeeming a banked reset of %s: %s: %w", m.Name, describeTransportError(err, cred.Token), ErrRedeemPending)
+	}
+	if status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests {
+		return nil, true, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s: %w", m.Name, status, upstreamSays(answer, cred.Token), ErrRedeemPending)
+	}
+	// An answer arrived: the intent is settled, whatever it says.
+	m.credits.settled(intent)
 	if status/100 != 2 {
 		if status == http.StatusUnauthorized {
 			m.markNeedsLogin("the ChatGPT sign-in was refused while redeeming a banked reset: sign in again")
 		}
 		s.refreshCredits(ctx, m)
-		return res, false, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s", m.Name, status, upstreamSays(answer, cred.Token))
+		return nil, false, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s", m.Name, status, upstreamSays(answer, cred.Token))
 	}
+	return answer, false, nil
+}
+
+// settle completes res from the backend's answer to a redemption that spent a credit, ends the
+// account's rest, and reads back at once what the credit changed: the windows and the credits
+// left.
+func (s *Server) settle(ctx context.Context, m *member, res *RedeemResult, answer []byte) {
 	var v struct {
 		Code   string `json:"code"`
 		Credit struct {
@@ -156,7 +192,6 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 		res.RedeemedAt = s.now()
 	}
 	m.creditReset()
-	// Read back at once what the credit changed: the windows and the credits left.
 	s.refreshQuota(context.WithoutCancel(ctx), m)
 	if _, err := s.fetchCredits(context.WithoutCancel(ctx), m); err == nil {
 		res.Remaining = s.resetCreditsOf(m)
@@ -164,13 +199,14 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	m.mu.Lock()
 	res.Quota = m.quota
 	m.mu.Unlock()
+	c := &m.credits
 	c.mu.Lock()
 	c.done++
-	c.last = res
+	c.last = *res
 	c.mu.Unlock()
-	return res, false, nil
 }
 
+// resetCreditsOf is m's credits as last read.
 func (s *Server) resetCreditsOf(m *member) *ResetCredits {
 	c := &m.credits
 	c.mu.Lock()
