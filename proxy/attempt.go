@@ -13,16 +13,16 @@ import (
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
-// Attempt: send the request to one account the route chose, classify its answer, and say
-// whether it can be relayed or why the next account should be tried. Nothing reaches the
-// client in this phase, so that any failure (an error status, a broken or silent stream, a
-// timeout) can move on.
+// Attempt: build the try of one account the plan names (its wire and its body, once), send it,
+// classify the answer, and say whether it can be relayed or why the next account should be
+// tried. Nothing reaches the client in this phase, so that any failure (an error status, a
+// broken or silent stream, a timeout) can move on.
 
 // verdicts of one upstream attempt.
 type verdict int
 
 const (
-	served       verdict = iota // the answer can be relayed (or, for the client's own mistake, was)
+	served       verdict = iota // the answer can be relayed (a fit one, or the client's own mistake)
 	nextAccount                 // this account cannot serve now: try the next one
 	transient                   // retry once on the same account, then nextAccount
 	timedOut                    // no answer in time: the next account at once, and this one rests

@@ -20,7 +20,9 @@ import (
 )
 
 // Request bodies: read once (with a size limit, gzip or zstd, and a stall watch), validated
-// while they arrive, pooled, and shared with the upstream requests that send them.
+// while they arrive, pooled, and shared with the upstream requests that send them; what the
+// upstream bodies are built from (requestBody) and the buffers they are built into
+// (upstreamBodies).
 
 // DefaultMaxBody is the default limit of a request body, after decompression.
 const DefaultMaxBody = 64 << 20

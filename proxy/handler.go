@@ -15,15 +15,22 @@ import (
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
-// A request travels the relay in four phases, one file each, read from top to bottom:
+// A request travels the relay in four phases, one file each, read from top to bottom; each
+// hands the next what it found as a value, and the exchange keeps only the client's side and
+// what the request owns (its bodies and buffers, its sealed parts, its wait for the pool):
 //
-//	handler.go  admit: the guards, the body, the fields the relay routes on
-//	route.go    route: the model (catalog, aliases) and the accounts that may take it
-//	attempt.go  attempt: send to an account, classify its answer, move on when it failed
-//	respond.go  respond: relay the answer in the client's protocol
+//	handler.go  admit: the guards, the body (body.go), the fields the relay routes on; gives
+//	            the clientRequest and the client's requestBody
+//	route.go    route: the model (catalog, aliases) into a plan; dispatch tries each target's
+//	            accounts in order, holding for a resting pool (hold.go)
+//	attempt.go  attempt: build one try an account (the wire, the body), send it, classify the
+//	            answer (limit.go), move on when it failed; gives the answer and its verdict
+//	respond.go  respond: relay the answer in the client's protocol, to its sink (sink.go)
 //
-// wire.go describes the four ways a request travels to an account and back (Responses or
-// Chat Completions on each side); upstream.go builds every request sent to an upstream.
+// wire.go describes the five ways a request travels to an account and back (Responses or
+// Chat Completions on each side, and a WebSocket turn to an upstream socket: socketwire.go)
+// and builds each wire's body; upstream.go builds every request sent to an upstream and
+// call.go bounds each call in flight.
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()

@@ -22,9 +22,10 @@ import (
 // response the upstream never saw) goes up whole: the conversation replayed, without
 // previous_response_id.
 //
-// The upstream's events are read as SSE (socketTurnBody), so that the attempt and respond
-// phases treat them as any stream: held bookkeeping, first-event classification, rotation
-// before the first event, response.failed after it.
+// The upstream's events are read one text frame an event (socketEvents: one parse of the frame
+// names it, nothing is encoded as SSE), through the eventSource an HTTP stream's SSE reader
+// also is, so that the attempt and respond phases treat them as any stream: held bookkeeping,
+// first-event classification, rotation before the first event, response.failed after it.
 
 // An upstream that refuses the upgrade with one of these statuses does not speak WebSocket
 // (or not on this path): the account is served over HTTP for noSocketFor.
