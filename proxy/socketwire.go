@@ -69,8 +69,8 @@ func (u *upstreamSocket) close() {
 	go u.c.Close(websocket.StatusNormalClosure, "")
 }
 
-// sendSocket is the socket wire's send function: the turn goes to m over the connection's
-// upstream socket, opened when there is none to m. The answer's events are the socket's frames
+// sendSocket is the socket wire's send function: the turn goes to the try's account m over
+// the connection's upstream socket, opened when there is none to m. The answer's events are the socket's frames
 // up to the turn's terminal event. A refused upgrade comes back as the upstream's answer (for
 // classifyStatus), or as errNoSocket when the upstream does not speak WebSocket.
 func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {

@@ -69,12 +69,12 @@ func forwarded(k string, connTokens string) bool {
 	return true
 }
 
-// upstreamHeaders are the client's headers that go with a request to m (socket: the
-// handshake of an upstream socket): for a Chat Completions account the session id; for a
-// Responses account every header the rule forwards (the session id as the client named it:
-// session-id from Codex 0.171, session_id from older builds), the turn's metadata of a socket frame as headers (a turn served
-// over HTTP), the turn state m issued, the Lite marker when m takes the Lite form, and for a
-// ChatGPT account the routing hint. A turn state another account issued (or one the relay
+// upstreamHeaders are the client's headers that go with a try's request to its account m
+// (socket: the handshake of an upstream socket): for a Chat Completions account the session
+// id; for a Responses account every header the rule forwards (the session id as the client
+// named it: session-id from Codex 0.171, session_id from older builds), the turn's metadata of
+// a socket frame as headers (a turn served over HTTP), the turn state m issued, the Lite
+// marker when m takes the Lite form, and for a ChatGPT account the routing hint. A turn state another account issued (or one the relay
 // never saw issued) is left out, and the trace says so.
 func (x *exchange) upstreamHeaders(tr *accountTry, socket bool) http.Header {
 	m := tr.m
