@@ -2,29 +2,27 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/internal/stat"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
-// Attempt: send the request to one account the route chose, classify its answer, and say
-// whether it can be relayed or why the next account should be tried. Nothing reaches the
-// client in this phase, so that any failure (an error status, a broken or silent stream, a
-// timeout) can move on.
+// Attempt: build the try of one account the plan names (its wire and its body, once), send it,
+// classify the answer, and say whether it can be relayed or why the next account should be
+// tried. Nothing reaches the client in this phase, so that any failure (an error status, a
+// broken or silent stream, a timeout) can move on.
 
 // verdicts of one upstream attempt.
 type verdict int
 
 const (
-	served       verdict = iota // the answer can be relayed (or, for the client's own mistake, was)
+	served       verdict = iota // the answer can be relayed (a fit one, or the client's own mistake)
 	nextAccount                 // this account cannot serve now: try the next one
 	transient                   // retry once on the same account, then nextAccount
 	timedOut                    // no answer in time: the next account at once, and this one rests
@@ -33,6 +31,40 @@ const (
 	resealed                    // the account refused sealed content: the same account without it
 )
 
+// accountTry is one account tried with one wire, built once: the account and the target model
+// it is tried for, the wire between the client and it (chosen once), the body that wire sends
+// (built once: a retry on the same account resends the same bytes) in the pooled buffer it was
+// built into, and the credential of its latest send. A new try of the same account is built
+// when the wire or the body must change (fallback, resealed).
+type accountTry struct {
+	m    *member
+	tg   *target
+	wire *wire
+	body builtBody
+	err  error // why no body could be built for m (a request that cannot be translated)
+	cred Credential
+	// storeErr says why the credential could not be read, when the keychain is unavailable.
+	storeErr string
+}
+
+// failure is why an account could not serve a request, and whether it is what no other
+// account mends (a tally counts those: route.go).
+type failure struct {
+	reason         string
+	untranslatable bool
+	storeErr       string
+}
+
+// newTry builds the try of m for target tg. What the trace says of the body is the last try's:
+// the serving account's.
+func (x *exchange) newTry(m *member, tg *target) *accountTry {
+	tr := &accountTry{m: m, tg: tg, wire: x.wireFor(m)}
+	x.t.TurnStateOmitted = false
+	x.noteLite(tr)
+	tr.body, tr.err = tr.wire.body(x, tr)
+	return tr
+}
+
 // tryAccount runs the attempts on one account. It reports whether the request is finished
 // (answered, or the client went away) and otherwise why the account failed.
 //
@@ -40,98 +72,92 @@ const (
 // stream, a timeout) moves the request on: a flaky one (5xx, a reset, a stream that broke) is
 // tried once more on the same account, a timeout is not. Each counts as the account's failure,
 // and the breaker makes an account that keeps failing rest.
-func (x *exchange) tryAccount(m *member) (done bool, reason string) {
+func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	// A client request counts once for each account it is sent to, however many tries there.
 	m.requests.Add(1)
-	// One body per account: a retry on the same account resends the same bytes.
-	body, err := x.bodyFor(m)
+	tr := x.newTry(m, tg)
 	refreshed := false
-	for try := 0; try < 2; try++ {
-		if err != nil {
-			x.untranslatable++
-			return false, "cannot translate the request for this account: " + err.Error()
+	for n := 0; n < 2; n++ {
+		if tr.err != nil {
+			return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: true}
 		}
-		if try > 0 && !refreshed {
+		if n > 0 && !refreshed {
 			t := time.NewTimer(x.s.opt.RetryBackoff)
 			select {
 			case <-x.r.Context().Done():
 				t.Stop()
-				return false, "client went away"
+				return false, failure{reason: "client went away"}
 			case <-t.C:
 			}
 		}
-		v, why, a := x.attempt(m, body)
-		if a != nil {
-			v, why = x.await(m, a)
+		v, why, a := x.attempt(tr)
+		if v == served && a.resp.StatusCode/100 == 2 {
+			v, why = x.await(tr, a) // a 2xx answer: is it one to relay?
 		}
 		switch v {
 		case served:
-			x.t.Account, x.served = m.Name, m
-			if x.answer != nil {
-				x.respond()
-			}
-			if x.t.Status < 400 {
-				// Only an account that produced an answer keeps the session.
-				m.succeeded()
-				x.s.pool.remember(x.req.session, m.key(), x.s.now())
-				k := m.key()
-				x.s.lastServed.Store(&k)
-			}
-			return true, ""
+			x.t.Account = m.Name
+			x.respond(a)
+			x.keepSession(m)
+			return true, failure{}
 		case nextAccount:
 			m.failures.Add(1)
-			return false, why
+			return false, failure{reason: why, storeErr: tr.storeErr}
 		case fallback, resealed:
 			// Not the account's failure: the same account again, on a new socket or over HTTP
 			// (fallback), or without the sealed items it could not read (resealed, once).
-			body, err = x.bodyFor(m)
-			try--
+			tr = x.newTry(m, tg)
+			n--
 			continue
 		case unauthorized:
 			m.failures.Add(1)
 			// A sign-in can be renewed: refresh once, then retry the request on this account.
 			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
-				if _, err := r.Refresh(x.r.Context(), x.cred); err == nil {
+				if _, err := r.Refresh(x.r.Context(), tr.cred); err == nil {
 					refreshed = true
-					try--
+					n--
 					continue
 				} else {
-					why += "; refresh failed: " + redactString(err.Error(), x.cred.Token)
+					why += "; refresh failed: " + redactString(err.Error(), tr.cred.Token)
 				}
 			}
 			m.markNeedsLogin(why)
-			return false, why
+			return false, failure{reason: why}
 		}
 		if x.r.Context().Err() != nil {
-			return false, "client went away"
+			return false, failure{reason: "client went away"}
 		}
 		m.failures.Add(1)
 		if m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker) || v == timedOut {
-			return false, why
+			return false, failure{reason: why}
 		}
-		reason = why
+		f.reason = why
 	}
-	return false, reason
+	return false, f
 }
 
-// bodyFor builds the upstream body for m, with what the trace says of it (the last one built
-// is the serving account's).
-func (x *exchange) bodyFor(m *member) ([]byte, error) {
-	x.t.TurnStateOmitted = false
-	x.noteLite(m)
-	return x.wireFor(m).body(x, m)
+// keepSession records that m served the request: only an account that produced an answer
+// keeps the session.
+func (x *exchange) keepSession(m *member) {
+	if x.t.Status >= 400 {
+		return
+	}
+	m.succeeded()
+	x.s.pool.remember(x.req.session, m.key(), x.s.now())
+	k := m.key()
+	x.s.lastServed.Store(&k)
 }
 
-// attempt sends the request to m once and reads the answer's status. A 2xx answer comes back
-// (a) for await to look at; any other ends here, as the account's failure or, for the
-// client's own mistake, relayed.
+// attempt sends the try's body to its account once and reads the answer's status. An answer
+// comes back with served: a 2xx one for await to look at, or one that is the client's own
+// mistake, to relay; any other ends here, as the account's failure.
 //
 // The request's phases run one after the other from tryAccount (attempt, await, respond), not
 // nested: net/http's first write of the answer's headers needs a deep stack, and a handler
 // goroutine whose stack once grew keeps the larger size for the rest of the stream, which
 // under load is a quarter of the relay's memory.
-func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
-	s := x.s
+func (x *exchange) attempt(tr *accountTry) (verdict, string, *answer) {
+	s, m := x.s, tr.m
 	ctx := x.r.Context()
 	start := s.now()
 	if x.firstSend.IsZero() {
@@ -144,8 +170,7 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 		case errors.Is(err, ErrNeedsLogin):
 			m.markNeedsLogin(reason)
 		case errors.Is(err, ErrSecretStoreUnavailable):
-			x.storeDown++
-			x.storeErr = err.Error()
+			tr.storeErr = err.Error()
 			m.setLastError(reason)
 		default:
 			m.setLastError(reason)
@@ -153,10 +178,9 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 		x.record(m, start, 0, reason)
 		return nextAccount, reason, nil
 	}
-	x.cred = cred
-	wr := x.wireFor(m)
+	tr.cred = cred
 	tmo := s.Timeouts()
-	out, err := wr.send(wr, x, m, cred, body, tmo)
+	out, err := tr.wire.send(x, tr, tmo)
 	x.t.UpstreamBytes += int64(out.bytes)
 	if errors.Is(err, errNoSocket) {
 		return fallback, "", nil // the wire cannot reach m: the same account by another
@@ -170,22 +194,20 @@ func (x *exchange) attempt(m *member, body []byte) (verdict, string, *answer) {
 		}
 		return transient, reason, nil
 	}
-	x.call = c
 	s.learnTurnState(m, resp.Header)
 	if resp.StatusCode/100 != 2 {
-		v, reason, body := x.classifyStatus(m, resp)
+		v, reason, body := x.classifyStatus(tr, resp)
 		x.record(m, start, resp.StatusCode, reason)
 		if v == served {
 			// The client's own mistake: respond relays it (the call ends there).
 			x.t.Error = reason
-			x.answer = &answer{wire: wr, resp: resp, call: c, plain: body, started: start, timeouts: tmo}
-			return v, reason, nil
+			return v, reason, &answer{tr: tr, resp: resp, call: c, plain: body, started: start, timeouts: tmo}
 		}
 		resp.Body.Close()
 		c.end()
 		return v, reason, nil
 	}
-	return served, "", &answer{wire: wr, resp: resp, call: c, rd: out.events, started: start, timeouts: tmo}
+	return served, "", &answer{tr: tr, resp: resp, call: c, rd: out.events, started: start, timeouts: tmo}
 }
 
 // sent is what a wire's send function sent and got: the answer's status and headers, the call
@@ -197,37 +219,37 @@ type sent struct {
 	events eventSource
 }
 
-// sendHTTP is the send function of the HTTP wires: the body posted to the wire's path.
-func sendHTTP(w *wire, x *exchange, m *member, cred Credential, body []byte, tmo Timeouts) (sent, error) {
+// sendHTTP is the send function of the HTTP wires: the try's body posted to the wire's path.
+func sendHTTP(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 	// ChatGPT accounts always stream; the others stream when the client does.
+	m, body := tr.m, tr.body
 	stream := x.req.stream || m.Kind == KindChatGPT
-	resp, c, err := x.s.send(x.r.Context(), m, cred, w.path(), x.newBody(body), len(body), stream, x.upstreamHeaders(m, false), tmo.Header)
-	return sent{resp: resp, call: c, bytes: len(body)}, err
+	resp, c, err := x.s.send(x.r.Context(), m, tr.cred, tr.wire.path(), body.reader(), len(body.b), stream, x.upstreamHeaders(tr, false), tmo.Header)
+	return sent{resp: resp, call: c, bytes: len(body.b)}, err
 }
 
 // await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
 // a stream (the bookkeeping events before it are held back), or the whole answer when the
 // client gets it whole. Nothing has reached the client yet, so any failure here (a failure
 // event, a break, an empty stream, a timeout) moves the request on. Served means respond may
-// relay a (x.answer); otherwise a is closed.
-func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
-	c, status := a.call, a.resp.StatusCode
+// relay a; otherwise a is closed.
+func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
+	m, c, status := tr.m, a.call, a.resp.StatusCode
 	defer func() {
 		x.record(m, a.started, status, reason)
 		if v == served {
 			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.firstSend))
-			x.answer = a
 		} else {
 			a.close()
 		}
 	}()
 	broke := func(what string, err error) (verdict, string) {
 		err = c.explain(err)
-		if why, ok := a.wire.renew(x, "", err); ok {
+		if why, ok := tr.wire.renew(x, "", err); ok {
 			return fallback, what + why
 		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
-			what += ": " + describeTransportError(err, x.cred.Token)
+			what += ": " + describeTransportError(err, tr.cred.Token)
 		}
 		if isTimeout(err) {
 			return timedOut, what
@@ -257,12 +279,12 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		}
 		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
 	}
-	if code, msg, resetsAt, failed := x.streamFailure(a.wire, &first); failed {
+	if code, msg, resetsAt, failed := x.streamFailure(tr, &first); failed {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
-		if why, ok := a.wire.renew(x, code, nil); ok {
+		if why, ok := tr.wire.renew(x, code, nil); ok {
 			return fallback, why
 		}
-		if v, reason := x.classifyCode(m, code, msg, resetsAt); v != served {
+		if v, reason := x.classifyCode(tr, code, msg, resetsAt); v != served {
 			return v, reason
 		}
 		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
@@ -275,7 +297,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 		if a.final, err = collectFinal(a.rd, first, x.learnEventOf(m)); err != nil {
 			return broke("the upstream stream ended before response.completed", err)
 		}
-		if v, reason := x.finalFails(m, a); v != served {
+		if v, reason := x.finalFails(tr, a); v != served {
 			return v, reason
 		}
 		a.whole = true
@@ -285,7 +307,7 @@ func (x *exchange) await(m *member, a *answer) (v verdict, reason string) {
 
 // answer is an upstream answer attempt found fit to relay, waiting for respond.
 type answer struct {
-	wire     *wire
+	tr       *accountTry // the try it answers: its account, wire and credential
 	resp     *http.Response
 	call     *call
 	started  time.Time // when the attempt began
@@ -313,10 +335,11 @@ func (a *answer) close() {
 // classifyStatus decides what a non-2xx upstream answer means for the account and the request.
 // An answer that is the client's own mistake is served: its body, redacted, comes back for
 // respond to relay.
-func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, string, []byte) {
+func (x *exchange) classifyStatus(tr *accountTry, resp *http.Response) (verdict, string, []byte) {
+	m := tr.m
 	// The upstream's text enters here: nothing of it goes further unredacted.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	body = redact(body, x.cred.Token)
+	body = redact(body, tr.cred.Token)
 	code, msg, resetsAt := parseUpstreamError(body)
 	status := resp.StatusCode
 	reason := fmt.Sprintf("HTTP %d", status)
@@ -345,11 +368,11 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return unauthorized, reason, nil
 	case status == http.StatusNotFound:
-		m.blockModel(x.target, now.Add(modelBlockFor), reason)
+		m.blockModel(tr.tg.model, now.Add(modelBlockFor), reason)
 		return nextAccount, reason, nil
 	case status == http.StatusRequestTimeout || status >= 500:
 		return transient, reason, nil
-	case status == http.StatusBadRequest && sealedRefusal(code, msg) && x.refused(m, x.inputItemsOf):
+	case status == http.StatusBadRequest && sealedRefusal(code, msg) && x.refused(m, x.body.items):
 		return resealed, reason + " (sealed by another account: retried without it)", nil
 	}
 	return served, reason, body // the client's own mistake
@@ -358,12 +381,13 @@ func (x *exchange) classifyStatus(m *member, resp *http.Response) (verdict, stri
 // classifyCode decides what a failure event at the start of a 200 stream means. Quota and
 // rate limits cool the account down, overloads are transient, anything else (a prompt too
 // long, say) is the client's and is relayed.
-func (x *exchange) classifyCode(m *member, code, msg string, resetsAt int64) (verdict, string) {
+func (x *exchange) classifyCode(tr *accountTry, code, msg string, resetsAt int64) (verdict, string) {
+	m := tr.m
 	reason := "stream failed at once: " + code
 	if msg != "" {
 		reason += ": " + truncate(msg, 200)
 	}
-	if sealedRefusal(code, msg) && x.refused(m, x.inputItemsOf) {
+	if sealedRefusal(code, msg) && x.refused(m, x.body.items) {
 		return resealed, reason + " (sealed by another account: retried without it)"
 	}
 	switch classify(code) {
@@ -445,151 +469,4 @@ func isTerminalEvent(name string) bool {
 		return true
 	}
 	return false
-}
-
-// send posts body to the account. The returned call carries the request's deadlines: the
-// header timeout now (10 minutes for a non-streamed request, whose headers come with the whole
-// answer), then whatever the caller arms; end releases it.
-// extra holds the client's headers that go with it (upstreamHeaders).
-func (s *Server) send(ctx context.Context, m *member, cred Credential, path string, newBody func() io.ReadCloser, size int, stream bool, extra http.Header, headerTimeout time.Duration) (*http.Response, *call, error) {
-	c := newCall(ctx)
-	if !stream {
-		headerTimeout = nonStreamHeaderTimeout
-	}
-	c.arm(headerTimeout, errHeaderTimeout)
-	accept := "application/json"
-	if stream {
-		accept = "text/event-stream"
-	}
-	req, err := s.upstreamRequest(c.ctx, m, cred, http.MethodPost, m.BaseURL+path, accept)
-	if err != nil {
-		c.end()
-		return nil, nil, err
-	}
-	req.Body, req.ContentLength = newBody(), int64(size)
-	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil }
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range extra {
-		req.Header[k] = v
-	}
-	if m.Kind == KindChatGPT {
-		req.Header.Set("OpenAI-Beta", "responses=experimental")
-	}
-	// The transport itself, not an http.Client: the relay follows no redirects and keeps no
-	// cookies, and the client's copies of the request and its headers cost on every request.
-	resp, err := s.opt.Transport.RoundTrip(req)
-	if err != nil {
-		err = c.explain(err)
-		c.end()
-		return nil, nil, err
-	}
-	c.timer.Stop() // the caller arms what comes next
-	return resp, c, nil
-}
-
-// describeTransportError says why an upstream could not be reached or broke off, in words
-// that hold no secret (the error may quote what the upstream sent).
-func describeTransportError(err error, secrets ...string) string {
-	switch {
-	case isTimeout(err):
-		return err.Error()
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	}
-	msg := err.Error()
-	// url.Error repeats the method and URL; the URL never holds a secret, but keep it short.
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "Post ") {
-		msg = msg[i+2:]
-	}
-	return "upstream unreachable: " + redactString(msg, secrets...)
-}
-
-// The causes a call's context is cancelled with when a deadline passes.
-var (
-	errHeaderTimeout     = errors.New("no response headers from the upstream within the timeout")
-	errFirstEventTimeout = errors.New("no event from the upstream within the first-event timeout after its headers")
-	errStreamIdleTimeout = errors.New("the upstream stream went silent for longer than the stream idle timeout")
-)
-
-func isTimeout(err error) bool {
-	return errors.Is(err, errHeaderTimeout) || errors.Is(err, errFirstEventTimeout) || errors.Is(err, errStreamIdleTimeout)
-}
-
-// call is one upstream request in flight. Its context is cancelled when the deadline armed
-// last passes, with that deadline's error as the cause; reads of the answer's body extend an
-// idle deadline (once the call is live).
-type call struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	cause  atomic.Pointer[error]
-	idle   time.Duration // > 0 once live: each read extends the deadline by it
-	moved  time.Time     // when a read last moved the idle deadline
-}
-
-func newCall(parent context.Context) *call {
-	c := &call{}
-	c.ctx, c.cancel = context.WithCancelCause(parent)
-	c.timer = time.AfterFunc(time.Hour, func() {
-		if p := c.cause.Load(); p != nil {
-			c.cancel(*p)
-		}
-	})
-	c.timer.Stop()
-	return c
-}
-
-// arm sets the deadline to d from now, cancelling with cause when it passes.
-func (c *call) arm(d time.Duration, cause error) {
-	c.cause.Store(&cause)
-	c.timer.Reset(d)
-}
-
-// live switches to the idle deadline: from now on every read that brings bytes extends it.
-func (c *call) live(idle time.Duration) {
-	c.idle, c.moved = idle, time.Now()
-	c.arm(idle, errStreamIdleTimeout)
-}
-
-// body wraps an answer's body so that its reads extend the idle deadline.
-func (c *call) body(rc io.ReadCloser) io.ReadCloser { return &watchedBody{rc, c} }
-
-// explain returns the deadline that cut the call, if one did, else err.
-func (c *call) explain(err error) error {
-	if cause := context.Cause(c.ctx); cause != nil && isTimeout(cause) {
-		return cause
-	}
-	return err
-}
-
-// end releases the call.
-func (c *call) end() {
-	c.timer.Stop()
-	c.cancel(nil)
-}
-
-type watchedBody struct {
-	io.ReadCloser
-	c *call
-}
-
-// Read reads the body and moves the idle deadline.
-func (b *watchedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.c.touch()
-	}
-	return n, err
-}
-
-// touch says that bytes came: once the call is live it moves the idle deadline, at most once a
-// second (moving a timer costs more than reading the clock): the silence allowed is between
-// idle and idle plus a second.
-func (c *call) touch() {
-	if c.idle > 0 {
-		if now := time.Now(); now.Sub(c.moved) >= time.Second {
-			c.moved = now
-			c.timer.Reset(c.idle)
-		}
-	}
 }

@@ -13,13 +13,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // Request bodies: read once (with a size limit, gzip or zstd, and a stall watch), validated
-// while they arrive, pooled, and shared with the upstream requests that send them.
+// while they arrive, pooled, and shared with the upstream requests that send them; what the
+// upstream bodies are built from (requestBody) and the buffers they are built into
+// (upstreamBodies).
 
 // DefaultMaxBody is the default limit of a request body, after decompression.
 const DefaultMaxBody = 64 << 20
@@ -190,7 +193,7 @@ func bodyError(err error, limit int64, enc string) *apiError {
 
 // Request bodies are pooled: a Codex request is ~1 MB, and a fresh buffer per request costs
 // its zeroing and a share of garbage collection. A buffer goes back to the pool when its
-// request ends; only our own code holds it (upstream bodies are built into new buffers).
+// request and the upstream requests sending it let go of it (sharedBuffer).
 var bodyPool sync.Pool
 
 const maxPooledBody = 8 << 20
@@ -212,35 +215,133 @@ func putBodyBuffer(b []byte) {
 	bodyPool.Put(&b)
 }
 
-// share makes the pooled buffer b one the request holds until it ends, and the upstream
+// requestBody is the client's request as the upstream bodies are built from it, whatever the
+// client came by: an HTTP body (clientBody) or a WebSocket turn (socketTurn, socket.go), which
+// replays the conversation it follows. The body builders (wire.go) ask it, never the transport.
+type requestBody interface {
+	// whole is the request as one body: the client's as it arrived, or a turn's conversation
+	// replayed (built on first need).
+	whole() wholeBody
+	// items are the input items of a Responses request's whole body, split once.
+	items() [][]byte
+	// firstItem is the first input item, or nil; a request whose input's first bytes do not
+	// hold mark may answer nil without splitting it out (a look, not a scan).
+	firstItem(mark []byte) []byte
+	// meta is a turn's client_metadata, where a WebSocket client sends each turn's headers
+	// (turn.go); nil for an HTTP request, whose headers are its own.
+	meta() map[string]string
+	// follows is the id of the stored response the request continues that only the upstream
+	// that stored it knows ("": none, or one the relay can replay).
+	follows() string
+}
+
+// wholeBody is a request as one body: parsed, its bytes, and the pooled buffer they are in
+// (nil: memory of their own).
+type wholeBody struct {
+	obj *payload.Object
+	raw []byte
+	buf *sharedBuffer
+}
+
+// clientBody is an HTTP request's body: the client's bytes as they arrived, in a pooled buffer
+// the request holds, and parsed.
+type clientBody struct {
+	obj   *payload.Object
+	raw   []byte
+	buf   *sharedBuffer
+	split [][]byte // the input items, split on first need
+}
+
+func (b *clientBody) whole() wholeBody { return wholeBody{b.obj, b.raw, b.buf} }
+
+func (b *clientBody) items() [][]byte {
+	if b.split == nil {
+		if raw, ok := b.obj.Get("input"); ok {
+			b.split, _ = inputItems(raw)
+		}
+		if b.split == nil {
+			b.split = [][]byte{}
+		}
+	}
+	return b.split
+}
+
+func (b *clientBody) firstItem(mark []byte) []byte {
+	in, ok := b.obj.Get("input")
+	if !ok || payload.KindOf(in) != payload.KindArray || !bytes.Contains(in[:min(len(in), 64)], mark) {
+		return nil
+	}
+	first, _ := payload.First(in)
+	return first
+}
+
+func (b *clientBody) meta() map[string]string { return nil }
+
+func (b *clientBody) follows() string { return "" }
+
+// upstreamBodies are the bodies a request built for the accounts it tried (through its
+// serialization cache, so that attempts with the same variant share one), and the pooled
+// buffers it holds until it ends: the client's body and the bodies built into them. Fresh
+// megabyte allocations would cost their zeroing and page faults on every request.
+type upstreamBodies struct {
+	cache *payload.Cache
+	held  []*sharedBuffer
+	store [2]*sharedBuffer // backs held: a request holds one or two
+	// unchanged counts upstream bodies sent exactly as the client's (no serialization).
+	unchanged int
+	// trans is the client's body in the account's protocol, made on first need (wire.go).
+	trans *translated
+	// lite is the request's Responses Lite form, worked out once (lite.go).
+	lite liteRequest
+}
+
+// startCache makes the request's serialization cache, which builds into pooled buffers.
+func (u *upstreamBodies) startCache() {
+	u.cache = payload.NewCache()
+	u.cache.Alloc = u.alloc
+}
+
+// hold makes the pooled buffer b one the request holds until it ends, and the upstream
 // requests sending it until their transports let go of it.
-func (x *exchange) share(b []byte) {
+func (u *upstreamBodies) hold(b []byte) *sharedBuffer {
 	sb := &sharedBuffer{b: b}
 	sb.refs.Store(1)
-	if x.bufs == nil {
-		x.bufs = make(map[*byte]*sharedBuffer, 2)
+	if u.held == nil {
+		u.held = u.store[:0]
 	}
-	x.bufs[unsafe.SliceData(b)] = sb
+	u.held = append(u.held, sb)
+	return sb
 }
 
-// allocBody hands the serialization cache a pooled buffer for an upstream body: fresh
-// megabyte allocations cost their zeroing and page faults on every request.
-func (x *exchange) allocBody(n int) []byte {
+// alloc hands the serialization cache a pooled buffer for an upstream body, and the buffer's
+// holder as its handle: the body built into it goes upstream with it (builtBody).
+func (u *upstreamBodies) alloc(n int) ([]byte, any) {
 	b := getBodyBuffer(n)
-	x.share(b)
-	return b
+	return b, u.hold(b)
 }
 
-// newBody returns a function making readers of body for upstream requests. A body built into
-// a pooled buffer is held until the transport closes the reader.
-func (x *exchange) newBody(body []byte) func() io.ReadCloser {
-	sb := x.bufs[unsafe.SliceData(body)]
+// release lets go of every buffer the request holds (it ended).
+func (u *upstreamBodies) release() {
+	for _, sb := range u.held {
+		sb.release()
+	}
+}
+
+// builtBody is an upstream body and the pooled buffer it is in (nil: memory of its own).
+type builtBody struct {
+	b   []byte
+	buf *sharedBuffer
+}
+
+// reader returns a function making readers of the body for an upstream request. A body in a
+// pooled buffer holds it until the transport closes the reader.
+func (body builtBody) reader() func() io.ReadCloser {
 	return func() io.ReadCloser {
-		if sb == nil {
-			return io.NopCloser(bytes.NewReader(body))
+		if body.buf == nil {
+			return io.NopCloser(bytes.NewReader(body.b))
 		}
-		sb.refs.Add(1)
-		return &bodyReader{r: bytes.NewReader(body), sb: sb}
+		body.buf.refs.Add(1)
+		return &bodyReader{r: bytes.NewReader(body.b), sb: body.buf}
 	}
 }
 

@@ -502,13 +502,10 @@ func (st *catalogState) serves(account, model string) bool {
 	return e != nil && slices.Contains(e.Accounts, account)
 }
 
-// notLite reports whether the catalog says that model is not served in the Responses Lite
-// form (its entry's use_responses_lite is false); an entry that says nothing, or no entry,
-// leaves it to the client.
-func (st *catalogState) notLite(model string) bool {
+// entry is model's entry in the catalog (nil: none, or no catalog at all).
+func (st *catalogState) entry(model string) *modelEntry {
 	if st == nil {
-		return false
+		return nil
 	}
-	e := st.models[model]
-	return e != nil && e.Lite != nil && !*e.Lite
+	return st.models[model]
 }

@@ -15,15 +15,22 @@ import (
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
-// A request travels the relay in four phases, one file each, read from top to bottom:
+// A request travels the relay in four phases, one file each, read from top to bottom; each
+// hands the next what it found as a value, and the exchange keeps only the client's side and
+// what the request owns (its bodies and buffers, its sealed parts, its wait for the pool):
 //
-//	handler.go  admit: the guards, the body, the fields the relay routes on
-//	route.go    route: the model (catalog, aliases) and the accounts that may take it
-//	attempt.go  attempt: send to an account, classify its answer, move on when it failed
-//	respond.go  respond: relay the answer in the client's protocol
+//	handler.go  admit: the guards, the body (body.go), the fields the relay routes on; gives
+//	            the clientRequest and the client's requestBody
+//	route.go    route: the model (catalog, aliases) into a plan; dispatch tries each target's
+//	            accounts in order, holding for a resting pool (hold.go)
+//	attempt.go  attempt: build one try an account (the wire, the body), send it, classify the
+//	            answer (limit.go), move on when it failed; gives the answer and its verdict
+//	respond.go  respond: relay the answer in the client's protocol, to its sink (sink.go)
 //
-// wire.go describes the four ways a request travels to an account and back (Responses or
-// Chat Completions on each side); upstream.go builds every request sent to an upstream.
+// wire.go describes the five ways a request travels to an account and back (Responses or
+// Chat Completions on each side, and a WebSocket turn to an upstream socket: socketwire.go)
+// and builds each wire's body; upstream.go builds every request sent to an upstream and
+// call.go bounds each call in flight.
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()
@@ -121,8 +128,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, routeChat)
 }
 
-// serve runs a client request of either protocol: read and check it, resolve its model, and
-// dispatch it to the accounts.
+// serve runs a client request of either protocol: read and check it, then relay it.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
@@ -131,85 +137,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 		x.reject(e, OutcomeRejected)
 		return
 	}
-	x.body = body
 	x.t.ClientBytes = int64(len(body))
-	x.share(body)
+	// The client's bytes may go upstream as they are: the request holds their pooled buffer.
+	buf := x.out.hold(body)
 	req, e := parseClientRequest(route, body, r.Header, &x.parser)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return
 	}
-	x.req = req
+	x.req, x.body = req, &clientBody{obj: req.obj, raw: body, buf: buf}
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
-	x.route()
+	x.relay()
 }
 
-// exchange is one client request on its way through the relay.
+// exchange is one client request on its way through the relay: the client's side of it, and
+// the few things the request owns while it runs. What one phase finds for the next (the plan,
+// each account's try, the answer) passes as values from phase to phase (route.go, attempt.go).
 type exchange struct {
-	s     *Server
+	s *Server
+	// The client's side: its connection and request, the trace that records it, and when it
+	// began.
 	w     http.ResponseWriter
 	r     *http.Request
 	req   *clientRequest
 	t     Trace
 	start time.Time
+	// body is the client's request as upstream bodies are built from it: an HTTP body
+	// (clientBody) or a WebSocket turn.
+	body requestBody
+	// parser validated an HTTP body while it arrived; stall cuts one that stalls while it is
+	// read.
+	parser payload.Parser
+	stall  stallWatch
+	// turn is the WebSocket turn this request is (nil: an HTTP request), and events where a
+	// streamed answer goes (sink.go): the turn's socket, else the HTTP stream made on first need.
+	turn   *socketTurn
+	events eventSink
 	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
 	firstSend time.Time
-	cache     *payload.Cache
-	// catalog is the catalog this request resolved its model with (nil: none could be had).
-	catalog *catalogState
-	// targets are the models to try, in order (an alias may name several); target is the
-	// one being tried.
-	targets []string
-	target  string
-	// tools is the target's filtered tools override (nil: none) and toolsDropped what it removed.
-	tools        *payload.Override
-	toolsDropped []string
-	// untranslatable counts accounts skipped because the request could not be translated.
-	untranslatable int
-	// cred is the credential of the latest attempt (to name it in a refresh, and to redact it
-	// from what the upstream says); call is that attempt's upstream request.
-	cred   Credential
-	call   *call
-	answer *answer // the answer to relay, once an attempt found one
-	// storeDown counts attempts whose credential could not be read because the keychain is
-	// unavailable; storeErr says why, with advice.
-	storeDown int
-	storeErr  string
-	// body is the client's body as it arrived (held in bufs, as it may go upstream as it is);
-	// parser validated it while it arrived; trans is its translation, made on first need.
-	body   []byte
-	parser payload.Parser
-	stall  stallWatch // cuts a body that stalls while it is read
-	trans  *translated
-	// unchanged counts upstream bodies sent exactly as the client's (no serialization).
-	unchanged int
-	// bufs are the pooled buffers upstream bodies were built into, by their first byte.
-	bufs map[*byte]*sharedBuffer
-	// turn is the WebSocket turn this request is (nil: an HTTP request).
-	turn *socketTurn
-	// served is the account whose answer is being relayed (the sealer of what it sends).
-	served *member
-	// Sealed items (sealed.go): items is the request's input split into items (on first
-	// need), stripped the inputs built without foreign sealed items, stripFor the account that
-	// refused sealed content and is retried without every sealed item it did not seal.
-	items    [][]byte
-	stripped []strippedInput
-	stripFor string
-	// liteReq is the request's Responses Lite form (lite.go); sealer the account that sealed
-	// its multi-agent content (route.go; nil: not worked out yet).
-	liteReq liteRequest
-	sealer  *string
-	// events is where a streamed answer goes (sink.go): set for a WebSocket turn, else made
-	// on first need.
-	events eventSink
-	// held is how long the request has waited for a resting pool (hold.go).
-	held time.Duration
-	// redeemed says that a reset credit was redeemed (or its redemption waited for) for it.
-	redeemed bool
-	// renewed says that a WebSocket turn was moved to a new upstream socket once, after the
-	// upstream ended the old one at its time limit.
-	renewed bool
+
+	// What the request owns while it runs, a group each:
+	out    upstreamBodies // the bodies built for the accounts and the buffers they are in (body.go)
+	sealed sealedParts    // what it worked out of the sealed parts it carries (sealed.go)
+	wait   poolWait       // how it waited for a resting pool (hold.go, creditsrequest.go)
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -355,12 +326,10 @@ func (x *exchange) reject(e *apiError, outcome string) {
 func (x *exchange) end() {
 	s := x.s
 	s.c.inFlight.Add(-1)
-	for _, sb := range x.bufs {
-		sb.release()
-	}
-	if x.cache != nil {
-		st := x.cache.Stats()
-		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct + x.unchanged)}
+	x.out.release()
+	if x.out.cache != nil {
+		st := x.out.cache.Stats()
+		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct + x.out.unchanged)}
 		s.c.hits.Add(x.t.Serialization.Hits)
 		s.c.misses.Add(x.t.Serialization.Misses)
 		s.c.direct.Add(x.t.Serialization.Direct)

@@ -27,6 +27,13 @@ func (s *Server) SetHold(d time.Duration) {
 	s.hold.Store(int64(d))
 }
 
+// poolWait is how a request waited for a resting pool: how long (held), and whether a reset
+// credit was redeemed, or its redemption waited for, for it (redeemed: creditsrequest.go).
+type poolWait struct {
+	held     time.Duration
+	redeemed bool
+}
+
 // Held counts the requests waiting for a resting pool now.
 func (s *Server) Held() int64 { return s.holding.Load() }
 
@@ -36,7 +43,7 @@ func (s *Server) Held() int64 { return s.holding.Load() }
 // were the upstreams'), none rests, the wait is too long, too many requests wait already, or
 // the client left. A wait longer than the bound goes to the reset-credit policy, which may
 // redeem a credit and have the request dispatched again (true).
-func (x *exchange) holdForPool() bool {
+func (x *exchange) holdForPool(p *plan) bool {
 	s := x.s
 	bound := time.Duration(s.hold.Load())
 	if x.r.Context().Err() != nil {
@@ -44,11 +51,12 @@ func (x *exchange) holdForPool() bool {
 	}
 	now := s.now()
 	var back time.Time
-	for _, target := range x.targets {
-		if s.pool.anyUsable(target, now) {
+	for i := range p.targets {
+		tg := &p.targets[i]
+		if s.pool.anyUsable(tg.model, now) {
 			return false
 		}
-		t := s.pool.backAt(now, func(m *member) bool { return x.catalog.serves(m.Name, target) })
+		t := s.pool.backAt(now, func(m *member) bool { return p.serves(m, tg) })
 		if !t.IsZero() && (back.IsZero() || t.Before(back)) {
 			back = t
 		}
@@ -57,9 +65,9 @@ func (x *exchange) holdForPool() bool {
 		return false
 	}
 	wait := back.Sub(now)
-	if bound <= 0 || x.held+wait > bound {
-		// Longer than the hold covers: the reset-credit policy's turn (credits.go).
-		return x.redeemForPool(back)
+	if bound <= 0 || x.wait.held+wait > bound {
+		// Longer than the hold covers: the reset-credit policy's turn (creditsrequest.go).
+		return x.redeemForPool(p, back)
 	}
 	return x.holdUntil(back)
 }
@@ -68,7 +76,7 @@ func (x *exchange) holdForPool() bool {
 // bound.
 func (x *exchange) holdCovers(back time.Time) bool {
 	bound := time.Duration(x.s.hold.Load())
-	return !back.IsZero() && bound > 0 && x.held+back.Sub(x.s.now()) <= bound
+	return !back.IsZero() && bound > 0 && x.wait.held+back.Sub(x.s.now()) <= bound
 }
 
 // holdUntil waits, with nothing sent to the client, until back (and holdSlack) has passed. It
@@ -86,8 +94,8 @@ func (x *exchange) holdUntil(back time.Time) bool {
 	defer t.Stop()
 	start := time.Now()
 	defer func() {
-		x.held += time.Since(start)
-		x.t.HeldMs = stat.Ms(x.held)
+		x.wait.held += time.Since(start)
+		x.t.HeldMs = stat.Ms(x.wait.held)
 	}()
 	select {
 	case <-x.r.Context().Done():

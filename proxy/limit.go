@@ -49,16 +49,16 @@ func carriesNoOutput(ev sse.Event) bool {
 // streamFailure reads a failure from a stream's event: a failure event (the wire's own test),
 // or a terminal event whose response failed or stopped for a limit. The event's data is
 // redacted in place when it is one; ok is false for any other event.
-func (x *exchange) streamFailure(w *wire, ev *sse.Event) (code, msg string, resetsAt int64, ok bool) {
-	if w.firstFails(*ev) {
-		ev.Data = redact(ev.Data, x.cred.Token)
+func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event) (code, msg string, resetsAt int64, ok bool) {
+	if tr.wire.firstFails(*ev) {
+		ev.Data = redact(ev.Data, tr.cred.Token)
 		code, msg, resetsAt = parseUpstreamError(ev.Data)
 		return code, msg, resetsAt, true
 	}
 	if !terminalFailed(ev.Name, ev.Data) {
 		return "", "", 0, false
 	}
-	ev.Data = redact(ev.Data, x.cred.Token)
+	ev.Data = redact(ev.Data, tr.cred.Token)
 	code, msg, resetsAt = parseUpstreamError(ev.Data)
 	if code == "" {
 		code = incompleteReason(ev.Data)
@@ -102,22 +102,22 @@ func incompleteReason(data []byte) string {
 // finalFails classifies the terminal event of an answer read whole (the client asked for no
 // stream): nothing of it reached the client, so a limit or an overload anywhere in it, after
 // output items included, moves the request on like one at the start.
-func (x *exchange) finalFails(m *member, a *answer) (verdict, string) {
-	code, msg, resetsAt, ok := x.streamFailure(a.wire, &a.final)
+func (x *exchange) finalFails(tr *accountTry, a *answer) (verdict, string) {
+	code, msg, resetsAt, ok := x.streamFailure(tr, &a.final)
 	if !ok {
 		return served, ""
 	}
-	return x.classifyCode(m, code, msg, resetsAt)
+	return x.classifyCode(tr, code, msg, resetsAt)
 }
 
-// restIfLimited rests the serving account when a terminal event relayed after output says it
+// restIfLimited rests the account serving a when a terminal event relayed after output says it
 // is at its limit: the answer has begun and cannot move, the next request can.
-func (x *exchange) restIfLimited(name string, data []byte) {
-	m := x.served
-	if m == nil || (!isFailureEvent(name) && !terminalFailed(name, data)) {
+func (x *exchange) restIfLimited(a *answer, name string, data []byte) {
+	m := a.tr.m
+	if !isFailureEvent(name) && !terminalFailed(name, data) {
 		return
 	}
-	code, msg, resetsAt := parseUpstreamError(redact(data, x.cred.Token))
+	code, msg, resetsAt := parseUpstreamError(redact(data, a.tr.cred.Token))
 	if code == "" {
 		code = incompleteReason(data)
 	}

@@ -56,7 +56,7 @@ type liteRequest struct {
 // lite reports whether the client's request is in the Lite form: it carries the marker, or
 // an additional_tools input item.
 func (x *exchange) lite() bool {
-	l := &x.liteReq
+	l := &x.out.lite
 	if !l.checked {
 		l.checked = true
 		l.on = x.req.route == routeResponses && (x.liteMarked() || x.hasAdditionalTools())
@@ -67,7 +67,7 @@ func (x *exchange) lite() bool {
 // liteMarked reports whether the client marked the request Lite: the header, or for a
 // WebSocket turn the frame's metadata key (or, failing it, the handshake's header).
 func (x *exchange) liteMarked() bool {
-	if v, ok := x.frameMetadata()[liteMetaKey]; ok {
+	if v, ok := x.body.meta()[liteMetaKey]; ok {
 		return strings.EqualFold(strings.TrimSpace(v), "true")
 	}
 	return strings.EqualFold(strings.TrimSpace(x.r.Header.Get(liteHeader)), "true")
@@ -80,19 +80,8 @@ func (x *exchange) hasAdditionalTools() bool {
 	if x.req.route != routeResponses {
 		return false
 	}
-	if x.turn != nil {
-		items := x.inputItemsOf()
-		return len(items) > 0 && isAdditionalTools(items[0])
-	}
-	in, ok := x.req.obj.Get("input")
-	if !ok || payload.KindOf(in) != payload.KindArray {
-		return false
-	}
-	if !bytes.Contains(in[:min(len(in), 64)], additionalToolsType) {
-		return false
-	}
-	first, ok := payload.First(in)
-	return ok && isAdditionalTools(first)
+	first := x.body.firstItem(additionalToolsType)
+	return first != nil && isAdditionalTools(first)
 }
 
 // isAdditionalTools reports whether an input item is of type additional_tools.
@@ -108,24 +97,24 @@ func isAdditionalTools(item []byte) bool {
 	return t == "additional_tools"
 }
 
-// liteFor reports whether m receives the request in the Lite form, with the marker: a Lite
-// request to a ChatGPT account for a model its catalog does not say is not Lite.
-func (x *exchange) liteFor(m *member) bool {
-	return x.lite() && m.Kind == KindChatGPT && !x.catalog.notLite(x.target)
+// liteFor reports whether a try's account receives the request in the Lite form, with the
+// marker: a Lite request to a ChatGPT account for a model its catalog does not say is not Lite.
+func (x *exchange) liteFor(tr *accountTry) bool {
+	return x.lite() && tr.m.Kind == KindChatGPT && !tr.tg.notLite()
 }
 
-// classicFor reports whether m receives a Lite request in the classic form.
-func (x *exchange) classicFor(m *member) bool {
-	return x.lite() && !x.liteFor(m)
+// classicFor reports whether a try's account receives a Lite request in the classic form.
+func (x *exchange) classicFor(tr *accountTry) bool {
+	return x.lite() && !x.liteFor(tr)
 }
 
-// noteLite records in the trace the form the request is built in for m (the last account
-// built for is the serving one).
-func (x *exchange) noteLite(m *member) {
+// noteLite records in the trace the form the request is built in for a try (the last try
+// built is the serving one).
+func (x *exchange) noteLite(tr *accountTry) {
 	switch {
 	case !x.lite():
 		x.t.ResponsesLite = ""
-	case x.liteFor(m):
+	case x.liteFor(tr):
 		x.t.ResponsesLite = LiteSent
 	default:
 		x.t.ResponsesLite = LiteConverted
@@ -136,7 +125,7 @@ func (x *exchange) noteLite(m *member) {
 // additional_tools items' after the body's own) and reasoning (without context). obj is the
 // body the form is built from and items its input items.
 func (x *exchange) classicForm(obj *payload.Object, items [][]byte) *liteRequest {
-	l := &x.liteReq
+	l := &x.out.lite
 	if l.classic {
 		return l
 	}
@@ -169,19 +158,16 @@ func (x *exchange) classicForm(obj *payload.Object, items [][]byte) *liteRequest
 	return l
 }
 
-// classicOverrides are, for m, the overrides of the classic form (none when m takes the Lite
-// form). The tool types the target's catalog entry says it does not take are left out of the
-// classic tools, as they would be of a body's own (toolsFor).
-func (x *exchange) classicOverrides(m *member) []payload.Override {
-	if !x.classicFor(m) {
+// classicOverrides are, for a try, the overrides of the classic form (none when its account
+// takes the Lite form). The tool types the target's catalog entry says it does not take are
+// left out of the classic tools, as they would be of a body's own (filterTools).
+func (x *exchange) classicOverrides(tr *accountTry) []payload.Override {
+	if !x.classicFor(tr) {
 		return nil
 	}
-	l := x.classicForm(x.replayObj(), x.inputItemsOf())
+	l := x.classicForm(x.body.whole().obj, x.body.items())
 	ov := slices.Clone(l.overrides)
-	if x.catalog == nil {
-		return ov
-	}
-	if e := x.catalog.models[x.target]; e != nil && len(e.UnsupportedTools) > 0 {
+	if e := tr.tg.entry; e != nil && len(e.UnsupportedTools) > 0 {
 		for i := range ov {
 			if ov[i].Key == "tools" {
 				ov[i].Value = filterTools(ov[i].Value, e.UnsupportedTools)
@@ -214,7 +200,7 @@ func filterTools(raw []byte, drop []string) []byte {
 // classicBody is the request in the classic form, whole: what a translation to Chat
 // Completions starts from.
 func (x *exchange) classicBody() []byte {
-	obj, items := x.replayObj(), x.inputItemsOf()
+	obj, items := x.body.whole().obj, x.body.items()
 	ov := slices.Clone(x.classicForm(obj, items).overrides)
 	kept := make([][]byte, 0, len(items))
 	for _, it := range items {

@@ -33,7 +33,7 @@ func (s *Server) RefreshQuotas(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			s.refreshQuota(ctx, m)
-			s.refreshCredits(ctx, m) // banked resets, when the policy reads them (credits.go)
+			s.refreshCredits(ctx, m) // banked resets, when the policy reads them (creditsclient.go)
 		}()
 	}
 	wg.Wait()

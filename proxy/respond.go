@@ -18,17 +18,17 @@ import (
 // by event for a stream. A failure from here on cannot move on: the client gets a well-formed
 // end (response.failed, an error chunk) instead of a hang or a silently cut answer.
 
-// respond relays the answer attempt found to the client, in the client's wire.
-func (x *exchange) respond() {
-	a := x.answer
+// respond relays the answer attempt found to the client, by the try's wire.
+func (x *exchange) respond(a *answer) {
 	defer a.close()
+	w := a.tr.wire
 	switch {
 	case a.resp.StatusCode/100 != 2:
 		x.relayError(a)
 	case a.rd == nil:
-		a.wire.plain(x, a)
+		w.plain(x, a)
 	case a.whole:
-		a.wire.whole(x, a)
+		w.whole(x, a)
 	default:
 		// A stream: the headers leave first, from this shallow frame (see attempt).
 		if x.sink().start(a.resp.Header) != nil {
@@ -36,7 +36,7 @@ func (x *exchange) respond() {
 			return
 		}
 		x.t.Status = http.StatusOK
-		a.wire.stream(x, a)
+		w.stream(x, a)
 	}
 }
 
@@ -66,7 +66,7 @@ func (x *exchange) flushIdle(rd eventSource) bool {
 // rather than a silently truncated stream. A failure event from the upstream is relayed
 // redacted.
 func (x *exchange) relayStream(a *answer) {
-	rd := a.rd
+	rd, m, token := a.rd, a.tr.m, a.tr.cred.Token
 	var events int64
 	terminal := ""
 	responseID := ""
@@ -84,7 +84,7 @@ func (x *exchange) relayStream(a *answer) {
 	for err == nil {
 		data, raw := ev.Data, ev.Raw
 		if isFailureEvent(ev.Name) {
-			data, raw = redact(data, x.cred.Token), redact(raw, x.cred.Token)
+			data, raw = redact(data, token), redact(raw, token)
 			if _, msg, _ := parseUpstreamError(data); msg != "" {
 				x.t.Error = truncate(msg, 200)
 			}
@@ -96,9 +96,9 @@ func (x *exchange) relayStream(a *answer) {
 		if isTerminalEvent(ev.Name) {
 			terminal = ev.Name
 			x.noteUsage(ev.Data)
-			x.restIfLimited(ev.Name, ev.Data)
+			x.restIfLimited(a, ev.Name, ev.Data)
 		}
-		x.learnEvent(x.served, ev.Name, ev.Data)
+		x.learnEvent(m, ev.Name, ev.Data)
 		if !x.flushIdle(rd) {
 			return
 		}
@@ -114,7 +114,7 @@ func (x *exchange) relayStream(a *answer) {
 	case x.r.Context().Err() != nil:
 		x.clientGone()
 	default:
-		why := x.brokeOff(err, "response.completed")
+		why := x.brokeOff(a, err, "response.completed")
 		x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 		if terminal == "" {
 			x.sink().event("response.failed", failedEvent(events, responseID, "server_error", why), nil)
@@ -133,7 +133,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 		if isTerminalEvent(ev.Name) {
 			x.noteUsage(ev.Data)
-			x.restIfLimited(ev.Name, ev.Data)
+			x.restIfLimited(a, ev.Name, ev.Data)
 		}
 		chunks, done, err := cs.Event(ev.Name, ev.Data)
 		for _, c := range chunks {
@@ -164,7 +164,7 @@ func (x *exchange) relayChatFromResponses(a *answer) {
 		}
 	}
 	if !done {
-		x.chatBrokeOff(x.brokeOff(err, "response.completed"))
+		x.chatBrokeOff(x.brokeOff(a, err, "response.completed"))
 		return
 	}
 	x.emit("", chatDone, nil)
@@ -201,7 +201,7 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 				x.clientGone()
 				return
 			}
-			why := x.brokeOff(err, "[DONE]")
+			why := x.brokeOff(a, err, "[DONE]")
 			x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 			emit(rs.Fail("server_error", why))
 			x.sink().flush()
@@ -234,7 +234,7 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 // relayChat passes an upstream Chat chunk stream through, chunk by chunk: the comments held
 // while waiting for the first chunk, the first chunk, and the rest as it comes.
 func (x *exchange) relayChat(a *answer) {
-	rd := a.rd
+	rd, token := a.rd, a.tr.cred.Token
 	for _, ev := range a.held {
 		if !x.emit(ev.Name, ev.Data, ev.Raw) {
 			return
@@ -244,12 +244,12 @@ func (x *exchange) relayChat(a *answer) {
 	var err error
 	for ; ; ev, err = rd.Next() {
 		if err != nil {
-			x.chatBrokeOff(x.brokeOff(err, "[DONE]"))
+			x.chatBrokeOff(x.brokeOff(a, err, "[DONE]"))
 			return
 		}
 		data, raw := ev.Data, ev.Raw
 		if isChatError(ev.Data) {
-			data, raw = redact(data, x.cred.Token), redact(raw, x.cred.Token)
+			data, raw = redact(data, token), redact(raw, token)
 		}
 		x.noteChunkUsage(ev.Data)
 		if !x.emit(ev.Name, data, raw) || !x.flushIdle(rd) {
@@ -273,7 +273,7 @@ func (x *exchange) relayError(a *answer) {
 func (x *exchange) relayPlain(a *answer) {
 	x.noteUsage(a.plain)
 	if x.req.route == routeResponses {
-		x.learnResponse(x.served, a.plain)
+		x.learnResponse(a.tr.m, a.plain)
 	}
 	if x.writeUpstreamBody(a) != nil {
 		x.clientGone()
@@ -338,7 +338,7 @@ func (x *exchange) answerWholeAsChat(a *answer) {
 func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 	final := a.final
 	if final.Name == "response.failed" || final.Name == "error" {
-		code, msg, resetsAt := parseUpstreamError(redact(final.Data, x.cred.Token))
+		code, msg, resetsAt := parseUpstreamError(redact(final.Data, a.tr.cred.Token))
 		status := http.StatusBadRequest
 		switch classify(code) {
 		case errQuota:
@@ -376,19 +376,17 @@ func (x *exchange) writeJSONBody(b []byte) {
 	x.t.Bytes, x.t.Status, x.t.Outcome = int64(n), http.StatusOK, OutcomeCompleted
 }
 
-// brokeOff says why an upstream stream that was being relayed ended before its terminal
+// brokeOff says why the upstream stream of a that was being relayed ended before its terminal
 // event: a timeout, a broken connection (redacted), or an end without the terminal event.
-func (x *exchange) brokeOff(err error, terminal string) string {
-	if x.call != nil {
-		err = x.call.explain(err)
-	}
+func (x *exchange) brokeOff(a *answer, err error, terminal string) string {
+	err = a.call.explain(err)
 	switch {
 	case isTimeout(err):
 		return err.Error()
 	case errors.Is(err, io.EOF) || errors.Is(err, sse.ErrTruncated):
 		return "upstream stream ended before " + terminal
 	}
-	return "upstream stream broke: " + redactString(err.Error(), x.cred.Token)
+	return "upstream stream broke: " + redactString(err.Error(), a.tr.cred.Token)
 }
 
 func (x *exchange) clientGone() {

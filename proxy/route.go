@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/internal/stat"
 	"github.com/codexrelay/codexrelay/proxy/payload"
@@ -16,45 +17,98 @@ import (
 // Route: which model a request goes to (the catalog, refreshed as stale-while-revalidate
 // says, and the aliases) and which accounts may take it, in the order to try them.
 
-// route resolves the request's model, then tries the accounts that serve it.
-func (x *exchange) route() {
-	if e := x.s.resolveModel(x.r.Context(), x); e != nil {
+// relay runs an admitted request through the phases that follow: route it, then try the
+// accounts its plan names.
+func (x *exchange) relay() {
+	p, e := x.route()
+	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return
 	}
 	x.prepared()
-	x.dispatch()
+	x.dispatch(&p)
 }
 
-func (s *Server) resolveModel(ctx context.Context, x *exchange) *apiError {
-	st, counts, err := s.catalog.resolve(ctx)
+// plan is what route found for a request: the catalog it resolved the model with (nil: none
+// could be had) and the models to try, in order (an alias may name several). dispatch tries,
+// for each target, the accounts that serve it (candidates).
+type plan struct {
+	catalog *catalogState
+	targets []target
+}
+
+// target is one model of a plan: its name, its catalog entry (nil: none), and the tools filter
+// the entry asks of a body, worked out once, when the target is first tried.
+type target struct {
+	model    string
+	entry    *modelEntry
+	filtered bool
+	tools    *payload.Override // the filtered tools (nil: unchanged)
+	dropped  []string          // the tool types the filter removed
+}
+
+// route runs the catalog's refresh rules for the request (stale-while-revalidate) and turns
+// the requested model, or alias, into the plan's targets. A model the known catalog lacks is a
+// 404 naming close matches; with no catalog at all, the request passes through as asked.
+func (x *exchange) route() (plan, *apiError) {
+	st, counts, err := x.s.catalog.resolve(x.r.Context())
 	x.t.ModelCatalogRefresh = counts
 	if err != nil {
-		return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+		return plan{}, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
 	}
-	x.catalog = st
-	targets := s.targets(x.req.model, st)
-	if len(targets) == 0 {
+	p := x.s.plan(x.req.model, st)
+	if len(p.targets) == 0 {
 		msg := fmt.Sprintf("The model %q does not exist on any account of this relay", x.req.model)
 		if sug := st.suggestions(x.req.model); len(sug) > 0 {
 			msg += "; did you mean " + strings.Join(sug, ", ") + "?"
 		}
-		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: msg}
+		return plan{}, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found", Param: "model", Message: msg}
 	}
-	x.targets = targets
-	x.t.ResolvedModel = targets[0]
-	return nil
+	x.t.ResolvedModel = p.targets[0].model
+	return p, nil
 }
 
-// targets are the catalog's models a request for model tries, in order.
-func (s *Server) targets(model string, st *catalogState) []string {
-	var targets []string
-	for _, t := range s.expand(model, st) {
-		if st.knows(t) {
-			targets = append(targets, t)
+// serves reports whether the catalog lets m take target tg.
+func (p *plan) serves(m *member, tg *target) bool { return p.catalog.serves(m.Name, tg.model) }
+
+// servesAny reports whether the catalog lets m take one of the plan's targets.
+func (p *plan) servesAny(m *member) bool {
+	for i := range p.targets {
+		if p.serves(m, &p.targets[i]) {
+			return true
 		}
 	}
-	return targets
+	return false
+}
+
+// anyUsable reports whether an account of the pool can take one of the plan's targets now.
+func (p *plan) anyUsable(pl *pool, now time.Time) bool {
+	for _, tg := range p.targets {
+		if pl.anyUsable(tg.model, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// notLite reports whether the target's catalog entry says the model is not served in the
+// Responses Lite form (its use_responses_lite is false); an entry that says nothing, or none,
+// leaves it to the client.
+func (tg *target) notLite() bool {
+	e := tg.entry
+	return e != nil && e.Lite != nil && !*e.Lite
+}
+
+// plan is the plan of a request for model with catalog st: the catalog's models it tries, in
+// order.
+func (s *Server) plan(model string, st *catalogState) plan {
+	p := plan{catalog: st}
+	for _, t := range s.expand(model, st) {
+		if st.knows(t) {
+			p.targets = append(p.targets, target{model: t, entry: st.entry(t)})
+		}
+	}
+	return p
 }
 
 // expand resolves model through the aliases into real target models, in order, without
@@ -84,9 +138,6 @@ func (x *exchange) prepared() {
 	x.t.LatencyBreakdown.PreparationMs = stat.Ms(x.s.now().Sub(x.start))
 }
 
-// resolveModel runs the catalog's refresh rules for the request and turns the requested model
-// (or alias) into the target models to try. A model the known catalog lacks is a 404 naming
-// close matches; with no catalog at all, the request passes through as asked.
 // Resolution is what Resolve found for a model name.
 type Resolution struct {
 	// Models are the catalog's models a request for the name would try, in order (an alias may
@@ -103,21 +154,23 @@ func (s *Server) Resolve(ctx context.Context, model string) (Resolution, error) 
 	if err != nil {
 		return Resolution{Refresh: counts}, err
 	}
-	return Resolution{Models: s.targets(model, st), Refresh: counts}, nil
+	var models []string
+	for _, tg := range s.plan(model, st).targets {
+		models = append(models, tg.model)
+	}
+	return Resolution{Models: models, Refresh: counts}, nil
 }
 
-// dispatch tries the target models in order and, for each, the accounts that serve it, until
-// one answers or all failed.
-func (x *exchange) dispatch() {
-	x.cache = payload.NewCache()
-	x.cache.Alloc = x.allocBody
-	var failures []string
-	tried := 0
+// dispatch tries the plan's targets in order and, for each, the accounts that serve it, until
+// one answers or all failed; a pool that rests may hold the request and try again (hold.go).
+func (x *exchange) dispatch(p *plan) {
+	x.out.startCache()
+	var tl tally
 	for {
-		if x.dispatchOnce(&tried, &failures) {
+		if x.dispatchOnce(p, &tl) {
 			return
 		}
-		if !x.holdForPool() {
+		if !x.holdForPool(p) {
 			break
 		}
 	}
@@ -125,34 +178,55 @@ func (x *exchange) dispatch() {
 		x.t.Status, x.t.Outcome = 499, OutcomeCanceled // left while held
 		return
 	}
-	x.noAccountServed(tried, failures)
+	x.noAccountServed(p, &tl)
+}
+
+// tally is what the accounts a request tried said: how many were tried, why each failed, and
+// how many failed for what no other account mends (a request no translation could carry, a
+// keychain that cannot be read).
+type tally struct {
+	tried          int
+	failures       []string
+	untranslatable int
+	storeDown      int
+	storeErr       string // why the keychain could not be read, with advice
+}
+
+// add counts m's failure f.
+func (tl *tally) add(m *member, f failure) {
+	tl.failures = append(tl.failures, m.Name+": "+f.reason)
+	if f.untranslatable {
+		tl.untranslatable++
+	}
+	if f.storeErr != "" {
+		tl.storeDown++
+		tl.storeErr = f.storeErr
+	}
 }
 
 // dispatchOnce tries each target's usable accounts once; true when one answered (or the client
 // left).
-func (x *exchange) dispatchOnce(tried *int, failures *[]string) bool {
+func (x *exchange) dispatchOnce(p *plan, tl *tally) bool {
 	s := x.s
-	for _, target := range x.targets {
-		x.target = target
+	for i := range p.targets {
+		tg := &p.targets[i]
 		// The tool filtering of a target is worked out once, not per account tried.
-		x.tools, x.toolsDropped = x.toolsFor(target)
-		x.t.ResolvedModel = target
-		serves := func(m *member) bool { return x.catalog.serves(m.Name, target) }
-		cands := x.preferSealer(s.pool.candidates(target, x.req.session, s.now(), serves), target, serves)
-		for _, m := range cands {
-			if *tried > 0 && !s.pool.current(m) {
+		x.filterTools(tg)
+		x.t.ResolvedModel = tg.model
+		for _, m := range x.candidates(p, tg) {
+			if tl.tried > 0 && !s.pool.current(m) {
 				continue // removed or disabled while this request was trying other accounts
 			}
-			if *tried > 0 {
+			if tl.tried > 0 {
 				s.c.rotations.Add(1)
 				reason := "held for the pool"
-				if len(*failures) > 0 {
-					reason = (*failures)[len(*failures)-1]
+				if len(tl.failures) > 0 {
+					reason = tl.failures[len(tl.failures)-1]
 				}
-				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", target, "reason", reason)
+				s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "model", tg.model, "reason", reason)
 			}
-			*tried++
-			done, reason := x.tryAccount(m)
+			tl.tried++
+			done, f := x.tryAccount(m, tg)
 			if done {
 				return true
 			}
@@ -160,26 +234,34 @@ func (x *exchange) dispatchOnce(tried *int, failures *[]string) bool {
 				x.t.Status, x.t.Outcome = 499, OutcomeCanceled
 				return true
 			}
-			*failures = append(*failures, m.Name+": "+reason)
+			tl.add(m, f)
 		}
 	}
 	return false
 }
 
-// toolsFor removes the tool types the target's catalog entry says it does not support. It
-// returns the override for "tools" (nil when nothing changes) and the dropped types.
-func (x *exchange) toolsFor(target string) (*payload.Override, []string) {
-	if x.catalog == nil {
-		return nil, nil
+// candidates are the accounts that may take target tg now, in the order to try them.
+func (x *exchange) candidates(p *plan, tg *target) []*member {
+	serves := func(m *member) bool { return p.serves(m, tg) }
+	return x.preferSealer(x.s.pool.candidates(tg.model, x.req.session, x.s.now(), serves), tg.model, serves)
+}
+
+// filterTools removes from the request's tools the types tg's catalog entry says it does not
+// support, once: tg.tools is the override for "tools" (nil when nothing changes) and
+// tg.dropped the types removed.
+func (x *exchange) filterTools(tg *target) {
+	if tg.filtered {
+		return
 	}
-	e := x.catalog.models[target]
+	tg.filtered = true
+	e := tg.entry
 	raw, ok := x.req.obj.Get("tools")
 	if e == nil || len(e.UnsupportedTools) == 0 || !ok || payload.KindOf(raw) != payload.KindArray {
-		return nil, nil
+		return
 	}
 	var tools []json.RawMessage
 	if json.Unmarshal(raw, &tools) != nil {
-		return nil, nil
+		return
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	var dropped []string
@@ -195,46 +277,47 @@ func (x *exchange) toolsFor(target string) (*payload.Override, []string) {
 		kept = append(kept, t)
 	}
 	if len(dropped) == 0 {
-		return nil, nil
+		return
 	}
 	b, _ := json.Marshal(kept)
-	return &payload.Override{Key: "tools", Value: b}, dropped
+	tg.tools, tg.dropped = &payload.Override{Key: "tools", Value: b}, dropped
 }
 
 // noAccountServed answers a request that no account could take: why, in the OpenAI error
 // shape. (Apart from dispatch, whose frame the stream's stack carries.)
 //
 //go:noinline
-func (x *exchange) noAccountServed(tried int, failures []string) {
+func (x *exchange) noAccountServed(p *plan, tl *tally) {
 	s := x.s
-	x.target, x.t.ResolvedModel = x.targets[0], x.targets[0]
-	if x.trans != nil && x.trans.err != nil && tried == x.untranslatable {
+	model := p.targets[0].model
+	x.t.ResolvedModel = model
+	if trans := x.out.trans; trans != nil && trans.err != nil && tl.tried == tl.untranslatable {
 		// Every account needed a translation, and nothing usable was left of the request.
-		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+x.target+
-			" (they speak the other API): "+x.trans.err.Error()), OutcomeRejected)
+		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+model+
+			" (they speak the other API): "+trans.err.Error()), OutcomeRejected)
 		return
 	}
-	if x.storeDown > 0 && x.storeDown == tried {
+	if tl.storeDown > 0 && tl.storeDown == tl.tried {
 		// Nothing an upstream or a retry can fix: say what to unlock or install.
 		x.reject(&apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "keychain_unavailable",
-			Message: "Codex Relay cannot read the accounts' secrets: " + x.storeErr}, OutcomeError)
+			Message: "Codex Relay cannot read the accounts' secrets: " + tl.storeErr}, OutcomeError)
 		return
 	}
-	e := s.pool.unavailable(x.t.ResolvedModel, s.now())
-	if tried == 0 {
+	e := s.pool.unavailable(model, s.now())
+	if tl.tried == 0 {
 		x.reject(e, OutcomeRejected)
 		return
 	}
 	// Every candidate failed before any byte reached the client. When no account is usable any
 	// more (all cooling down or signed out) the pool's answer says so and when to come back;
 	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
-	if !s.pool.anyUsable(x.target, s.now()) {
-		e.Message = "every account failed: " + strings.Join(failures, "; ") + ". " + e.Message
+	if !s.pool.anyUsable(model, s.now()) {
+		e.Message = "every account failed: " + strings.Join(tl.failures, "; ") + ". " + e.Message
 		x.reject(e, OutcomeError)
 		return
 	}
 	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
-		Message: "every upstream account failed: " + strings.Join(failures, "; ")}, OutcomeError)
+		Message: "every upstream account failed: " + strings.Join(tl.failures, "; ")}, OutcomeError)
 }
 
 // preferSealer puts first among the candidates the account that sealed the multi-agent
@@ -271,11 +354,11 @@ func (x *exchange) preferSealer(cands []*member, target string, serves func(*mem
 // input (a call's sealed arguments, an agent message's sealed block), "" when it carries
 // none the relay knows the sealer of. Worked out once per request.
 func (x *exchange) multiAgentSealer() string {
-	if x.sealer != nil {
-		return *x.sealer
+	if x.sealed.sealer != nil {
+		return *x.sealed.sealer
 	}
 	owner := ""
-	items := x.inputItemsOf()
+	items := x.body.items()
 	for i := len(items) - 1; i >= 0 && owner == ""; i-- {
 		it := items[i]
 		if !bytes.Contains(it, sealedPrefix) || !bytes.Contains(it, functionCallType) && !bytes.Contains(it, agentMessageType) {
@@ -287,7 +370,7 @@ func (x *exchange) multiAgentSealer() string {
 			}
 		})
 	}
-	x.sealer = &owner
+	x.sealed.sealer = &owner
 	return owner
 }
 

@@ -528,7 +528,7 @@ func sealedRefusal(code, msg string) bool {
 // serialization cache.
 func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (payload.Override, bool) {
 	x.t.SealedOmitted, x.t.SealedOmittedParts = 0, nil
-	strip := x.stripFor == m.key()
+	strip := x.sealed.stripFor == m.key()
 	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.key()))
 	if !sealing && !classic {
 		return payload.Override{}, false
@@ -584,7 +584,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		x.t.SealedOmitted += n
 		x.t.SealedOmittedParts[e.kind] += n
 	}
-	for _, v := range x.stripped {
+	for _, v := range x.sealed.stripped {
 		if v.from == &all[0] && v.n == len(all) && slices.EqualFunc(v.edits, edits, itemEdit.same) {
 			return payload.Override{Key: "input", Value: v.input}, true
 		}
@@ -600,7 +600,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		}
 	}
 	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
-	x.stripped = append(x.stripped, v)
+	x.sealed.stripped = append(x.sealed.stripped, v)
 	return payload.Override{Key: "input", Value: v.input}, true
 }
 
@@ -616,6 +616,16 @@ type itemEdit struct {
 }
 
 func (a itemEdit) same(b itemEdit) bool { return a.i == b.i && bytes.Equal(a.item, b.item) }
+
+// sealedParts is what a request worked out of the sealed parts it carries: stripped the
+// inputs built without foreign sealed parts (one per set of edits), stripFor the account that
+// refused sealed content and is retried without every sealed part it did not seal, and sealer
+// the account that sealed its multi-agent content (route.go; nil: not worked out yet).
+type sealedParts struct {
+	stripped []strippedInput
+	stripFor string
+	sealer   *string
+}
 
 // strippedInput is an input built with edits of a list of n items whose first is from.
 type strippedInput struct {
@@ -735,7 +745,7 @@ func callOutput(item []byte) (kind, call string) {
 // be retried on m without them. It reports false when there is nothing to leave out, or when
 // this request already retried m so (the refusal is then the client's answer).
 func (x *exchange) refused(m *member, items func() [][]byte) bool {
-	if x.stripFor == m.key() || x.s.sealOff.Load() {
+	if x.sealed.stripFor == m.key() || x.s.sealOff.Load() {
 		return false
 	}
 	found := false
@@ -752,24 +762,8 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		})
 	}
 	if found {
-		x.stripFor = m.key()
+		x.sealed.stripFor = m.key()
 		x.t.SealedRetry = true
 	}
 	return found
-}
-
-// inputItemsOf returns the items of the request's Responses input (for a WebSocket turn, the
-// conversation replayed), split once per request.
-func (x *exchange) inputItemsOf() [][]byte {
-	if x.items == nil {
-		if x.turn != nil {
-			x.items = append(slices.Clip(x.turn.base), x.turn.input...)
-		} else if raw, ok := x.replayObj().Get("input"); ok {
-			x.items, _ = inputItems(raw)
-		}
-		if x.items == nil {
-			x.items = [][]byte{}
-		}
-	}
-	return x.items
 }

@@ -1,8 +1,3 @@
-// Package proxy is Codex Relay's OpenAI-compatible routing proxy: it takes Responses and
-// Chat Completions requests on a loopback port and sends each to a healthy upstream account,
-// moving to the next account when one fails before any byte reached the client.
-//
-// The package imports neither the app nor the UI; it can be embedded and tested alone.
 package proxy
 
 import (

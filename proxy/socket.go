@@ -302,7 +302,7 @@ func (sc *socketConn) create(obj *payload.Object, size int) {
 		}
 		input, _ = inputItems(raw)
 	}
-	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev, meta: clientMetadata(obj)}
+	t := &socketTurn{sc: sc, obj: obj, prev: prev, base: base, input: input, keepPrev: keepPrev, metadata: clientMetadata(obj)}
 	if raw, has := obj.Get("generate"); has && payload.KindOf(raw) == payload.KindFalse {
 		sc.warmUp(t)
 		return
@@ -378,7 +378,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	w := &socketWriter{sc: sc, turn: t, h: http.Header{}}
 	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(sc.ctx)
 	x := s.begin(w, r, routeResponses)
-	x.turn, x.events = t, w
+	x.turn, x.body, x.events = t, t, w
 	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
 	defer x.end()
 	req, e := clientFields(routeResponses, t.obj, sc.header)
@@ -394,7 +394,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	t.params = withoutInput(t.obj)
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
-	x.route()
+	x.relay()
 	w.finish(x)
 	if t.completedID != "" {
 		// The input items are parts of the frame: copied, the frame is let go. Only a turn
@@ -415,15 +415,19 @@ type socketTurn struct {
 	// keepPrev says that prev is not in the conversation but may be stored upstream: the turn
 	// goes up with previous_response_id, to a Responses account only, and is never replayed.
 	keepPrev bool
-	// meta is the frame's client_metadata (the turn's Codex headers, turn.go), read once.
-	meta map[string]string
+	// metadata is the frame's client_metadata (the turn's Codex headers, turn.go), read once.
+	metadata map[string]string
 	// params is the frame without its input, copied once the frame was checked: what the
 	// conversation keeps for response.append if the turn completes.
 	params *payload.Object
 	// replay is the turn as one HTTP request body (the whole input, no previous_response_id),
-	// built on first need.
+	// built on first need; split is its input items, split once.
 	replay     *payload.Object
 	replayBody []byte
+	split      [][]byte
+	// renewed says that the turn was moved to a new upstream socket once, after the upstream
+	// ended the old one at its time limit.
+	renewed bool
 	// What the turn answered: the id and output items of its completed (or incomplete)
 	// response, copied; and whether a terminal event reached the client.
 	completedID string
@@ -450,6 +454,40 @@ func (t *socketTurn) full() (*payload.Object, []byte) {
 		t.replay = o
 	}
 	return t.replay, t.replayBody
+}
+
+// A turn is the request body upstream bodies are built from (requestBody): the conversation
+// it follows replayed, and its frame's metadata.
+
+func (t *socketTurn) whole() wholeBody {
+	o, b := t.full()
+	return wholeBody{obj: o, raw: b}
+}
+
+func (t *socketTurn) items() [][]byte {
+	if t.split == nil {
+		t.split = append(slices.Clip(t.base), t.input...)
+		if t.split == nil {
+			t.split = [][]byte{}
+		}
+	}
+	return t.split
+}
+
+func (t *socketTurn) firstItem([]byte) []byte {
+	if items := t.items(); len(items) > 0 {
+		return items[0]
+	}
+	return nil
+}
+
+func (t *socketTurn) meta() map[string]string { return t.metadata }
+
+func (t *socketTurn) follows() string {
+	if t.keepPrev {
+		return t.prev
+	}
+	return ""
 }
 
 // send writes one event to the client; false when it is gone.

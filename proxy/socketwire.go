@@ -22,9 +22,10 @@ import (
 // response the upstream never saw) goes up whole: the conversation replayed, without
 // previous_response_id.
 //
-// The upstream's events are read as SSE (socketTurnBody), so that the attempt and respond
-// phases treat them as any stream: held bookkeeping, first-event classification, rotation
-// before the first event, response.failed after it.
+// The upstream's events are read one text frame an event (socketEvents: one parse of the frame
+// names it, nothing is encoded as SSE), through the eventSource an HTTP stream's SSE reader
+// also is, so that the attempt and respond phases treat them as any stream: held bookkeeping,
+// first-event classification, rotation before the first event, response.failed after it.
 
 // An upstream that refuses the upgrade with one of these statuses does not speak WebSocket
 // (or not on this path): the account is served over HTTP for noSocketFor.
@@ -68,12 +69,12 @@ func (u *upstreamSocket) close() {
 	go u.c.Close(websocket.StatusNormalClosure, "")
 }
 
-// sendSocket is the socket wire's send function: the turn goes to m over the connection's
-// upstream socket, opened when there is none to m. The answer's events are the socket's frames
+// sendSocket is the socket wire's send function: the turn goes to the try's account m over
+// the connection's upstream socket, opened when there is none to m. The answer's events are the socket's frames
 // up to the turn's terminal event. A refused upgrade comes back as the upstream's answer (for
 // classifyStatus), or as errNoSocket when the upstream does not speak WebSocket.
-func sendSocket(_ *wire, x *exchange, m *member, cred Credential, _ []byte, tmo Timeouts) (sent, error) {
-	sc := x.turn.sc
+func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
+	m, sc := tr.m, x.turn.sc
 	c := newCall(x.r.Context())
 	c.arm(tmo.Header, errHeaderTimeout)
 	out := sent{}
@@ -83,7 +84,7 @@ func sendSocket(_ *wire, x *exchange, m *member, cred Credential, _ []byte, tmo 
 			sc.up = nil
 		}
 		if sc.up == nil {
-			conn, resp, err := x.s.dialSocket(c.ctx, m, cred, x.upstreamHeaders(m, true))
+			conn, resp, err := x.s.dialSocket(c.ctx, m, tr.cred, x.upstreamHeaders(tr, true))
 			if err != nil {
 				if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 					if noSocketStatus(resp.StatusCode) {
@@ -105,7 +106,7 @@ func sendSocket(_ *wire, x *exchange, m *member, cred Credential, _ []byte, tmo 
 			sc.up.reused = true
 		}
 		up := sc.up
-		frame := x.socketFrame(m, up)
+		frame := x.socketFrame(tr, up)
 		out.bytes += len(frame)
 		err := up.c.Write(c.ctx, websocket.MessageText, frame)
 		if err == nil {
@@ -139,22 +140,23 @@ func renewSocket(x *exchange, code string, err error) (string, bool) {
 	case code == "previous_response_not_found" && x.t.Incremental && !x.turn.keepPrev:
 		up.close()
 		return "the upstream socket lost the conversation: replayed on a new one", true
-	case code == "websocket_connection_limit_reached" && !x.renewed:
+	case code == "websocket_connection_limit_reached" && !x.turn.renewed:
 		// The upstream ends each socket after its time limit (60 minutes); once a turn.
-		x.renewed = true
+		x.turn.renewed = true
 		up.close()
 		return "the upstream socket reached its time limit: replayed on a new one", true
 	}
 	return "", false
 }
 
-// socketFrame is the response.create frame for m: the client's frame as it came (the new
+// socketFrame is the response.create frame of a try: the client's frame as it came (the new
 // items after previous_response_id) when the socket holds the conversation up to it, else the
 // whole conversation. Routing's overrides apply either way; stream and background have no
 // place in a frame.
-func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
-	classic := x.classicFor(m)
-	ov := append(x.modelOverride(), x.toolOverrides(m, classic)...)
+func (x *exchange) socketFrame(tr *accountTry, up *upstreamSocket) []byte {
+	m := tr.m
+	classic := x.classicFor(tr)
+	ov := append(x.modelOverride(tr.tg), x.toolOverrides(tr, classic)...)
 	ov = append(ov, payload.Override{Key: "stream"}, payload.Override{Key: "background"})
 	if m.Kind == KindChatGPT {
 		ov = append(ov, payload.Override{Key: "store", Value: []byte("false")})
@@ -162,7 +164,7 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 	if tier, ok := x.tierFor(m); ok {
 		ov = append(ov, tier)
 	}
-	if meta, ok := x.metadataFor(m, x.turn.obj, true); ok {
+	if meta, ok := x.metadataFor(tr, x.turn.obj, true); ok {
 		ov = append(ov, meta)
 	}
 	t := x.turn
@@ -173,14 +175,13 @@ func (x *exchange) socketFrame(m *member, up *upstreamSocket) []byte {
 		if in, ok := x.inputFor(m, func() [][]byte { return t.input }, classic); ok {
 			ov = append(ov, in)
 		}
-		return x.upstreamBody(t.obj, "", ov)
+		return x.build(wholeBody{obj: t.obj}, "", ov).b
 	}
 	x.t.Incremental = false
-	obj, _ := t.full()
-	if in, ok := x.inputFor(m, x.inputItemsOf, classic); ok {
+	if in, ok := x.inputFor(m, t.items, classic); ok {
 		ov = append(ov, in)
 	}
-	return x.upstreamBody(obj, "input", append(ov, payload.Override{Key: "type", Value: []byte(`"response.create"`)}))
+	return x.build(t.whole(), "input", append(ov, payload.Override{Key: "type", Value: []byte(`"response.create"`)})).b
 }
 
 // dialSocket opens a socket to m's Responses endpoint with the headers of every upstream call.

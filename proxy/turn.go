@@ -69,14 +69,15 @@ func forwarded(k string, connTokens string) bool {
 	return true
 }
 
-// upstreamHeaders are the client's headers that go with a request to m (socket: the
-// handshake of an upstream socket): for a Chat Completions account the session id; for a
-// Responses account every header the rule forwards (the session id as the client named it:
-// session-id from Codex 0.171, session_id from older builds), the turn's metadata of a socket frame as headers (a turn served
-// over HTTP), the turn state m issued, the Lite marker when m takes the Lite form, and for a
-// ChatGPT account the routing hint. A turn state another account issued (or one the relay
+// upstreamHeaders are the client's headers that go with a try's request to its account m
+// (socket: the handshake of an upstream socket): for a Chat Completions account the session
+// id; for a Responses account every header the rule forwards (the session id as the client
+// named it: session-id from Codex 0.171, session_id from older builds), the turn's metadata of
+// a socket frame as headers (a turn served over HTTP), the turn state m issued, the Lite
+// marker when m takes the Lite form, and for a ChatGPT account the routing hint. A turn state another account issued (or one the relay
 // never saw issued) is left out, and the trace says so.
-func (x *exchange) upstreamHeaders(m *member, socket bool) http.Header {
+func (x *exchange) upstreamHeaders(tr *accountTry, socket bool) http.Header {
+	m := tr.m
 	h := http.Header{}
 	if m.Kind == KindOpenAI && m.API == APIChat {
 		// A Chat Completions server gets the session id alone, by the name the older Codex
@@ -92,7 +93,7 @@ func (x *exchange) upstreamHeaders(m *member, socket bool) http.Header {
 			h[k] = v
 		}
 	}
-	meta := x.frameMetadata()
+	meta := x.body.meta()
 	if !socket {
 		for k, v := range meta {
 			if name, ok := metadataHeader(k); ok {
@@ -107,11 +108,11 @@ func (x *exchange) upstreamHeaders(m *member, socket bool) http.Header {
 			x.t.TurnStateOmitted = true
 		}
 	}
-	if x.liteFor(m) && (!socket || x.r.Header.Get(liteHeader) != "") {
+	if x.liteFor(tr) && (!socket || x.r.Header.Get(liteHeader) != "") {
 		h.Set(liteHeader, "true")
 	}
 	if m.Kind == KindChatGPT {
-		h.Set(routingHintHeader, x.routingHint(m))
+		h.Set(routingHintHeader, x.routingHint(tr))
 	}
 	return h
 }
@@ -139,7 +140,7 @@ func socketOnlyMetadata(key string) bool {
 
 // turnState is the turn state the client replayed: a socket frame's metadata, else the header.
 func (x *exchange) turnState() string {
-	if v, ok := x.frameMetadata()[strings.ToLower(turnStateHeader)]; ok {
+	if v, ok := x.body.meta()[strings.ToLower(turnStateHeader)]; ok {
 		return v
 	}
 	return x.r.Header.Get(turnStateHeader)
@@ -151,11 +152,11 @@ func (x *exchange) issuedBy(m *member, st string) bool {
 	return ok && owner == m.key()
 }
 
-// routingHint is the x-codex-routing-hint for m, as the Codex CLI writes it for a ChatGPT
-// sign-in: the model the relay sends and, when m is sent one, the service tier.
-func (x *exchange) routingHint(m *member) string {
-	hint := "model=" + x.target
-	if x.req.tier != "" && servesTier(m.Kind, x.req.tier) {
+// routingHint is the x-codex-routing-hint of a try, as the Codex CLI writes it for a ChatGPT
+// sign-in: the model the relay sends and, when the account is sent one, the service tier.
+func (x *exchange) routingHint(tr *accountTry) string {
+	hint := "model=" + tr.tg.model
+	if x.req.tier != "" && servesTier(tr.m.Kind, x.req.tier) {
 		hint += ";tier=" + x.req.tier
 	}
 	return hint
@@ -193,14 +194,6 @@ func (x *exchange) learnMetadata(m *member, data []byte) {
 	}
 }
 
-// frameMetadata is, for a WebSocket turn, the frame's client_metadata (nil for an HTTP request).
-func (x *exchange) frameMetadata() map[string]string {
-	if x.turn == nil {
-		return nil
-	}
-	return x.turn.meta
-}
-
 // clientMetadata reads a frame's client_metadata: over a socket the Codex CLI sends each
 // turn's headers there (the handshake's x-codex-turn-metadata is the connection's first, a
 // prewarm's), by lower-case header name; nil when it has none.
@@ -224,18 +217,19 @@ func clientMetadata(frame *payload.Object) map[string]string {
 
 // turnMetadata is the request's x-codex-turn-metadata: a WebSocket frame's, else the header.
 func (x *exchange) turnMetadata() string {
-	if v, ok := x.frameMetadata()["x-codex-turn-metadata"]; ok {
+	if v, ok := x.body.meta()["x-codex-turn-metadata"]; ok {
 		return v
 	}
 	return x.r.Header.Get("X-Codex-Turn-Metadata")
 }
 
-// metadataFor is the client_metadata override of a body for m, or false when it goes as the
+// metadataFor is the client_metadata override of a try's body, or false when it goes as the
 // client sent it: a turn state another account issued is left out (and the trace says so);
-// over a socket (socket) the Lite marker is there exactly when m takes the Lite form, and
-// over HTTP never (it travels as the header there).
-func (x *exchange) metadataFor(m *member, obj *payload.Object, socket bool) (payload.Override, bool) {
-	want := socket && x.liteFor(m)
+// over a socket (socket) the Lite marker is there exactly when the account takes the Lite
+// form, and over HTTP never (it travels as the header there).
+func (x *exchange) metadataFor(tr *accountTry, obj *payload.Object, socket bool) (payload.Override, bool) {
+	m := tr.m
+	want := socket && x.liteFor(tr)
 	raw, ok := obj.Get("client_metadata")
 	if !ok || payload.KindOf(raw) != payload.KindObject {
 		if want {

@@ -20,12 +20,12 @@ type wire struct {
 	// chat says that the account speaks Chat Completions: requests go to /chat/completions,
 	// and a 200 stream may carry an error object where its first chunk should be.
 	chat bool
-	// body builds the upstream body for account m (through the request's serialization cache).
-	body func(x *exchange, m *member) ([]byte, error)
-	// send sends the body to m and returns the answer's head (sendHTTP, sendSocket). It
-	// returns errNoSocket when the wire cannot reach m at all (the same account is then tried
-	// by the wire wireFor picks next).
-	send func(w *wire, x *exchange, m *member, cred Credential, body []byte, tmo Timeouts) (sent, error)
+	// body builds the upstream body of a try (through the request's serialization cache).
+	body func(x *exchange, tr *accountTry) (builtBody, error)
+	// send sends the try's body to its account and returns the answer's head (sendHTTP,
+	// sendSocket). It returns errNoSocket when the wire cannot reach the account at all (the
+	// same account is then tried by the wire wireFor picks next).
+	send func(x *exchange, tr *accountTry, tmo Timeouts) (sent, error)
 	// recover, when set, says whether an answer that broke before its first event (code "",
 	// err the break) or failed in it (code) is the wire's own matter, mended by sending again
 	// to the same account (a new upstream socket), and why. Nil: never.
@@ -40,7 +40,7 @@ type wire struct {
 	whole func(x *exchange, a *answer)
 }
 
-// The four wires.
+// The five wires.
 var (
 	// Responses client, Responses account: the body goes as it is, with what routing changes.
 	responsesWire = &wire{name: "responses", body: responsesBody, send: sendHTTP,
@@ -56,11 +56,11 @@ var (
 		stream: (*exchange).relayResponsesFromChat, plain: (*exchange).plainResponsesFromChat}
 	// A WebSocket turn, Responses account over WebSocket: the frame is built when it is sent,
 	// as it depends on the upstream socket (socketwire.go); the events relay as a stream.
-	responsesOverSocket = &wire{name: "responses over websocket", body: func(*exchange, *member) ([]byte, error) { return nil, nil },
+	responsesOverSocket = &wire{name: "responses over websocket", body: func(*exchange, *accountTry) (builtBody, error) { return builtBody{}, nil },
 		send: sendSocket, recover: renewSocket, stream: (*exchange).relayStream}
 )
 
-// wireFor is the wire between the request's client and account m.
+// wireFor is the wire between the request's client and account m (each try chooses once).
 func (x *exchange) wireFor(m *member) *wire {
 	chatAccount := m.Kind == KindOpenAI && m.API == APIChat
 	switch {
@@ -100,54 +100,54 @@ func (w *wire) firstFails(ev sse.Event) bool {
 // The body builders. Each adds what routing changes (overrides), which is part of the
 // serialization cache's variant key, so that two accounts of the same kind share one body.
 
-func responsesBody(x *exchange, m *member) ([]byte, error) {
-	classic := x.classicFor(m)
-	ov := append(x.modelOverride(), x.toolOverrides(m, classic)...)
-	if in, ok := x.inputFor(m, x.inputItemsOf, classic); ok {
+func responsesBody(x *exchange, tr *accountTry) (builtBody, error) {
+	classic := x.classicFor(tr)
+	ov := append(x.modelOverride(tr.tg), x.toolOverrides(tr, classic)...)
+	if in, ok := x.inputFor(tr.m, x.body.items, classic); ok {
 		ov = append(ov, in)
 	}
-	if tier, ok := x.tierFor(m); ok {
+	if tier, ok := x.tierFor(tr.m); ok {
 		ov = append(ov, tier)
 	}
-	obj := x.replayObj()
-	if meta, ok := x.metadataFor(m, obj, false); ok {
+	whole := x.body.whole()
+	if meta, ok := x.metadataFor(tr, whole.obj, false); ok {
 		ov = append(ov, meta)
 	}
-	return x.upstreamBody(obj, "input", append(ov, backendRules(m)...)), nil
+	return x.build(whole, "input", append(ov, backendRules(tr.m)...)), nil
 }
 
-func chatBody(x *exchange, m *member) ([]byte, error) {
-	ov := x.modelOverride()
-	if tier, ok := x.tierFor(m); ok {
+func chatBody(x *exchange, tr *accountTry) (builtBody, error) {
+	ov := x.modelOverride(tr.tg)
+	if tier, ok := x.tierFor(tr.m); ok {
 		ov = append(ov, tier)
 	}
-	return x.upstreamBody(x.req.obj, "", ov), nil
+	return x.build(x.body.whole(), "", ov), nil
 }
 
-func chatOverResponsesBody(x *exchange, m *member) ([]byte, error) {
+func chatOverResponsesBody(x *exchange, tr *accountTry) (builtBody, error) {
 	t := x.translate(bridge.ChatToResponsesRequest)
 	if t.err != nil {
-		return nil, t.err
+		return builtBody{}, t.err
 	}
-	ov := x.modelOverride()
-	if tier, ok := x.tierFor(m); ok {
+	ov := x.modelOverride(tr.tg)
+	if tier, ok := x.tierFor(tr.m); ok {
 		ov = append(ov, tier)
 	}
-	return x.upstreamBody(t.obj, "", append(ov, backendRules(m)...)), nil
+	return x.build(wholeBody{obj: t.obj}, "", append(ov, backendRules(tr.m)...)), nil
 }
 
-func responsesOverChatBody(x *exchange, m *member) ([]byte, error) {
-	if x.turn != nil && x.turn.keepPrev {
-		return nil, fmt.Errorf("a Chat Completions account cannot continue response %q, which only the upstream that stored it knows", x.turn.prev)
+func responsesOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
+	if prev := x.body.follows(); prev != "" {
+		return builtBody{}, fmt.Errorf("a Chat Completions account cannot continue response %q, which only the upstream that stored it knows", prev)
 	}
 	t := x.translate(bridge.ResponsesToChatRequest)
 	if t.err != nil {
-		return nil, t.err
+		return builtBody{}, t.err
 	}
 	// store and the Codex backend's rules do not apply to a Chat account; the translation
 	// leaves service_tier out (not every Chat upstream takes it).
 	x.t.ServiceTierOmitted = x.req.tier != ""
-	return x.upstreamBody(t.obj, "", x.modelOverride()), nil
+	return x.build(wholeBody{obj: t.obj}, "", x.modelOverride(tr.tg)), nil
 }
 
 // backendRules are what the account's backend requires of a Responses body: the Codex backend
@@ -161,45 +161,48 @@ func backendRules(m *member) []payload.Override {
 
 var chatGPTRules = []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}
 
-// toolOverrides are the overrides of a Responses body's tools for m: the classic form's (a
+// toolOverrides are the overrides of a Responses body's tools for a try: the classic form's (a
 // Lite request to an account that takes no Lite body), else the target's tools filter.
-func (x *exchange) toolOverrides(m *member, classic bool) []payload.Override {
+func (x *exchange) toolOverrides(tr *accountTry, classic bool) []payload.Override {
 	if classic {
-		return x.classicOverrides(m)
+		return x.classicOverrides(tr)
 	}
-	if x.tools != nil {
-		x.noteDroppedTools()
-		return []payload.Override{*x.tools}
+	if tg := tr.tg; tg.tools != nil {
+		x.noteDroppedTools(tg)
+		return []payload.Override{*tg.tools}
 	}
 	return nil
 }
 
 // modelOverride names the target model when it is not the one the client asked for (an
 // alias).
-func (x *exchange) modelOverride() []payload.Override {
-	if x.target == x.req.model {
+func (x *exchange) modelOverride(tg *target) []payload.Override {
+	if tg.model == x.req.model {
 		return nil
 	}
-	return []payload.Override{{Key: "model", Value: payload.AppendString(nil, x.target)}}
+	return []payload.Override{{Key: "model", Value: payload.AppendString(nil, tg.model)}}
 }
 
 // noteDroppedTools records in the trace the tool types the target's filter removed.
-func (x *exchange) noteDroppedTools() {
-	for _, d := range x.toolsDropped {
+func (x *exchange) noteDroppedTools(tg *target) {
+	for _, d := range tg.dropped {
 		if !slices.Contains(x.t.DroppedTools, d) {
 			x.t.DroppedTools = append(x.t.DroppedTools, d)
 		}
 	}
 }
 
-// upstreamBody is the body for o with ov applied: the client's bytes as they arrived when
-// routing changes nothing in them, else a build through the request's serialization cache.
-func (x *exchange) upstreamBody(o *payload.Object, inputKey string, ov []payload.Override) []byte {
-	if b, ok := payload.Unchanged(o, ov); ok {
-		x.unchanged++
-		return b
+// build is the upstream body for src with ov applied: src's bytes as they are (the client's as
+// they arrived) when routing changes nothing in them, else a build through the request's
+// serialization cache, into a pooled buffer the request holds; with the buffer either is in.
+func (x *exchange) build(src wholeBody, inputKey string, ov []payload.Override) builtBody {
+	if b, ok := payload.Unchanged(src.obj, ov); ok {
+		x.out.unchanged++
+		return builtBody{b: b, buf: src.buf}
 	}
-	return x.cache.Body(o, inputKey, ov)
+	b, held := x.out.cache.BodyIn(src.obj, inputKey, ov)
+	buf, _ := held.(*sharedBuffer)
+	return builtBody{b: b, buf: buf}
 }
 
 // translated is a request body in the other protocol, made once per request.
@@ -212,12 +215,12 @@ type translated struct {
 // translate returns the client body in the account's protocol, translated once per request
 // (a request's client protocol is fixed, so there is only ever one direction).
 func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *translated {
-	if x.trans != nil {
-		return x.trans
+	if x.out.trans != nil {
+		return x.out.trans
 	}
 	t := &translated{}
 	var out []byte
-	src := x.replayBody()
+	src := x.body.whole().raw
 	if x.lite() {
 		// A Chat account takes no Lite body: the classic form is translated.
 		src = x.classicBody()
@@ -230,27 +233,8 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 		}
 	}
 	x.t.DroppedTools = append(x.t.DroppedTools, t.dropped...)
-	x.trans = t
+	x.out.trans = t
 	return t
-}
-
-// replayObj is the request as one whole Responses body: the client's, or for a WebSocket
-// turn the conversation replayed (built on first need).
-func (x *exchange) replayObj() *payload.Object {
-	if x.turn == nil {
-		return x.req.obj
-	}
-	o, _ := x.turn.full()
-	return o
-}
-
-// replayBody is the bytes of replayObj.
-func (x *exchange) replayBody() []byte {
-	if x.turn == nil {
-		return x.body
-	}
-	_, b := x.turn.full()
-	return b
 }
 
 // includeUsage reports whether a Chat client asked for the usage chunk.

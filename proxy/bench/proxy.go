@@ -579,102 +579,129 @@ func newBenchUpstream() (*benchUpstream, error) {
 		return nil, err
 	}
 	u := &benchUpstream{url: "http://" + ln.Addr().String(), epoch: time.Now()}
-	done := []byte(`{"type":"response.completed","response":{"id":"resp_b","object":"response","status":"completed","output":[]}}`)
-	u.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Like a real upstream, read the whole body, but keep only its head (model and stream
-		// come first): a fresh megabyte per request here would add collector noise to both sides.
-		head := make([]byte, 4096)
-		n, _ := io.ReadFull(r.Body, head)
-		body := head[:n]
-		if !bytes.Contains(body, []byte(`"model":"bench-rotate"`)) {
-			io.Copy(io.Discard, r.Body)
-		}
-		if r.Method == http.MethodGet {
-			io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"bench-rotate"},{"id":"gpt-5-codex"}]}`)
-			return
-		}
-		model := ""
-		if i := bytes.Index(body, []byte(`"model":"`)); i >= 0 {
-			rest := body[i+9:]
-			model = string(rest[:bytes.IndexByte(rest, '"')])
-		}
-		if model == "bench-rotate" {
-			rest, _ := io.ReadAll(r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			switch {
-			case r.Header.Get("Authorization") == "Bearer sk-a" && n < len(head):
-				// The small request: a's answer, with the reasoning it seals.
-				out := ""
-				for i := range rotationSealed {
-					out += rotationItem(i) + ","
-				}
-				io.WriteString(w, `{"id":"resp_a","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"m","role":"assistant","content":[]}]}`)
-			case r.Header.Get("Authorization") == "Bearer sk-a":
-				w.WriteHeader(http.StatusTooManyRequests)
-				io.WriteString(w, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`)
-			case bytes.Contains(body, []byte("gAAAABsealedA")) || bytes.Contains(rest, []byte("gAAAABsealedA")):
-				w.WriteHeader(http.StatusBadRequest)
-				io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content could not be verified."}}`)
-			default:
-				w.Write(done[len(`{"type":"response.completed","response":`) : len(done)-1])
-			}
-			return
-		}
-		if model == "bench-sealed" {
-			// Seals its reasoning to its key; refuses content another account sealed.
-			w.Header().Set("Content-Type", "application/json")
-			if bytes.Contains(body, []byte("gAAAABforeign")) {
-				w.WriteHeader(http.StatusBadRequest)
-				io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content gAAAABfo...= could not be verified."}}`)
-				return
-			}
-			out := sealedOwn + ","
-			if bytes.Contains(body, []byte("spawn_agent")) {
-				out += sealedSpawnOutput + "," // the multi-agent turn: the account's own call again
-			}
-			io.WriteString(w, `{"id":"resp_s","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
-			return
-		}
-		if !bytes.Contains(body, []byte(`"stream":true`)) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(done[len(`{"type":"response.completed","response":`) : len(done)-1])
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		event := func(data []byte) {
-			w.Write([]byte("event: x\ndata: "))
-			w.Write(data)
-			w.Write([]byte("\n\n"))
-			fl.Flush()
-		}
-		switch model {
-		case "bench-ticks":
-			n := 2000
-			if i := bytes.Index(body, []byte(`"events":"`)); i >= 0 {
-				rest := body[i+10:]
-				n, _ = strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
-			}
-			for i := 0; i < n; i++ {
-				event([]byte(`{"type":"response.output_text.delta","delta":"tok","t":` + strconv.FormatInt(time.Since(u.epoch).Nanoseconds(), 10) + `}`))
-				if i%10 == 9 {
-					time.Sleep(200 * time.Microsecond)
-				}
-			}
-		case "bench-slow":
-			for i := 0; i < 20; i++ {
-				event([]byte(`{"type":"response.output_text.delta","delta":"slow token"}`))
-				time.Sleep(50 * time.Millisecond)
-			}
-		default:
-			event([]byte(`{"type":"response.output_text.delta","delta":"ok"}`))
-		}
-		w.Write([]byte("event: response.completed\ndata: "))
-		w.Write(done)
-		w.Write([]byte("\n\n"))
-	})}
+	u.srv = &http.Server{Handler: http.HandlerFunc(u.serve)}
 	go u.srv.Serve(ln)
 	return u, nil
+}
+
+// benchDone is the terminal event of every answer the fake upstream streams; its response
+// object is the answer of a non-streamed request.
+var benchDone = []byte(`{"type":"response.completed","response":{"id":"resp_b","object":"response","status":"completed","output":[]}}`)
+
+// benchDoneResponse is benchDone's response object.
+func benchDoneResponse() []byte {
+	return benchDone[len(`{"type":"response.completed","response":`) : len(benchDone)-1]
+}
+
+// serve answers the model list, then each request by its model: the rotation's and the sealed
+// benchmark's accounts, a whole answer, or a stream.
+func (u *benchUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	// Like a real upstream, read the whole body, but keep only its head (model and stream
+	// come first): a fresh megabyte per request here would add collector noise to both sides.
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(r.Body, head)
+	body := head[:n]
+	if !bytes.Contains(body, []byte(`"model":"bench-rotate"`)) {
+		io.Copy(io.Discard, r.Body)
+	}
+	if r.Method == http.MethodGet {
+		io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"bench-rotate"},{"id":"gpt-5-codex"}]}`)
+		return
+	}
+	model := ""
+	if i := bytes.Index(body, []byte(`"model":"`)); i >= 0 {
+		rest := body[i+9:]
+		model = string(rest[:bytes.IndexByte(rest, '"')])
+	}
+	switch {
+	case model == "bench-rotate":
+		u.rotate(w, r, body, n < len(head))
+	case model == "bench-sealed":
+		u.sealed(w, body)
+	case !bytes.Contains(body, []byte(`"stream":true`)):
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(benchDoneResponse())
+	default:
+		u.stream(w, model, body)
+	}
+}
+
+// rotate answers the rotation benchmark: account a answers the small request (whole: small)
+// with the reasoning it seals, and is at its limit for the large one; the next account refuses
+// what a sealed.
+func (u *benchUpstream) rotate(w http.ResponseWriter, r *http.Request, body []byte, small bool) {
+	rest, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Header.Get("Authorization") == "Bearer sk-a" && small:
+		// The small request: a's answer, with the reasoning it seals.
+		out := ""
+		for i := range rotationSealed {
+			out += rotationItem(i) + ","
+		}
+		io.WriteString(w, `{"id":"resp_a","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"m","role":"assistant","content":[]}]}`)
+	case r.Header.Get("Authorization") == "Bearer sk-a":
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"limit"}}`)
+	case bytes.Contains(body, []byte("gAAAABsealedA")) || bytes.Contains(rest, []byte("gAAAABsealedA")):
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content could not be verified."}}`)
+	default:
+		w.Write(benchDoneResponse())
+	}
+}
+
+// sealed answers the sealed benchmark: it seals its reasoning to its key and refuses content
+// another account sealed.
+func (u *benchUpstream) sealed(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	if bytes.Contains(body, []byte("gAAAABforeign")) {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"invalid_encrypted_content","message":"The encrypted content gAAAABfo...= could not be verified."}}`)
+		return
+	}
+	out := sealedOwn + ","
+	if bytes.Contains(body, []byte("spawn_agent")) {
+		out += sealedSpawnOutput + "," // the multi-agent turn: the account's own call again
+	}
+	io.WriteString(w, `{"id":"resp_s","object":"response","status":"completed","output":[`+out+`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}`)
+}
+
+// stream answers a streamed request: bench-ticks a stream of timed deltas (as many as its
+// "events" member says), bench-slow a slow one, any other model one delta.
+func (u *benchUpstream) stream(w http.ResponseWriter, model string, body []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	event := func(data []byte) {
+		w.Write([]byte("event: x\ndata: "))
+		w.Write(data)
+		w.Write([]byte("\n\n"))
+		fl.Flush()
+	}
+	switch model {
+	case "bench-ticks":
+		n := 2000
+		if i := bytes.Index(body, []byte(`"events":"`)); i >= 0 {
+			rest := body[i+10:]
+			n, _ = strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
+		}
+		for i := 0; i < n; i++ {
+			event([]byte(`{"type":"response.output_text.delta","delta":"tok","t":` + strconv.FormatInt(time.Since(u.epoch).Nanoseconds(), 10) + `}`))
+			if i%10 == 9 {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+	case "bench-slow":
+		for i := 0; i < 20; i++ {
+			event([]byte(`{"type":"response.output_text.delta","delta":"slow token"}`))
+			time.Sleep(50 * time.Millisecond)
+		}
+	default:
+		event([]byte(`{"type":"response.output_text.delta","delta":"ok"}`))
+	}
+	w.Write([]byte("event: response.completed\ndata: "))
+	w.Write(benchDone)
+	w.Write([]byte("\n\n"))
 }
 
 func (u *benchUpstream) close() { u.srv.Close() }

@@ -59,41 +59,15 @@ func Serialization(opt SerializationOptions) SerializationResult {
 		panic("bench: the synthetic body does not parse: " + err.Error())
 	}
 	// What routing adds for an account; built once, outside the timings.
-	ov := []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}
-
-	// run performs the attempts of one request through c and returns the elapsed milliseconds.
-	run := func(c *payload.Cache, attempts int) float64 {
-		start := time.Now()
-		for range attempts {
-			_ = c.Body(o, "input", ov) // Go never drops a call that is not known to be pure
-		}
-		return ms(time.Since(start))
-	}
-	// pair measures one baseline and one candidate sample, in alternating order.
-	// The collector runs between samples, never inside one: otherwise a collection triggered
-	// by earlier samples' 1 MB allocations lands inside one side's timing at random and its
-	// noise is larger than the differences measured here.
+	sb := serialBench{o: o, ov: []payload.Override{{Key: "store", Value: []byte("false")}, {Key: "stream", Value: []byte("true")}}}
+	// The collector runs between samples, never inside one (pair).
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	pair := func(k, attempts int) (base, cand float64) {
-		if k%8 == 0 {
-			runtime.GC()
-		}
-		if k%2 == 0 {
-			base = run(payload.NewUncached(), attempts)
-			cand = run(payload.NewCache(), attempts)
-		} else {
-			cand = run(payload.NewCache(), attempts)
-			base = run(payload.NewUncached(), attempts)
-		}
-		return base, cand
-	}
-
 	for k := range min(opt.Samples, 20) { // warm-up
-		pair(k, opt.Attempts)
+		sb.pair(k, opt.Attempts)
 	}
 	var base, cand []float64
 	for k := range opt.Samples {
-		b, c := pair(k, opt.Attempts)
+		b, c := sb.pair(k, opt.Attempts)
 		base, cand = append(base, b), append(cand, c)
 	}
 	// The one-attempt overhead is the median of paired differences: each pair runs back to
@@ -101,38 +75,19 @@ func Serialization(opt SerializationOptions) SerializationResult {
 	// noise of one sample, so this takes four times as many samples.
 	var base1, diff1 []float64
 	for k := range 4 * opt.Samples {
-		b, c := pair(k, 1)
+		b, c := sb.pair(k, 1)
 		base1, diff1 = append(base1, b), append(diff1, c-b)
 	}
-
-	// Cost of a hit on a warm cache, against a full build through an uncached cache.
-	warm := payload.NewCache()
-	warm.Body(o, "input", ov)
-	var hits, builds []float64
-	for k := range opt.Samples {
-		if k%8 == 0 {
-			runtime.GC()
-		}
-		hits = append(hits, run(warm, 1))
-		builds = append(builds, run(payload.NewUncached(), 1))
-	}
-
+	hits, builds := sb.hitCost(opt.Samples)
 	pass := PassMs(body, opt.Samples)
-
-	// Full serializations of one sample, counted by the caches themselves.
-	count := func(c *payload.Cache) int {
-		run(c, opt.Attempts)
-		s := c.Stats()
-		return s.Misses + s.Direct
-	}
 
 	r := SerializationResult{
 		Samples:         opt.Samples,
 		InputItems:      opt.Items,
 		Attempts:        opt.Attempts,
-		SerializedBytes: len(payload.Build(nil, o, ov)),
-		Baseline:        SerializationSide{count(payload.NewUncached()), quantile(base, 0.5), quantile(base, 0.95)},
-		Candidate:       SerializationSide{count(payload.NewCache()), quantile(cand, 0.5), quantile(cand, 0.95)},
+		SerializedBytes: len(payload.Build(nil, o, sb.ov)),
+		Baseline:        SerializationSide{sb.count(payload.NewUncached(), opt.Attempts), quantile(base, 0.5), quantile(base, 0.95)},
+		Candidate:       SerializationSide{sb.count(payload.NewCache(), opt.Attempts), quantile(cand, 0.5), quantile(cand, 0.95)},
 	}
 	r.MedianImprovementRatio = ratio(r.Baseline.MedianMs-r.Candidate.MedianMs, r.Baseline.MedianMs)
 	b1 := quantile(base1, 0.5)
@@ -143,6 +98,62 @@ func Serialization(opt SerializationOptions) SerializationResult {
 		r.ParseBuildMBps = float64(len(body)) / 1e6 / (pass / 1e3)
 	}
 	return r
+}
+
+// serialBench is the request Serialization builds the bodies of: the synthetic body, parsed,
+// and what routing adds for an account.
+type serialBench struct {
+	o  *payload.Object
+	ov []payload.Override
+}
+
+// run performs the attempts of one request through c and returns the elapsed milliseconds.
+func (sb serialBench) run(c *payload.Cache, attempts int) float64 {
+	start := time.Now()
+	for range attempts {
+		_ = c.Body(sb.o, "input", sb.ov) // Go never drops a call that is not known to be pure
+	}
+	return ms(time.Since(start))
+}
+
+// pair measures one baseline and one candidate sample, in alternating order. The collector
+// runs between samples, never inside one: otherwise a collection triggered by earlier
+// samples' 1 MB allocations lands inside one side's timing at random and its noise is larger
+// than the differences measured here.
+func (sb serialBench) pair(k, attempts int) (base, cand float64) {
+	if k%8 == 0 {
+		runtime.GC()
+	}
+	if k%2 == 0 {
+		base = sb.run(payload.NewUncached(), attempts)
+		cand = sb.run(payload.NewCache(), attempts)
+	} else {
+		cand = sb.run(payload.NewCache(), attempts)
+		base = sb.run(payload.NewUncached(), attempts)
+	}
+	return base, cand
+}
+
+// hitCost is the cost of a hit on a warm cache, against a full build through an uncached
+// cache, samples times each.
+func (sb serialBench) hitCost(samples int) (hits, builds []float64) {
+	warm := payload.NewCache()
+	warm.Body(sb.o, "input", sb.ov)
+	for k := range samples {
+		if k%8 == 0 {
+			runtime.GC()
+		}
+		hits = append(hits, sb.run(warm, 1))
+		builds = append(builds, sb.run(payload.NewUncached(), 1))
+	}
+	return hits, builds
+}
+
+// count is the full serializations of one sample, counted by the cache itself.
+func (sb serialBench) count(c *payload.Cache, attempts int) int {
+	sb.run(c, attempts)
+	s := c.Stats()
+	return s.Misses + s.Direct
 }
 
 // PassMs is the median time in milliseconds of samples passes of PassOnce, the collector

@@ -54,7 +54,7 @@ type SocketsResult struct {
 	ConversationBudget int64 `json:"conversationBudgetBytes"`
 }
 
-// Sockets runs both attacks and reports the memory figures.
+// Sockets runs the attacks and reports the memory figures.
 func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	if opt.Sockets <= 0 {
 		opt.Sockets = 20
@@ -77,63 +77,78 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 		return res, err
 	}
 	defer stop()
-	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/responses"
 	res.BaselineRSS, _ = Settle(relay)
-
-	// One chunk every frame is streamed from: `{"type":"response.create","model":...,
-	// "instructions":"xxxx…","input":[tiny]}` written piece by piece.
-	chunk := []byte(strings.Repeat("x", 1<<20))
-	sendFrame := func(ctx context.Context, c *websocket.Conn, model bool) error {
-		w, err := c.Writer(ctx, websocket.MessageText)
-		if err != nil {
-			return err
-		}
-		if model {
-			io.WriteString(w, `{"type":"response.create","model":"bench-small","store":false,"instructions":"`)
-		} else {
-			io.WriteString(w, `{"type":"response.create","store":false,"instructions":"`)
-		}
-		for n := 0; n < opt.FrameBytes; n += len(chunk) {
-			if _, err := w.Write(chunk[:min(len(chunk), opt.FrameBytes-n)]); err != nil {
-				return err
-			}
-		}
-		io.WriteString(w, `","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}`)
-		return w.Close()
-	}
-	send := func(ctx context.Context, c *websocket.Conn) error { return sendFrame(ctx, c, true) }
-	dial := func(ctx context.Context) (*websocket.Conn, error) {
-		c, _, err := websocket.Dial(ctx, wsURL, nil)
-		if err == nil {
-			c.SetReadLimit(64 << 20)
-		}
-		return c, err
-	}
-	// answered reads one turn's events; false when the relay closed the socket.
-	answered := func(ctx context.Context, c *websocket.Conn) (bool, websocket.StatusCode) {
-		ok, _, code := answer(ctx, c)
-		return ok, code
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-
-	// The burst.
-	if err := resetPeakRSS(0); err != nil {
-		return res, err
+	a := &socketAttack{ctx: ctx, relay: relay, url: "ws" + strings.TrimPrefix(base, "http") + "/responses",
+		frameBytes: opt.FrameBytes, chunk: []byte(strings.Repeat("x", 1<<20))}
+	for _, step := range []func(*SocketsResult) error{a.burst, a.chain, a.hold} {
+		if err := resetPeakRSS(0); err != nil {
+			return res, err
+		}
+		if err := step(&res); err != nil {
+			return res, err
+		}
 	}
+	res.AfterRSS, _ = Settle(relay)
+	return res, nil
+}
+
+// socketAttack is the hostile clients of Sockets: each frame is streamed from one chunk,
+// `{"type":"response.create","model":...,"instructions":"xxxx…","input":[tiny]}` written piece
+// by piece, so that the clients hold next to nothing.
+type socketAttack struct {
+	ctx        context.Context
+	relay      *proxy.Server
+	url        string
+	frameBytes int
+	chunk      []byte
+}
+
+// dial opens a client socket to the relay.
+func (a *socketAttack) dial() (*websocket.Conn, error) {
+	c, _, err := websocket.Dial(a.ctx, a.url, nil)
+	if err == nil {
+		c.SetReadLimit(64 << 20)
+	}
+	return c, err
+}
+
+// send streams one huge frame, with a model (a turn the relay serves) or without (refused).
+func (a *socketAttack) send(c *websocket.Conn, model bool) error {
+	w, err := c.Writer(a.ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	if model {
+		io.WriteString(w, `{"type":"response.create","model":"bench-small","store":false,"instructions":"`)
+	} else {
+		io.WriteString(w, `{"type":"response.create","store":false,"instructions":"`)
+	}
+	for n := 0; n < a.frameBytes; n += len(a.chunk) {
+		if _, err := w.Write(a.chunk[:min(len(a.chunk), a.frameBytes-n)]); err != nil {
+			return err
+		}
+	}
+	io.WriteString(w, `","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}`)
+	return w.Close()
+}
+
+// burst: res.Sockets sockets each send one huge frame at once.
+func (a *socketAttack) burst(res *SocketsResult) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for range opt.Sockets {
+	for range res.Sockets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := dial(ctx)
+			c, err := a.dial()
 			if err != nil {
 				return
 			}
 			defer c.CloseNow()
-			send(ctx, c)
-			if ok, code := answered(ctx, c); !ok && code == websocket.StatusTryAgainLater {
+			a.send(c, true)
+			if ok, _, code := answer(a.ctx, c); !ok && code == websocket.StatusTryAgainLater {
 				mu.Lock()
 				res.BurstRefused++
 				mu.Unlock()
@@ -142,67 +157,67 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 	}
 	wg.Wait()
 	res.BurstPeakRSS = procStatus(0, "VmHWM")
+	return nil
+}
 
-	// The chain.
-	if err := resetPeakRSS(0); err != nil {
-		return res, err
-	}
-	c, err := dial(ctx)
+// chain: one socket chains res.Turns turns of huge frames.
+func (a *socketAttack) chain(res *SocketsResult) error {
+	c, err := a.dial()
 	if err != nil {
-		return res, fmt.Errorf("bench sockets: %w", err)
+		return fmt.Errorf("bench sockets: %w", err)
 	}
-	for range opt.Turns {
-		if send(ctx, c) != nil {
+	for range res.Turns {
+		if a.send(c, true) != nil {
 			break
 		}
-		ok, _ := answered(ctx, c)
-		if !ok {
+		if ok, _, _ := answer(a.ctx, c); !ok {
 			break
 		}
 		res.ChainAnswers++
 	}
 	res.ChainPeakRSS = procStatus(0, "VmHWM")
 	c.Close(websocket.StatusNormalClosure, "")
+	return nil
+}
 
-	// The held sockets.
-	if err := resetPeakRSS(0); err != nil {
-		return res, err
-	}
-	// quiet waits for the relay to have let go of the frames it read: a frame is released
-	// after its answer was sent, and the next one would otherwise meet the budget it holds.
-	quiet := func() {
-		for st := relay.Stats().Requests; (st.SocketFrameBytes > 0 || st.InFlight > 0) && ctx.Err() == nil; st = relay.Stats().Requests {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+// hold: res.Held sockets, one after the other, each send one huge frame (every other one
+// without a model) and stay open; then they all close.
+func (a *socketAttack) hold(res *SocketsResult) error {
 	var held []*websocket.Conn
-	for i := range opt.Held {
-		quiet()
-		c, err := dial(ctx)
+	for i := range res.Held {
+		a.quiet()
+		c, err := a.dial()
 		if err != nil {
 			break
 		}
 		held = append(held, c)
-		if sendFrame(ctx, c, i%2 == 1) != nil {
+		if a.send(c, i%2 == 1) != nil {
 			break
 		}
-		if ok, completed, _ := answer(ctx, c); !ok {
+		if ok, completed, _ := answer(a.ctx, c); !ok {
 			break
 		} else if completed {
 			res.HeldAnswers++
 		}
 	}
 	res.HeldPeakRSS = procStatus(0, "VmHWM")
-	quiet()
-	res.HeldRSS, _ = Settle(relay)
+	a.quiet()
+	res.HeldRSS, _ = Settle(a.relay)
 	for _, c := range held {
 		c.Close(websocket.StatusNormalClosure, "")
 	}
-	for relay.Stats().Requests.WebSockets > 0 && ctx.Err() == nil {
+	for a.relay.Stats().Requests.WebSockets > 0 && a.ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
-	res.AfterRSS, _ = Settle(relay)
-	return res, nil
+	return nil
+}
+
+// quiet waits for the relay to have let go of the frames it read: a frame is released after
+// its answer was sent, and the next one would otherwise meet the budget it holds.
+func (a *socketAttack) quiet() {
+	for st := a.relay.Stats().Requests; (st.SocketFrameBytes > 0 || st.InFlight > 0) && a.ctx.Err() == nil; st = a.relay.Stats().Requests {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // answer reads one turn's events up to its terminal one: whether it came, whether it was

@@ -177,17 +177,8 @@ func chatMessagesToInput(raw json.RawMessage, drops *dropList) (string, []any, e
 		if err != nil {
 			return "", nil, fmt.Errorf("bridge: chat request: messages[%d]: %w", i, err)
 		}
-		var texts []string
-		for _, p := range parts {
-			if p.Type == "text" {
-				texts = append(texts, p.Text)
-			} else {
-				drops.add("content", p.Type+" in "+m.Role+" message")
-			}
-		}
-		instructions = append(instructions, strings.Join(texts, "\n"))
+		instructions = append(instructions, partsText(parts, "\n", m.Role+" message", drops))
 	}
-
 	var input []any
 	customCalls := map[string]bool{} // call ids of custom tool calls, whose results differ in type
 	for i, m := range msgs[lead:] {
@@ -202,53 +193,13 @@ func chatMessagesToInput(raw json.RawMessage, drops *dropList) (string, []any, e
 				input = append(input, ordered{{"type", "message"}, {"role", m.Role}, {"content", content}})
 			}
 		case "assistant":
-			var content []any
-			for _, p := range parts {
-				switch {
-				case p.Type == "text" && p.Text != "":
-					content = append(content, ordered{{"type", "output_text"}, {"text", p.Text}})
-				case p.Type == "refusal":
-					content = append(content, ordered{{"type", "refusal"}, {"refusal", p.Refusal}})
-				case p.Type != "text":
-					drops.add("content", p.Type+" in assistant message")
-				}
-			}
-			if m.Refusal != "" {
-				content = append(content, ordered{{"type", "refusal"}, {"refusal", m.Refusal}})
-			}
-			if len(content) > 0 {
-				input = append(input, ordered{{"type", "message"}, {"role", "assistant"}, {"content", content}})
-			}
-			for _, tc := range m.ToolCalls {
-				switch tc.Type {
-				case "function", "":
-					input = append(input, ordered{{"type", "function_call"}, {"call_id", tc.ID},
-						{"name", tc.Function.Name}, {"arguments", tc.Function.Arguments}})
-				case "custom":
-					customCalls[tc.ID] = true
-					input = append(input, ordered{{"type", "custom_tool_call"}, {"call_id", tc.ID},
-						{"name", tc.Custom.Name}, {"input", tc.Custom.Input}})
-				default:
-					drops.add("item", "tool_call "+tc.Type)
-				}
-			}
-			if !isNull(m.FunctionCall) {
-				drops.add("message", "function_call")
-			}
+			input = assistantToInput(input, m, parts, customCalls, drops)
 		case "tool":
 			kind := "function_call_output"
 			if customCalls[m.ToolCallID] {
 				kind = "custom_tool_call_output"
 			}
-			var texts []string
-			for _, p := range parts {
-				if p.Type == "text" {
-					texts = append(texts, p.Text)
-				} else {
-					drops.add("content", p.Type+" in tool message")
-				}
-			}
-			input = append(input, ordered{{"type", kind}, {"call_id", m.ToolCallID}, {"output", strings.Join(texts, "")}})
+			input = append(input, ordered{{"type", kind}, {"call_id", m.ToolCallID}, {"output", partsText(parts, "", "tool message", drops)}})
 		default:
 			drops.add("message", m.Role)
 		}
@@ -257,6 +208,59 @@ func chatMessagesToInput(raw json.RawMessage, drops *dropList) (string, []any, e
 		return "", nil, fmt.Errorf("%w: no chat message could be translated", ErrNothingUsable)
 	}
 	return strings.Join(instructions, "\n\n"), input, nil
+}
+
+// partsText is the text parts of a message joined by sep; any other part is dropped, named as
+// in where.
+func partsText(parts []chatPart, sep, where string, drops *dropList) string {
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		} else {
+			drops.add("content", p.Type+" in "+where)
+		}
+	}
+	return strings.Join(texts, sep)
+}
+
+// assistantToInput appends to input the items of an assistant message: its text and refusals
+// as one message, then its tool calls (a custom one's id goes into customCalls).
+func assistantToInput(input []any, m chatMessage, parts []chatPart, customCalls map[string]bool, drops *dropList) []any {
+	var content []any
+	for _, p := range parts {
+		switch {
+		case p.Type == "text" && p.Text != "":
+			content = append(content, ordered{{"type", "output_text"}, {"text", p.Text}})
+		case p.Type == "refusal":
+			content = append(content, ordered{{"type", "refusal"}, {"refusal", p.Refusal}})
+		case p.Type != "text":
+			drops.add("content", p.Type+" in assistant message")
+		}
+	}
+	if m.Refusal != "" {
+		content = append(content, ordered{{"type", "refusal"}, {"refusal", m.Refusal}})
+	}
+	if len(content) > 0 {
+		input = append(input, ordered{{"type", "message"}, {"role", "assistant"}, {"content", content}})
+	}
+	for _, tc := range m.ToolCalls {
+		switch tc.Type {
+		case "function", "":
+			input = append(input, ordered{{"type", "function_call"}, {"call_id", tc.ID},
+				{"name", tc.Function.Name}, {"arguments", tc.Function.Arguments}})
+		case "custom":
+			customCalls[tc.ID] = true
+			input = append(input, ordered{{"type", "custom_tool_call"}, {"call_id", tc.ID},
+				{"name", tc.Custom.Name}, {"input", tc.Custom.Input}})
+		default:
+			drops.add("item", "tool_call "+tc.Type)
+		}
+	}
+	if !isNull(m.FunctionCall) {
+		drops.add("message", "function_call")
+	}
+	return input
 }
 
 // chatContent decodes a message's content, which is a string, an array of parts or null, as

@@ -31,9 +31,10 @@ const maxEntries = 4
 // window can never be reused for another conversation. A Cache is not safe for concurrent use.
 type Cache struct {
 	// Alloc, when set, provides the buffer a body is built into (an empty slice with at least
-	// the capacity asked for), so that a caller can reuse memory across requests. A body that
-	// does not fit is built into a new allocation instead.
-	Alloc func(capacity int) []byte
+	// the capacity asked for) and a handle of the caller's that names it, so that a caller can
+	// reuse memory across requests and knows which of its buffers holds a body (BodyIn). A body
+	// that does not fit is built into a new allocation instead, with no handle.
+	Alloc func(capacity int) (buf []byte, handle any)
 
 	disabled  bool
 	stats     Stats
@@ -50,6 +51,7 @@ type cacheEntry struct {
 	input    *byte // unsafe.SliceData of the input value
 	inputLen int
 	body     []byte
+	handle   any // Alloc's handle of the buffer body is in (nil: none)
 }
 
 // Stats counts how Body produced its results. Misses are full serializations of cacheable
@@ -69,13 +71,20 @@ func (c *Cache) Stats() Stats { return c.stats }
 
 // Body returns the upstream body for o with ov applied; it is byte for byte Build(nil, o, ov).
 // The returned slice may be shared with earlier and later calls: callers must not modify it.
+func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
+	body, _ := c.BodyIn(o, inputKey, ov)
+	return body
+}
+
+// BodyIn is Body, with the handle Alloc gave for the buffer the body is in (nil: a buffer
+// that is not Alloc's), for a hit as for a build.
 //
 // inputKey names the large immutable member ("input" for Responses; "" disables caching, e.g.
 // for Chat Completions). The body is built directly, without building any key, when inputKey is
 // "", when o.Size < DirectBelow, or when the member (after overrides) is absent or not an array.
 // Otherwise the body is looked up by input identity and variant key; on a miss it is built in
 // full and stored.
-func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
+func (c *Cache) BodyIn(o *Object, inputKey string, ov []Override) ([]byte, any) {
 	if inputKey == "" || o.Size < DirectBelow {
 		return c.direct(o, ov)
 	}
@@ -85,7 +94,7 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 	}
 	if c.disabled {
 		c.stats.Misses++
-		return Build(c.buffer(o, ov), o, ov)
+		return c.build(o, ov)
 	}
 	c.keyBuilds++
 	ptr, n := unsafe.SliceData(input), len(input)
@@ -93,11 +102,11 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 		e := &c.entries[i]
 		if e.input == ptr && e.inputLen == n && c.sameVariant(e.body, o, ov, inputKey) {
 			c.stats.Hits++
-			return e.body
+			return e.body, e.handle
 		}
 	}
 	c.stats.Misses++
-	body := Build(c.buffer(o, ov), o, ov)
+	body, handle := c.build(o, ov)
 	if len(c.entries) == maxEntries { // drop the oldest
 		copy(c.entries, c.entries[1:])
 		c.entries[maxEntries-1] = cacheEntry{}
@@ -106,8 +115,8 @@ func (c *Cache) Body(o *Object, inputKey string, ov []Override) []byte {
 	if c.entries == nil {
 		c.entries = c.store[:0]
 	}
-	c.entries = append(c.entries, cacheEntry{input: ptr, inputLen: n, body: body})
-	return body
+	c.entries = append(c.entries, cacheEntry{input: ptr, inputLen: n, body: body, handle: handle})
+	return body, handle
 }
 
 // sameVariant reports whether Build(nil, o, ov) would produce body everywhere outside the
@@ -159,19 +168,25 @@ var (
 )
 
 // direct builds the body without touching the cache.
-func (c *Cache) direct(o *Object, ov []Override) []byte {
+func (c *Cache) direct(o *Object, ov []Override) ([]byte, any) {
 	c.stats.Direct++
-	return Build(c.buffer(o, ov), o, ov)
+	return c.build(o, ov)
 }
 
-// buffer returns an empty buffer from Alloc large enough for o with ov, or nil.
-func (c *Cache) buffer(o *Object, ov []Override) []byte {
+// build builds the body into a buffer from Alloc large enough for o with ov (none: a new
+// one), and returns the buffer's handle unless the body outgrew it.
+func (c *Cache) build(o *Object, ov []Override) ([]byte, any) {
 	if c.Alloc == nil {
-		return nil
+		return Build(nil, o, ov), nil
 	}
 	n := o.Size + 2
 	for _, v := range ov {
 		n += len(v.Key) + len(v.Value) + 8
 	}
-	return c.Alloc(n)[:0]
+	buf, handle := c.Alloc(n)
+	body := Build(buf[:0], o, ov)
+	if unsafe.SliceData(body) != unsafe.SliceData(buf) {
+		return body, nil // it did not fit: a new allocation
+	}
+	return body, handle
 }
