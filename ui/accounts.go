@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // accountsWindow lists the accounts in priority order, each with its state, its usage and a
@@ -160,7 +161,7 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 	} else {
 		items = append(items, fyne.NewMenuItem("Sign in again…", func() { a.signIn(name) }))
 	}
-	if canRedeem(r.live) {
+	if look.CanRedeem(r.live) {
 		items = append(items, fyne.NewMenuItem("Redeem a banked reset", func() { a.redeem(name) }))
 	}
 	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
@@ -304,8 +305,8 @@ type accountItemView struct {
 // newAccountItemView is row i.
 func newAccountItemView(r accountRow, i int, snap proxy.Snapshot, now time.Time) accountItemView {
 	return accountItemView{
-		pos: strconv.Itoa(i+1) + ".", name: r.meta.Name, badge: servingBadge(r.meta.Name, snap),
-		detail: accountDetail(r, now), state: accountState(r.live, now), usage: usageShort(r.live.Quota),
+		pos: strconv.Itoa(i+1) + ".", name: r.meta.Name, badge: look.ServingBadge(r.meta.Name, snap),
+		detail: accountDetail(r, now), state: accountState(r.live, now), usage: look.UsageShort(r.live.Quota),
 	}
 }
 
@@ -371,11 +372,11 @@ func newAccountItem() *accountItem {
 // Set shows v.
 func (it *accountItem) Set(v accountItemView) {
 	it.dot.SetTone(v.state.tone)
-	it.pos.Set(textView{v.pos, toneDim})
+	it.pos.Set(textView{v.pos, look.Dim})
 	it.name.Set(v.name, v.badge)
-	it.detail.Set(textView{v.detail, toneDim})
+	it.detail.Set(textView{v.detail, look.Dim})
 	it.state.Set(v.state)
-	it.usage.Set(textView{v.usage, toneDim})
+	it.usage.Set(textView{v.usage, look.Dim})
 }
 
 // CreateRenderer implements fyne.Widget.

@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // Table cells as small typed widgets: each has a Set method that takes what it shows and
@@ -18,7 +19,7 @@ import (
 // textView is what a text cell shows: the text and its tone.
 type textView struct {
 	text string
-	tone tone
+	tone look.Tone
 }
 
 // textCell is one line of text in a tone, cut with an ellipsis when its column is narrow.
@@ -55,7 +56,7 @@ func (c *textCell) Set(v textView) {
 	}
 	c.shown = v
 	c.seg.Text = v.text
-	c.seg.Style.ColorName = v.tone.colorName()
+	c.seg.Style.ColorName = toneColorName(v.tone)
 	c.rich.Refresh()
 	redraws.Add(1)
 }
@@ -67,18 +68,18 @@ func (c *textCell) Text() string { return c.shown.text }
 // colour from the theme each time it is drawn, so it follows a switch to the dark variant.
 type dot struct {
 	widget.BaseWidget
-	tone   tone
+	tone   look.Tone
 	circle *canvas.Circle
 }
 
 func newDot() *dot {
-	d := &dot{tone: toneDim, circle: canvas.NewCircle(toneDim.color())}
+	d := &dot{tone: look.Dim, circle: canvas.NewCircle(toneColor(look.Dim))}
 	d.ExtendBaseWidget(d)
 	return d
 }
 
 // SetTone colours the dot.
-func (d *dot) SetTone(t tone) {
+func (d *dot) SetTone(t look.Tone) {
 	if t != d.tone {
 		d.tone = t
 		d.Refresh()
@@ -99,7 +100,7 @@ func (r *dotRenderer) Layout(size fyne.Size) {
 }
 func (r *dotRenderer) MinSize() fyne.Size { return fyne.NewSquareSize(dotSize + 4) }
 func (r *dotRenderer) Refresh() {
-	r.d.circle.FillColor = r.d.tone.color()
+	r.d.circle.FillColor = toneColor(r.d.tone)
 	r.d.circle.Refresh()
 }
 func (r *dotRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.d.circle} }

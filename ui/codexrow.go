@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // codexRow is the dashboard's permanent line about the Codex CLI: whether its config.toml
@@ -46,13 +47,13 @@ func (r *codexRow) show(setup *app.CodexSetup) {
 	}
 	r.shown = *setup
 	if setup.Configured {
-		r.dot.SetTone(toneGood)
+		r.dot.SetTone(look.Good)
 		setText(r.state, "Codex: configured")
-		r.why.Set(textView{tildePath(setup.Path) + " sends Codex's requests through the relay", toneDim})
+		r.why.Set(textView{tildePath(setup.Path) + " sends Codex's requests through the relay", look.Dim})
 	} else {
-		r.dot.SetTone(toneWarn)
+		r.dot.SetTone(look.Warn)
 		setText(r.state, "Codex: not configured")
-		r.why.Set(textView{sentence(setup.Why), toneNormal})
+		r.why.Set(textView{sentence(setup.Why), look.Normal})
 	}
 	setVisible(r.configure, !setup.Configured && r.opt.ConfigureCodex != nil)
 	r.box.Refresh() // the line's parts changed size

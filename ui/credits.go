@@ -10,6 +10,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // Banked resets in the UI: what an account holds (the accounts window, the dashboard's and the
@@ -25,9 +26,9 @@ func creditsShort(c *proxy.ResetCredits, now time.Time) string {
 	if c == nil || c.Available <= 0 {
 		return ""
 	}
-	s := plural(int64(c.Available), "banked reset")
+	s := look.Plural(int64(c.Available), "banked reset")
 	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
-		s += ", expires " + clock(*c.NextExpiresAt, now)
+		s += ", expires " + look.Clock(*c.NextExpiresAt, now)
 	}
 	return s
 }
@@ -38,13 +39,13 @@ func creditsCell(a proxy.AccountStats, now time.Time) textView {
 	c := a.ResetCredits
 	switch {
 	case c == nil:
-		return textView{"–", toneDim}
+		return textView{"–", look.Dim}
 	case c.Available <= 0:
-		return textView{"none", toneDim}
+		return textView{"none", look.Dim}
 	}
 	s := strconv.Itoa(c.Available)
 	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
-		s += " · expires " + clock(*c.NextExpiresAt, now)
+		s += " · expires " + look.Clock(*c.NextExpiresAt, now)
 	}
 	return textView{text: s}
 }
@@ -55,20 +56,14 @@ func creditsDetail(c *proxy.ResetCredits, now time.Time) string {
 	if c == nil || c.Available <= 0 {
 		return ""
 	}
-	s := plural(int64(c.Available), "banked reset")
+	s := look.Plural(int64(c.Available), "banked reset")
 	if c.NextExpiresAt != nil {
-		s += " (the next expires " + clock(*c.NextExpiresAt, now) + ")"
+		s += " (the next expires " + look.Clock(*c.NextExpiresAt, now) + ")"
 	}
 	if c.Pending {
 		s += "; a redemption awaits its answer"
 	}
 	return s
-}
-
-// canRedeem says whether an account's menu offers a redemption.
-func canRedeem(a proxy.AccountStats) bool {
-	return a.Kind == proxy.KindChatGPT && a.State != proxy.StateDisabled && a.ResetCredits != nil &&
-		(a.ResetCredits.Available > 0 || a.ResetCredits.Pending)
 }
 
 // creditExpiring is whether a's next credit expires within a day, unused.
@@ -85,7 +80,7 @@ func creditExpiring(a proxy.AccountStats, now time.Time) (time.Time, bool) {
 func creditExpiringNotice(a proxy.AccountStats, at, now time.Time) notice {
 	return notice{app.NotifyResetCredit, a.Name + ": a banked reset expires soon",
 		fmt.Sprintf("A banked reset of %s expires at %s unused. Redeem it from the Accounts window, or run `codexrelay accounts redeem %s`.",
-			a.Name, clock(at, now), a.Name)}
+			a.Name, look.Clock(at, now), a.Name)}
 }
 
 // redeemCandidate is the account the tray offers to redeem for when every account rests: the
@@ -99,7 +94,7 @@ func redeemCandidate(snap proxy.Snapshot) string {
 	}
 	best, bestAt := "", time.Time{}
 	for _, a := range snap.Accounts {
-		if a.State != proxy.StateCooldown || a.CooldownReason != proxy.CooldownRateLimit || !canRedeem(a) {
+		if a.State != proxy.StateCooldown || a.CooldownReason != proxy.CooldownRateLimit || !look.CanRedeem(a) {
 			continue
 		}
 		var at time.Time
@@ -119,7 +114,7 @@ func creditNotice(e proxy.CreditEvent, now time.Time) (notice, bool) {
 	case proxy.CreditAsk:
 		body := fmt.Sprintf("Every account is resting; %s holds a banked reset that would serve now", e.Account)
 		if !e.BackAt.IsZero() {
-			body += fmt.Sprintf(" (the pool is back at %s otherwise)", clock(e.BackAt, now))
+			body += fmt.Sprintf(" (the pool is back at %s otherwise)", look.Clock(e.BackAt, now))
 		}
 		body += fmt.Sprintf(". Choose “Redeem a banked reset of %s” in the tray menu, or run `codexrelay accounts redeem %s`.", e.Account, e.Account)
 		return notice{app.NotifyResetCredit, "A banked reset would serve now", body}, true
@@ -131,28 +126,9 @@ func creditNotice(e proxy.CreditEvent, now time.Time) (notice, bool) {
 	return notice{}, false
 }
 
-// redeemedNotice tells what a redemption did.
+// redeemedNotice is the notification of what a redemption did.
 func redeemedNotice(r proxy.RedeemResult) notice {
-	how := "Redeemed"
-	if r.Auto {
-		how = "Every account was resting: the relay redeemed"
-	}
-	body := fmt.Sprintf("%s a banked reset of %s: %s reset; it serves again.", how, r.Account, plural(int64(r.WindowsReset), "window"))
-	if r.Remaining != nil {
-		body += " " + plural(int64(r.Remaining.Available), "banked reset") + " left."
-	}
-	return notice{app.NotifyResetCredit, r.Account + ": banked reset redeemed", body}
-}
-
-// redeemFailure says why a redemption asked for in the UI did not happen, in the user's words.
-func redeemFailure(name string, err error) string {
-	switch {
-	case errors.Is(err, proxy.ErrNoResetCredit):
-		return fmt.Sprintf("“%s” holds no banked reset now.", name)
-	case errors.Is(err, proxy.ErrRedeemPending):
-		return fmt.Sprintf("No answer came for “%s”'s banked reset; trying again reuses the same request, so at most one banked reset is spent.", name)
-	}
-	return err.Error()
+	return notice{app.NotifyResetCredit, r.Account + ": banked reset redeemed", look.Redeemed(r)}
 }
 
 // joinNonEmpty joins the parts that are not "".
@@ -192,7 +168,7 @@ func (t *TrayApp) redeem(name string) {
 	t.async(func() {
 		_, err := t.relay.RedeemCredit(name)
 		if errors.Is(err, proxy.ErrNoResetCredit) || errors.Is(err, proxy.ErrNoSuchAccount) || errors.Is(err, proxy.ErrNotChatGPT) {
-			t.notes.add(name+": the banked reset was not redeemed", redeemFailure(name, err))
+			t.notes.add(name+": the banked reset was not redeemed", look.RedeemFailure(name, err))
 		}
 		t.changed()
 	})
@@ -205,10 +181,10 @@ func (a *accountsWindow) redeem(name string) {
 		res, err := a.u.relay.RedeemCredit(name)
 		fyne.Do(func() {
 			if err != nil {
-				a.fail(errors.New(redeemFailure(name, err)))
+				a.fail(errors.New(look.RedeemFailure(name, err)))
 				return
 			}
-			a.done(redeemedNotice(res).body)
+			a.done(look.Redeemed(res))
 		})
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 func withCredits(n int, expires time.Time) *proxy.ResetCredits {
@@ -184,7 +185,7 @@ func TestBankedResetIsTheOneTerm(t *testing.T) {
 	}
 	n := creditExpiringNotice(a, exp, testNow)
 	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, testNow), creditsDetail(a.ResetCredits, testNow),
-		creditsCell(a, testNow).text, redeemFailure("plus", proxy.ErrNoResetCredit), redeemFailure("plus", proxy.ErrRedeemPending),
+		creditsCell(a, testNow).text, look.RedeemFailure("plus", proxy.ErrNoResetCredit), look.RedeemFailure("plus", proxy.ErrRedeemPending),
 		redeemedNotice(res).title)
 	for _, s := range said {
 		if strings.Contains(strings.ToLower(s), "credit") {

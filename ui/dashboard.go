@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // DashboardSize is the dashboard window's default size: wide enough for the accounts' columns
@@ -221,8 +222,8 @@ func (d *Dashboard) show(v view) {
 	now := d.opt.Now()
 	snap := v.snap
 
-	s, word, detail := headerStatus(snap, v.svc)
-	d.stateDot.SetTone(s.tone())
+	s, word, detail := look.Header(snap, v.svc)
+	d.stateDot.SetTone(stateTone(s))
 	setText(d.stateText, word)
 	setText(d.status, "·  "+detail)
 	setVisible(d.resume, v.svc.Paused && d.opt.Resume != nil)
@@ -302,21 +303,17 @@ func (d *Dashboard) banners() string {
 		d.codex.box.Visible(), d.codex.result.Visible(), d.codex.result.Text, d.resume.Visible())
 }
 
-// headerStatus is the dashboard header's state word and status line; the line never repeats
-// the word ("Paused · requests are refused until you resume", not "Paused · Paused").
-func headerStatus(snap proxy.Snapshot, st app.ServiceStatus) (s state, word, detail string) {
-	s, line := trayState(snap, st)
-	switch {
-	case st.Paused:
-		return s, "Paused", "requests are refused until you resume"
-	case st.Err != nil:
-		return s, "Stopped", st.Err.Error()
-	case !st.Running:
-		return s, "Stopped", "the relay has not started"
-	case s == stateStopped:
-		return s, "Not serving", line // listening, but no account can take a request
+// stateTone is the colour of the relay's state s in the header's dot.
+func stateTone(s look.State) look.Tone {
+	switch s {
+	case look.Serving:
+		return look.Good
+	case look.Degraded:
+		return look.Warn
+	case look.Paused:
+		return look.Dim
 	}
-	return s, s.String(), line
+	return look.Bad
 }
 
 // accountsHeading is the accounts section's title, with the routing strategy that orders
@@ -403,7 +400,7 @@ func accountsSummary(accts []proxy.AccountStats) string {
 	for _, a := range accts {
 		n[a.State]++
 	}
-	parts := []string{count(int64(len(accts))) + " configured"}
+	parts := []string{look.Count(int64(len(accts))) + " configured"}
 	for _, st := range []string{proxy.StateReady, proxy.StateCooldown, proxy.StateNeedsLogin, proxy.StateKeyRejected, proxy.StateDisabled} {
 		if n[st] > 0 {
 			parts = append(parts, strconv.Itoa(n[st])+" "+strings.ToLower(stateText(st)))

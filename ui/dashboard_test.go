@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 func newTestDashboard(t *testing.T, src Source) (*Dashboard, fyne.Window) {
@@ -188,7 +189,7 @@ func TestDashboardHeaderSaysEachThingOnce(t *testing.T) {
 		if c.name == "no account" {
 			snap.Accounts = nil
 		}
-		_, word, line := headerStatus(snap, c.svc)
+		_, word, line := look.Header(snap, c.svc)
 		if word != c.word || line != c.line {
 			t.Errorf("%s: %q · %q, want %q · %q", c.name, word, line, c.word, c.line)
 		}
@@ -367,12 +368,12 @@ func TestFormats(t *testing.T) {
 	far := time.Date(2026, 3, 15, 19, 32, 0, 0, time.Local) // a Sunday
 	cool := testNow.Add(4 * time.Minute)
 	for _, c := range []struct{ got, want string }{
-		{count(0), "0"}, {count(999), "999"}, {count(1000), "1,000"}, {count(1234567), "1,234,567"},
+		{look.Count(0), "0"}, {look.Count(999), "999"}, {look.Count(1000), "1,000"}, {look.Count(1234567), "1,234,567"},
 		{age(-1), "never fetched"}, {age(12_400), "under 1 min"}, {age(4*60_000 + 59_000), "4 min"}, {age(3 * 3600_000), "3 h"},
-		{clock(today, testNow), "17:20"}, {clock(far, testNow), "Sun 19:32"},
+		{look.Clock(today, testNow), "17:20"}, {look.Clock(far, testNow), "Sun 19:32"},
 		// A rest that ends later in this very minute is over by the next one: never "until" the
 		// minute it is now.
-		{clock(testNow.Add(30*time.Second), testNow), "14:33"}, {clock(testNow.Add(-5*time.Second), testNow), "14:32"},
+		{look.Clock(testNow.Add(30*time.Second), testNow), "14:33"}, {look.Clock(testNow.Add(-5*time.Second), testNow), "14:32"},
 		{quotaText(37, today, testNow), "37% · resets 17:20"}, {quotaText(62, far, testNow), "62% · resets Sun 19:32"},
 		{quotaText(80, testNow.Add(-time.Minute), testNow), "80% · reset 14:31"}, {quotaText(5, time.Time{}, testNow), "5%"},
 		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing, CooldownUntil: &cool}, testNow).text, "Resting until 14:36"},
@@ -522,19 +523,19 @@ func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
 	rows := accountCells(w.Content())
-	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", toneWarn}) {
+	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", look.Warn}) {
 		t.Errorf("an account at 100%% of its five-hour window shows %+v", got)
 	}
-	if rows[0].state.dot.tone != toneWarn {
+	if rows[0].state.dot.tone != look.Warn {
 		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.tone)
 	}
 	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
 		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}
-	if got := accountState(weekly, testNow); got != (textView{"At weekly limit", toneWarn}) {
+	if got := accountState(weekly, testNow); got != (textView{"At weekly limit", look.Warn}) {
 		t.Errorf("at its weekly limit: %+v", got)
 	}
 	weekly.Quota.SecondaryUsedPercent = 99
-	if got := accountState(weekly, testNow); got != (textView{"Ready", toneGood}) {
+	if got := accountState(weekly, testNow); got != (textView{"Ready", look.Good}) {
 		t.Errorf("below both limits: %+v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // The dashboard's two tables: the accounts and the recent requests. Each is a header and a
@@ -46,15 +47,15 @@ type accountView struct {
 // newAccountView is the row of account a.
 func newAccountView(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) accountView {
 	v := accountView{
-		name: a.Name, badge: servingBadge(a.Name, snap), kind: kindText(a.Kind),
+		name: a.Name, badge: look.ServingBadge(a.Name, snap), kind: kindText(a.Kind),
 		state:    accountState(a, now),
 		fiveHour: quotaCellView(a, false, now), weekly: quotaCellView(a, true, now),
 		resets:    creditsCell(a, now),
-		requests:  count(a.Requests),
-		lastError: textView{"–", toneDim},
+		requests:  look.Count(a.Requests),
+		lastError: textView{"–", look.Dim},
 	}
 	if a.LastError != "" {
-		v.lastError = textView{a.LastError, toneBad}
+		v.lastError = textView{a.LastError, look.Bad}
 	}
 	return v
 }
@@ -217,13 +218,13 @@ type requestView struct {
 
 // newRequestView is the row of trace t.
 func newRequestView(t proxy.Trace) requestView {
-	st := toneGood
+	st := look.Good
 	switch {
 	case t.Status >= 400, t.Outcome == proxy.OutcomeInterrupted, t.Outcome == proxy.OutcomeError,
 		t.Outcome == proxy.OutcomeFailed:
-		st = toneBad
+		st = look.Bad
 	case t.Outcome == proxy.OutcomeCanceled:
-		st = toneWarn
+		st = look.Warn
 	}
 	return requestView{
 		time: t.Time.Local().Format("15:04:05"), model: modelText(t), tried: triedText(t),

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // The dashboard's Diagnostics section: the relay's internals (model catalog, catalog
@@ -32,7 +33,7 @@ type panelSpec struct {
 }
 
 // Formats for fig.
-func countInt(n int) string { return count(int64(n)) }
+func countInt(n int) string { return look.Count(int64(n)) }
 
 func hitRate(z proxy.Serialization) string { return percent(z.Hits, z.Hits+z.Misses) }
 
@@ -54,25 +55,25 @@ var diagnosticsSpec = []panelSpec{
 		fig("Maximum stale age", func(s proxy.Snapshot) int64 { return s.Catalog.StaleMaxAgeMs }, minutes),
 	}},
 	{"Catalog refreshes", []figure{
-		fig("Background", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Background }, count),
-		fig("Blocking", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Blocking }, count),
-		fig("Shared", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Shared }, count),
-		fig("Refreshes run", func(s proxy.Snapshot) int64 { return s.Catalog.Refreshes }, count),
+		fig("Background", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Background }, look.Count),
+		fig("Blocking", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Blocking }, look.Count),
+		fig("Shared", func(s proxy.Snapshot) int64 { return s.Catalog.Refresh.Shared }, look.Count),
+		fig("Refreshes run", func(s proxy.Snapshot) int64 { return s.Catalog.Refreshes }, look.Count),
 	}},
 	{"Serialization cache", []figure{
-		fig("Hits", func(s proxy.Snapshot) int64 { return s.Serialization.Hits }, count),
-		fig("Misses", func(s proxy.Snapshot) int64 { return s.Serialization.Misses }, count),
-		fig("Direct", func(s proxy.Snapshot) int64 { return s.Serialization.Direct }, count),
+		fig("Hits", func(s proxy.Snapshot) int64 { return s.Serialization.Hits }, look.Count),
+		fig("Misses", func(s proxy.Snapshot) int64 { return s.Serialization.Misses }, look.Count),
+		fig("Direct", func(s proxy.Snapshot) int64 { return s.Serialization.Direct }, look.Count),
 		fig("Hit rate", func(s proxy.Snapshot) proxy.Serialization { return s.Serialization }, hitRate),
 	}},
 	{"Requests", []figure{
-		fig("Total", func(s proxy.Snapshot) int64 { return s.Requests.Total }, count),
-		fig("Errors", func(s proxy.Snapshot) int64 { return s.Requests.Errors }, count),
-		fig("Rotations", func(s proxy.Snapshot) int64 { return s.Requests.Rotations }, count),
-		fig("In flight", func(s proxy.Snapshot) int64 { return s.Requests.InFlight }, count),
-		fig("WebSockets open", func(s proxy.Snapshot) int64 { return s.Requests.WebSockets }, count),
-		fig("Held for the pool", func(s proxy.Snapshot) int64 { return s.Requests.Held }, count),
-		fig("Sealed items left out", func(s proxy.Snapshot) int64 { return s.Requests.SealedOmitted }, count),
+		fig("Total", func(s proxy.Snapshot) int64 { return s.Requests.Total }, look.Count),
+		fig("Errors", func(s proxy.Snapshot) int64 { return s.Requests.Errors }, look.Count),
+		fig("Rotations", func(s proxy.Snapshot) int64 { return s.Requests.Rotations }, look.Count),
+		fig("In flight", func(s proxy.Snapshot) int64 { return s.Requests.InFlight }, look.Count),
+		fig("WebSockets open", func(s proxy.Snapshot) int64 { return s.Requests.WebSockets }, look.Count),
+		fig("Held for the pool", func(s proxy.Snapshot) int64 { return s.Requests.Held }, look.Count),
+		fig("Sealed items left out", func(s proxy.Snapshot) int64 { return s.Requests.SealedOmitted }, look.Count),
 		fig("Median preparation", func(s proxy.Snapshot) proxy.RequestStats { return s.Requests }, medianPrep),
 	}},
 }

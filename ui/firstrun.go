@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // firstRunCard is what the dashboard shows until there is an account. When the Codex CLI has
@@ -251,7 +252,7 @@ func (c *firstRunCard) close() {
 
 // resultLine is one step's outcome.
 type resultLine struct {
-	tone tone // toneGood done, toneBad failed, toneDim skipped
+	tone look.Tone // look.Good done, look.Bad failed, look.Dim skipped
 	text string
 }
 
@@ -259,9 +260,9 @@ type resultLine struct {
 func (l resultLine) object() fyne.CanvasObject {
 	var icon fyne.Resource
 	switch l.tone {
-	case toneGood:
+	case look.Good:
 		icon = theme.NewSuccessThemedResource(theme.ConfirmIcon())
-	case toneBad:
+	case look.Bad:
 		icon = theme.NewErrorThemedResource(theme.ErrorIcon())
 	default:
 		icon = theme.InfoIcon()
@@ -278,37 +279,37 @@ func firstRunLines(fr app.FirstRun, err error) []resultLine {
 		if err == nil {
 			err = errors.New("no account came of it")
 		}
-		return []resultLine{{toneBad, "Could not import the Codex login: " + err.Error()}}
+		return []resultLine{{look.Bad, "Could not import the Codex login: " + err.Error()}}
 	}
 	var out []resultLine
 	name := fr.Account.Name
 	switch fr.Imported {
 	case app.Renewed:
-		out = append(out, resultLine{toneGood, fmt.Sprintf("Account “%s” now has your Codex login's new sign-in.", name)})
+		out = append(out, resultLine{look.Good, fmt.Sprintf("Account “%s” now has your Codex login's new sign-in.", name)})
 	case app.Unchanged:
-		out = append(out, resultLine{toneGood, fmt.Sprintf("Your Codex login is already account “%s”.", name)})
+		out = append(out, resultLine{look.Good, fmt.Sprintf("Your Codex login is already account “%s”.", name)})
 	default:
-		out = append(out, resultLine{toneGood, fmt.Sprintf("Imported your Codex login as account “%s”.", name)})
+		out = append(out, resultLine{look.Good, fmt.Sprintf("Imported your Codex login as account “%s”.", name)})
 	}
 	if err != nil { // the configuration failed (UseCodexLogin wraps the cause)
 		cause := err
 		if u := errors.Unwrap(err); u != nil {
 			cause = u
 		}
-		return append(out, resultLine{toneBad, "Could not point Codex at the relay: " + cause.Error()})
+		return append(out, resultLine{look.Bad, "Could not point Codex at the relay: " + cause.Error()})
 	}
 	out = append(out, configLine(fr.Config))
 	switch {
 	case fr.TestErr != nil:
-		out = append(out, resultLine{toneBad, "The test request failed: " + fr.TestErr.Error() + "."})
+		out = append(out, resultLine{look.Bad, "The test request failed: " + fr.TestErr.Error() + "."})
 	case fr.Test.Status == 0:
-		out = append(out, resultLine{toneDim, "No test request: the relay is not serving."})
+		out = append(out, resultLine{look.Dim, "No test request: the relay is not serving."})
 	default:
 		by := fr.Test.Account
 		if by == "" {
 			by = "an account"
 		}
-		out = append(out, resultLine{toneGood, fmt.Sprintf("Test request answered by %s with model %s in %s.",
+		out = append(out, resultLine{look.Good, fmt.Sprintf("Test request answered by %s with model %s in %s.",
 			by, fr.Test.Model, seconds(fr.Test.Elapsed))})
 	}
 	return out
@@ -319,9 +320,9 @@ func configLine(w app.CodexConfigWrite) resultLine {
 	path := tildePath(w.Path)
 	switch w.Change {
 	case app.ConfigCreated:
-		return resultLine{toneGood, "Created " + path + ": Codex sends its requests through the relay."}
+		return resultLine{look.Good, "Created " + path + ": Codex sends its requests through the relay."}
 	case app.ConfigUpdated:
-		return resultLine{toneGood, "Updated " + path + " (the previous version is saved as " + tildePath(w.Backup) + ")."}
+		return resultLine{look.Good, "Updated " + path + " (the previous version is saved as " + tildePath(w.Backup) + ")."}
 	}
-	return resultLine{toneGood, path + " already points Codex at the relay."}
+	return resultLine{look.Good, path + " already points Codex at the relay."}
 }

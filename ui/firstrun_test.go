@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // codexLogin writes a Codex CLI login for email into the Codex folder home.
@@ -155,22 +156,22 @@ func TestFirstRunLines(t *testing.T) {
 		want []resultLine
 	}{
 		{"import failed", app.FirstRun{}, errors.New("no Codex login at /c/auth.json"),
-			[]resultLine{{toneBad, "Could not import the Codex login: no Codex login at /c/auth.json"}}},
+			[]resultLine{{look.Bad, "Could not import the Codex login: no Codex login at /c/auth.json"}}},
 		{"config failed", app.FirstRun{Account: app.AccountMeta{Name: "me"}, Imported: app.Renewed},
 			fmt.Errorf("the Codex login was imported as %q, but Codex could not be configured: %w", "me", errors.New("permission denied")),
-			[]resultLine{{toneGood, "Account “me” now has your Codex login's new sign-in."},
-				{toneBad, "Could not point Codex at the relay: permission denied"}}},
-		{"not serving", ok, nil, []resultLine{{toneGood, "Your Codex login is already account “me”."},
-			{toneGood, "/c/config.toml already points Codex at the relay."},
-			{toneDim, "No test request: the relay is not serving."}}},
+			[]resultLine{{look.Good, "Account “me” now has your Codex login's new sign-in."},
+				{look.Bad, "Could not point Codex at the relay: permission denied"}}},
+		{"not serving", ok, nil, []resultLine{{look.Good, "Your Codex login is already account “me”."},
+			{look.Good, "/c/config.toml already points Codex at the relay."},
+			{look.Dim, "No test request: the relay is not serving."}}},
 		{"test failed", func() app.FirstRun {
 			fr := ok
 			fr.Config.Change = app.ConfigCreated
 			fr.TestErr = errors.New("the relay answered HTTP 429: usage limit reached")
 			return fr
-		}(), nil, []resultLine{{toneGood, "Your Codex login is already account “me”."},
-			{toneGood, "Created /c/config.toml: Codex sends its requests through the relay."},
-			{toneBad, "The test request failed: the relay answered HTTP 429: usage limit reached."}}},
+		}(), nil, []resultLine{{look.Good, "Your Codex login is already account “me”."},
+			{look.Good, "Created /c/config.toml: Codex sends its requests through the relay."},
+			{look.Bad, "The test request failed: the relay answered HTTP 429: usage limit reached."}}},
 	} {
 		got := firstRunLines(c.fr, c.err)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {

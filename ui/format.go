@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,38 +11,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
-// Human formats shared by the tray and the windows. Units are spaced ("12 s", "4 min"),
-// counts get thousands separators, and nothing here reads a clock: callers pass now.
-
-// count formats n with thousands separators: 1284 -> "1,284".
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// plural is "1 request", "1,284 requests".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return count(n) + " " + noun + "s"
-}
+// Human formats of the windows (ui/look has those the tray says too). Units are spaced ("12 s",
+// "4 min"), and nothing here reads a clock: callers pass now.
 
 // age formats how old the catalog is in whole minutes, so that it changes once a minute, not
 // every second: "under 1 min", "4 min", "3 h", "2 d"; negative means never fetched.
@@ -68,20 +40,6 @@ func span(d time.Duration) string {
 		return fmt.Sprintf("%d h", int(d/time.Hour))
 	}
 	return fmt.Sprintf("%d d", int(d/(24*time.Hour)))
-}
-
-// clock formats a moment as the clock time people read it at, so that a text with it stays
-// the same until the moment changes: "14:36" within the next 20 hours, else "Fri 09:00".
-func clock(t, now time.Time) string {
-	t = t.Local()
-	if t.After(now) && t.Truncate(time.Minute).Equal(now.Local().Truncate(time.Minute)) {
-		// Later this very minute: "until 18:14" read at 18:14 looks past; it is over by 18:15.
-		t = t.Truncate(time.Minute).Add(time.Minute)
-	}
-	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
-		return t.Format("15:04")
-	}
-	return t.Format("Mon 15:04")
 }
 
 // millis formats a latency: "0.42 ms", "3.1 ms", "850 ms", "2.4 s".
@@ -148,50 +106,11 @@ func stateText(state string) string {
 	return state
 }
 
-// accountState is an account's state as the tables and the tray say it, with the clock time
-// a rest ends: "Ready", "At 5-hour limit" (ready, but a window is used up), "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36"
-// (failing: the breaker rests it), "Needs sign-in" or "Key rejected", "Disabled".
+// accountState is an account's state as the tables say it (look.AccountState), as a text cell
+// shows it.
 func accountState(a proxy.AccountStats, now time.Time) textView {
-	switch a.State {
-	case proxy.StateReady:
-		if w := usedUp(a.Quota); w != "" {
-			// The relay still counts it ready (the upstream has not refused it yet), but its next
-			// request meets the limit: green "Ready" beside a full bar told the opposite.
-			return textView{"At " + w + " limit", toneWarn}
-		}
-		return textView{"Ready", toneGood}
-	case proxy.StateCooldown:
-		what := "Resting"
-		if a.CooldownReason == proxy.CooldownRateLimit {
-			what = "Limit"
-		}
-		if a.CooldownUntil == nil {
-			return textView{what, toneWarn}
-		}
-		return textView{what + " until " + clock(*a.CooldownUntil, now), toneWarn}
-	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
-		if a.Kind == proxy.KindOpenAI {
-			return textView{"Key rejected", toneBad}
-		}
-		return textView{"Needs sign-in", toneBad}
-	case proxy.StateDisabled:
-		return textView{"Disabled", toneDim}
-	}
-	return textView{a.State, toneNormal}
-}
-
-// usedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
-// neither, or no quota is known), the five-hour one first.
-func usedUp(q *proxy.Quota) string {
-	switch {
-	case q == nil:
-		return ""
-	case q.PrimaryUsedPercent >= 100:
-		return "5-hour"
-	case q.SecondaryUsedPercent >= 100:
-		return "weekly"
-	}
-	return ""
+	text, tone := look.AccountState(a, now)
+	return textView{text, tone}
 }
 
 // kindText names an account kind for people.
@@ -214,16 +133,16 @@ func quotaText(used float64, resets, now time.Time) string {
 	case resets.IsZero():
 		return s
 	case !resets.After(now):
-		return s + " · reset " + clock(resets, now)
+		return s + " · reset " + look.Clock(resets, now)
 	}
-	return s + " · resets " + clock(resets, now)
+	return s + " · resets " + look.Clock(resets, now)
 }
 
 // quotaCellView is one usage window of an account for a quota cell: the five-hour (primary)
 // or the weekly window; "–" for an account without a known quota.
 func quotaCellView(a proxy.AccountStats, weekly bool, now time.Time) quotaView {
 	if a.Quota == nil {
-		return quotaView{text: textView{"–", toneDim}}
+		return quotaView{text: textView{"–", look.Dim}}
 	}
 	used, resets := a.Quota.PrimaryUsedPercent, a.Quota.PrimaryResetsAt
 	if weekly {
@@ -252,30 +171,6 @@ func quotaExtras(q *proxy.Quota) string {
 		}
 	}
 	return strings.Join(parts, " · ")
-}
-
-// usageShort is an account's two windows in a few words: "5 h 37% · week 62%" ("" without a
-// known quota).
-func usageShort(q *proxy.Quota) string {
-	if q == nil {
-		return ""
-	}
-	return fmt.Sprintf("5 h %.0f%% · week %.0f%%", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
-}
-
-// servingBadge marks the account that served the last request and the one that takes the
-// next: "in use" when they are the same, "serving next", "served last", or "".
-func servingBadge(name string, snap proxy.Snapshot) string {
-	last, next := name == snap.LastServed, name == snap.Next
-	switch {
-	case last && next:
-		return "in use"
-	case next:
-		return "serving next"
-	case last:
-		return "served last"
-	}
-	return ""
 }
 
 // modelText is "requested → resolved", or just the model when they agree.
@@ -324,40 +219,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// tokenCount formats a number of tokens shortly: "840", "12.4 k", "1.2 M", "50 M", "312 M",
-// "1.5 B".
-func tokenCount(n int64) string {
-	f := float64(n)
-	unit := ""
-	for _, u := range []struct {
-		size float64
-		name string
-	}{{1e9, " B"}, {1e6, " M"}, {1e3, " k"}} {
-		if math.Abs(f) >= u.size {
-			f /= u.size
-			unit = u.name
-			break
-		}
-	}
-	switch {
-	case unit == "":
-		return strconv.FormatInt(n, 10)
-	case math.Abs(f) < 99.95:
-		return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") + unit
-	}
-	return strconv.FormatFloat(f, 'f', 0, 64) + unit
-}
-
-// dollars formats an amount in US dollars: "$3.40", "$1,234.50", "<$0.01" for a few tokens'
-// worth, "$0.00" for none.
-func dollars(usd float64) string {
-	if usd > 0 && usd < 0.005 {
-		return "<$0.01"
-	}
-	cents := int64(math.Round(usd * 100))
-	return fmt.Sprintf("$%s.%02d", count(cents/100), cents%100)
 }
 
 // upperFirst is s with its first letter in upper case, to start a sentence with app's words.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // notice is one desktop notification to send.
@@ -130,7 +131,7 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 		if n.edge(app.NotifyLimit, a.Name, limited, aw, now) {
 			out = append(out, notice{app.NotifyLimit, a.Name + " reached its limit",
 				fmt.Sprintf("%s rests until %s; the relay sends its requests to the other accounts meanwhile.",
-					a.Name, clock(*a.CooldownUntil, now))})
+					a.Name, look.Clock(*a.CooldownUntil, now))})
 		}
 
 		// A usage window reset: the reset time passed and the usage dropped; once per window,
@@ -179,7 +180,7 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 			body := "No account can take a request: each needs a sign-in or a new key."
 			if first != nil {
 				body = fmt.Sprintf("No account can take a request now. The first back is %s, at %s.",
-					first.Name, clock(*first.CooldownUntil, now))
+					first.Name, look.Clock(*first.CooldownUntil, now))
 			}
 			out = append(out, notice{app.NotifyAllResting, "Every account is resting", body})
 		}

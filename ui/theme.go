@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // appTheme is Codex Relay's theme: Fyne's default theme with status colours and secondary text
@@ -71,39 +72,26 @@ func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 	return t.Theme.Color(n, v)
 }
 
-// tone is what a piece of text says by its colour: nothing special, secondary, good, a
-// warning, or a problem. Tables and dots use tones, never raw colours, so that every colour
-// on screen is one the contrast test checks.
-type tone int
-
-const (
-	toneNormal tone = iota
-	toneDim         // secondary: "–", hints, disabled accounts
-	toneGood        // ready, answered
-	toneWarn        // resting, canceled
-	toneBad         // needs a sign-in, failed
-)
-
-// colorName is the theme colour of a tone.
-func (t tone) colorName() fyne.ThemeColorName {
+// toneColorName is the theme colour of a tone (look.Tone).
+func toneColorName(t look.Tone) fyne.ThemeColorName {
 	switch t {
-	case toneDim:
+	case look.Dim:
 		return theme.ColorNamePlaceHolder
-	case toneGood:
+	case look.Good:
 		return theme.ColorNameSuccess
-	case toneWarn:
+	case look.Warn:
 		return theme.ColorNameWarning
-	case toneBad:
+	case look.Bad:
 		return theme.ColorNameError
 	}
 	return theme.ColorNameForeground
 }
 
-// color is the tone's colour in the current theme.
-func (t tone) color() color.Color { return theme.Color(t.colorName()) }
+// toneColor is the tone's colour in the current theme.
+func toneColor(t look.Tone) color.Color { return theme.Color(toneColorName(t)) }
 
 // tones lists every tone (for the contrast test).
-var tones = []tone{toneNormal, toneDim, toneGood, toneWarn, toneBad}
+var tones = []look.Tone{look.Normal, look.Dim, look.Good, look.Warn, look.Bad}
 
 // padded is the app's theme with its own padding: compact for the dense dashboard and the
 // accounts window, dense (the least) for the Usage window, which fits its charts and tables

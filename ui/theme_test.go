@@ -36,7 +36,7 @@ func TestStatusColoursAreReadable(t *testing.T) {
 	names := []fyne.ThemeColorName{theme.ColorNameSuccess, theme.ColorNameWarning, theme.ColorNameError,
 		theme.ColorNamePlaceHolder, theme.ColorNameForeground}
 	for _, tn := range tones {
-		names = append(names, tn.colorName())
+		names = append(names, toneColorName(tn))
 	}
 	for _, v := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
 		for _, bgName := range []fyne.ThemeColorName{theme.ColorNameBackground, theme.ColorNameInputBackground} {

@@ -15,32 +15,10 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
 
-	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/assets"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
-
-// state is what the tray icon shows.
-type state int
-
-const (
-	stateServing  state = iota // listening, every enabled account ready
-	stateDegraded              // listening, some accounts cooling down or needing a sign-in
-	stateStopped               // not serving requests: no usable account, or the listener failed
-	statePaused                // paused by the user
-)
-
-func (s state) String() string {
-	switch s {
-	case stateServing:
-		return "Serving"
-	case stateDegraded:
-		return "Degraded"
-	case statePaused:
-		return "Paused"
-	}
-	return "Stopped"
-}
 
 var (
 	iconApp      = fyne.NewStaticResource("codexrelay.png", assets.Icon)
@@ -54,77 +32,25 @@ var (
 			`d="M3 19h18v2H3zM5 11h3v7H5zm5.5-6h3v13h-3zM16 8h3v10h-3z"/></svg>`)))
 )
 
-func (s state) icon() fyne.Resource {
+// stateIcon is the tray icon of the relay's state s.
+func stateIcon(s look.State) fyne.Resource {
 	switch s {
-	case stateServing:
+	case look.Serving:
 		return iconServing
-	case stateDegraded:
+	case look.Degraded:
 		return iconDegraded
-	case statePaused:
+	case look.Paused:
 		return iconPaused
 	}
 	return iconStopped
 }
 
-// trayState derives the tray's state and status line from a snapshot and the listener's
-// status. It is pure: the tray, the dashboard header and the tests all call it.
-func trayState(snap proxy.Snapshot, st app.ServiceStatus) (state, string) {
-	switch {
-	case st.Paused:
-		return statePaused, "Paused"
-	case st.Err != nil:
-		return stateStopped, "Stopped: " + st.Err.Error()
-	case !st.Running:
-		return stateStopped, "Not running"
-	case st.Refusing != "":
-		return stateStopped, "Refusing every client: the local key cannot be read"
-	}
-	where := "Listening on http://" + st.Addr + "/v1"
-	var disabled, ready int
-	for _, a := range snap.Accounts {
-		switch a.State {
-		case proxy.StateDisabled:
-			disabled++
-		case proxy.StateReady:
-			ready++
-		}
-	}
-	switch {
-	case len(snap.Accounts) == 0:
-		return stateStopped, where + " · no account yet"
-	case ready == 0:
-		return stateStopped, where + " · no usable account"
-	case ready+disabled < len(snap.Accounts):
-		// Counted over every configured account, as the dashboard's "6 configured · 3 ready ·
-		// 2 disabled" is: "3 of 4 accounts ready" beside "6 configured" read as a contradiction.
-		line := fmt.Sprintf("%s · %d of %d accounts ready", where, ready, len(snap.Accounts))
-		if disabled > 0 {
-			line += fmt.Sprintf(" (%d disabled)", disabled)
-		}
-		return stateDegraded, line
-	}
-	return stateServing, where
-}
-
-// tone is the colour of a state's dot.
-func (s state) tone() tone {
-	switch s {
-	case stateServing:
-		return toneGood
-	case stateDegraded:
-		return toneWarn
-	case statePaused:
-		return toneDim
-	}
-	return toneBad
-}
-
 // requestsLine is the tray's second line. It leaves out the requests in flight: they come and
 // go within seconds, and each change would rebuild the menu (the dashboard shows them).
 func requestsLine(r proxy.RequestStats) string {
-	s := plural(r.Total, "request")
+	s := look.Plural(r.Total, "request")
 	if r.Errors > 0 {
-		s += " · " + plural(r.Errors, "error")
+		s += " · " + look.Plural(r.Errors, "error")
 	}
 	return s
 }
@@ -136,14 +62,14 @@ func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) strin
 	parts := []string{a.Name}
 	switch {
 	case a.State == proxy.StateReady && a.Quota != nil:
-		parts = append(parts, usageShort(a.Quota))
+		parts = append(parts, look.UsageShort(a.Quota))
 	default:
 		parts = append(parts, lowerFirst(accountState(a, now).text))
 	}
 	if c := creditsShort(a.ResetCredits, now); c != "" {
 		parts = append(parts, c)
 	}
-	if b := servingBadge(a.Name, snap); b != "" {
+	if b := look.ServingBadge(a.Name, snap); b != "" {
 		parts = append(parts, b)
 	}
 	return strings.Join(parts, " · ")
@@ -157,7 +83,7 @@ func lowerFirst(s string) string {
 
 // trayTooltip is what the tray icon says on hover.
 func trayTooltip(v view) string {
-	_, word, detail := headerStatus(v.snap, v.svc)
+	_, word, detail := look.Header(v.snap, v.svc)
 	return "Codex Relay: " + word + " · " + detail
 }
 
@@ -177,7 +103,7 @@ type trayActions struct {
 // draining the relay.
 func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.MenuItem {
 	opener := func(name string) func() { return func() { act.open(name) } }
-	_, line := trayState(v.snap, v.svc)
+	_, line := look.StateOf(v.snap, v.svc)
 	if quitting {
 		line = "Stopping: letting requests finish…"
 	}
@@ -239,7 +165,7 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 type Tray struct {
 	menu    *fyne.Menu
 	backend trayBackend // nil: nothing to show it on
-	state   state
+	state   look.State
 	shown   string // signature of the menu on screen
 	icon    fyne.Resource
 	tooltip string // the text on hover
@@ -263,7 +189,7 @@ func (t *Tray) Menu() *fyne.Menu { return t.menu }
 
 // show puts items, the icon of state s and the tooltip on the tray, touching the desktop only
 // for what changed.
-func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
+func (t *Tray) show(items []*fyne.MenuItem, s look.State, tooltip string) {
 	// An unchanged menu keeps its items: the native menu holds their actions.
 	if sig := menuSignature(items); sig != t.shown {
 		t.shown = sig
@@ -274,7 +200,7 @@ func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
 	}
 	if s != t.state {
 		t.state = s
-		t.icon = s.icon()
+		t.icon = stateIcon(s)
 		if t.backend != nil {
 			t.backend.SetIcon(t.icon)
 		}
@@ -288,8 +214,8 @@ func (t *Tray) show(items []*fyne.MenuItem, s state, tooltip string) {
 }
 
 // stateFor is the state the icon shows for v.
-func (t *Tray) stateFor(v view) state {
-	s, _ := trayState(v.snap, v.svc)
+func (t *Tray) stateFor(v view) look.State {
+	s, _ := look.StateOf(v.snap, v.svc)
 	return s
 }
 
@@ -308,11 +234,11 @@ func menuSignature(items []*fyne.MenuItem) string {
 
 // dotIcons are the tray menu's state dots, by tone. Their colours are fixed mid tones: the
 // desktop draws the menu in its own light or dark style.
-var dotIcons = map[tone]fyne.Resource{
-	toneGood: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
-	toneWarn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
-	toneBad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
-	toneDim:  dotIcon("dot-disabled.png", color.NRGBA{R: 0x8b, G: 0x94, B: 0x9e, A: 0xff}),
+var dotIcons = map[look.Tone]fyne.Resource{
+	look.Good: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
+	look.Warn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
+	look.Bad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
+	look.Dim:  dotIcon("dot-disabled.png", color.NRGBA{R: 0x8b, G: 0x94, B: 0x9e, A: 0xff}),
 }
 
 // dotIcon draws a filled circle with soft edges as a PNG resource.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 func TestTrayState(t *testing.T) {
@@ -36,32 +37,32 @@ func TestTrayState(t *testing.T) {
 		name  string
 		snap  proxy.Snapshot
 		svc   app.ServiceStatus
-		state state
+		state look.State
 		label string
 	}{
-		{"serving", snap("ready", "ready", "disabled"), running(), stateServing, "Listening on http://127.0.0.1:7455/v1"},
-		{"degraded: cooldown", snap("ready", "cooldown"), running(), stateDegraded, "Listening on http://127.0.0.1:7455/v1 · 1 of 2 accounts ready"},
-		{"degraded: needs login", snap("needs_login", "ready", "ready"), running(), stateDegraded, "Listening on http://127.0.0.1:7455/v1 · 2 of 3 accounts ready"},
+		{"serving", snap("ready", "ready", "disabled"), running(), look.Serving, "Listening on http://127.0.0.1:7455/v1"},
+		{"degraded: cooldown", snap("ready", "cooldown"), running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 1 of 2 accounts ready"},
+		{"degraded: needs login", snap("needs_login", "ready", "ready"), running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 2 of 3 accounts ready"},
 		// Counted over every configured account, as the dashboard's summary counts them.
-		{"degraded: some disabled", snap("ready", "cooldown", "disabled", "disabled"), running(), stateDegraded,
+		{"degraded: some disabled", snap("ready", "cooldown", "disabled", "disabled"), running(), look.Degraded,
 			"Listening on http://127.0.0.1:7455/v1 · 1 of 4 accounts ready (2 disabled)"},
-		{"stopped: no account", snap(), running(), stateStopped, "Listening on http://127.0.0.1:7455/v1 · no account yet"},
-		{"stopped: none usable", snap("cooldown", "needs_login", "disabled"), running(), stateStopped, "Listening on http://127.0.0.1:7455/v1 · no usable account"},
-		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, stateStopped, "Stopped: " + taken.Error()},
-		{"stopped: not started", snap("ready"), app.ServiceStatus{}, stateStopped, "Not running"},
-		{"paused", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, statePaused, "Paused"},
+		{"stopped: no account", snap(), running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no account yet"},
+		{"stopped: none usable", snap("cooldown", "needs_login", "disabled"), running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no usable account"},
+		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, look.Stopped, "Stopped: " + taken.Error()},
+		{"stopped: not started", snap("ready"), app.ServiceStatus{}, look.Stopped, "Not running"},
+		{"paused", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, look.Paused, "Paused"},
 		{"stopped: the local key cannot be read", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true, Refusing: "the local API key is on but cannot be read"},
-			stateStopped, "Refusing every client: the local key cannot be read"},
+			look.Stopped, "Refusing every client: the local key cannot be read"},
 	} {
-		s, label := trayState(c.snap, c.svc)
+		s, label := look.StateOf(c.snap, c.svc)
 		if s != c.state || label != c.label {
 			t.Errorf("%s: got %v %q, want %v %q", c.name, s, label, c.state, c.label)
 		}
 	}
 	// Four states, four different icons.
 	seen := map[string]bool{}
-	for _, s := range []state{stateServing, stateDegraded, stateStopped, statePaused} {
-		seen[string(s.icon().Content())] = true
+	for _, s := range []look.State{look.Serving, look.Degraded, look.Stopped, look.Paused} {
+		seen[string(stateIcon(s).Content())] = true
 	}
 	if len(seen) != 4 {
 		t.Errorf("%d distinct tray icons, want 4", len(seen))
@@ -128,7 +129,7 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 	if got := items[0].Label; got != "Listening on http://"+addr+"/v1 · no account yet" || !items[0].Disabled {
 		t.Fatalf("status line %q", got)
 	}
-	if tr.tray.state != stateStopped || tr.tray.icon != iconStopped {
+	if tr.tray.state != look.Stopped || tr.tray.icon != iconStopped {
 		t.Errorf("state %v without an account", tr.tray.state)
 	}
 
@@ -166,7 +167,7 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 	if st := tr.svc.Status(); !st.Paused || st.Running {
 		t.Fatalf("after Pause: %+v", st)
 	}
-	if tr.Menu()[0].Label != "Paused" || tr.tray.state != statePaused {
+	if tr.Menu()[0].Label != "Paused" || tr.tray.state != look.Paused {
 		t.Errorf("paused menu %q, state %v", tr.Menu()[0].Label, tr.tray.state)
 	}
 	trayItem(t, tr, "Resume proxy").Action()
@@ -327,11 +328,11 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	items := tr.Menu()
 	want := []struct {
 		label string
-		dot   tone
+		dot   look.Tone
 	}{
-		{"personal · 5 h 37% · week 62% · serving next", toneGood},
-		{"team · limit until 14:36 · served last", toneWarn},
-		{"api · key rejected", toneBad},
+		{"personal · 5 h 37% · week 62% · serving next", look.Good},
+		{"team · limit until 14:36 · served last", look.Warn},
+		{"api · key rejected", look.Bad},
 	}
 	for i, w := range want {
 		it := items[3+i]
@@ -355,7 +356,7 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	tr.refresh()
 	items = tr.Menu()
 	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
-		items[5].Icon != dotIcons[toneDim] {
+		items[5].Icon != dotIcons[look.Dim] {
 		t.Errorf("lines %q", labels(items[3:6]))
 	}
 }
@@ -410,7 +411,7 @@ func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
 		src.Snapshot.Accounts[i].State = proxy.StateReady
 	}
 	tr.refresh()
-	if desk.icons != 2 || desk.tips != 2 || tr.tray.state != stateServing {
+	if desk.icons != 2 || desk.tips != 2 || tr.tray.state != look.Serving {
 		t.Errorf("all ready: %d icons, %d tooltips, state %v", desk.icons, desk.tips, tr.tray.state)
 	}
 }

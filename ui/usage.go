@@ -13,6 +13,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // UsageSource is the usage ledger as the Usage window and the tray read it. The real one
@@ -250,18 +251,17 @@ const usageEvery = 60 * time.Second
 const usageReadTimeout = 10 * time.Second
 
 // accountKinds are the accounts' kinds by name, as the relay's snapshot says (the accounts of
-// the settings, in list order), and the ChatGPT accounts in that order: a seat's cost is
-// API-equivalent, an API key's is real.
+// the settings, in list order), their places in the list, and the ChatGPT accounts in that
+// order: a seat's cost is API-equivalent, an API key's is real (look.Kinds).
 type accountKinds struct {
-	kind    map[string]proxy.Kind
+	kind    look.Kinds
 	order   map[string]int // the accounts' places in the list
 	chatgpt []string
 }
 
 func kindsOf(accts []proxy.AccountStats) accountKinds {
-	k := accountKinds{kind: map[string]proxy.Kind{}, order: map[string]int{}}
+	k := accountKinds{kind: look.KindsOf(accts), order: map[string]int{}}
 	for i, a := range accts {
-		k.kind[a.Name] = a.Kind
 		k.order[a.Name] = i
 		if a.Kind == proxy.KindChatGPT {
 			k.chatgpt = append(k.chatgpt, a.Name)
@@ -270,40 +270,21 @@ func kindsOf(accts []proxy.AccountStats) accountKinds {
 	return k
 }
 
-// apiKey says whether account is an API key, whose cost is real. Any other (a ChatGPT seat,
-// or an account no longer in the list) costs API-equivalent.
-func (k accountKinds) apiKey(account string) bool { return k.kind[account] == proxy.KindOpenAI }
-
-// costSplit is a cost in its two kinds: real (API keys) and API-equivalent (the rest).
-type costSplit struct{ real, equivalent float64 }
-
-func (k accountKinds) split(groups []ledger.Group) costSplit {
-	var c costSplit
-	for _, g := range groups {
-		if k.apiKey(g.Key) {
-			c.real += g.CostUSD
-		} else {
-			c.equivalent += g.CostUSD
-		}
-	}
-	return c
-}
-
 // todayLine is the tray's usage line: "Today: 1.2 M tokens · $3.40", the cost marked
 // "API-equiv." for ChatGPT seats ("$1.30 + $2.10 API-equiv." for both kinds).
-func todayLine(rep ledger.Report, k accountKinds) string {
-	c := k.split(rep.Groups)
-	cost := dollars(c.real)
+func todayLine(rep ledger.Report, k look.Kinds) string {
+	c := k.Split(rep.Groups)
+	cost := look.Dollars(c.Real)
 	switch {
-	case c.equivalent > 0 && c.real > 0:
-		cost = dollars(c.real) + " + " + dollars(c.equivalent) + " API-equiv."
-	case c.equivalent > 0:
-		cost = dollars(c.equivalent) + " API-equiv."
+	case c.Equivalent > 0 && c.Real > 0:
+		cost = look.Dollars(c.Real) + " + " + look.Dollars(c.Equivalent) + " API-equiv."
+	case c.Equivalent > 0:
+		cost = look.Dollars(c.Equivalent) + " API-equiv."
 	}
 	if rep.Total.Tokens() == 0 {
 		return "Today: no tokens yet"
 	}
-	return "Today: " + tokenCount(rep.Total.Tokens()) + " tokens · " + cost
+	return "Today: " + look.TokenCount(rep.Total.Tokens()) + " tokens · " + cost
 }
 
 // today is the tray's cached usage line: read at most every usageEvery, and again at once
@@ -349,7 +330,7 @@ func (c *today) line(gen uint64, t time.Time, read bool, src UsageSource, accts 
 		}
 		return "", false
 	}
-	c.text = todayLine(rep, kindsOf(accts))
+	c.text = todayLine(rep, look.KindsOf(accts))
 	return c.text, false
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // usageRow is a prepared request daysAgo days before testNow (a minute earlier, so that the
@@ -465,7 +466,7 @@ func TestUsageWindowSaysThingsOnce(t *testing.T) {
 }
 
 func TestTodayLine(t *testing.T) {
-	k := kindsOf([]proxy.AccountStats{{Name: "seat", Kind: proxy.KindChatGPT}, {Name: "key", Kind: proxy.KindOpenAI}})
+	k := look.KindsOf([]proxy.AccountStats{{Name: "seat", Kind: proxy.KindChatGPT}, {Name: "key", Kind: proxy.KindOpenAI}})
 	rep := func(groups ...ledger.Group) ledger.Report {
 		r := ledger.Report{Groups: groups}
 		for _, g := range groups {
@@ -495,13 +496,13 @@ func TestTodayLine(t *testing.T) {
 func TestUsageFormats(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 840: "840", 1000: "1 k", 12_400: "12.4 k", 1_230_000: "1.2 M",
 		50_000_000: "50 M", 312_000_000: "312 M", 1_500_000_000: "1.5 B"} {
-		if got := tokenCount(n); got != want {
-			t.Errorf("tokenCount(%d) = %q, want %q", n, got, want)
+		if got := look.TokenCount(n); got != want {
+			t.Errorf("look.TokenCount(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for v, want := range map[float64]string{0: "$0.00", 0.004: "<$0.01", 3.4: "$3.40", 1234.5: "$1,234.50"} {
-		if got := dollars(v); got != want {
-			t.Errorf("dollars(%v) = %q, want %q", v, got, want)
+		if got := look.Dollars(v); got != want {
+			t.Errorf("look.Dollars(%v) = %q, want %q", v, got, want)
 		}
 	}
 	for v, want := range map[float64]float64{0: 1, 0.3: 0.5, 7: 10, 12: 20, 23: 25, 25: 25, 4_100_000: 5_000_000} {
@@ -514,7 +515,7 @@ func TestUsageFormats(t *testing.T) {
 // A chart whose data did not change redraws nothing; new data makes new segments.
 func TestBarChartRedrawsOnlyOnChange(t *testing.T) {
 	test.NewTempApp(t).Settings().SetTheme(newTheme())
-	c := newBarChart(100, dollars)
+	c := newBarChart(100, look.Dollars)
 	test.NewTempWindow(t, c).Resize(fyne.NewSize(300, 120))
 	bars := func(v float64) []chartBar {
 		return []chartBar{{key: "a", label: "A", parts: []chartPart{{series: "x", value: v, color: chartColor(0)}}}}

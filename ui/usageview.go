@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // The Usage window's view model: what one read of the ledger found, and what the window shows
@@ -152,22 +153,22 @@ func newUsageView(d usageData) usageView {
 	v := usageView{state: usageReady}
 
 	// The figures at the top.
-	split := d.kinds.split(d.accounts.Groups)
-	v.tokens = tileView{tokenCount(total.Tokens()), "tokens · " + tokenCount(total.OutputTokens) + " output"}
-	v.cost = tileView{dollars(total.CostUSD), "cost"}
+	split := d.kinds.kind.Split(d.accounts.Groups)
+	v.tokens = tileView{look.TokenCount(total.Tokens()), "tokens · " + look.TokenCount(total.OutputTokens) + " output"}
+	v.cost = tileView{look.Dollars(total.CostUSD), "cost"}
 	switch {
-	case split.equivalent > 0 && split.real > 0:
-		v.cost.caption = "cost · " + dollars(split.equivalent) + " API-equivalent"
-	case split.equivalent > 0:
+	case split.Equivalent > 0 && split.Real > 0:
+		v.cost.caption = "cost · " + look.Dollars(split.Equivalent) + " API-equivalent"
+	case split.Equivalent > 0:
 		v.cost.caption = "API-equivalent cost"
 	}
 	v.cache = tileView{"–", "cache hits"}
 	if total.InputTokens > 0 {
-		v.cache = tileView{fmt.Sprintf("%.0f%%", 100*total.CacheHitRatio), "cache hits · " + tokenCount(total.CachedTokens) + " cached"}
+		v.cache = tileView{fmt.Sprintf("%.0f%%", 100*total.CacheHitRatio), "cache hits · " + look.TokenCount(total.CachedTokens) + " cached"}
 	}
-	v.requests = tileView{count(total.Requests), "requests"}
+	v.requests = tileView{look.Count(total.Requests), "requests"}
 	if total.Errors > 0 {
-		v.requests.caption += " · " + plural(total.Errors, "error")
+		v.requests.caption += " · " + look.Plural(total.Errors, "error")
 	}
 	v.pricesNote = "Costs at " + prices + ". A ChatGPT seat's cost is API-equivalent: what its tokens would cost on an API key."
 	if len(d.accounts.UnpricedModels) > 0 {
@@ -211,7 +212,7 @@ func newUsageView(d usageData) usageView {
 		slices.SortStableFunc(tokenBars[i].parts, order)
 		slices.SortStableFunc(costBars[i].parts, order)
 	}
-	v.tokensChart = newChartData(tokenBars, func(x float64) string { return tokenCount(int64(x)) })
+	v.tokensChart = newChartData(tokenBars, func(x float64) string { return look.TokenCount(int64(x)) })
 	v.costChart = newChartData(costBars, axisDollars)
 	if v.costChart.top < minCostTop {
 		// A few tokens' worth: an axis to $0.02, so that its two lines read $0.01 and $0.02
@@ -225,7 +226,7 @@ func newUsageView(d usageData) usageView {
 	slices.SortFunc(names, d.kinds.compare)
 	for _, a := range names {
 		text := a
-		if d.kinds.apiKey(a) {
+		if d.kinds.kind.APIKey(a) {
 			text += " (API key)"
 		}
 		v.legend = append(v.legend, legendItem{text, colors[a]})
@@ -297,11 +298,11 @@ func dayLabel(day string) string {
 func axisDollars(v float64) string {
 	switch {
 	case v == float64(int64(v)):
-		return "$" + count(int64(v))
+		return "$" + look.Count(int64(v))
 	case math.Abs(v*100-math.Round(v*100)) > 1e-9:
 		return "$" + strconv.FormatFloat(v, 'f', -1, 64) // $0.025: never "<$0.01" on an axis
 	}
-	return dollars(v)
+	return look.Dollars(v)
 }
 
 // minCostTop is the least top of the cost axis.
@@ -322,7 +323,7 @@ func topRows(rep ledger.Report, none string) []usageRowView {
 		if g.InputTokens > 0 {
 			hit = fmt.Sprintf("%.0f%%", 100*g.CacheHitRatio)
 		}
-		rows = append(rows, usageRowView{name: name, tokens: tokenCount(g.Tokens()), cost: dollars(g.CostUSD), cacheHit: hit})
+		rows = append(rows, usageRowView{name: name, tokens: look.TokenCount(g.Tokens()), cost: look.Dollars(g.CostUSD), cacheHit: hit})
 	}
 	return rows
 }
@@ -360,9 +361,9 @@ func tiersNote(rep ledger.Report, k accountKinds) string {
 // once what a dash means: "too few readings" in every such cell was said up to six times).
 func perPercent(tokens float64) textView {
 	if tokens <= 0 {
-		return textView{burnUnknown, toneDim}
+		return textView{burnUnknown, look.Dim}
 	}
-	return textView{text: tokenCount(int64(tokens))}
+	return textView{text: look.TokenCount(int64(tokens))}
 }
 
 // burnUnknown is a burn rate not known yet; the forecast under the table says once what it means.
@@ -388,12 +389,12 @@ func forecastText(d usageData, dashes bool) string {
 	case f.RunsOut.IsZero():
 		s = "Not enough readings yet to forecast the pool's 5-hour capacity."
 	case !f.RunsOut.After(d.now):
-		s = "At the pace of the last hour (" + tokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity is used up."
+		s = "At the pace of the last hour (" + look.TokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity is used up."
 	case f.RunsOut.Sub(d.now) > 24*time.Hour:
-		s = "At the pace of the last hour (" + tokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity lasts more than a day."
+		s = "At the pace of the last hour (" + look.TokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity lasts more than a day."
 	default:
-		s = "At the pace of the last hour (" + tokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity runs out around " +
-			clock(f.RunsOut, d.now) + "."
+		s = "At the pace of the last hour (" + look.TokenCount(f.TokensLastHour) + " tokens), the pool's 5-hour capacity runs out around " +
+			look.Clock(f.RunsOut, d.now) + "."
 	}
 	switch {
 	case dashes && len(f.Unknown) > 0:

@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // The Usage window: what the usage ledger recorded over the last 7 or 30 days. Tokens and
@@ -114,7 +115,7 @@ func (w *usageScreen) build() fyne.CanvasObject {
 	top := container.NewBorder(nil, nil, nil, container.NewCenter(w.period), container.NewStack(w.tilesBox, w.msgBox))
 	w.pricesNote = hint("")
 
-	w.tokensChart = newBarChart(105, func(x float64) string { return tokenCount(int64(x)) })
+	w.tokensChart = newBarChart(105, func(x float64) string { return look.TokenCount(int64(x)) })
 	w.legend = newLegend()
 	tokens := container.NewBorder(
 		container.NewBorder(nil, nil, container.NewHBox(heading("Tokens per day"), container.NewCenter(dim("by account, UTC days"))),
@@ -123,7 +124,7 @@ func (w *usageScreen) build() fyne.CanvasObject {
 
 	w.costTitle = hint("")
 	w.costTitle.Wrapping = fyne.TextWrapWord
-	w.costChart = newBarChart(80, dollars)
+	w.costChart = newBarChart(80, look.Dollars)
 	cost := container.NewBorder(container.NewVBox(heading("Cost per day"), w.costTitle), nil, nil, nil, w.costChart)
 
 	w.burns = newBurnTable()
