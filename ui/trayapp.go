@@ -101,7 +101,7 @@ func (t *TrayApp) fetch() view {
 	v := view{snap: t.src.Stats(), svc: t.status()}
 	st := t.relay.Settings()
 	v.notify, v.strategy = st.Notifications, strategyOf(st)
-	v.today, _ = t.today.line(st.Generation, t.elapsed(), true, t.usage, v.snap.Accounts, t.now(), t.log)
+	v.today = t.today.line(st.Generation, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
 	return v
 }
 

@@ -67,11 +67,10 @@ type UI struct {
 	placed map[fyne.Window]bool
 	center func(fyne.Window)
 
-	// usage is what the Usage window and the tray's usage line read (the relay's ledger, or
-	// a fixed source: ShowFixedUsage); today caches the tray's line.
+	// usage is what the Usage window reads (the relay's ledger, or a fixed source:
+	// ShowFixedUsage).
 	usageMu sync.Mutex
 	usage   UsageSource
-	today   today
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
 	// codex caches what the Codex home's config.toml and auth.json say.
@@ -170,7 +169,7 @@ func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
 func (u *UI) poll(ctx context.Context) {
 	everySecond(ctx, u.poke, func() {
-		v := u.fetch(true)
+		v := u.fetch()
 		fyne.Do(func() { u.apply(v) })
 	})
 }
@@ -190,10 +189,8 @@ func everySecond(ctx context.Context, poke <-chan struct{}, f func()) {
 	}
 }
 
-// fetch reads the proxy's state; it may run on any goroutine. readLedger lets it read the
-// usage ledger for the tray's line when that is due (the poller's goroutine does; the UI
-// thread shows the last line read).
-func (u *UI) fetch(readLedger bool) view {
+// fetch reads the proxy's state; it may run on any goroutine.
+func (u *UI) fetch() view {
 	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
@@ -213,7 +210,6 @@ func (u *UI) fetch(readLedger bool) view {
 	u.orphansMu.Lock()
 	v.orphans = u.orphans
 	u.orphansMu.Unlock()
-	v.today = u.usageToday(v.snap.Accounts, readLedger)
 	return v
 }
 
@@ -277,7 +273,7 @@ func (u *UI) apply(v view) {
 }
 
 // refresh fetches and applies at once (UI thread; used at start and by tests).
-func (u *UI) refresh() { u.apply(u.fetch(false)) }
+func (u *UI) refresh() { u.apply(u.fetch()) }
 
 // changed asks for an early tick; it never blocks.
 func (u *UI) changed() {

@@ -296,28 +296,13 @@ type today struct {
 	gen  uint64    // the settings generation it was read under
 }
 
-// usageToday is the tray's usage line ("" without a ledger to read), for the accounts accts.
-// It reads the ledger only when read is set (off the UI thread) and the line is due; on the
-// UI thread it returns the last line and asks the poller for a read when one is due.
-func (u *UI) usageToday(accts []proxy.AccountStats, read bool) string {
-	line, due := u.today.line(u.relay.Settings().Generation, u.elapsed(), read, u.usageSource(), accts, u.now(), u.log)
-	if due {
-		u.changed()
-	}
-	return line
-}
-
-// line is the cached usage line at the elapsed-clock time t under settings generation gen.
-// When a read is due it reads src (accounts accts, day of now) if read is set; otherwise it
-// returns the last line and due set.
-func (c *today) line(gen uint64, t time.Time, read bool, src UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) (line string, due bool) {
+// line is the cached usage line at the elapsed-clock time t under settings generation gen;
+// when a read is due it reads src (accounts accts, day of now). It may block on the ledger.
+func (c *today) line(gen uint64, t time.Time, src UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && t.Sub(c.at) < usageEvery && c.gen == gen {
-		return c.text, false
-	}
-	if !read {
-		return c.text, true
+		return c.text
 	}
 	c.at, c.gen = t, gen
 	ctx, cancel := context.WithTimeout(context.Background(), usageReadTimeout)
@@ -328,17 +313,10 @@ func (c *today) line(gen uint64, t time.Time, read bool, src UsageSource, accts 
 		if !errors.Is(err, ErrUsageOff) && !errors.Is(err, ErrUsageClosed) {
 			log.Debug("usage ledger: cannot read today's usage", "error", err)
 		}
-		return "", false
+		return ""
 	}
 	c.text = todayLine(rep, look.KindsOf(accts))
-	return c.text, false
-}
-
-// reset makes the next look read the ledger again.
-func (c *today) reset() {
-	c.mu.Lock()
-	c.at = time.Time{}
-	c.mu.Unlock()
+	return c.text
 }
 
 // usageSource is the usage source the windows read.
@@ -348,15 +326,14 @@ func (u *UI) usageSource() UsageSource {
 	return u.usage
 }
 
-// ShowFixedUsage makes the Usage window and the tray read src instead of the relay's ledger
-// (screenshots, demonstrations).
+// ShowFixedUsage makes the Usage window read src instead of the relay's ledger (screenshots,
+// demonstrations).
 func (u *UI) ShowFixedUsage(src UsageSource) {
 	u.usageMu.Lock()
 	u.usage = src
 	u.usageMu.Unlock()
-	u.today.reset()
 	if u.usageWin != nil && u.usageWin.shown {
 		u.usageWin.reload()
 	}
-	u.apply(u.fetch(true))
+	u.apply(u.fetch())
 }
