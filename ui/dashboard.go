@@ -16,6 +16,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // DashboardSize is the dashboard window's default size: wide enough for the accounts' columns
@@ -64,7 +65,7 @@ type DashboardOptions struct {
 // account it shows the first-run card instead. It reads everything from one view at a time
 // and redraws only what changed.
 type Dashboard struct {
-	src     Source
+	src     source.Source
 	opt     DashboardOptions
 	content fyne.CanvasObject
 	last    view
@@ -105,7 +106,7 @@ type Dashboard struct {
 
 // NewDashboard builds a dashboard that shows src; call Refresh (or let the UI's poller do
 // it) to fill it.
-func NewDashboard(src Source, opt DashboardOptions) *Dashboard {
+func NewDashboard(src source.Source, opt DashboardOptions) *Dashboard {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -123,7 +124,7 @@ func (d *Dashboard) Content() fyne.CanvasObject { return d.content }
 // Refresh reads the source now and shows it (UI thread).
 func (d *Dashboard) Refresh() {
 	snap := d.src.Stats()
-	v := view{snap: snap, traces: d.src.Traces(recentTraces)}
+	v := view{snap: snap, traces: d.src.Traces(source.RecentTraces)}
 	if d.opt.Status != nil {
 		v.svc = d.opt.Status()
 	} else {

@@ -16,9 +16,10 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
-func newTestDashboard(t *testing.T, src Source) (*Dashboard, fyne.Window) {
+func newTestDashboard(t *testing.T, src source.Source) (*Dashboard, fyne.Window) {
 	t.Helper()
 	test.NewTempApp(t)
 	d := NewDashboard(src, DashboardOptions{
@@ -622,7 +623,7 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 func TestCollapsedSectionsPointRight(t *testing.T) {
 	d, _ := newTestDashboard(t, sample())
 	d.Refresh()
-	first := NewDashboard(&Fixed{}, DashboardOptions{Status: running, Now: func() time.Time { return testNow }})
+	first := NewDashboard(&source.Fixed{}, DashboardOptions{Status: running, Now: func() time.Time { return testNow }})
 	first.Refresh()
 	var terminal *widget.Button
 	visit(first.Content(), func(o fyne.CanvasObject) {

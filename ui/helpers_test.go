@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // newTestUI is the UI over a real app in a temporary config folder, on Fyne's test driver.
@@ -168,9 +169,9 @@ var testNow = time.Date(2026, 3, 12, 14, 32, 10, 0, time.Local)
 // sample is a snapshot with three accounts in three states and two recent requests:
 // "personal" ready with its quota (served the last request, serves the next), "team" resting
 // after its limit until 14:36, "api" whose key was rejected.
-func sample() *Fixed {
+func sample() *source.Fixed {
 	cool := testNow.Add(4*time.Minute + 32*time.Second)
-	return &Fixed{
+	return &source.Fixed{
 		Snapshot: proxy.Snapshot{
 			Listen:     "127.0.0.1:7455",
 			LastServed: "personal", Next: "personal",

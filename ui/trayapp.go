@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // TrayApp is the tray process: the relay in-process, its tray icon and menu, and the desktop
@@ -24,11 +25,11 @@ type TrayApp struct {
 	relay *app.App
 	svc   *app.Service
 	log   *slog.Logger
-	src   Source
+	src   source.Source
 	now   func() time.Time
 	// elapsed is the clock that spaces the ledger's reads.
 	elapsed func() time.Time
-	usage   UsageSource
+	usage   source.UsageSource
 	today   today
 
 	tray     *Tray
@@ -63,7 +64,7 @@ func NewTray(relay *app.App, log *slog.Logger) *TrayApp {
 	t := &TrayApp{
 		relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
 		now: time.Now, elapsed: time.Now,
-		usage:    relayUsage{relay},
+		usage:    source.RelayUsage(relay),
 		tray:     newTray(),
 		notifier: newNotifier(),
 		open:     func(string) {},
@@ -156,7 +157,7 @@ func (t *TrayApp) changed() {
 }
 
 // loop refreshes the tray once a second, or when poked, until ctx ends.
-func (t *TrayApp) loop(ctx context.Context) { everySecond(ctx, t.poke, t.refresh) }
+func (t *TrayApp) loop(ctx context.Context) { source.EverySecond(ctx, t.poke, t.refresh) }
 
 func (t *TrayApp) pause() {
 	t.async(func() {

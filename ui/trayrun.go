@@ -16,6 +16,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // RunTray is the tray process (`codexrelay` with no arguments): it starts the relay, shows the
@@ -30,7 +31,7 @@ func RunTray(relay *app.App, log *slog.Logger, inst *app.Instance, exe string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	api := &windowAPI{src: relay.Proxy, ctl: t.svc, usage: func() UsageSource { return t.usage }, token: newToken()}
+	api := &windowAPI{src: relay.Proxy, ctl: t.svc, usage: func() source.UsageSource { return t.usage }, token: newToken()}
 	base, err := serveWindowAPI(ctx, api)
 	if err != nil {
 		log.Error("no window API: the windows cannot open", "error", err)

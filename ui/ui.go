@@ -26,6 +26,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // UI ties the windows to one app and its listener.
@@ -35,9 +36,9 @@ type UI struct {
 	// svc is an in-process listener (tests, screenshots); ctl is what the windows ask of the
 	// listener: svc, or the tray process through the window API.
 	svc *app.Service
-	ctl relayControl
+	ctl source.RelayControl
 	log *slog.Logger
-	src Source
+	src source.Source
 	now func() time.Time
 	// async runs a slow app call (keychain, listener restart, drain) off the UI thread; its
 	// result comes back with fyne.Do. Tests run it inline.
@@ -70,7 +71,7 @@ type UI struct {
 	// usage is what the Usage window reads (the relay's ledger, or a fixed source:
 	// ShowFixedUsage).
 	usageMu sync.Mutex
-	usage   UsageSource
+	usage   source.UsageSource
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
 	// codex caches what the Codex home's config.toml and auth.json say.
@@ -85,7 +86,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		fa: fa, relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
 		now:     time.Now,
 		elapsed: time.Now,
-		usage:   relayUsage{relay},
+		usage:   source.RelayUsage(relay),
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
 		codex:   relay.NewCodexFiles(),
@@ -120,7 +121,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 // ShowFixed makes the windows show src and status instead of the relay's live state, at the
 // clock time now, without starting anything: for screenshots and demonstrations. The
 // accounts themselves still come from the app.
-func (u *UI) ShowFixed(src Source, status app.ServiceStatus, now time.Time) {
+func (u *UI) ShowFixed(src source.Source, status app.ServiceStatus, now time.Time) {
 	u.src, u.fixed = src, &status
 	u.dash.src = src
 	u.now = func() time.Time { return now }
@@ -168,30 +169,15 @@ func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 
 // poll reads a view once a second (or when poked) and applies it on the UI thread.
 func (u *UI) poll(ctx context.Context) {
-	everySecond(ctx, u.poke, func() {
+	source.EverySecond(ctx, u.poke, func() {
 		v := u.fetch()
 		fyne.Do(func() { u.apply(v) })
 	})
 }
 
-// everySecond runs f once a second, and at once when poked, until ctx ends.
-func everySecond(ctx context.Context, poke <-chan struct{}, f func()) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-poke:
-		}
-		f()
-	}
-}
-
 // fetch reads the proxy's state; it may run on any goroutine.
 func (u *UI) fetch() view {
-	v := view{snap: u.src.Stats(), traces: u.src.Traces(recentTraces), svc: u.status()}
+	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.RecentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
 	st := u.relay.Settings()

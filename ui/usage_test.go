@@ -17,20 +17,21 @@ import (
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // usageRow is a prepared request daysAgo days before testNow (a minute earlier, so that the
 // rows of today are today in every time zone).
-func usageRow(daysAgo int, account, model, project string, in, cached, out int64, cost float64) UsageRow {
-	return UsageRow{At: testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute), Account: account, Model: model,
+func usageRow(daysAgo int, account, model, project string, in, cached, out int64, cost float64) source.UsageRow {
+	return source.UsageRow{At: testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute), Account: account, Model: model,
 		Project: project, Totals: ledger.Totals{Requests: 1, InputTokens: in, CachedTokens: cached, OutputTokens: out, CostUSD: cost}}
 }
 
 // sampleUsage is a week and a half of sample()'s accounts: "personal" and "team" are
 // ChatGPT seats, "api" an API key. Today: 840 k + 360 k tokens, $2.10 API-equivalent and $1.30 real.
-func sampleUsage() *FixedUsage {
-	return &FixedUsage{
-		Rows: []UsageRow{
+func sampleUsage() *source.FixedUsage {
+	return &source.FixedUsage{
+		Rows: []source.UsageRow{
 			usageRow(0, "personal", "gpt-5.3-codex", "codexrelay", 800_000, 600_000, 40_000, 2.10),
 			usageRow(0, "api", "gpt-5.4-mini", "", 300_000, 100_000, 60_000, 1.30),
 			usageRow(1, "personal", "gpt-5.3-codex", "codexrelay", 2_000_000, 1_500_000, 100_000, 4.00),
@@ -48,7 +49,7 @@ func sampleUsage() *FixedUsage {
 
 // countingUsage counts the Summary calls that reach a source.
 type countingUsage struct {
-	UsageSource
+	source.UsageSource
 	summaries int
 }
 
@@ -58,7 +59,7 @@ func (c *countingUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Rep
 }
 
 // newUsageUI is a UI showing sample() and src, its elapsed clock moved by hand (*el).
-func newUsageUI(t *testing.T, src UsageSource) (*UI, *time.Time) {
+func newUsageUI(t *testing.T, src source.UsageSource) (*UI, *time.Time) {
 	t.Helper()
 	u, _ := newTestUI(t, nil)
 	el := time.Unix(1_000_000, 0)
@@ -69,7 +70,7 @@ func newUsageUI(t *testing.T, src UsageSource) (*UI, *time.Time) {
 }
 
 // newUsageTray is the tray process showing sample() and src, its elapsed clock moved by hand (*el).
-func newUsageTray(t *testing.T, src UsageSource) (*TrayApp, *fakeTray, *[]string, *time.Time) {
+func newUsageTray(t *testing.T, src source.UsageSource) (*TrayApp, *fakeTray, *[]string, *time.Time) {
 	t.Helper()
 	tr, _, desk, opened := newTestTray(t, nil)
 	el := time.Unix(1_000_000, 0)
@@ -266,14 +267,14 @@ func TestUsageWindowReadsOncePerMinute(t *testing.T) {
 func TestUsageWindowStates(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		src   *FixedUsage
+		src   *source.FixedUsage
 		shows string
 		offer bool
 	}{
-		{"off", &FixedUsage{Off: true}, "The usage ledger is off, so Codex Relay records no usage. Turn it on here, or from a terminal with:", true},
-		{"failed", &FixedUsage{Err: errors.New("the usage ledger /tmp/x/usage.db cannot be opened: database disk image is malformed; the relay serves without it")},
+		{"off", &source.FixedUsage{Off: true}, "The usage ledger is off, so Codex Relay records no usage. Turn it on here, or from a terminal with:", true},
+		{"failed", &source.FixedUsage{Err: errors.New("the usage ledger /tmp/x/usage.db cannot be opened: database disk image is malformed; the relay serves without it")},
 			"The usage ledger /tmp/x/usage.db cannot be opened: database disk image is malformed; the relay serves without it", false},
-		{"empty", &FixedUsage{}, "No requests recorded in the last 7 days yet. Each request through the relay adds its tokens, cost and cache hits here.", false},
+		{"empty", &source.FixedUsage{}, "No requests recorded in the last 7 days yet. Each request through the relay adds its tokens, cost and cache hits here.", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			u, _ := newUsageUI(t, c.src)
@@ -467,7 +468,7 @@ func TestUsageWindowSaysThingsOnce(t *testing.T) {
 	}
 
 	for _, cost := range []float64{0.002, 0.004, 0.012, 0.03} {
-		tiny := &FixedUsage{Rows: []UsageRow{usageRow(0, "api", "gpt-5.4-mini", "", 1_000, 0, 10, cost)}}
+		tiny := &source.FixedUsage{Rows: []source.UsageRow{usageRow(0, "api", "gpt-5.4-mini", "", 1_000, 0, 10, cost)}}
 		u, _ := newUsageUI(t, tiny)
 		u.ShowUsage()
 		ticks := u.usageWin.costChart.data.ticks

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // tieredUsage is sampleUsage with service tiers: personal's Fast-mode turns (priority, priced
 // at twice the standard price) and the API key's flex batch beside requests that asked for
 // no tier.
-func tieredUsage() *FixedUsage {
+func tieredUsage() *source.FixedUsage {
 	f := sampleUsage()
 	f.Rows[0].Tier = "priority" // personal today, 840 k tokens, $2.10 (already at 2x)
 	f.Rows[1].Tier = "flex"     // api today, 360 k tokens, $1.30

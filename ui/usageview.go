@@ -16,6 +16,7 @@ import (
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // The Usage window's view model: what one read of the ledger found, and what the window shows
@@ -37,15 +38,35 @@ type usageData struct {
 	burnErr  error
 }
 
+// accountKinds are the accounts' kinds by name, as the relay's snapshot says (the accounts of
+// the settings, in list order), their places in the list, and the ChatGPT accounts in that
+// order: a seat's cost is API-equivalent, an API key's is real (look.Kinds).
+type accountKinds struct {
+	kind    look.Kinds
+	order   map[string]int // the accounts' places in the list
+	chatgpt []string
+}
+
+func kindsOf(accts []proxy.AccountStats) accountKinds {
+	k := accountKinds{kind: look.KindsOf(accts), order: map[string]int{}}
+	for i, a := range accts {
+		k.order[a.Name] = i
+		if a.Kind == proxy.KindChatGPT {
+			k.chatgpt = append(k.chatgpt, a.Name)
+		}
+	}
+	return k
+}
+
 // periodStart is the first UTC day the last days days cover (today, in UTC, is the last).
 func periodStart(now time.Time, days int) time.Time {
-	return utcDay(now).AddDate(0, 0, -(days - 1))
+	return source.UTCDay(now).AddDate(0, 0, -(days - 1))
 }
 
 // readUsage reads everything the window shows for the last days days; it may block.
-func readUsage(src UsageSource, accts []proxy.AccountStats, days int, now time.Time) usageData {
+func readUsage(src source.UsageSource, accts []proxy.AccountStats, days int, now time.Time) usageData {
 	d := usageData{days: days, now: now, kinds: kindsOf(accts)}
-	ctx, cancel := context.WithTimeout(context.Background(), usageReadTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), source.UsageReadTimeout)
 	defer cancel()
 	since := periodStart(now, days)
 	if d.accounts, d.err = src.Summary(ctx, ledger.Query{Since: since, By: "account"}); d.err != nil {
@@ -135,10 +156,10 @@ func pricesAt(date string) string {
 // newUsageView is what the window shows for d (pure: the tests call it too).
 func newUsageView(d usageData) usageView {
 	switch {
-	case errors.Is(d.err, ErrUsageOff):
+	case errors.Is(d.err, source.ErrUsageOff):
 		return usageView{state: usageOff, message: "The usage ledger is off, so Codex Relay records no usage. " +
 			"Turn it on here, or from a terminal with:"}
-	case errors.Is(d.err, ErrUsageClosed):
+	case errors.Is(d.err, source.ErrUsageClosed):
 		return usageView{state: usageFailed, message: "The usage ledger opens while the relay serves: " +
 			"start the proxy (Start proxy in the tray menu) to record and see usage."}
 	case d.err != nil:

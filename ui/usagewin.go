@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // The Usage window: what the usage ledger recorded over the last 7 or 30 days. Tokens and
@@ -17,7 +18,7 @@ import (
 // pool's five-hour capacity runs out.
 //
 // The ledger is read off the UI thread when the window opens, when the period changes and
-// then at most every usageEvery while it stays open; a read that finds what is on screen
+// then at most every source.UsageEvery while it stays open; a read that finds what is on screen
 // redraws nothing.
 
 // usagePeriods are the periods the window offers, in days, with their labels.
@@ -172,10 +173,10 @@ func (w *usageScreen) close() {
 	w.u.hideWindow(w.win)
 }
 
-// tick reads the ledger again when the last read is usageEvery old (the poller calls it
+// tick reads the ledger again when the last read is source.UsageEvery old (the poller calls it
 // every second; it reads nothing while the window is hidden or a read is under way).
 func (w *usageScreen) tick() {
-	if w.shown && !w.reading && w.u.elapsed().Sub(w.readAt) >= usageEvery {
+	if w.shown && !w.reading && w.u.elapsed().Sub(w.readAt) >= source.UsageEvery {
 		w.reload()
 	}
 }
@@ -462,4 +463,26 @@ func (u *UI) showUsage() {
 		u.usageWin = newUsageScreen(u)
 	}
 	u.usageWin.open()
+}
+
+// usageCommand turns the ledger on from a terminal.
+const usageCommand = "codexrelay settings set usage-ledger true"
+
+// usageSource is the usage source the windows read.
+func (u *UI) usageSource() source.UsageSource {
+	u.usageMu.Lock()
+	defer u.usageMu.Unlock()
+	return u.usage
+}
+
+// ShowFixedUsage makes the Usage window read src instead of the relay's ledger (screenshots,
+// demonstrations).
+func (u *UI) ShowFixedUsage(src source.UsageSource) {
+	u.usageMu.Lock()
+	u.usage = src
+	u.usageMu.Unlock()
+	if u.usageWin != nil && u.usageWin.shown {
+		u.usageWin.reload()
+	}
+	u.apply(u.fetch())
 }

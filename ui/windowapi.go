@@ -18,75 +18,14 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
-)
-
-// The window API is how the window process (B) reads the tray process's (A's) live state and
-// asks it for what only A can do (pause, resume, move the listener). It is served by A on a
-// loopback port of its own, with a token A hands to each window process it starts: the relay's
-// port may be paused, taken or moved, and the window process must still say so.
-//
-//	GET  /relay/stats                      proxy.Snapshot
-//	GET  /relay/traces?limit=N             []proxy.Trace, newest first
-//	GET  /relay/status                     the listener's status (statusJSON)
-//	POST /relay/pause, /relay/resume       pause (draining) or resume the listener
-//	POST /relay/listen?addr=HOST:PORT      move the listener (and save the address)
-//	GET  /relay/usage/summary?since=&until=&by=    ledger.Report
-//	GET  /relay/usage/daily?since=                 []ledger.DayByAccount
-//	GET  /relay/usage/burn?account=                ledger.Burn
-//	GET  /relay/usage/forecast?account=...&now=    ledger.Forecast
-//
-// Times are RFC 3339 with nanoseconds. Every answer that is not 2xx is {"error":{"code","message"}}.
-
-// relayControl is what the windows ask of the listener: the in-process *app.Service, or the
-// tray process through the window API.
-type relayControl interface {
-	Status() app.ServiceStatus
-	Pause()
-	Resume() error
-	SetListen(addr string) error
-}
-
-// statusJSON is app.ServiceStatus on the wire (its error as text).
-type statusJSON struct {
-	Addr    string `json:"addr"`
-	Running bool   `json:"running"`
-	Paused  bool   `json:"paused"`
-	Error   string `json:"error,omitempty"`
-	Warning string `json:"warning,omitempty"`
-	// Refusing is app.ServiceStatus.Refusing.
-	Refusing string `json:"refusing,omitempty"`
-}
-
-func statusToJSON(s app.ServiceStatus) statusJSON {
-	j := statusJSON{Addr: s.Addr, Running: s.Running, Paused: s.Paused, Warning: s.Warning, Refusing: s.Refusing}
-	if s.Err != nil {
-		j.Error = s.Err.Error()
-	}
-	return j
-}
-
-func (j statusJSON) status() app.ServiceStatus {
-	s := app.ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
-	if j.Error != "" {
-		s.Err = errors.New(j.Error)
-	}
-	return s
-}
-
-// Error codes of the window API.
-const (
-	codeUsageOff     = "usage_off"
-	codeUsageClosed  = "usage_closed"
-	codeFailed       = "failed"
-	codeBadRequest   = "bad_request"
-	codeUnauthorized = "unauthorized"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // windowAPI serves the window API for one relay (A's side).
 type windowAPI struct {
-	src   Source
-	ctl   relayControl
-	usage func() UsageSource
+	src   source.Source
+	ctl   source.RelayControl
+	usage func() source.UsageSource
 	token string
 }
 
@@ -113,11 +52,11 @@ func serveWindowAPI(ctx context.Context, api *windowAPI) (string, error) {
 func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if api.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(api.token)) != 1 {
-		apiError(w, http.StatusUnauthorized, codeUnauthorized, "the window API needs the token of the tray process")
+		apiError(w, http.StatusUnauthorized, source.CodeUnauthorized, "the window API needs the token of the tray process")
 		return
 	}
 	q := r.URL.Query()
-	ctx, cancel := context.WithTimeout(r.Context(), usageReadTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), source.UsageReadTimeout)
 	defer cancel()
 	switch r.Method + " " + r.URL.Path {
 	case "GET /relay/stats":
@@ -125,31 +64,31 @@ func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET /relay/traces":
 		limit, err := strconv.Atoi(q.Get("limit"))
 		if err != nil {
-			limit = recentTraces
+			limit = source.RecentTraces
 		}
 		apiJSON(w, api.src.Traces(limit))
 	case "GET /relay/status":
-		apiJSON(w, statusToJSON(api.ctl.Status()))
+		apiJSON(w, source.StatusToJSON(api.ctl.Status()))
 	case "POST /relay/pause":
 		api.ctl.Pause()
-		apiJSON(w, statusToJSON(api.ctl.Status()))
+		apiJSON(w, source.StatusToJSON(api.ctl.Status()))
 	case "POST /relay/resume":
 		if err := api.ctl.Resume(); err != nil {
-			apiError(w, http.StatusConflict, codeFailed, err.Error())
+			apiError(w, http.StatusConflict, source.CodeFailed, err.Error())
 			return
 		}
-		apiJSON(w, statusToJSON(api.ctl.Status()))
+		apiJSON(w, source.StatusToJSON(api.ctl.Status()))
 	case "POST /relay/listen":
 		if err := api.ctl.SetListen(q.Get("addr")); err != nil {
-			apiError(w, http.StatusConflict, codeFailed, err.Error())
+			apiError(w, http.StatusConflict, source.CodeFailed, err.Error())
 			return
 		}
-		apiJSON(w, statusToJSON(api.ctl.Status()))
+		apiJSON(w, source.StatusToJSON(api.ctl.Status()))
 	case "GET /relay/usage/summary":
 		since, err1 := parseAPITime(q.Get("since"))
 		until, err2 := parseAPITime(q.Get("until"))
 		if err := errors.Join(err1, err2); err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
+			apiError(w, http.StatusBadRequest, source.CodeBadRequest, err.Error())
 			return
 		}
 		rep, err := api.usage().Summary(ctx, ledger.Query{Since: since, Until: until, By: q.Get("by")})
@@ -157,7 +96,7 @@ func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET /relay/usage/daily":
 		since, err := parseAPITime(q.Get("since"))
 		if err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
+			apiError(w, http.StatusBadRequest, source.CodeBadRequest, err.Error())
 			return
 		}
 		days, err := api.usage().Daily(ctx, since)
@@ -168,13 +107,13 @@ func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET /relay/usage/forecast":
 		now, err := parseAPITime(q.Get("now"))
 		if err != nil {
-			apiError(w, http.StatusBadRequest, codeBadRequest, err.Error())
+			apiError(w, http.StatusBadRequest, source.CodeBadRequest, err.Error())
 			return
 		}
 		f, err := api.usage().Forecast(ctx, q["account"], now)
 		usageAnswer(w, f, err)
 	default:
-		apiError(w, http.StatusNotFound, codeBadRequest, "no such route: "+r.Method+" "+r.URL.Path)
+		apiError(w, http.StatusNotFound, source.CodeBadRequest, "no such route: "+r.Method+" "+r.URL.Path)
 	}
 }
 
@@ -194,12 +133,12 @@ func apiTime(t time.Time) string {
 
 func usageAnswer(w http.ResponseWriter, v any, err error) {
 	switch {
-	case errors.Is(err, ErrUsageOff):
-		apiError(w, http.StatusServiceUnavailable, codeUsageOff, err.Error())
-	case errors.Is(err, ErrUsageClosed):
-		apiError(w, http.StatusServiceUnavailable, codeUsageClosed, err.Error())
+	case errors.Is(err, source.ErrUsageOff):
+		apiError(w, http.StatusServiceUnavailable, source.CodeUsageOff, err.Error())
+	case errors.Is(err, source.ErrUsageClosed):
+		apiError(w, http.StatusServiceUnavailable, source.CodeUsageClosed, err.Error())
 	case err != nil:
-		apiError(w, http.StatusServiceUnavailable, codeFailed, err.Error())
+		apiError(w, http.StatusServiceUnavailable, source.CodeFailed, err.Error())
 	default:
 		apiJSON(w, v)
 	}
@@ -217,14 +156,14 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // windowClient is the window process's side of the window API: a Source, a UsageSource and a
-// relayControl over loopback HTTP.
+// RelayControl (package source) over loopback HTTP.
 type windowClient struct {
 	base, token string
 	hc          *http.Client
 }
 
 func newWindowClient(base, token string) *windowClient {
-	return &windowClient{base: base, token: token, hc: &http.Client{Timeout: usageReadTimeout + 2*time.Second}}
+	return &windowClient{base: base, token: token, hc: &http.Client{Timeout: source.UsageReadTimeout + 2*time.Second}}
 }
 
 // errTrayGone says the tray process does not answer.
@@ -254,10 +193,10 @@ func (c *windowClient) call(ctx context.Context, method, path string, q url.Valu
 			return fmt.Errorf("the tray process answered %s", resp.Status)
 		}
 		switch e.Error.Code {
-		case codeUsageOff:
-			return ErrUsageOff
-		case codeUsageClosed:
-			return ErrUsageClosed
+		case source.CodeUsageOff:
+			return source.ErrUsageOff
+		case source.CodeUsageClosed:
+			return source.ErrUsageClosed
 		}
 		return errors.New(e.Error.Message)
 	}
@@ -289,11 +228,11 @@ func (c *windowClient) Traces(limit int) []proxy.Trace {
 
 // Status is A's listener status; when A does not answer, a stopped one that says so.
 func (c *windowClient) Status() app.ServiceStatus {
-	var j statusJSON
+	var j source.StatusJSON
 	if err := c.get("/relay/status", nil, &j); err != nil {
 		return app.ServiceStatus{Err: err}
 	}
-	return j.status()
+	return j.Status()
 }
 
 func (c *windowClient) post(path string, q url.Values) error {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // fakeControl is a listener that records what it was asked.
@@ -36,9 +37,9 @@ func (f *fakeControl) Resume() error             { f.resumes++; return f.resumeE
 func (f *fakeControl) SetListen(a string) error  { f.listen = a; return nil }
 
 // serveAPI serves a window API over src, ctl and usage; it returns the client.
-func serveAPI(t *testing.T, src Source, ctl relayControl, usage UsageSource) *windowClient {
+func serveAPI(t *testing.T, src source.Source, ctl source.RelayControl, usage source.UsageSource) *windowClient {
 	t.Helper()
-	api := &windowAPI{src: src, ctl: ctl, usage: func() UsageSource { return usage }, token: newToken()}
+	api := &windowAPI{src: src, ctl: ctl, usage: func() source.UsageSource { return usage }, token: newToken()}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return newWindowClient(srv.URL, api.token)
@@ -100,12 +101,12 @@ func TestWindowAPIRoundTrip(t *testing.T) {
 	}
 	// The ledger's states come through as the errors the Usage window knows.
 	usage.Off = true
-	if _, err := c.Summary(t.Context(), q); !errors.Is(err, ErrUsageOff) {
+	if _, err := c.Summary(t.Context(), q); !errors.Is(err, source.ErrUsageOff) {
 		t.Errorf("off: %v", err)
 	}
 	usage.Off = false
-	c2 := serveAPI(t, src, ctl, &FixedUsage{Err: ErrUsageClosed})
-	if _, err := c2.Daily(t.Context(), q.Since); !errors.Is(err, ErrUsageClosed) {
+	c2 := serveAPI(t, src, ctl, &source.FixedUsage{Err: source.ErrUsageClosed})
+	if _, err := c2.Daily(t.Context(), q.Since); !errors.Is(err, source.ErrUsageClosed) {
 		t.Errorf("closed: %v", err)
 	}
 }
@@ -144,7 +145,7 @@ func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
 	if err := tray.svc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := serveAPI(t, relay.Proxy, tray.svc, relayUsage{relay})
+	c := serveAPI(t, relay.Proxy, tray.svc, source.RelayUsage(relay))
 
 	// The window process has its own app over the same settings folder, as the CLI would.
 	other, err := app.Open(app.Options{ConfigDir: relay.ConfigDir(), Getenv: func(string) string { return "" }})

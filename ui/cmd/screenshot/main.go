@@ -1,7 +1,7 @@
 // Command screenshot shows a window of the real UI with prepared figures, for the README's
 // screenshots (`make screenshot` runs it under Xvfb, in the light and the dark theme, and
 // captures the window). It never starts a proxy and never touches the real keychain or
-// settings: the windows read a fixed snapshot through ui.Fixed, the accounts live in a
+// settings: the windows read a fixed snapshot through source.Fixed, the accounts live in a
 // temporary folder and their secrets in go-keyring's in-memory mock.
 package main
 
@@ -29,6 +29,7 @@ import (
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 func main() {
@@ -99,14 +100,14 @@ func main() {
 		writeFile(filepath.Join(codexHome, "auth.json"), `{"tokens":{"id_token":"`+idToken("dev@example.com")+
 			`","access_token":"`+idToken("")+`","refresh_token":"rt","account_id":"acct-1"}}`)
 		writeFile(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.1-codex\"\n")
-		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
 		u.ShowDashboard()
 	case "accounts":
 		snap := accountsFixture(now)
 		for _, a := range snap.Accounts {
 			addAccount(relay, a)
 		}
-		u.ShowFixed(ui.Fixed{Snapshot: snap}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: snap}, running, now)
 		u.ShowAccounts()
 	case "usage":
 		u.ShowFixed(dashboardFixture(now), running, now)
@@ -114,11 +115,11 @@ func main() {
 		switch *usage {
 		case "two-weeks":
 		case "empty":
-			fixed = &ui.FixedUsage{}
+			fixed = &source.FixedUsage{}
 		case "off":
-			fixed = &ui.FixedUsage{Off: true}
+			fixed = &source.FixedUsage{Off: true}
 		case "failed":
-			fixed = &ui.FixedUsage{Err: fmt.Errorf("the usage ledger %s cannot be opened: database is locked; the relay serves without it",
+			fixed = &source.FixedUsage{Err: fmt.Errorf("the usage ledger %s cannot be opened: database is locked; the relay serves without it",
 				filepath.Join(dir, ".local/share/codexrelay/usage.db"))}
 		default:
 			log.Fatalf("unknown -usage %q", *usage)
@@ -126,7 +127,7 @@ func main() {
 		u.ShowFixedUsage(fixed)
 		u.ShowUsagePeriod(*period)
 	case "settings":
-		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
 		u.ShowSettings()
 	default:
 		log.Fatalf("unknown window %q", *window)
@@ -208,7 +209,7 @@ func addAccount(relay *app.App, a proxy.AccountStats) {
 
 // dashboardFixture is a busy afternoon: three accounts (one ready with its quota, one resting
 // after its limit, one whose key was rejected), a warm catalog and eight recent requests.
-func dashboardFixture(now time.Time) ui.Fixed {
+func dashboardFixture(now time.Time) source.Fixed {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	cool := at(4*time.Minute + 32*time.Second)
 	expires := at(3*24*time.Hour + 20*time.Hour) // team's first banked reset
@@ -282,7 +283,7 @@ func dashboardFixture(now time.Time) ui.Fixed {
 			LatencyBreakdown: proxy.Latency{PreparationMs: r.prep, TotalMs: r.total},
 		}
 	}
-	return ui.Fixed{Snapshot: snap, Recent: traces}
+	return source.Fixed{Snapshot: snap, Recent: traces}
 }
 
 // accountsFixture is seven accounts in every state, for the accounts window.
@@ -312,7 +313,7 @@ func accountsFixture(now time.Time) proxy.Snapshot {
 // usageFixture is two weeks of the dashboard's three accounts: two ChatGPT seats that carry
 // most of the work on weekdays and an API key for a nightly job, over five models and four
 // projects, with burn rates for the seats and a forecast for the afternoon.
-func usageFixture(now time.Time) *ui.FixedUsage {
+func usageFixture(now time.Time) *source.FixedUsage {
 	type mix struct {
 		account, model, project string
 		tokens                  float64 // a weekday's input tokens, in millions
@@ -328,7 +329,7 @@ func usageFixture(now time.Time) *ui.FixedUsage {
 		{"openai-api", "gpt-5.4-mini", "nightly-review", 2.6, 0.55, 0.06},
 		{"openai-api", "gpt-5.1-codex-mini", "", 0.9, 0.40, 0.05},
 	}
-	var rows []ui.UsageRow
+	var rows []source.UsageRow
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	for d := 13; d >= 0; d-- {
 		day := today.AddDate(0, 0, -d)
@@ -346,14 +347,14 @@ func usageFixture(now time.Time) *ui.FixedUsage {
 			in := int64(m.tokens * f * 1e6)
 			cached, out := int64(float64(in)*m.cached), int64(float64(in)*m.output)
 			p, _ := ledger.LookupPrice(m.model, nil)
-			rows = append(rows, ui.UsageRow{
+			rows = append(rows, source.UsageRow{
 				At: day.Add(time.Duration(9+i) * time.Hour), Account: m.account, Model: m.model, Project: m.project,
 				Totals: ledger.Totals{Requests: in / 60_000, Errors: in / 4_000_000, InputTokens: in, CachedTokens: cached,
 					OutputTokens: out, ReasoningTokens: out / 2, CostUSD: p.Cost(in, cached, out)},
 			})
 		}
 	}
-	return &ui.FixedUsage{
+	return &source.FixedUsage{
 		Rows: rows,
 		Burns: map[string]ledger.Burn{
 			"personal": {PrimaryTokensPerPercent: 212_000, SecondaryTokensPerPercent: 1_840_000, PrimaryPercentSeen: 64, SecondaryPercentSeen: 38},

@@ -5,34 +5,6 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// Source is the read API the windows show: a stats snapshot and the recent traces. The real
-// one is the app's *proxy.Server (relay.Proxy); Fixed serves prepared figures.
-type Source interface {
-	Stats() proxy.Snapshot
-	// Traces returns up to limit recent requests, newest first.
-	Traces(limit int) []proxy.Trace
-}
-
-// Fixed is a Source that always answers the same snapshot and traces (screenshots, tests).
-type Fixed struct {
-	Snapshot proxy.Snapshot
-	Recent   []proxy.Trace
-}
-
-// Stats returns the fixed snapshot.
-func (f Fixed) Stats() proxy.Snapshot { return f.Snapshot }
-
-// Traces returns up to limit of the fixed traces.
-func (f Fixed) Traces(limit int) []proxy.Trace {
-	if limit >= 0 && limit < len(f.Recent) {
-		return f.Recent[:limit]
-	}
-	return f.Recent
-}
-
-// recentTraces is how many requests the dashboard lists.
-const recentTraces = 50
-
 // view is everything one tick shows: read once, off the UI thread, then applied with fyne.Do.
 type view struct {
 	snap   proxy.Snapshot

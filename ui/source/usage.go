@@ -1,19 +1,15 @@
-package ui
+package source
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
-	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // UsageSource is the usage ledger as the Usage window and the tray read it. The real one
@@ -37,8 +33,8 @@ var (
 	ErrUsageClosed = errors.New("the usage ledger is not open")
 )
 
-// usageCommand turns the ledger on from a terminal.
-const usageCommand = "codexrelay settings set usage-ledger true"
+// RelayUsage is the UsageSource of the running app relay: its ledger, looked up at each call.
+func RelayUsage(relay *app.App) UsageSource { return relayUsage{relay} }
 
 // relayUsage is the UsageSource of the running app.
 type relayUsage struct{ relay *app.App }
@@ -190,7 +186,7 @@ func (f *FixedUsage) Daily(_ context.Context, since time.Time) ([]ledger.DayByAc
 	if err := f.fail(); err != nil {
 		return nil, err
 	}
-	from := utcDay(since)
+	from := UTCDay(since)
 	var out []ledger.DayByAccount
 	for _, r := range f.Rows {
 		if r.At.Before(from) {
@@ -232,108 +228,20 @@ func (f *FixedUsage) Forecast(_ context.Context, _ []string, now time.Time) (led
 	return p, nil
 }
 
-// utcDay is the UTC midnight that starts t's UTC day (the ledger's days are UTC days).
-func utcDay(t time.Time) time.Time {
+// UTCDay is the UTC midnight that starts t's UTC day (the ledger's days are UTC days).
+func UTCDay(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// localMidnight is the local midnight that starts now's day.
-func localMidnight(now time.Time) time.Time {
+// LocalMidnight is the local midnight that starts now's day.
+func LocalMidnight(now time.Time) time.Time {
 	now = now.Local()
 	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)
 }
 
-// usageEvery is how often the Usage window and the tray's usage line read the ledger again.
-const usageEvery = 60 * time.Second
+// UsageEvery is how often the Usage window and the tray's usage line read the ledger again.
+const UsageEvery = 60 * time.Second
 
-// usageReadTimeout bounds one read of the ledger.
-const usageReadTimeout = 10 * time.Second
-
-// accountKinds are the accounts' kinds by name, as the relay's snapshot says (the accounts of
-// the settings, in list order), their places in the list, and the ChatGPT accounts in that
-// order: a seat's cost is API-equivalent, an API key's is real (look.Kinds).
-type accountKinds struct {
-	kind    look.Kinds
-	order   map[string]int // the accounts' places in the list
-	chatgpt []string
-}
-
-func kindsOf(accts []proxy.AccountStats) accountKinds {
-	k := accountKinds{kind: look.KindsOf(accts), order: map[string]int{}}
-	for i, a := range accts {
-		k.order[a.Name] = i
-		if a.Kind == proxy.KindChatGPT {
-			k.chatgpt = append(k.chatgpt, a.Name)
-		}
-	}
-	return k
-}
-
-// todayLine is the tray's usage line: "Today: 1.2 M tokens · $3.40", the cost marked
-// "API-equiv." for ChatGPT seats ("$1.30 + $2.10 API-equiv." for both kinds).
-func todayLine(rep ledger.Report, k look.Kinds) string {
-	c := k.Split(rep.Groups)
-	cost := look.Dollars(c.Real)
-	switch {
-	case c.Equivalent > 0 && c.Real > 0:
-		cost = look.Dollars(c.Real) + " + " + look.Dollars(c.Equivalent) + " API-equiv."
-	case c.Equivalent > 0:
-		cost = look.Dollars(c.Equivalent) + " API-equiv."
-	}
-	if rep.Total.Tokens() == 0 {
-		return "Today: no tokens yet"
-	}
-	return "Today: " + look.TokenCount(rep.Total.Tokens()) + " tokens · " + cost
-}
-
-// today is the tray's cached usage line: read at most every usageEvery, and again at once
-// when the settings or the source change.
-type today struct {
-	mu   sync.Mutex
-	text string
-	at   time.Time // when it was read (elapsed clock); zero: read at the next look
-	gen  uint64    // the settings generation it was read under
-}
-
-// line is the cached usage line at the elapsed-clock time t under settings generation gen;
-// when a read is due it reads src (accounts accts, day of now). It may block on the ledger.
-func (c *today) line(gen uint64, t time.Time, src UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && t.Sub(c.at) < usageEvery && c.gen == gen {
-		return c.text
-	}
-	c.at, c.gen = t, gen
-	ctx, cancel := context.WithTimeout(context.Background(), usageReadTimeout)
-	defer cancel()
-	rep, err := src.Summary(ctx, ledger.Query{Since: localMidnight(now), By: "account"})
-	if err != nil {
-		c.text = ""
-		if !errors.Is(err, ErrUsageOff) && !errors.Is(err, ErrUsageClosed) {
-			log.Debug("usage ledger: cannot read today's usage", "error", err)
-		}
-		return ""
-	}
-	c.text = todayLine(rep, look.KindsOf(accts))
-	return c.text
-}
-
-// usageSource is the usage source the windows read.
-func (u *UI) usageSource() UsageSource {
-	u.usageMu.Lock()
-	defer u.usageMu.Unlock()
-	return u.usage
-}
-
-// ShowFixedUsage makes the Usage window read src instead of the relay's ledger (screenshots,
-// demonstrations).
-func (u *UI) ShowFixedUsage(src UsageSource) {
-	u.usageMu.Lock()
-	u.usage = src
-	u.usageMu.Unlock()
-	if u.usageWin != nil && u.usageWin.shown {
-		u.usageWin.reload()
-	}
-	u.apply(u.fetch())
-}
+// UsageReadTimeout bounds one read of the ledger.
+const UsageReadTimeout = 10 * time.Second
