@@ -14,6 +14,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // The API-key form shows each problem next to its field, in app's words (only an empty field
@@ -122,11 +123,11 @@ func menuAction(t *testing.T, a *accountsWindow, i int, label string) {
 			return
 		}
 	}
-	t.Fatalf("row %d's menu has no %q: %q", i, label, labels(a.rowMenu(i).Items))
+	t.Fatalf("row %d's menu has no %q: %q", i, label, uitest.Labels(a.rowMenu(i).Items))
 }
 
 func TestAccountsListActions(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	u.showAccounts()
 	a := u.accounts
@@ -166,7 +167,7 @@ func TestAccountsListActions(t *testing.T) {
 	a.add.d.Hide()
 
 	// The menu of an API-key account, first in the list.
-	if got := labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Disable|Move up|Move down||Remove…" {
+	if got := uitest.Labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Disable|Move up|Move down||Remove…" {
 		t.Errorf("menu %q", got)
 	}
 	if !a.rowMenu(0).Items[3].Disabled || !a.rowMenu(1).Items[4].Disabled {
@@ -242,7 +243,7 @@ func TestAccountsListActions(t *testing.T) {
 
 // A ChatGPT account offers Sign in again instead of a key.
 func TestChatGPTAccountMenu(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	if _, err := relay.AddAccount(app.NewAccount{Name: "me", Kind: "chatgpt", Email: "me@example.com"},
 		app.Secret{AccessToken: "at", RefreshToken: "rt", AccountID: "acct"}); err != nil {
@@ -250,7 +251,7 @@ func TestChatGPTAccountMenu(t *testing.T) {
 	}
 	u.showAccounts()
 	a := u.accounts
-	if got := labels(a.rowMenu(0).Items); got[0] != "Sign in again…" {
+	if got := uitest.Labels(a.rowMenu(0).Items); got[0] != "Sign in again…" {
 		t.Errorf("menu %q", got)
 	}
 	mustShow(t, a.win.Content(), "me", "ChatGPT · me@example.com", "Ready")
@@ -271,7 +272,7 @@ func TestSevenAccountsFitTheWindow(t *testing.T) {
 // Importing the Codex login a second time through the Add dialog says that it is there
 // already, and adds nothing.
 func TestImportingTheCodexLoginTwice(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	home := t.TempDir()
 	codexLogin(t, home, "dev@example.com")
 	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": home})
@@ -301,7 +302,7 @@ func TestImportingTheCodexLoginTwice(t *testing.T) {
 // "Sign in again…" in a ChatGPT account's menu starts a sign-in for that account; a second
 // sign-in while one runs (it holds the callback port) brings the first to the front instead.
 func TestSignInAgainFromARow(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	if _, err := relay.AddAccount(app.NewAccount{Name: "me", Kind: "chatgpt", Email: "me@example.com"},
 		app.Secret{AccessToken: "at", RefreshToken: "rt", AccountID: "acct"}); err != nil {
@@ -333,7 +334,7 @@ func TestSignInAgainFromARow(t *testing.T) {
 
 // Enable, Disable and the moves save off the UI thread.
 func TestAccountChangesRunOffTheUIThread(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	for _, name := range []string{"one", "two"} {
 		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},
@@ -460,7 +461,7 @@ func TestAddDialogFitsItsTab(t *testing.T) {
 // sevenAccounts opens the Accounts window, at its default size, on seven API-key accounts.
 func sevenAccounts(t *testing.T) *accountsWindow {
 	t.Helper()
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} {
 		if _, err := relay.AddAccount(app.NewAccount{Name: name, Kind: "openai", BaseURL: "https://api.example.com/v1"},

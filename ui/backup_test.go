@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // backupEnv makes the exports of a test cheap to derive (scrypt 2^10 instead of 2^18).
@@ -20,7 +21,7 @@ var backupEnv = map[string]string{"CODEXRELAY_EXPORT_SCRYPT_LOG_N": "10"}
 // another settings folder says a wrong passphrase and a damaged file next to their fields,
 // imports nothing for them, then lists what it added and, the second time, what it skipped.
 func TestExportThenImportThroughTheDialogs(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, backupEnv)
 	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "https://api.example.com/v1"},
 		app.Secret{APIKey: "sk-ui-backup-secret"}); err != nil {
@@ -152,7 +153,7 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 
 // TestExportRunsOffTheUIThread: the key derivation and the keychain reads run through async.
 func TestExportRunsOffTheUIThread(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, backupEnv)
 	if _, err := relay.AddAccount(app.NewAccount{Name: "one", Kind: "openai", BaseURL: "https://api.example.com/v1"},
 		app.Secret{APIKey: "sk-one"}); err != nil {

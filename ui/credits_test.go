@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -9,36 +8,29 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
-
-func withCredits(n int, expires time.Time) *proxy.ResetCredits {
-	c := &proxy.ResetCredits{Available: n, FetchedAt: testNow}
-	if !expires.IsZero() {
-		c.NextExpiresAt = &expires
-	}
-	return c
-}
 
 // A credit that would expire unused within a day is told about once; one that expires later,
 // or an account without credits, is not.
 func TestACreditExpiringWithinADayIsToldOnce(t *testing.T) {
 	n := newNotifier()
 	p := newPool()
-	p.s.Accounts[0].ResetCredits = withCredits(2, testNow.Add(30*time.Hour))
-	p.s.Accounts[1].ResetCredits = withCredits(0, time.Time{})
-	if got := feed(n, p, testNow); len(got) != 0 {
+	p.s.Accounts[0].ResetCredits = uitest.Credits(2, uitest.Now.Add(30*time.Hour))
+	p.s.Accounts[1].ResetCredits = uitest.Credits(0, time.Time{})
+	if got := feed(n, p, uitest.Now); len(got) != 0 {
 		t.Fatalf("baseline: %+v", got)
 	}
-	if got := feed(n, p, testNow.Add(5*time.Hour)); len(got) != 0 {
+	if got := feed(n, p, uitest.Now.Add(5*time.Hour)); len(got) != 0 {
 		t.Fatalf("25 h before: %+v", got)
 	}
-	got := feed(n, p, testNow.Add(7*time.Hour))
+	got := feed(n, p, uitest.Now.Add(7*time.Hour))
 	if len(got) != 1 || got[0].kind != app.NotifyResetCredit || !strings.Contains(got[0].title, "a: a banked reset expires soon") ||
 		!strings.Contains(got[0].body, "codexrelay accounts redeem a") {
 		t.Fatalf("23 h before: %+v", got)
 	}
 	for _, at := range []time.Duration{8 * time.Hour, 20 * time.Hour} {
-		if got := feed(n, p, testNow.Add(at)); len(got) != 0 {
+		if got := feed(n, p, uitest.Now.Add(at)); len(got) != 0 {
 			t.Fatalf("told again at +%v: %+v", at, got)
 		}
 	}
@@ -48,15 +40,15 @@ func TestACreditExpiringWithinADayIsToldOnce(t *testing.T) {
 // redemption; choosing it asks the relay (here it has no such account, and says so).
 func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 	tr, relay, _, _ := newTestTray(t, nil)
-	quietListen(t, relay)
-	src := sample()
-	back := testNow.Add(3 * time.Hour)
+	uitest.QuietListen(t, relay)
+	src := uitest.Sample()
+	back := uitest.Now.Add(3 * time.Hour)
 	src.Snapshot.Accounts[0].State, src.Snapshot.Accounts[0].CooldownReason, src.Snapshot.Accounts[0].CooldownUntil =
 		proxy.StateCooldown, proxy.CooldownRateLimit, &back
-	src.Snapshot.Accounts[1].ResetCredits = withCredits(2, testNow.Add(5*time.Hour))
-	src.Snapshot.Accounts[0].ResetCredits = withCredits(1, testNow.Add(48*time.Hour))
-	st := running()
-	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	src.Snapshot.Accounts[1].ResetCredits = uitest.Credits(2, uitest.Now.Add(5*time.Hour))
+	src.Snapshot.Accounts[0].ResetCredits = uitest.Credits(1, uitest.Now.Add(48*time.Hour))
+	st := uitest.Running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return uitest.Now }
 	sentc := make(chan string, 4)
 	tr.notes.send = func(title, body string) { sentc <- title + ": " + body }
 	tr.refresh()
@@ -70,7 +62,7 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 	}
 	it := trayItem(t, tr, "Redeem a banked reset of team") // the one that expires first
 	it.Action()
-	if got := receive(t, sentc, "the notification"); !strings.Contains(got, "team: the banked reset was not redeemed") {
+	if got := uitest.Receive(t, sentc, "the notification"); !strings.Contains(got, "team: the banked reset was not redeemed") {
 		t.Fatalf("notification %q", got)
 	}
 
@@ -88,63 +80,48 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 
 // The relay's credit events become notifications: its question (ask), a redemption, a failure.
 func TestCreditEventNotices(t *testing.T) {
-	ask, ok := creditNotice(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "plus", BackAt: testNow.Add(2 * time.Hour)}, testNow)
+	ask, ok := creditNotice(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "plus", BackAt: uitest.Now.Add(2 * time.Hour)}, uitest.Now)
 	if !ok || !strings.Contains(ask.body, "Redeem a banked reset of plus") || !strings.Contains(ask.body, "16:32") {
 		t.Fatalf("ask: %+v", ask)
 	}
-	res := proxy.RedeemResult{Account: "plus", WindowsReset: 2, Auto: true, Remaining: withCredits(1, time.Time{})}
-	done, _ := creditNotice(proxy.CreditEvent{Kind: proxy.CreditRedeemed, Account: "plus", Result: &res}, testNow)
+	res := proxy.RedeemResult{Account: "plus", WindowsReset: 2, Auto: true, Remaining: uitest.Credits(1, time.Time{})}
+	done, _ := creditNotice(proxy.CreditEvent{Kind: proxy.CreditRedeemed, Account: "plus", Result: &res}, uitest.Now)
 	if done.body != "Every account was resting: the relay redeemed a banked reset of plus: 2 windows reset; it serves again. 1 banked reset left." {
 		t.Fatalf("redeemed: %q", done.body)
 	}
-	if _, ok := creditNotice(proxy.CreditEvent{Kind: "other"}, testNow); ok {
+	if _, ok := creditNotice(proxy.CreditEvent{Kind: "other"}, uitest.Now); ok {
 		t.Fatal("an unknown kind told")
 	}
-	if got := creditsDetail(withCredits(3, testNow.Add(26*time.Hour)), testNow); got != "3 banked resets (the next expires Fri 16:32)" {
+	if got := creditsDetail(uitest.Credits(3, uitest.Now.Add(26*time.Hour)), uitest.Now); got != "3 banked resets (the next expires Fri 16:32)" {
 		t.Errorf("detail %q", got)
 	}
-	if got := joinNonEmpty(", ", kindText(proxy.KindChatGPT), creditsShort(nil, testNow)); got != "ChatGPT" {
+	if got := joinNonEmpty(", ", kindText(proxy.KindChatGPT), creditsShort(nil, uitest.Now)); got != "ChatGPT" {
 		t.Errorf("kind cell %q", got)
 	}
 }
 
 // The accounts window shows an account's credits and offers Redeem in its menu.
 func TestAccountsWindowShowsCreditsAndRedeems(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	if _, err := relay.AddAccount(app.NewAccount{Name: "me", Kind: "chatgpt", Email: "me@example.com"},
 		app.Secret{AccessToken: "at", RefreshToken: "rt", AccountID: "acct"}); err != nil {
 		t.Fatal(err)
 	}
-	quietListen(t, relay)
+	uitest.QuietListen(t, relay)
 	u.showAccounts()
 	a := u.accounts
-	if got := labels(a.rowMenu(0).Items); strings.Contains(strings.Join(got, "|"), "Redeem") {
+	if got := uitest.Labels(a.rowMenu(0).Items); strings.Contains(strings.Join(got, "|"), "Redeem") {
 		t.Fatalf("offered without credits: %q", got)
 	}
-	u.now = func() time.Time { return testNow }
+	u.now = func() time.Time { return uitest.Now }
 	a.show(view{snap: proxy.Snapshot{Accounts: []proxy.AccountStats{{Name: "me", Kind: proxy.KindChatGPT, State: proxy.StateReady,
-		ResetCredits: withCredits(2, testNow.Add(3*time.Hour))}}}})
+		ResetCredits: uitest.Credits(2, uitest.Now.Add(3*time.Hour))}}}})
 	mustShow(t, a.win.Content(), "ChatGPT · me@example.com · 2 banked resets (the next expires 17:32)")
 	menuAction(t, a, 0, "Redeem a banked reset")
 	// The fake base URL answers nothing: the failure is shown, and nothing else happened.
 	if got := overlayTexts(t, a.win); !strings.Contains(got, "anked resets: upstream unreachable") {
 		t.Errorf("no failure shown: %q", got)
-	}
-}
-
-// quietListen points relay's listen address at a loopback port nothing listens on, so that a
-// redemption asked for in a test finds no running relay (none of the developer's).
-func quietListen(t *testing.T, relay *app.App) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	if err := relay.SetListen(addr); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -160,13 +137,13 @@ func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
 	tr.actNotify = func(title, _, label string, act func()) { got <- shown{title, label, act} }
 	notes := make(chan string, 1)
 	tr.notes.send = func(title, _ string) { notes <- title }
-	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: testNow.Add(time.Hour)})
-	s := receive(t, got, "the notification with its action")
+	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: uitest.Now.Add(time.Hour)})
+	s := uitest.Receive(t, got, "the notification with its action")
 	if s.title != "A banked reset would serve now" || s.label != "Redeem a banked reset of team" {
 		t.Fatalf("notified %q with the action %q", s.title, s.label)
 	}
 	s.act() // the test relay has no account "team": the redemption says why it did not happen
-	if n := receive(t, notes, "the notification after the action"); n != "team: the banked reset was not redeemed" {
+	if n := uitest.Receive(t, notes, "the notification after the action"); n != "team: the banked reset was not redeemed" {
 		t.Fatalf("after the action: %q", n)
 	}
 }
@@ -174,18 +151,18 @@ func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
 // One term for what a user reads: "banked reset", never "reset credit" or "credit" alone, in
 // the notifications, the menus and the failures (issue 32 Low: the three were used in turn).
 func TestBankedResetIsTheOneTerm(t *testing.T) {
-	exp := testNow.Add(3 * time.Hour)
-	res := proxy.RedeemResult{Account: "plus", WindowsReset: 1, Remaining: withCredits(1, time.Time{})}
-	a := proxy.AccountStats{Name: "plus", Kind: proxy.KindChatGPT, State: proxy.StateReady, ResetCredits: withCredits(2, exp)}
+	exp := uitest.Now.Add(3 * time.Hour)
+	res := proxy.RedeemResult{Account: "plus", WindowsReset: 1, Remaining: uitest.Credits(1, time.Time{})}
+	a := proxy.AccountStats{Name: "plus", Kind: proxy.KindChatGPT, State: proxy.StateReady, ResetCredits: uitest.Credits(2, exp)}
 	var said []string
 	for _, e := range []proxy.CreditEvent{{Kind: proxy.CreditAsk, Account: "plus"}, {Kind: proxy.CreditRedeemed, Account: "plus", Result: &res},
 		{Kind: proxy.CreditRedeemFailed, Account: "plus", Error: "x"}} {
-		n, _ := creditNotice(e, testNow)
+		n, _ := creditNotice(e, uitest.Now)
 		said = append(said, n.title, n.body)
 	}
-	n := creditExpiringNotice(a, exp, testNow)
-	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, testNow), creditsDetail(a.ResetCredits, testNow),
-		creditsCell(a, testNow).text, look.RedeemFailure("plus", proxy.ErrNoResetCredit), look.RedeemFailure("plus", proxy.ErrRedeemPending),
+	n := creditExpiringNotice(a, exp, uitest.Now)
+	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, uitest.Now), creditsDetail(a.ResetCredits, uitest.Now),
+		creditsCell(a, uitest.Now).text, look.RedeemFailure("plus", proxy.ErrNoResetCredit), look.RedeemFailure("plus", proxy.ErrRedeemPending),
 		redeemedNotice(res).title)
 	for _, s := range said {
 		if strings.Contains(strings.ToLower(s), "credit") {

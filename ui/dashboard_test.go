@@ -17,14 +17,15 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 func newTestDashboard(t *testing.T, src source.Source) (*Dashboard, fyne.Window) {
 	t.Helper()
 	test.NewTempApp(t)
 	d := NewDashboard(src, DashboardOptions{
-		Status:       running,
-		Now:          func() time.Time { return testNow },
+		Status:       uitest.Running,
+		Now:          func() time.Time { return uitest.Now },
 		OpenAccounts: func() {},
 		OpenSettings: func() {},
 	})
@@ -45,7 +46,7 @@ func accountCells(c fyne.CanvasObject) []*accountRowCells {
 }
 
 func TestDashboardShowsTheSnapshot(t *testing.T) {
-	src := sample()
+	src := uitest.Sample()
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
 	c := w.Content()
@@ -105,7 +106,7 @@ func TestDashboardShowsTheSnapshot(t *testing.T) {
 }
 
 func TestDashboardFollowsTheSnapshot(t *testing.T) {
-	src := sample()
+	src := uitest.Sample()
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
 
@@ -146,10 +147,10 @@ func TestDashboardFollowsTheSnapshot(t *testing.T) {
 // An unchanged view redraws nothing, and neither does the clock: the texts show clock times
 // and the catalog's age in minutes, not countdowns.
 func TestDashboardRedrawsOnlyWhatChanged(t *testing.T) {
-	src := sample()
-	now := testNow
+	src := uitest.Sample()
+	now := uitest.Now
 	test.NewTempApp(t)
-	d := NewDashboard(src, DashboardOptions{Status: running, Now: func() time.Time { return now }})
+	d := NewDashboard(src, DashboardOptions{Status: uitest.Running, Now: func() time.Time { return now }})
 	test.NewTempWindow(t, d.Content()).Resize(DashboardSize)
 	d.Refresh()
 
@@ -184,9 +185,9 @@ func TestDashboardHeaderSaysEachThingOnce(t *testing.T) {
 		{"port taken", app.ServiceStatus{Addr: "127.0.0.1:7455", Err: errString("cannot listen on 127.0.0.1:7455: the port is taken")},
 			"Stopped", "cannot listen on 127.0.0.1:7455: the port is taken"},
 		{"not started", app.ServiceStatus{}, "Stopped", "the relay has not started"},
-		{"no account", running(), "Not serving", "Listening on http://127.0.0.1:7455/v1 · no account yet"},
+		{"no account", uitest.Running(), "Not serving", "Listening on http://127.0.0.1:7455/v1 · no account yet"},
 	} {
-		snap := sample().Snapshot
+		snap := uitest.Sample().Snapshot
 		if c.name == "no account" {
 			snap.Accounts = nil
 		}
@@ -203,7 +204,7 @@ func TestDashboardHeaderSaysEachThingOnce(t *testing.T) {
 func TestDashboardHeaderShowsWhyTheProxyStopped(t *testing.T) {
 	test.NewTempApp(t)
 	st := app.ServiceStatus{Addr: "127.0.0.1:7455", Err: errString("cannot listen on 127.0.0.1:7455: the port is taken")}
-	d := NewDashboard(sample(), DashboardOptions{Status: func() app.ServiceStatus { return st }})
+	d := NewDashboard(uitest.Sample(), DashboardOptions{Status: func() app.ServiceStatus { return st }})
 	test.NewTempWindow(t, d.Content()).Resize(DashboardSize)
 	d.Refresh()
 	if d.stateText.Text != "Stopped" || !strings.Contains(d.status.Text, "the port is taken") {
@@ -221,7 +222,7 @@ func (e errString) Error() string { return string(e) }
 func TestDashboardFitsInASmallWindow(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		t.Run(map[bool]string{false: "diagnostics closed", true: "diagnostics open"}[open], func(t *testing.T) {
-			d, w := newTestDashboard(t, sample())
+			d, w := newTestDashboard(t, uitest.Sample())
 			d.Refresh()
 			w.Resize(fyne.NewSize(800, 500))
 			if open {
@@ -302,7 +303,7 @@ func TestDashboardFitsInASmallWindow(t *testing.T) {
 // The accounts' heading names the routing strategy that orders them.
 func TestDashboardNamesTheStrategy(t *testing.T) {
 	u, relay := newTestUI(t, nil)
-	u.ShowFixed(sample(), running(), testNow)
+	u.ShowFixed(uitest.Sample(), uitest.Running(), uitest.Now)
 	u.ShowDashboard()
 	c := u.dashWin.Content()
 	mustShow(t, c, "Accounts · priority order")
@@ -365,22 +366,22 @@ func TestDashboardCodexRowConfigures(t *testing.T) {
 }
 
 func TestFormats(t *testing.T) {
-	today := testNow.Add(2*time.Hour + 48*time.Minute)
+	today := uitest.Now.Add(2*time.Hour + 48*time.Minute)
 	far := time.Date(2026, 3, 15, 19, 32, 0, 0, time.Local) // a Sunday
-	cool := testNow.Add(4 * time.Minute)
+	cool := uitest.Now.Add(4 * time.Minute)
 	for _, c := range []struct{ got, want string }{
 		{look.Count(0), "0"}, {look.Count(999), "999"}, {look.Count(1000), "1,000"}, {look.Count(1234567), "1,234,567"},
 		{age(-1), "never fetched"}, {age(12_400), "under 1 min"}, {age(4*60_000 + 59_000), "4 min"}, {age(3 * 3600_000), "3 h"},
-		{look.Clock(today, testNow), "17:20"}, {look.Clock(far, testNow), "Sun 19:32"},
+		{look.Clock(today, uitest.Now), "17:20"}, {look.Clock(far, uitest.Now), "Sun 19:32"},
 		// A rest that ends later in this very minute is over by the next one: never "until" the
 		// minute it is now.
-		{look.Clock(testNow.Add(30*time.Second), testNow), "14:33"}, {look.Clock(testNow.Add(-5*time.Second), testNow), "14:32"},
-		{quotaText(37, today, testNow), "37% · resets 17:20"}, {quotaText(62, far, testNow), "62% · resets Sun 19:32"},
-		{quotaText(80, testNow.Add(-time.Minute), testNow), "80% · reset 14:31"}, {quotaText(5, time.Time{}, testNow), "5%"},
-		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing, CooldownUntil: &cool}, testNow).text, "Resting until 14:36"},
-		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit, CooldownUntil: &cool}, testNow).text, "Limit until 14:36"},
-		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindChatGPT}, testNow).text, "Needs sign-in"},
-		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindOpenAI}, testNow).text, "Key rejected"},
+		{look.Clock(uitest.Now.Add(30*time.Second), uitest.Now), "14:33"}, {look.Clock(uitest.Now.Add(-5*time.Second), uitest.Now), "14:32"},
+		{quotaText(37, today, uitest.Now), "37% · resets 17:20"}, {quotaText(62, far, uitest.Now), "62% · resets Sun 19:32"},
+		{quotaText(80, uitest.Now.Add(-time.Minute), uitest.Now), "80% · reset 14:31"}, {quotaText(5, time.Time{}, uitest.Now), "5%"},
+		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownFailing, CooldownUntil: &cool}, uitest.Now).text, "Resting until 14:36"},
+		{accountState(proxy.AccountStats{State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit, CooldownUntil: &cool}, uitest.Now).text, "Limit until 14:36"},
+		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindChatGPT}, uitest.Now).text, "Needs sign-in"},
+		{accountState(proxy.AccountStats{State: proxy.StateNeedsLogin, Kind: proxy.KindOpenAI}, uitest.Now).text, "Key rejected"},
 		{millis(0.412), "0.41 ms"}, {millis(1432), "1.4 s"}, {seconds(1200 * time.Millisecond), "1.2 s"},
 		{percent(1, 3), "33.3%"}, {percent(0, 0), "–"},
 		{sentence(`account name "x" is not valid`), `Account name "x" is not valid`},
@@ -406,9 +407,9 @@ func TestRequestRowSaysHeld(t *testing.T) {
 // the accounts table is as tall as its accounts (a floor of three rows left an empty band).
 func TestDashboardMakesRoomForBanners(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	src := sample()
-	st := running()
-	u.ShowFixed(src, st, testNow)
+	src := uitest.Sample()
+	st := uitest.Running()
+	u.ShowFixed(src, st, uitest.Now)
 	u.ShowDashboard()
 	u.dashWin.Resize(DashboardSize)
 	d := u.dash
@@ -416,7 +417,7 @@ func TestDashboardMakesRoomForBanners(t *testing.T) {
 	before := d.middle.Position().Y
 
 	st.Warning = "the settings say listen on 127.0.0.1:7460, but this relay's address is fixed by CODEXRELAY_LISTEN"
-	u.ShowFixed(src, st, testNow)
+	u.ShowFixed(src, st, uitest.Now)
 	if !d.notice.Visible() {
 		t.Fatal("no banner")
 	}
@@ -424,14 +425,14 @@ func TestDashboardMakesRoomForBanners(t *testing.T) {
 		t.Errorf("with the banner the requests start at %.0f, want at least %.0f: the top covers them", got, want)
 	}
 	st.Warning = ""
-	u.ShowFixed(src, st, testNow)
+	u.ShowFixed(src, st, uitest.Now)
 	if got := d.middle.Position().Y; got != before {
 		t.Errorf("after the banner went the requests start at %.0f, not %.0f", got, before)
 	}
 
-	one := sample()
+	one := uitest.Sample()
 	one.Snapshot.Accounts = one.Snapshot.Accounts[:1]
-	u.ShowFixed(one, st, testNow)
+	u.ShowFixed(one, st, uitest.Now)
 	if h, row := d.accounts.size.min.Height, d.accounts.rowH; h > 2*row {
 		t.Errorf("one account takes %.0f, %.1f rows", h, h/row)
 	}
@@ -440,7 +441,7 @@ func TestDashboardMakesRoomForBanners(t *testing.T) {
 // "Remove them" lists the leftover keychain entries by name and removes them only once the
 // removal is confirmed.
 func TestRemoveLeftoversListsThemFirst(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	m, err := relay.AddAccount(app.NewAccount{Name: "gone", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-left-over-0000"})
 	if err != nil {
@@ -472,7 +473,7 @@ func TestRemoveLeftoversListsThemFirst(t *testing.T) {
 // the app's theme, the top took 6 px more and the rows under it sat off their place.
 func TestDashboardLaysOutInItsTheme(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	u.ShowFixed(sample(), running(), testNow)
+	u.ShowFixed(uitest.Sample(), uitest.Running(), uitest.Now)
 	u.ShowDashboard()
 	u.dashWin.Resize(DashboardSize)
 	d := u.dash
@@ -483,10 +484,10 @@ func TestDashboardLaysOutInItsTheme(t *testing.T) {
 			top, d.top.Size().Height, mid, d.middle.Position().Y)
 	}
 	// The same after a change that lays the dashboard out again (an account more).
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts = append(src.Snapshot.Accounts, src.Snapshot.Accounts[0])
 	src.Snapshot.Accounts[3].Name = "fourth"
-	u.ShowFixed(src, running(), testNow)
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
 	top, mid = d.top.Size().Height, d.middle.Position().Y
 	u.dashWin.Resize(DashboardSize.AddWidthHeight(0, 2))
 	u.dashWin.Resize(DashboardSize)
@@ -500,9 +501,9 @@ func TestDashboardLaysOutInItsTheme(t *testing.T) {
 // list starts where its rows end, and the window's spare height stays below everything.
 func TestNoGapUnderAShortRequestList(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	src := sample()
+	src := uitest.Sample()
 	src.Recent = src.Recent[:2]
-	u.ShowFixed(src, running(), testNow)
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
 	u.ShowDashboard()
 	u.dashWin.Resize(fyne.NewSize(DashboardSize.Width, 1000))
 	d := u.dash
@@ -519,7 +520,7 @@ func TestNoGapUnderAShortRequestList(t *testing.T) {
 // An account the relay still counts ready but whose five-hour (or weekly) window is used up is
 // not green "Ready": its next request meets the limit (issue 32 Low).
 func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
@@ -532,11 +533,11 @@ func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
 	}
 	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
 		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}
-	if got := accountState(weekly, testNow); got != (textView{"At weekly limit", look.Warn}) {
+	if got := accountState(weekly, uitest.Now); got != (textView{"At weekly limit", look.Warn}) {
 		t.Errorf("at its weekly limit: %+v", got)
 	}
 	weekly.Quota.SecondaryUsedPercent = 99
-	if got := accountState(weekly, testNow); got != (textView{"Ready", look.Good}) {
+	if got := accountState(weekly, uitest.Now); got != (textView{"Ready", look.Good}) {
 		t.Errorf("below both limits: %+v", got)
 	}
 }
@@ -544,7 +545,7 @@ func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
 // The header's count and the accounts' summary count the same accounts, the disabled ones
 // named (issue 32 Low: "3 of 4 accounts ready" beside "6 configured").
 func TestDashboardCountsAgree(t *testing.T) {
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts = append(src.Snapshot.Accounts,
 		proxy.AccountStats{Name: "old", Kind: proxy.KindOpenAI, State: proxy.StateDisabled},
 		proxy.AccountStats{Name: "older", Kind: proxy.KindOpenAI, State: proxy.StateDisabled})
@@ -571,14 +572,14 @@ func uncut(t *testing.T, what string, c *textCell) {
 // At the default size every account cell but Last error shows its whole text: the names with
 // their badges, "ChatGPT", the states, the banked resets (issue 32 Low: "ChatGP…", names cut).
 func TestDashboardColumnsFitTheirContent(t *testing.T) {
-	src := sample()
-	exp := testNow.Add(26 * time.Hour)
+	src := uitest.Sample()
+	exp := uitest.Now.Add(26 * time.Hour)
 	src.Snapshot.LastServed, src.Snapshot.Next = "dev@example.com", "team@example.com"
 	src.Snapshot.Accounts[0].Name = "dev@example.com"
 	src.Snapshot.Accounts[0].ResetCredits = &proxy.ResetCredits{Available: 2, NextExpiresAt: &exp}
 	src.Snapshot.Accounts[1].Name = "team@example.com"
 	src.Snapshot.Accounts[1].Quota = &proxy.Quota{PrimaryUsedPercent: 100, SecondaryUsedPercent: 81,
-		PrimaryResetsAt: testNow.Add(4 * time.Minute), SecondaryResetsAt: testNow.Add(100 * time.Hour)}
+		PrimaryResetsAt: uitest.Now.Add(4 * time.Minute), SecondaryResetsAt: uitest.Now.Add(100 * time.Hour)}
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
 	rows := accountCells(w.Content())
@@ -621,9 +622,9 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 // A closed section's caret points right and an open one's down, Diagnostics and the first-run
 // card's "From a terminal" alike (issue 32 Low: both closed sections showed a down caret).
 func TestCollapsedSectionsPointRight(t *testing.T) {
-	d, _ := newTestDashboard(t, sample())
+	d, _ := newTestDashboard(t, uitest.Sample())
 	d.Refresh()
-	first := NewDashboard(&source.Fixed{}, DashboardOptions{Status: running, Now: func() time.Time { return testNow }})
+	first := NewDashboard(&source.Fixed{}, DashboardOptions{Status: uitest.Running, Now: func() time.Time { return uitest.Now }})
 	first.Refresh()
 	var terminal *widget.Button
 	visit(first.Content(), func(o fyne.CanvasObject) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codexrelay/codexrelay/ui/uitest"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -84,7 +85,7 @@ func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
 	if err := desktopNotifyAction("A banked reset would serve now", "...", "Redeem a banked reset of team", func() { acted <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
-	if a := receive(t, f.actions, "the Notify call"); len(a) != 2 || a[1] != "Redeem a banked reset of team" {
+	if a := uitest.Receive(t, f.actions, "the Notify call"); len(a) != 2 || a[1] != "Redeem a banked reset of team" {
 		t.Fatalf("actions %q", a)
 	}
 	emit := func(name string, body ...any) {

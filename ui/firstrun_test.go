@@ -14,6 +14,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // codexLogin writes a Codex CLI login for email into the Codex folder home.
@@ -183,7 +184,7 @@ func TestFirstRunLines(t *testing.T) {
 // Once the one action really added an account, the card keeps its intro and its results, and
 // leaves out the other ways in, until the user moves on to the dashboard.
 func TestFirstRunResultsAfterARealImport(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	home := t.TempDir()
 	codexLogin(t, home, "dev@example.com")
 	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": home})

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fyne.io/fyne/v2/widget"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 // the accounts window's last action stayed ten minutes and more.
 func TestNotesAboutActionsExpire(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	now := testNow
+	now := uitest.Now
 	u.now = func() time.Time { return now }
 	u.ShowDashboard()
 	tapButton(t, u.dashWin.Content(), "Configure")
@@ -40,11 +41,11 @@ func TestNotesAboutActionsExpire(t *testing.T) {
 	}
 	// An error stays longer than a success, and goes too.
 	n := newFleeting()
-	n.set("Could not configure Codex: disk full", widget.DangerImportance, testNow)
-	if n.expire(testNow.Add(noteFor + time.Second)) {
+	n.set("Could not configure Codex: disk full", widget.DangerImportance, uitest.Now)
+	if n.expire(uitest.Now.Add(noteFor + time.Second)) {
 		t.Error("an error went as fast as a success")
 	}
-	if !n.expire(testNow.Add(errorNoteFor)) || n.Visible() {
+	if !n.expire(uitest.Now.Add(errorNoteFor)) || n.Visible() {
 		t.Error("an error stayed past its time")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // pool is a snapshot builder for the notifier's tests: two ChatGPT accounts and an API key,
@@ -17,8 +18,8 @@ type pool struct{ s proxy.Snapshot }
 
 func newPool() *pool {
 	q := func(used float64) *proxy.Quota {
-		return &proxy.Quota{PrimaryUsedPercent: used, PrimaryResetsAt: testNow.Add(2 * time.Hour),
-			SecondaryUsedPercent: 40, SecondaryResetsAt: testNow.Add(72 * time.Hour)}
+		return &proxy.Quota{PrimaryUsedPercent: used, PrimaryResetsAt: uitest.Now.Add(2 * time.Hour),
+			SecondaryUsedPercent: 40, SecondaryResetsAt: uitest.Now.Add(72 * time.Hour)}
 	}
 	return &pool{proxy.Snapshot{Accounts: []proxy.AccountStats{
 		{Name: "a", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: q(30)},
@@ -83,7 +84,7 @@ func (p *pool) newWindow(name string, resets time.Time) {
 func TestNotifierFiresEachKindOncePerWindow(t *testing.T) {
 	p := newPool()
 	n := newNotifier()
-	now := testNow
+	now := uitest.Now
 	step := func(want ...string) []notice {
 		t.Helper()
 		now = now.Add(time.Second)
@@ -122,14 +123,14 @@ func TestNotifierFiresEachKindOncePerWindow(t *testing.T) {
 	step() // left and came back in the same window: told already
 	p.set("b", proxy.StateReady)
 	step()
-	p.newWindow("b", testNow.Add(7*time.Hour)) // b's next five-hour window
+	p.newWindow("b", uitest.Now.Add(7*time.Hour)) // b's next five-hour window
 	p.set("b", proxy.StateNeedsLogin)
 	step(app.NotifyNeedsLogin)
 	p.set("b", proxy.StateReady)
 	step()
 
 	// Limit: once per window, with the clock time the rest ends; a longer rest is the same rest.
-	until := testNow.Add(4 * time.Minute)
+	until := uitest.Now.Add(4 * time.Minute)
 	p.rest("a", proxy.CooldownRateLimit, until)
 	got = step(app.NotifyLimit)
 	if got[0].body != "a rests until 14:36; the relay sends its requests to the other accounts meanwhile." {
@@ -150,8 +151,8 @@ func TestNotifierFiresEachKindOncePerWindow(t *testing.T) {
 
 	// Every account resting: once, naming the first back; the limit and the rejected key in
 	// it were told about in this window already.
-	p.rest("a", proxy.CooldownRateLimit, testNow.Add(10*time.Minute))
-	p.rest("b", proxy.CooldownFailing, testNow.Add(3*time.Minute))
+	p.rest("a", proxy.CooldownRateLimit, uitest.Now.Add(10*time.Minute))
+	p.rest("b", proxy.CooldownFailing, uitest.Now.Add(3*time.Minute))
 	p.set("key", proxy.StateNeedsLogin)
 	got = step(app.NotifyAllResting)
 	if got[0].body != "No account can take a request now. The first back is b, at 14:35." {
@@ -163,8 +164,8 @@ func TestNotifierFiresEachKindOncePerWindow(t *testing.T) {
 	p.set("a", proxy.StateReady)
 	p.set("key", proxy.StateReady)
 	step()
-	p.rest("a", proxy.CooldownRateLimit, testNow.Add(10*time.Minute))
-	p.rest("b", proxy.CooldownFailing, testNow.Add(3*time.Minute))
+	p.rest("a", proxy.CooldownRateLimit, uitest.Now.Add(10*time.Minute))
+	p.rest("b", proxy.CooldownFailing, uitest.Now.Add(3*time.Minute))
 	step() // every account resting again, in the same windows
 	p.set("a", proxy.StateReady)
 	p.set("b", proxy.StateReady)
@@ -176,7 +177,7 @@ func TestNotifierFiresEachKindOncePerWindow(t *testing.T) {
 func TestNotifierFlappingStateSendsOneNotice(t *testing.T) {
 	p := newPool()
 	n := newNotifier()
-	now := testNow
+	now := uitest.Now
 	feed(n, p, now)
 	var sent []notice
 	flap := func(times int) {
@@ -200,7 +201,7 @@ func TestNotifierFlappingStateSendsOneNotice(t *testing.T) {
 	}
 	// a's next window: its limit may be told again, once; the pool's windows changed with it.
 	sent = nil
-	p.newWindow("a", testNow.Add(7*time.Hour))
+	p.newWindow("a", uitest.Now.Add(7*time.Hour))
 	flap(5)
 	if want := []string{app.NotifyLimit, app.NotifyAllResting}; !slices.Equal(kinds(sent), want) {
 		t.Fatalf("five flaps in a's next window sent %v, want %v", kinds(sent), want)
@@ -211,7 +212,7 @@ func TestNotifierFlappingStateSendsOneNotice(t *testing.T) {
 func TestNotifierWindowReset(t *testing.T) {
 	p := newPool()
 	n := newNotifier()
-	now := testNow
+	now := uitest.Now
 	a := &p.s.Accounts[0]
 	feed(n, p, now)
 	a.Quota.PrimaryUsedPercent = 92
@@ -277,10 +278,10 @@ func TestNotifierWindowReset(t *testing.T) {
 func TestNotifierLowCapacity(t *testing.T) {
 	p := newPool() // 70% and 50% left: 60%
 	n := newNotifier()
-	feed(n, p, testNow)
+	feed(n, p, uitest.Now)
 	p.s.Accounts[0].Quota.PrimaryUsedPercent = 85
 	p.s.Accounts[1].Quota.PrimaryUsedPercent = 80 // 15% and 20% left: 17.5%
-	got := feed(n, p, testNow.Add(time.Second))
+	got := feed(n, p, uitest.Now.Add(time.Second))
 	if !slices.Equal(kinds(got), []string{app.NotifyLowCapacity}) {
 		t.Fatalf("sent %v", got)
 	}
@@ -288,22 +289,22 @@ func TestNotifierLowCapacity(t *testing.T) {
 		t.Errorf("body %q", got[0].body)
 	}
 	p.s.Accounts[0].Quota.PrimaryUsedPercent = 95 // lower still: no new message
-	if got := feed(n, p, testNow.Add(2*time.Second)); len(got) != 0 {
+	if got := feed(n, p, uitest.Now.Add(2*time.Second)); len(got) != 0 {
 		t.Fatalf("sent %v", got)
 	}
 	// Above the threshold and below it again, in the same windows: no new message.
 	p.s.Accounts[0].Quota.PrimaryUsedPercent = 10
-	feed(n, p, testNow.Add(3*time.Second))
+	feed(n, p, uitest.Now.Add(3*time.Second))
 	p.s.Accounts[0].Quota.PrimaryUsedPercent = 95
-	if got := feed(n, p, testNow.Add(4*time.Second)); len(got) != 0 {
+	if got := feed(n, p, uitest.Now.Add(4*time.Second)); len(got) != 0 {
 		t.Fatalf("the same windows again: %v", got)
 	}
 	// A disabled account does not count; the API key never does.
 	p.set("a", proxy.StateDisabled)
 	p.s.Accounts[1].Quota.PrimaryUsedPercent = 10 // 90% left
-	feed(n, p, testNow.Add(5*time.Second))
+	feed(n, p, uitest.Now.Add(5*time.Second))
 	p.s.Accounts[1].Quota.PrimaryUsedPercent = 85
-	if got := feed(n, p, testNow.Add(6*time.Second)); !slices.Equal(kinds(got), []string{app.NotifyLowCapacity}) {
+	if got := feed(n, p, uitest.Now.Add(6*time.Second)); !slices.Equal(kinds(got), []string{app.NotifyLowCapacity}) {
 		t.Fatalf("b alone, after rising above the threshold and falling again: %v", got)
 	}
 }
@@ -324,10 +325,10 @@ func TestTraySendsEnabledNotifications(t *testing.T) {
 		sent = nil
 		return out
 	}
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts[1].State = proxy.StateReady // one account stays ready throughout
 	tr.src = src                                      // live, not fixed: notifications are on
-	tr.now = func() time.Time { return testNow }
+	tr.now = func() time.Time { return uitest.Now }
 	tr.refresh()
 	src.Snapshot.Accounts[0].State = proxy.StateNeedsLogin
 	tr.refresh()
@@ -367,10 +368,10 @@ func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
 		mu.Unlock()
 	}
 	got := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(titles) }
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts[1].State = proxy.StateReady
 	tr.src = src
-	tr.now = func() time.Time { return testNow }
+	tr.now = func() time.Time { return uitest.Now }
 	tr.refresh()
 
 	tick := func() {
@@ -388,7 +389,7 @@ func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
 	}
 	src.Snapshot.Accounts[0].State = proxy.StateNeedsLogin
 	tick()
-	until := testNow.Add(10 * time.Minute)
+	until := uitest.Now.Add(10 * time.Minute)
 	src.Snapshot.Accounts[1].State, src.Snapshot.Accounts[1].CooldownReason = proxy.StateCooldown, proxy.CooldownRateLimit
 	src.Snapshot.Accounts[1].CooldownUntil = &until
 	tick()
@@ -434,13 +435,13 @@ func TestOneEventIsOneActionableNotification(t *testing.T) {
 	tr.notes.send = func(title, _ string) { mu.Lock(); sent = append(sent, title); mu.Unlock() }
 	var asks []string
 	tr.actNotify = func(title, _, _ string, _ func()) { asks = append(asks, title) }
-	src := sample()
+	src := uitest.Sample()
 	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 90
-	tr.src, tr.now = src, func() time.Time { return testNow }
+	tr.src, tr.now = src, func() time.Time { return uitest.Now }
 	tr.refresh()
 	src.Snapshot.Accounts[0].State = proxy.StateCooldown
 	src.Snapshot.Accounts[0].CooldownReason = proxy.CooldownRateLimit
-	back := testNow.Add(time.Hour)
+	back := uitest.Now.Add(time.Hour)
 	src.Snapshot.Accounts[0].CooldownUntil = &back
 	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
 	tr.creditEvent(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "team", BackAt: back})

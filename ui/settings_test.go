@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 func TestSettingsToggleStaleWhileRevalidate(t *testing.T) {
@@ -259,7 +260,7 @@ func TestSettingsNotifications(t *testing.T) {
 }
 
 func TestSettingsLocalKeyShownOnce(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	// Codex sends its requests through the relay: the key would lock it out.
 	if _, err := relay.WriteCodexConfig(""); err != nil {
@@ -319,7 +320,7 @@ func TestSettingsLocalKeyShownOnce(t *testing.T) {
 // Where Codex does not send its requests through the relay, turning the local key on leaves
 // its configuration alone: writing it would make the relay Codex's provider.
 func TestSettingsLocalKeyLeavesAnUnrelatedCodexAlone(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	u, relay := newTestUI(t, nil)
 	path := filepath.Join(relay.CodexHome(), "config.toml")
 	if err := os.WriteFile(path, []byte("model_provider = \"openai\"\n"), 0o600); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 func TestTrayState(t *testing.T) {
@@ -40,14 +41,14 @@ func TestTrayState(t *testing.T) {
 		state look.State
 		label string
 	}{
-		{"serving", snap("ready", "ready", "disabled"), running(), look.Serving, "Listening on http://127.0.0.1:7455/v1"},
-		{"degraded: cooldown", snap("ready", "cooldown"), running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 1 of 2 accounts ready"},
-		{"degraded: needs login", snap("needs_login", "ready", "ready"), running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 2 of 3 accounts ready"},
+		{"serving", snap("ready", "ready", "disabled"), uitest.Running(), look.Serving, "Listening on http://127.0.0.1:7455/v1"},
+		{"degraded: cooldown", snap("ready", "cooldown"), uitest.Running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 1 of 2 accounts ready"},
+		{"degraded: needs login", snap("needs_login", "ready", "ready"), uitest.Running(), look.Degraded, "Listening on http://127.0.0.1:7455/v1 · 2 of 3 accounts ready"},
 		// Counted over every configured account, as the dashboard's summary counts them.
-		{"degraded: some disabled", snap("ready", "cooldown", "disabled", "disabled"), running(), look.Degraded,
+		{"degraded: some disabled", snap("ready", "cooldown", "disabled", "disabled"), uitest.Running(), look.Degraded,
 			"Listening on http://127.0.0.1:7455/v1 · 1 of 4 accounts ready (2 disabled)"},
-		{"stopped: no account", snap(), running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no account yet"},
-		{"stopped: none usable", snap("cooldown", "needs_login", "disabled"), running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no usable account"},
+		{"stopped: no account", snap(), uitest.Running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no account yet"},
+		{"stopped: none usable", snap("cooldown", "needs_login", "disabled"), uitest.Running(), look.Stopped, "Listening on http://127.0.0.1:7455/v1 · no usable account"},
 		{"stopped: port taken", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Err: taken}, look.Stopped, "Stopped: " + taken.Error()},
 		{"stopped: not started", snap("ready"), app.ServiceStatus{}, look.Stopped, "Not running"},
 		{"paused", snap("ready"), app.ServiceStatus{Addr: "127.0.0.1:7455", Paused: true}, look.Paused, "Paused"},
@@ -115,7 +116,7 @@ func (f *fakeTray) end() { f.mu.Lock(); f.ended = true; f.mu.Unlock() }
 
 func trayItem(t *testing.T, tr *TrayApp, label string) *fyne.MenuItem {
 	t.Helper()
-	return menuItem(t, &fyne.Menu{Items: tr.Menu()}, label)
+	return uitest.MenuItem(t, &fyne.Menu{Items: tr.Menu()}, label)
 }
 
 func TestTrayMenuFollowsTheProxy(t *testing.T) {
@@ -220,7 +221,7 @@ func TestTrayQuitNeverTouchesTheTrayAfterwards(t *testing.T) {
 	done := make(chan struct{})
 	tr.exit = func() { tray.end(); close(done) } // from here on, a touch panics
 	tr.quit()
-	receive(t, done, "the tray's exit")
+	uitest.Receive(t, done, "the tray's exit")
 	for range 100 {
 		tr.refresh()
 	}
@@ -318,12 +319,12 @@ func TestWindowConfigureCodexAsksFirst(t *testing.T) {
 // time its rest ends, and which account served last and serves next.
 func TestTrayMenuAccountLines(t *testing.T) {
 	tr, _, _, opened := newTestTray(t, nil)
-	src := sample()
-	src.Snapshot.Accounts[0].Quota.PrimaryResetsAt = testNow.Add(time.Hour)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[0].Quota.PrimaryResetsAt = uitest.Now.Add(time.Hour)
 	src.Snapshot.Next = "personal"
 	src.Snapshot.LastServed = "team"
-	st := running()
-	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	st := uitest.Running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return uitest.Now }
 	tr.refresh()
 	items := tr.Menu()
 	want := []struct {
@@ -341,7 +342,7 @@ func TestTrayMenuAccountLines(t *testing.T) {
 		}
 	}
 	if !items[6].IsSeparator {
-		t.Errorf("no separator after the accounts: %q", labels(items))
+		t.Errorf("no separator after the accounts: %q", uitest.Labels(items))
 	}
 	// A line opens the accounts window.
 	items[3].Action()
@@ -350,14 +351,14 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	}
 	// A failing account rests (over by 14:33: never "until" the minute it is); a disabled one
 	// says so.
-	until := testNow.Add(30 * time.Second)
+	until := uitest.Now.Add(30 * time.Second)
 	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].CooldownUntil = proxy.CooldownFailing, &until
 	src.Snapshot.Accounts[2].State = proxy.StateDisabled
 	tr.refresh()
 	items = tr.Menu()
 	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
 		items[5].Icon != dotIcons[look.Dim] {
-		t.Errorf("lines %q", labels(items[3:6]))
+		t.Errorf("lines %q", uitest.Labels(items[3:6]))
 	}
 }
 
@@ -365,9 +366,9 @@ func TestTrayMenuAccountLines(t *testing.T) {
 // once, and again only when what they show changed.
 func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
 	tr, _, desk, _ := newTestTray(t, nil)
-	src := sample()
-	st := running()
-	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return testNow }
+	src := uitest.Sample()
+	st := uitest.Running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return uitest.Now }
 	tr.refresh()
 	first := tr.Menu()[0]
 	tr.refresh()
@@ -382,7 +383,7 @@ func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
 		t.Errorf("tooltip %q", desk.lastTip)
 	}
 	// The clock moves, nothing else: still nothing.
-	tr.now = func() time.Time { return testNow.Add(40 * time.Second) }
+	tr.now = func() time.Time { return uitest.Now.Add(40 * time.Second) }
 	tr.refresh()
 	if desk.menus != 1 {
 		t.Errorf("the clock alone rebuilt the menu")

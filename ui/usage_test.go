@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -18,65 +17,28 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
-// usageRow is a prepared request daysAgo days before testNow (a minute earlier, so that the
-// rows of today are today in every time zone).
-func usageRow(daysAgo int, account, model, project string, in, cached, out int64, cost float64) source.UsageRow {
-	return source.UsageRow{At: testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute), Account: account, Model: model,
-		Project: project, Totals: ledger.Totals{Requests: 1, InputTokens: in, CachedTokens: cached, OutputTokens: out, CostUSD: cost}}
-}
-
-// sampleUsage is a week and a half of sample()'s accounts: "personal" and "team" are
-// ChatGPT seats, "api" an API key. Today: 840 k + 360 k tokens, $2.10 API-equivalent and $1.30 real.
-func sampleUsage() *source.FixedUsage {
-	return &source.FixedUsage{
-		Rows: []source.UsageRow{
-			usageRow(0, "personal", "gpt-5.3-codex", "codexrelay", 800_000, 600_000, 40_000, 2.10),
-			usageRow(0, "api", "gpt-5.4-mini", "", 300_000, 100_000, 60_000, 1.30),
-			usageRow(1, "personal", "gpt-5.3-codex", "codexrelay", 2_000_000, 1_500_000, 100_000, 4.00),
-			usageRow(1, "team", "gpt-5.4", "webshop", 1_000_000, 500_000, 50_000, 3.00),
-			usageRow(3, "team", "gpt-5.3-codex", "webshop", 400_000, 200_000, 20_000, 1.00),
-			usageRow(10, "personal", "gpt-5.5", "codexrelay", 5_000_000, 4_000_000, 200_000, 20.00),
-		},
-		Burns: map[string]ledger.Burn{
-			"personal": {PrimaryTokensPerPercent: 212_000, SecondaryTokensPerPercent: 1_840_000},
-		},
-		Pool: ledger.Forecast{TokensLastHour: 4_100_000, CapacityTokens: 5_000_000,
-			RunsOut: testNow.Add(time.Hour + 8*time.Minute), Known: []string{"personal"}, Unknown: []string{"team"}},
-	}
-}
-
-// countingUsage counts the Summary calls that reach a source.
-type countingUsage struct {
-	source.UsageSource
-	summaries int
-}
-
-func (c *countingUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
-	c.summaries++
-	return c.UsageSource.Summary(ctx, q)
-}
-
-// newUsageUI is a UI showing sample() and src, its elapsed clock moved by hand (*el).
+// newUsageUI is a UI showing uitest.Sample() and src, its elapsed clock moved by hand (*el).
 func newUsageUI(t *testing.T, src source.UsageSource) (*UI, *time.Time) {
 	t.Helper()
 	u, _ := newTestUI(t, nil)
 	el := time.Unix(1_000_000, 0)
 	u.elapsed = func() time.Time { return el }
-	u.ShowFixed(sample(), running(), testNow)
+	u.ShowFixed(uitest.Sample(), uitest.Running(), uitest.Now)
 	u.ShowFixedUsage(src)
 	return u, &el
 }
 
-// newUsageTray is the tray process showing sample() and src, its elapsed clock moved by hand (*el).
+// newUsageTray is the tray process showing uitest.Sample() and src, its elapsed clock moved by hand (*el).
 func newUsageTray(t *testing.T, src source.UsageSource) (*TrayApp, *fakeTray, *[]string, *time.Time) {
 	t.Helper()
 	tr, _, desk, opened := newTestTray(t, nil)
 	el := time.Unix(1_000_000, 0)
-	st := running()
+	st := uitest.Running()
 	tr.elapsed = func() time.Time { return el }
-	tr.src, tr.fixed, tr.now, tr.usage = sample(), &st, func() time.Time { return testNow }, src
+	tr.src, tr.fixed, tr.now, tr.usage = uitest.Sample(), &st, func() time.Time { return uitest.Now }, src
 	return tr, desk, opened, &el
 }
 
@@ -84,7 +46,7 @@ func newUsageTray(t *testing.T, src source.UsageSource) (*TrayApp, *fakeTray, *[
 func poll(u *UI) { u.apply(u.fetch()) }
 
 func TestUsageWindowShowsTheLedger(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
+	u, _ := newUsageUI(t, uitest.SampleUsage())
 	u.ShowUsage()
 	w := u.usageWin
 	if !w.shown || w.win == nil {
@@ -140,7 +102,7 @@ func TestUsageWindowShowsTheLedger(t *testing.T) {
 // The tokens chart has one segment per day and account, as tall as its tokens, stacked in
 // the accounts' list order, each account in its own colour.
 func TestUsageChartSegments(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
+	u, _ := newUsageUI(t, uitest.SampleUsage())
 	u.ShowUsage()
 	w := u.usageWin
 	w.win.Resize(usageWindowSize)
@@ -151,7 +113,7 @@ func TestUsageChartSegments(t *testing.T) {
 		got[key{s.bar, s.series}] = s
 	}
 	day := func(daysAgo int) string {
-		return testNow.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute).UTC().Format(time.DateOnly)
+		return uitest.Now.Add(-time.Duration(daysAgo)*24*time.Hour - time.Minute).UTC().Format(time.DateOnly)
 	}
 	want := map[key]float64{
 		{day(0), "personal"}: 840_000, {day(0), "api"}: 360_000,
@@ -202,13 +164,13 @@ func TestUsageChartSegments(t *testing.T) {
 }
 
 func TestUsageWindowPeriod(t *testing.T) {
-	src := &countingUsage{UsageSource: sampleUsage()}
+	src := &uitest.CountingUsage{UsageSource: uitest.SampleUsage()}
 	u, _ := newUsageUI(t, src)
 	u.ShowUsage()
 	w := u.usageWin
-	before := src.summaries
+	before := src.Summaries
 	w.period.SetSelected("Last 30 days")
-	if src.summaries == before {
+	if src.Summaries == before {
 		t.Fatal("changing the period read nothing")
 	}
 	if n := len(w.last.tokensChart.bars); n != 30 {
@@ -223,22 +185,22 @@ func TestUsageWindowPeriod(t *testing.T) {
 // The window reads the ledger when it opens, then at most every minute while it is open,
 // and an unchanged read redraws nothing.
 func TestUsageWindowReadsOncePerMinute(t *testing.T) {
-	fixed := sampleUsage()
-	src := &countingUsage{UsageSource: fixed}
+	fixed := uitest.SampleUsage()
+	src := &uitest.CountingUsage{UsageSource: fixed}
 	u, el := newUsageUI(t, src)
 	u.ShowUsage()
 	w := u.usageWin
-	reads, before := src.summaries, redraws.Load()
+	reads, before := src.Summaries, redraws.Load()
 	for range 59 {
 		*el = el.Add(time.Second)
 		poll(u)
 	}
-	if src.summaries != reads {
-		t.Errorf("%d reads within a minute", src.summaries-reads)
+	if src.Summaries != reads {
+		t.Errorf("%d reads within a minute", src.Summaries-reads)
 	}
 	*el = el.Add(time.Second)
 	u.refresh()
-	if n := src.summaries - reads; n != 4 { // by account, model, project and tier
+	if n := src.Summaries - reads; n != 4 { // by account, model, project and tier
 		t.Errorf("a minute later: %d reads, want 4", n)
 	}
 	if n := redraws.Load() - before; n != 0 {
@@ -249,14 +211,14 @@ func TestUsageWindowReadsOncePerMinute(t *testing.T) {
 	if w.shown {
 		t.Fatal("closing did not hide the window")
 	}
-	reads = src.summaries
+	reads = src.Summaries
 	*el = el.Add(5 * time.Minute)
 	u.refresh()
-	if src.summaries != reads {
+	if src.Summaries != reads {
 		t.Error("a closed Usage window read the ledger")
 	}
 	// New usage shows at the next read.
-	fixed.Rows = append(fixed.Rows, usageRow(0, "team", "gpt-5.4", "webshop", 1_000_000, 0, 0, 1))
+	fixed.Rows = append(fixed.Rows, uitest.UsageRow(0, "team", "gpt-5.4", "webshop", 1_000_000, 0, 0, 1))
 	u.ShowUsage()
 	if n := redraws.Load() - before; n == 0 {
 		t.Error("new usage redrew nothing")
@@ -371,14 +333,14 @@ func TestTrayUsageLineReadsTheRelaysLedger(t *testing.T) {
 
 // The dashboard's header and the tray open the Usage window.
 func TestUsageWindowOpens(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
+	u, _ := newUsageUI(t, uitest.SampleUsage())
 	u.ShowDashboard()
 	tapButton(t, u.dashWin.Content(), "Usage…")
 	if u.usageWin == nil || !u.usageWin.shown {
 		t.Fatal("Usage… in the dashboard did not open the window")
 	}
 	u.usageWin.close()
-	tr, _, opened, _ := newUsageTray(t, sampleUsage())
+	tr, _, opened, _ := newUsageTray(t, uitest.SampleUsage())
 	tr.refresh()
 	trayItem(t, tr, "Usage…").Action()
 	if !slices.Equal(*opened, []string{"usage"}) {
@@ -405,7 +367,7 @@ func fitsWithoutScrolling(t *testing.T, w *usageScreen) {
 
 // At 800x600 everything shows without scrolling.
 func TestUsageWindowFits(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
+	u, _ := newUsageUI(t, uitest.SampleUsage())
 	u.ShowUsagePeriod(30)
 	w := u.usageWin
 	fitsWithoutScrolling(t, w)
@@ -414,8 +376,8 @@ func TestUsageWindowFits(t *testing.T) {
 // The tray's usage line: today's tokens and cost, read by the poller at most once a minute,
 // and a new menu only when its text changes.
 func TestTrayUsageLine(t *testing.T) {
-	fixed := sampleUsage()
-	src := &countingUsage{UsageSource: fixed}
+	fixed := uitest.SampleUsage()
+	src := &uitest.CountingUsage{UsageSource: fixed}
 	tr, desk, opened, el := newUsageTray(t, src)
 	tr.refresh()
 	items := tr.Menu()
@@ -424,24 +386,24 @@ func TestTrayUsageLine(t *testing.T) {
 		t.Fatalf("line 3 %q, want %q", items[2].Label, want)
 	}
 	if !items[3].IsSeparator {
-		t.Errorf("no separator after the usage line: %q", labels(items))
+		t.Errorf("no separator after the usage line: %q", uitest.Labels(items))
 	}
-	reads, menus := src.summaries, desk.menus
+	reads, menus := src.Summaries, desk.menus
 	for range 30 {
 		*el = el.Add(time.Second)
 		tr.refresh()
 	}
-	if src.summaries != reads || desk.menus != menus {
-		t.Errorf("within a minute: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
+	if src.Summaries != reads || desk.menus != menus {
+		t.Errorf("within a minute: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
 	}
 	// A minute on, the same figures: one read, no new menu.
 	*el = el.Add(30 * time.Second)
 	tr.refresh()
-	if src.summaries != reads+1 || desk.menus != menus {
-		t.Errorf("a minute later: %d reads, %d menus", src.summaries-reads, desk.menus-menus)
+	if src.Summaries != reads+1 || desk.menus != menus {
+		t.Errorf("a minute later: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
 	}
 	// New usage: the next read shows it.
-	fixed.Rows = append(fixed.Rows, usageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
+	fixed.Rows = append(fixed.Rows, uitest.UsageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
 	tr.refresh()
 	if got := tr.Menu()[2].Label; got != want {
 		t.Errorf("read again within the minute: %q", got)
@@ -460,7 +422,7 @@ func TestTrayUsageLine(t *testing.T) {
 // The prices' date is said once in the window (it was said four times), and a few tokens'
 // worth of cost has an axis whose two lines read differently (both read "<$0.01").
 func TestUsageWindowSaysThingsOnce(t *testing.T) {
-	u, _ := newUsageUI(t, sampleUsage())
+	u, _ := newUsageUI(t, uitest.SampleUsage())
 	u.ShowUsage()
 	all := strings.Join(texts(u.usageWin.win.Content()), "\n")
 	if n := strings.Count(all, ledger.PricesCheckedAt); n != 1 {
@@ -468,7 +430,7 @@ func TestUsageWindowSaysThingsOnce(t *testing.T) {
 	}
 
 	for _, cost := range []float64{0.002, 0.004, 0.012, 0.03} {
-		tiny := &source.FixedUsage{Rows: []source.UsageRow{usageRow(0, "api", "gpt-5.4-mini", "", 1_000, 0, 10, cost)}}
+		tiny := &source.FixedUsage{Rows: []source.UsageRow{uitest.UsageRow(0, "api", "gpt-5.4-mini", "", 1_000, 0, 10, cost)}}
 		u, _ := newUsageUI(t, tiny)
 		u.ShowUsage()
 		ticks := u.usageWin.costChart.data.ticks
@@ -556,15 +518,15 @@ func TestBarChartRedrawsOnlyOnChange(t *testing.T) {
 // Usage window), and the window still fits at its 800x600.
 func TestUsageWindowShowsWholeNames(t *testing.T) {
 	u, _ := newTestUI(t, nil)
-	snap := sample()
+	snap := uitest.Sample()
 	snap.Snapshot.Accounts[1].Name = "team@example.com"
-	src := sampleUsage()
+	src := uitest.SampleUsage()
 	for i := range src.Rows {
 		if src.Rows[i].Account == "team" {
 			src.Rows[i].Account = "team@example.com"
 		}
 	}
-	u.ShowFixed(snap, running(), testNow)
+	u.ShowFixed(snap, uitest.Running(), uitest.Now)
 	u.ShowFixedUsage(src)
 	u.ShowUsagePeriod(30)
 	w := u.usageWin

@@ -6,13 +6,14 @@ import (
 
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/ui/source"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // tieredUsage is sampleUsage with service tiers: personal's Fast-mode turns (priority, priced
 // at twice the standard price) and the API key's flex batch beside requests that asked for
 // no tier.
 func tieredUsage() *source.FixedUsage {
-	f := sampleUsage()
+	f := uitest.SampleUsage()
 	f.Rows[0].Tier = "priority" // personal today, 840 k tokens, $2.10 (already at 2x)
 	f.Rows[1].Tier = "flex"     // api today, 360 k tokens, $1.30
 	f.Rows[2].Tier = "priority" // personal yesterday, 2.1 M tokens, $4.00
@@ -38,7 +39,7 @@ func TestUsageWindowShowsServiceTiers(t *testing.T) {
 	mustShow(t, c, "priority at 2× · a seat's API-equivalent")
 
 	// The view alone: no tier asked for at all is one standard line, priced as it is.
-	v := newUsageView(readUsage(sampleUsage(), sample().Snapshot.Accounts, 7, testNow))
+	v := newUsageView(readUsage(uitest.SampleUsage(), uitest.Sample().Snapshot.Accounts, 7, uitest.Now))
 	if len(v.tiers) != 1 || v.tiers[0].name != "standard" || v.tiers[0].cost != "$11.40" {
 		t.Errorf("tiers without any asked for: %+v", v.tiers)
 	}

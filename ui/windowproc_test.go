@@ -21,6 +21,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/ui/source"
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // fakeControl is a listener that records what it was asked.
@@ -56,9 +57,9 @@ func asJSON(t *testing.T, v any) string {
 
 // What the window process reads through the window API is what the tray process has.
 func TestWindowAPIRoundTrip(t *testing.T) {
-	src := sample()
+	src := uitest.Sample()
 	ctl := &fakeControl{status: app.ServiceStatus{Addr: "127.0.0.1:7455", Err: errors.New("the port is taken"), Warning: "pinned"}}
-	usage := sampleUsage()
+	usage := uitest.SampleUsage()
 	c := serveAPI(t, src, ctl, usage)
 
 	if got, want := asJSON(t, c.Stats()), asJSON(t, src.Snapshot); got != want {
@@ -80,7 +81,7 @@ func TestWindowAPIRoundTrip(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 
-	q := ledger.Query{Since: testNow.Add(-7 * 24 * time.Hour), By: "model"}
+	q := ledger.Query{Since: uitest.Now.Add(-7 * 24 * time.Hour), By: "model"}
 	want, _ := usage.Summary(t.Context(), q)
 	got, err := c.Summary(t.Context(), q)
 	if err != nil || asJSON(t, got.Groups) != asJSON(t, want.Groups) || got.Total.Tokens() != want.Total.Tokens() {
@@ -95,8 +96,8 @@ func TestWindowAPIRoundTrip(t *testing.T) {
 	if err != nil || b.PrimaryTokensPerPercent != 212_000 {
 		t.Errorf("burn %v: %+v", err, b)
 	}
-	f, err := c.Forecast(t.Context(), []string{"personal", "team"}, testNow)
-	if err != nil || !f.Now.Equal(testNow) || !f.RunsOut.Equal(usage.Pool.RunsOut) || f.TokensLastHour != 4_100_000 {
+	f, err := c.Forecast(t.Context(), []string{"personal", "team"}, uitest.Now)
+	if err != nil || !f.Now.Equal(uitest.Now) || !f.RunsOut.Equal(usage.Pool.RunsOut) || f.TokensLastHour != 4_100_000 {
 		t.Errorf("forecast %v: %+v", err, f)
 	}
 	// The ledger's states come through as the errors the Usage window knows.
@@ -113,7 +114,7 @@ func TestWindowAPIRoundTrip(t *testing.T) {
 
 // The window API answers only to its token.
 func TestWindowAPIWantsItsToken(t *testing.T) {
-	c := serveAPI(t, sample(), &fakeControl{}, sampleUsage())
+	c := serveAPI(t, uitest.Sample(), &fakeControl{}, uitest.SampleUsage())
 	for _, token := range []string{"", "guess", c.token + "x"} {
 		bad := newWindowClient(c.base, token)
 		if err := bad.get("/relay/stats", nil, new(any)); err == nil || !strings.Contains(err.Error(), "token") {
@@ -137,7 +138,7 @@ func TestWindowAPIWantsItsToken(t *testing.T) {
 // and its pause, read through the window API; and the process ends when its last window
 // closes, not before.
 func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
-	needKeyring(t)
+	uitest.NeedKeyring(t)
 	tray, relay := newTestUI(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
 	if _, err := relay.AddAccount(app.NewAccount{Name: "work", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-1"}); err != nil {
 		t.Fatal(err)
