@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codexrelay/codexrelay/ui/uitest"
 	"github.com/godbus/dbus/v5"
+
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // fakeNotifications is an org.freedesktop.Notifications server that records each Notify.

@@ -1,11 +1,12 @@
 package ui
 
 import (
-	"fyne.io/fyne/v2/widget"
-	"github.com/codexrelay/codexrelay/ui/uitest"
-
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // A note about an action goes away by itself: the Codex line's result on the dashboard and

@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
+
 	"github.com/codexrelay/codexrelay/ui/look"
 )
 

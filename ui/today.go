@@ -3,13 +3,14 @@ package ui
 import (
 	context "context"
 	errors "errors"
+	"log/slog"
+	sync "sync"
+	time "time"
+
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
-	"log/slog"
-	sync "sync"
-	time "time"
 )
 
 // The tray's usage line: today's tokens and cost from the usage ledger, read at most once a
