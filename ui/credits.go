@@ -3,19 +3,16 @@ package ui
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 )
 
-// Banked resets in the UI: what an account holds (the accounts window, the dashboard's and the
-// tray's account lines), a notification when a credit would expire unused within a day, the
-// relay's "ask" turned into a notification and a tray action, and a redemption's result.
+// Banked resets in the tray: what an account holds (the tray's account lines), a notification
+// when a credit would expire unused within a day, the relay's "ask" turned into a notification
+// and a tray action, and a redemption's result (resets.go has the windows' side).
 
 // creditExpiringWithin is how soon an unused credit's expiry is worth a notification.
 const creditExpiringWithin = 24 * time.Hour
@@ -29,39 +26,6 @@ func creditsShort(c *proxy.ResetCredits, now time.Time) string {
 	s := look.Plural(int64(c.Available), "banked reset")
 	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
 		s += ", expires " + look.Clock(*c.NextExpiresAt, now)
-	}
-	return s
-}
-
-// creditsCell is an account's banked resets in the dashboard's Banked resets column: "2 ·
-// expires 14:00", "none", or "–" (an API key, or not read yet).
-func creditsCell(a proxy.AccountStats, now time.Time) textView {
-	c := a.ResetCredits
-	switch {
-	case c == nil:
-		return textView{"–", look.Dim}
-	case c.Available <= 0:
-		return textView{"none", look.Dim}
-	}
-	s := strconv.Itoa(c.Available)
-	if c.NextExpiresAt != nil && c.NextExpiresAt.Sub(now) < 7*24*time.Hour {
-		s += " · expires " + look.Clock(*c.NextExpiresAt, now)
-	}
-	return textView{text: s}
-}
-
-// creditsDetail is the longer form, for the accounts window: "2 banked resets (the next
-// expires Mon 09:00)".
-func creditsDetail(c *proxy.ResetCredits, now time.Time) string {
-	if c == nil || c.Available <= 0 {
-		return ""
-	}
-	s := look.Plural(int64(c.Available), "banked reset")
-	if c.NextExpiresAt != nil {
-		s += " (the next expires " + look.Clock(*c.NextExpiresAt, now) + ")"
-	}
-	if c.Pending {
-		s += "; a redemption awaits its answer"
 	}
 	return s
 }
@@ -131,21 +95,6 @@ func redeemedNotice(r proxy.RedeemResult) notice {
 	return notice{app.NotifyResetCredit, r.Account + ": banked reset redeemed", look.Redeemed(r)}
 }
 
-// joinNonEmpty joins the parts that are not "".
-func joinNonEmpty(sep string, parts ...string) string {
-	out := ""
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if out != "" {
-			out += sep
-		}
-		out += p
-	}
-	return out
-}
-
 // creditEvent turns the relay's credit events into notifications (the tray process).
 func (t *TrayApp) creditEvent(e proxy.CreditEvent) {
 	n, ok := creditNotice(e, t.now())
@@ -171,20 +120,5 @@ func (t *TrayApp) redeem(name string) {
 			t.notes.add(name+": the banked reset was not redeemed", look.RedeemFailure(name, err))
 		}
 		t.changed()
-	})
-}
-
-// redeem spends a banked reset of the named account, off the UI thread (the relay process
-// does it: RedeemCredit travels there).
-func (a *accountsWindow) redeem(name string) {
-	a.u.async(func() {
-		res, err := a.u.relay.RedeemCredit(name)
-		fyne.Do(func() {
-			if err != nil {
-				a.fail(errors.New(look.RedeemFailure(name, err)))
-				return
-			}
-			a.done(look.Redeemed(res))
-		})
 	})
 }

@@ -212,15 +212,6 @@ func statusText(t proxy.Trace) string {
 	return s
 }
 
-// truncate shortens s to at most n runes, with an ellipsis.
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // upperFirst is s with its first letter in upper case, to start a sentence with app's words.
 func upperFirst(s string) string {
 	r, n := utf8.DecodeRuneInString(s)

@@ -13,23 +13,18 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/theme"
 
 	"github.com/codexrelay/codexrelay/assets"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 )
 
+// The tray icons, one per state of the relay.
 var (
-	iconApp      = fyne.NewStaticResource("codexrelay.png", assets.Icon)
 	iconServing  = fyne.NewStaticResource("tray-serving.png", assets.TrayServing)
 	iconDegraded = fyne.NewStaticResource("tray-degraded.png", assets.TrayDegraded)
 	iconStopped  = fyne.NewStaticResource("tray-stopped.png", assets.TrayStopped)
 	iconPaused   = fyne.NewStaticResource("tray-paused.png", assets.TrayPaused)
-	// iconUsage is a small bar chart, drawn in the theme's foreground colour.
-	iconUsage = theme.NewThemedResource(fyne.NewStaticResource("usage.svg", []byte(
-		`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill="#000" `+
-			`d="M3 19h18v2H3zM5 11h3v7H5zm5.5-6h3v13h-3zM16 8h3v10h-3z"/></svg>`)))
 )
 
 // stateIcon is the tray icon of the relay's state s.
@@ -79,6 +74,15 @@ func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) strin
 func lowerFirst(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// truncate shortens s to at most n runes, with an ellipsis.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // trayTooltip is what the tray icon says on hover.
