@@ -12,8 +12,8 @@ import (
 )
 
 // Banked resets in the windows: what an account holds (the dashboard's Banked resets column,
-// the accounts window's detail) and Redeem in the accounts window's row menu (credits.go has
-// the tray's side).
+// the accounts window's detail) and Redeem in the accounts window's row menu (ui/tray's
+// credits.go has the tray's side).
 
 // creditsCell is an account's banked resets in the dashboard's Banked resets column: "2 ·
 // expires 14:00", "none", or "–" (an API key, or not read yet).

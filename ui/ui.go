@@ -1,10 +1,9 @@
-// Package ui is Codex Relay's desktop face, in two processes. The tray process (TrayApp, the
-// relay in-process) shows the tray icon and menu with fyne.io/systray and sends the desktop
-// notifications: no Fyne app, no GL loop, so it costs nothing at idle. The windows (the
-// dashboard, first run, accounts, settings, usage) are a Fyne app in a window process the tray
-// starts on demand (RunWindows), which reads the relay's live state from the tray process over
-// loopback (windowAPI) and acts through app methods, as the CLI does; it ends when its last
-// window closes.
+// Package ui is Codex Relay's window process (`codexrelay window NAME`: RunWindows): the
+// windows (the dashboard, first run, accounts, settings, usage) as a Fyne app, which the tray
+// process (ui/tray) starts on demand and which ends when its last window closes. It reads the
+// relay's live state from the tray process over loopback (windowClient, the window API) and
+// acts through app methods, as the CLI does; it never imports the tray process's package.
+// What both processes show is ui/look's, what both read of the relay ui/source's.
 //
 // UI is the windows' side: a thin client that reads the proxy's state only as a snapshot
 // (Stats and Traces, polled once a second off the UI thread while a window is open).

@@ -3,7 +3,6 @@ package ui
 import (
 	"errors"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
-	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
 	"github.com/codexrelay/codexrelay/ui/uitest"
@@ -29,17 +27,6 @@ func newUsageUI(t *testing.T, src source.UsageSource) (*UI, *time.Time) {
 	u.ShowFixed(uitest.Sample(), uitest.Running(), uitest.Now)
 	u.ShowFixedUsage(src)
 	return u, &el
-}
-
-// newUsageTray is the tray process showing uitest.Sample() and src, its elapsed clock moved by hand (*el).
-func newUsageTray(t *testing.T, src source.UsageSource) (*TrayApp, *fakeTray, *[]string, *time.Time) {
-	t.Helper()
-	tr, _, desk, opened := newTestTray(t, nil)
-	el := time.Unix(1_000_000, 0)
-	st := uitest.Running()
-	tr.elapsed = func() time.Time { return el }
-	tr.src, tr.fixed, tr.now, tr.usage = uitest.Sample(), &st, func() time.Time { return uitest.Now }, src
-	return tr, desk, opened, &el
 }
 
 // poll is one tick of the poller: a fetch, then apply.
@@ -255,17 +242,7 @@ func TestUsageWindowStates(t *testing.T) {
 			if w.period.Visible() != (c.name == "empty") {
 				t.Errorf("the period shows: %v", w.period.Visible())
 			}
-			tr, _, _, _ := newUsageTray(t, c.src)
-			tr.refresh()
-			today := ""
-			for _, it := range tr.Menu() {
-				if strings.HasPrefix(it.Label, "Today:") {
-					today = it.Label
-				}
-			}
-			if want := map[bool]string{true: "Today: no tokens yet"}[c.name == "empty"]; today != want {
-				t.Errorf("the tray says %q, want %q", today, want)
-			}
+			// (What the tray says of the same ledgers is ui/tray's TestUsageWindowStates.)
 		})
 	}
 }
@@ -312,25 +289,6 @@ func TestUsageWindowReadsTheRelaysLedger(t *testing.T) {
 	}
 }
 
-// The tray's usage line reads the relay's ledger: what it recorded today.
-func TestTrayUsageLineReadsTheRelaysLedger(t *testing.T) {
-	tr, relay, _, _ := newTestTray(t, map[string]string{"CODEXRELAY_LISTEN": "127.0.0.1:0"})
-	if err := tr.svc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	l := relay.Ledger()
-	if l == nil {
-		t.Fatalf("no ledger: %v", relay.LedgerError())
-	}
-	l.Record(ledger.Row{Time: time.Now(), Account: "work", Model: "gpt-5.4", Status: 200,
-		InputTokens: 1000, CachedTokens: 400, OutputTokens: 200, Project: "shop"})
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	tr.refresh()
-	trayItem(t, tr, "Today: 1.2 k tokens · <$0.01 API-equiv.")
-}
-
 // The dashboard's header and the tray open the Usage window.
 func TestUsageWindowOpens(t *testing.T) {
 	u, _ := newUsageUI(t, uitest.SampleUsage())
@@ -340,13 +298,8 @@ func TestUsageWindowOpens(t *testing.T) {
 		t.Fatal("Usage… in the dashboard did not open the window")
 	}
 	u.usageWin.close()
-	tr, _, opened, _ := newUsageTray(t, uitest.SampleUsage())
-	tr.refresh()
-	trayItem(t, tr, "Usage…").Action()
-	if !slices.Equal(*opened, []string{"usage"}) {
-		t.Fatalf("Usage… in the tray asked for %q", *opened)
-	}
-	u.OpenWindow((*opened)[0])
+	// Usage… in the tray asks the window process for "usage" (ui/tray's TestUsageWindowOpens).
+	u.OpenWindow("usage")
 	if !u.usageWin.shown {
 		t.Error("the window process did not open the Usage window")
 	}
@@ -373,52 +326,6 @@ func TestUsageWindowFits(t *testing.T) {
 	fitsWithoutScrolling(t, w)
 }
 
-// The tray's usage line: today's tokens and cost, read by the poller at most once a minute,
-// and a new menu only when its text changes.
-func TestTrayUsageLine(t *testing.T) {
-	fixed := uitest.SampleUsage()
-	src := &uitest.CountingUsage{UsageSource: fixed}
-	tr, desk, opened, el := newUsageTray(t, src)
-	tr.refresh()
-	items := tr.Menu()
-	const want = "Today: 1.2 M tokens · $1.30 + $2.10 API-equiv."
-	if items[2].Label != want || items[2].Disabled {
-		t.Fatalf("line 3 %q, want %q", items[2].Label, want)
-	}
-	if !items[3].IsSeparator {
-		t.Errorf("no separator after the usage line: %q", uitest.Labels(items))
-	}
-	reads, menus := src.Summaries, desk.menus
-	for range 30 {
-		*el = el.Add(time.Second)
-		tr.refresh()
-	}
-	if src.Summaries != reads || desk.menus != menus {
-		t.Errorf("within a minute: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
-	}
-	// A minute on, the same figures: one read, no new menu.
-	*el = el.Add(30 * time.Second)
-	tr.refresh()
-	if src.Summaries != reads+1 || desk.menus != menus {
-		t.Errorf("a minute later: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
-	}
-	// New usage: the next read shows it.
-	fixed.Rows = append(fixed.Rows, uitest.UsageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
-	tr.refresh()
-	if got := tr.Menu()[2].Label; got != want {
-		t.Errorf("read again within the minute: %q", got)
-	}
-	*el = el.Add(time.Minute)
-	tr.refresh()
-	if got := tr.Menu()[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 {
-		t.Errorf("after new usage %q (%d new menus)", got, desk.menus-menus)
-	}
-	tr.Menu()[2].Action()
-	if !slices.Equal(*opened, []string{"usage"}) {
-		t.Errorf("the usage line asked for %q", *opened)
-	}
-}
-
 // The prices' date is said once in the window (it was said four times), and a few tokens'
 // worth of cost has an axis whose two lines read differently (both read "<$0.01").
 func TestUsageWindowSaysThingsOnce(t *testing.T) {
@@ -439,34 +346,6 @@ func TestUsageWindowSaysThingsOnce(t *testing.T) {
 		}
 		if top := u.usageWin.costChart.data.top; top < cost {
 			t.Errorf("cost %v: the axis ends at %v, below the bar", cost, top)
-		}
-	}
-}
-
-func TestTodayLine(t *testing.T) {
-	k := look.KindsOf([]proxy.AccountStats{{Name: "seat", Kind: proxy.KindChatGPT}, {Name: "key", Kind: proxy.KindOpenAI}})
-	rep := func(groups ...ledger.Group) ledger.Report {
-		r := ledger.Report{Groups: groups}
-		for _, g := range groups {
-			r.Total.Add(g.Totals)
-		}
-		return r
-	}
-	g := func(account string, tokens int64, cost float64) ledger.Group {
-		return ledger.Group{Key: account, Totals: ledger.Totals{InputTokens: tokens, CostUSD: cost}}
-	}
-	for _, c := range []struct {
-		rep  ledger.Report
-		want string
-	}{
-		{rep(g("key", 1_200_000, 3.40)), "Today: 1.2 M tokens · $3.40"},
-		{rep(g("seat", 1_200_000, 3.40)), "Today: 1.2 M tokens · $3.40 API-equiv."},
-		{rep(g("gone", 980, 0.001)), "Today: 980 tokens · <$0.01 API-equiv."},
-		{rep(g("seat", 12_000_000, 20), g("key", 400_000, 1.5)), "Today: 12.4 M tokens · $1.50 + $20.00 API-equiv."},
-		{rep(), "Today: no tokens yet"},
-	} {
-		if got := todayLine(c.rep, k); got != c.want {
-			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
 }

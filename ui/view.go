@@ -23,6 +23,4 @@ type view struct {
 	notify app.NotificationSettings
 	// strategy is the routing strategy ("" when not known).
 	strategy string
-	// today is the tray's usage line ("" without a ledger to read).
-	today string
 }

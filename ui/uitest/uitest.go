@@ -5,6 +5,7 @@ package uitest
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -191,4 +192,35 @@ type CountingUsage struct {
 func (c *CountingUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
 	c.Summaries++
 	return c.UsageSource.Summary(ctx, q)
+}
+
+// Control is a listener (a source.RelayControl) that records what it was asked.
+type Control struct {
+	State           app.ServiceStatus
+	Pauses, Resumes int
+	Listen          string
+	// ResumeErr is what Resume answers.
+	ResumeErr error
+}
+
+// Status is the status it was given (paused after a Pause).
+func (c *Control) Status() app.ServiceStatus { return c.State }
+
+// Pause counts the pause and shows it in the status.
+func (c *Control) Pause() { c.Pauses++; c.State.Paused, c.State.Running = true, false }
+
+// Resume counts the resume and answers ResumeErr.
+func (c *Control) Resume() error { c.Resumes++; return c.ResumeErr }
+
+// SetListen records the address.
+func (c *Control) SetListen(addr string) error { c.Listen = addr; return nil }
+
+// JSON is v in JSON, to compare what went over the window API with what was sent.
+func JSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

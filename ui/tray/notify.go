@@ -1,4 +1,4 @@
-package ui
+package tray
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ type notice struct {
 // rests again) is told about once in a window. The window is the account's five-hour quota
 // window (the time it resets, to the minute), or a fixed five-hour slot of the clock for an
 // account whose quota is not known; the pool's kinds use the windows of the accounts they
-// concern. It has no Fyne inside, so that tests can feed it snapshots; the UI sends what it
+// concern. It has no Fyne inside, so that tests can feed it snapshots; the tray sends what it
 // returns, for the kinds the settings leave on.
 type notifier struct {
 	primed bool

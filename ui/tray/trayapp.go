@@ -1,4 +1,4 @@
-package ui
+package tray
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
 
@@ -39,7 +40,7 @@ type TrayApp struct {
 	actNotify func(title, body, label string, act func())
 	// open asks the window process for a window (windowLauncher.Open).
 	open func(name string)
-	// copyText puts text on the clipboard without a window (clipboard_*.go).
+	// copyText puts text on the clipboard without a window (desktop_*.go).
 	copyText func(string) error
 	// exit ends the tray's event loop (systray.Quit); called once, after the drain.
 	exit func()
@@ -89,6 +90,16 @@ func NewTray(relay *app.App, log *slog.Logger) *TrayApp {
 	return t
 }
 
+// view is what one tick of the tray shows: read once, off the tray's goroutine, then applied.
+type view struct {
+	snap proxy.Snapshot
+	svc  app.ServiceStatus
+	// notify are the notification settings.
+	notify app.NotificationSettings
+	// today is the tray's usage line ("" without a ledger to read).
+	today string
+}
+
 // status is the listener's status (or the fixed one).
 func (t *TrayApp) status() app.ServiceStatus {
 	if t.fixed != nil {
@@ -101,7 +112,7 @@ func (t *TrayApp) status() app.ServiceStatus {
 func (t *TrayApp) fetch() view {
 	v := view{snap: t.src.Stats(), svc: t.status()}
 	st := t.relay.Settings()
-	v.notify, v.strategy = st.Notifications, strategyOf(st)
+	v.notify = st.Notifications
 	v.today = t.today.line(st.Generation, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
 	return v
 }

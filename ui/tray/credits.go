@@ -1,4 +1,4 @@
-package ui
+package tray
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // Banked resets in the tray: what an account holds (the tray's account lines), a notification
 // when a credit would expire unused within a day, the relay's "ask" turned into a notification
-// and a tray action, and a redemption's result (resets.go has the windows' side).
+// and a tray action, and a redemption's result (ui/window's resets.go has the windows' side).
 
 // creditExpiringWithin is how soon an unused credit's expiry is worth a notification.
 const creditExpiringWithin = 24 * time.Hour

@@ -1,4 +1,4 @@
-package ui
+package tray
 
 import (
 	"strings"
@@ -79,6 +79,7 @@ func TestTrayOffersARedemptionWhenEveryAccountRests(t *testing.T) {
 }
 
 // The relay's credit events become notifications: its question (ask), a redemption, a failure.
+// (The windows' half, the accounts window's detail and kind cell, is in resets_test.go.)
 func TestCreditEventNotices(t *testing.T) {
 	ask, ok := creditNotice(proxy.CreditEvent{Kind: proxy.CreditAsk, Account: "plus", BackAt: uitest.Now.Add(2 * time.Hour)}, uitest.Now)
 	if !ok || !strings.Contains(ask.body, "Redeem a banked reset of plus") || !strings.Contains(ask.body, "16:32") {
@@ -92,36 +93,8 @@ func TestCreditEventNotices(t *testing.T) {
 	if _, ok := creditNotice(proxy.CreditEvent{Kind: "other"}, uitest.Now); ok {
 		t.Fatal("an unknown kind told")
 	}
-	if got := creditsDetail(uitest.Credits(3, uitest.Now.Add(26*time.Hour)), uitest.Now); got != "3 banked resets (the next expires Fri 16:32)" {
-		t.Errorf("detail %q", got)
-	}
-	if got := joinNonEmpty(", ", kindText(proxy.KindChatGPT), creditsShort(nil, uitest.Now)); got != "ChatGPT" {
-		t.Errorf("kind cell %q", got)
-	}
-}
-
-// The accounts window shows an account's credits and offers Redeem in its menu.
-func TestAccountsWindowShowsCreditsAndRedeems(t *testing.T) {
-	uitest.NeedKeyring(t)
-	u, relay := newTestUI(t, nil)
-	if _, err := relay.AddAccount(app.NewAccount{Name: "me", Kind: "chatgpt", Email: "me@example.com"},
-		app.Secret{AccessToken: "at", RefreshToken: "rt", AccountID: "acct"}); err != nil {
-		t.Fatal(err)
-	}
-	uitest.QuietListen(t, relay)
-	u.showAccounts()
-	a := u.accounts
-	if got := uitest.Labels(a.rowMenu(0).Items); strings.Contains(strings.Join(got, "|"), "Redeem") {
-		t.Fatalf("offered without credits: %q", got)
-	}
-	u.now = func() time.Time { return uitest.Now }
-	a.show(view{snap: proxy.Snapshot{Accounts: []proxy.AccountStats{{Name: "me", Kind: proxy.KindChatGPT, State: proxy.StateReady,
-		ResetCredits: uitest.Credits(2, uitest.Now.Add(3*time.Hour))}}}})
-	mustShow(t, a.win.Content(), "ChatGPT · me@example.com · 2 banked resets (the next expires 17:32)")
-	menuAction(t, a, 0, "Redeem a banked reset")
-	// The fake base URL answers nothing: the failure is shown, and nothing else happened.
-	if got := overlayTexts(t, a.win); !strings.Contains(got, "anked resets: upstream unreachable") {
-		t.Errorf("no failure shown: %q", got)
+	if got := creditsShort(nil, uitest.Now); got != "" { // the kind cell leaves it out
+		t.Errorf("no credits: %q", got)
 	}
 }
 
@@ -150,6 +123,7 @@ func TestTheAskNotificationCarriesTheRedemption(t *testing.T) {
 
 // One term for what a user reads: "banked reset", never "reset credit" or "credit" alone, in
 // the notifications, the menus and the failures (issue 32 Low: the three were used in turn).
+// (The windows' half is in resets_test.go.)
 func TestBankedResetIsTheOneTerm(t *testing.T) {
 	exp := uitest.Now.Add(3 * time.Hour)
 	res := proxy.RedeemResult{Account: "plus", WindowsReset: 1, Remaining: uitest.Credits(1, time.Time{})}
@@ -161,8 +135,8 @@ func TestBankedResetIsTheOneTerm(t *testing.T) {
 		said = append(said, n.title, n.body)
 	}
 	n := creditExpiringNotice(a, exp, uitest.Now)
-	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, uitest.Now), creditsDetail(a.ResetCredits, uitest.Now),
-		creditsCell(a, uitest.Now).text, look.RedeemFailure("plus", proxy.ErrNoResetCredit), look.RedeemFailure("plus", proxy.ErrRedeemPending),
+	said = append(said, n.title, n.body, creditsShort(a.ResetCredits, uitest.Now),
+		look.RedeemFailure("plus", proxy.ErrNoResetCredit), look.RedeemFailure("plus", proxy.ErrRedeemPending),
 		redeemedNotice(res).title)
 	for _, s := range said {
 		if strings.Contains(strings.ToLower(s), "credit") {

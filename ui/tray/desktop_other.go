@@ -1,6 +1,6 @@
 //go:build !(linux || freebsd || openbsd || netbsd || darwin || windows)
 
-package ui
+package tray
 
 import (
 	"errors"

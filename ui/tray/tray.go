@@ -1,4 +1,4 @@
-package ui
+package tray
 
 import (
 	"bytes"
@@ -59,7 +59,8 @@ func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) strin
 	case a.State == proxy.StateReady && a.Quota != nil:
 		parts = append(parts, look.UsageShort(a.Quota))
 	default:
-		parts = append(parts, lowerFirst(accountState(a, now).text))
+		state, _ := look.AccountState(a, now)
+		parts = append(parts, lowerFirst(state))
 	}
 	if c := creditsShort(a.ResetCredits, now); c != "" {
 		parts = append(parts, c)
@@ -125,7 +126,8 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 	// One line per account, in priority order, with a dot in its state's colour.
 	for _, a := range v.snap.Accounts {
 		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
-		it.Icon = dotIcons[accountState(a, now).tone] // an account at its limit is not green
+		_, tone := look.AccountState(a, now)
+		it.Icon = dotIcons[tone] // an account at its limit is not green
 		items = append(items, it)
 	}
 	// Every account rests and one holds a banked reset: the relay's "ask", as an action.

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package ui
+package tray
 
 import (
 	"os/exec"
