@@ -179,8 +179,7 @@ func (u *UI) fetch() view {
 	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.RecentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
-	st := u.relay.Settings()
-	v.notify, v.strategy = st.Notifications, strategyOf(st)
+	v.strategy = strategyOf(u.relay.Settings())
 	if len(v.snap.Accounts) == 0 {
 		// Only while there is no account (for the first-run card).
 		v.login = u.codexLogin()

@@ -5,7 +5,8 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// view is everything one tick shows: read once, off the UI thread, then applied with fyne.Do.
+// view is everything one tick of the windows shows: read once, off the UI thread, then applied
+// with fyne.Do.
 type view struct {
 	snap   proxy.Snapshot
 	traces []proxy.Trace
@@ -19,8 +20,6 @@ type view struct {
 	codex *app.CodexSetup
 	// login is the Codex CLI's login, read while there is no account (for the first-run card).
 	login app.CodexLogin
-	// notify are the notification settings.
-	notify app.NotificationSettings
 	// strategy is the routing strategy ("" when not known).
 	strategy string
 }
