@@ -20,15 +20,17 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/cli"
-	"github.com/codexrelay/codexrelay/ui"
+	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/tray"
+	"github.com/codexrelay/codexrelay/ui/window"
 )
 
 func main() {
 	switch {
 	case len(os.Args) == 1:
-		os.Exit(tray())
+		os.Exit(trayProcess())
 	case os.Args[1] == "window" && len(os.Args) == 3 && !strings.HasPrefix(os.Args[2], "-"):
-		os.Exit(windows(os.Args[2]))
+		os.Exit(windowProcess(os.Args[2]))
 	case os.Args[1] == "window":
 		os.Exit(windowUsage(os.Args[2:]))
 	}
@@ -45,8 +47,8 @@ func main() {
 	os.Exit(<-code)
 }
 
-// tray runs the tray process: the relay in-process and the tray icon (no Fyne app).
-func tray() int {
+// trayProcess runs the tray process: the relay in-process and the tray icon (no Fyne app).
+func trayProcess() int {
 	locale.Restore() // the window processes it starts quiet Fyne themselves
 	// The windows need a display. Say what to do instead, before anything is claimed or
 	// written.
@@ -89,13 +91,13 @@ func tray() int {
 	} else if made {
 		log.Info("a new install: the relay's local API key is on (codexrelay codex-config --write gives it to Codex)")
 	}
-	ui.RunTray(relay, log, inst, exe)
+	tray.RunTray(relay, log, inst, exe)
 	return 0
 }
 
-// windows runs the window process the tray process starts: the Fyne windows over the tray
+// windowProcess runs the window process the tray process starts: the Fyne windows over the tray
 // process's state, until the last one closes.
-func windows(name string) int {
+func windowProcess(name string) int {
 	if st, err := os.Stdin.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 		// Typed in a terminal: the tray process starts window processes itself. Ask it for the
 		// dashboard, as a second launch does.
@@ -114,8 +116,8 @@ func windows(name string) int {
 	}
 	// The windows' title (and the app's identity) come from the app's metadata, which only a
 	// build by the fyne tool would embed: set it here for every build.
-	fyneapp.SetMetadata(fyne.AppMetadata{ID: ui.AppID, Name: "Codex Relay", Version: app.ReadBuild().Version})
-	if err := ui.RunWindows(fyneapp.NewWithID(ui.AppID), relay, log, name, os.Stdin, os.Stdout); err != nil {
+	fyneapp.SetMetadata(fyne.AppMetadata{ID: look.AppID, Name: "Codex Relay", Version: app.ReadBuild().Version})
+	if err := window.RunWindows(fyneapp.NewWithID(look.AppID), relay, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 2
 	}

@@ -1,7 +1,7 @@
 // Command screenshot shows a window of the real UI with prepared figures, for the README's
 // screenshots (`make screenshot` runs it under Xvfb, in the light and the dark theme, and
 // captures the window). It never starts a proxy and never touches the real keychain or
-// settings: the windows read a fixed snapshot through ui.Fixed, the accounts live in a
+// settings: the windows read a fixed snapshot through source.Fixed, the accounts live in a
 // temporary folder and their secrets in go-keyring's in-memory mock.
 package main
 
@@ -28,37 +28,65 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
-	"github.com/codexrelay/codexrelay/ui"
+	"github.com/codexrelay/codexrelay/ui/source"
+	"github.com/codexrelay/codexrelay/ui/window"
 )
 
-func main() {
-	wait := flag.Duration("for", 0, "quit after this long (0 = stay until the window closes)")
-	window := flag.String("window", "dashboard", "what to show: dashboard, first-run, accounts, settings or usage; "+
-		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with")
-	size := flag.String("size", "", "the window's size, WxH (default: the window's own)")
-	diagnostics := flag.Bool("diagnostics", false, "open the dashboard's Diagnostics section")
-	period := flag.Int("period", 30, "the Usage window's period in days: 7 or 30")
-	usage := flag.String("usage", "two-weeks", "what the Usage window's ledger holds: two-weeks, empty, off or failed")
-	flag.Parse()
+// options are the flags: what to show, with what, at which size, for how long.
+type options struct {
+	wait        time.Duration
+	window      string
+	size        string
+	diagnostics bool
+	period      int
+	usage       string
+}
 
+func main() {
+	opt := parseFlags()
 	now := time.Date(2026, 3, 12, 14, 32, 10, 0, time.Local)
 	fa := fyneapp.NewWithID("io.github.codexrelay.screenshot")
-	if *wait > 0 {
+	if opt.wait > 0 {
 		go func() {
-			time.Sleep(*wait)
+			time.Sleep(opt.wait)
 			fyne.Do(fa.Quit)
 		}()
 	}
-	if *window == "bare" || *window == "bare-tray" {
-		bare(fa, *window == "bare")
+	if opt.window == "bare" || opt.window == "bare-tray" {
+		bare(fa, opt.window == "bare")
 		return
 	}
-	keyring.MockInit() // secrets in memory only
 	dir, err := os.MkdirTemp("", "codexrelay-shot-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
+	relay := openRelay(dir)
+	u := window.New(fa, relay, slog.New(slog.DiscardHandler))
+	show(u, relay, opt, dir, now)
+	if opt.size != "" {
+		resize(fa, opt.size)
+	}
+	fa.Run()
+}
+
+func parseFlags() options {
+	var opt options
+	flag.DurationVar(&opt.wait, "for", 0, "quit after this long (0 = stay until the window closes)")
+	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, accounts, settings or usage; "+
+		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with")
+	flag.StringVar(&opt.size, "size", "", "the window's size, WxH (default: the window's own)")
+	flag.BoolVar(&opt.diagnostics, "diagnostics", false, "open the dashboard's Diagnostics section")
+	flag.IntVar(&opt.period, "period", 30, "the Usage window's period in days: 7 or 30")
+	flag.StringVar(&opt.usage, "usage", "two-weeks", "what the Usage window's ledger holds: two-weeks, empty, off or failed")
+	flag.Parse()
+	return opt
+}
+
+// openRelay opens an app whose settings, home and Codex folder are in dir, with its secrets in
+// go-keyring's in-memory mock and every network address one nothing listens on.
+func openRelay(dir string) *app.App {
+	keyring.MockInit() // secrets in memory only
 	// A throw-away home, so that the paths on screen read ~/.codex/… as they would for you.
 	os.Setenv("HOME", dir)
 	codexHome := filepath.Join(dir, ".codex")
@@ -77,10 +105,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	u := ui.New(fa, relay, slog.New(slog.DiscardHandler))
-	running := app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true}
+	return relay
+}
 
-	switch *window {
+// show opens opt.window over its fixture, read at now (dir is openRelay's).
+func show(u *window.UI, relay *app.App, opt options, dir string, now time.Time) {
+	running := app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true}
+	codexHome := filepath.Join(dir, ".codex")
+	switch opt.window {
 	case "dashboard":
 		// Codex points at the relay.
 		if _, err := relay.WriteCodexConfig(""); err != nil {
@@ -88,7 +120,7 @@ func main() {
 		}
 		u.ShowFixed(dashboardFixture(now), running, now)
 		u.ShowDashboard()
-		if *diagnostics {
+		if opt.diagnostics {
 			go func() { // once the window has its size
 				time.Sleep(time.Second)
 				fyne.Do(u.ShowDiagnostics)
@@ -99,50 +131,56 @@ func main() {
 		writeFile(filepath.Join(codexHome, "auth.json"), `{"tokens":{"id_token":"`+idToken("dev@example.com")+
 			`","access_token":"`+idToken("")+`","refresh_token":"rt","account_id":"acct-1"}}`)
 		writeFile(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.1-codex\"\n")
-		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
 		u.ShowDashboard()
 	case "accounts":
 		snap := accountsFixture(now)
 		for _, a := range snap.Accounts {
 			addAccount(relay, a)
 		}
-		u.ShowFixed(ui.Fixed{Snapshot: snap}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: snap}, running, now)
 		u.ShowAccounts()
 	case "usage":
 		u.ShowFixed(dashboardFixture(now), running, now)
-		fixed := usageFixture(now)
-		switch *usage {
-		case "two-weeks":
-		case "empty":
-			fixed = &ui.FixedUsage{}
-		case "off":
-			fixed = &ui.FixedUsage{Off: true}
-		case "failed":
-			fixed = &ui.FixedUsage{Err: fmt.Errorf("the usage ledger %s cannot be opened: database is locked; the relay serves without it",
-				filepath.Join(dir, ".local/share/codexrelay/usage.db"))}
-		default:
-			log.Fatalf("unknown -usage %q", *usage)
-		}
-		u.ShowFixedUsage(fixed)
-		u.ShowUsagePeriod(*period)
+		u.ShowFixedUsage(usageFor(opt.usage, dir, now))
+		u.ShowUsagePeriod(opt.period)
 	case "settings":
-		u.ShowFixed(ui.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
 		u.ShowSettings()
 	default:
-		log.Fatalf("unknown window %q", *window)
+		log.Fatalf("unknown window %q", opt.window)
 	}
-	if *size != "" {
-		w, h, ok := strings.Cut(*size, "x")
-		wf, err1 := strconv.ParseFloat(w, 32)
-		hf, err2 := strconv.ParseFloat(h, 32)
-		if !ok || err1 != nil || err2 != nil {
-			log.Fatalf("bad -size %q: use WxH", *size)
-		}
-		for _, win := range fa.Driver().AllWindows() {
-			win.Resize(fyne.NewSize(float32(wf), float32(hf)))
-		}
+}
+
+// usageFor is the ledger -usage names: two weeks of the dashboard's accounts, nothing, off,
+// or one that failed to open (dir is openRelay's).
+func usageFor(which, dir string, now time.Time) *source.FixedUsage {
+	switch which {
+	case "two-weeks":
+		return usageFixture(now)
+	case "empty":
+		return &source.FixedUsage{}
+	case "off":
+		return &source.FixedUsage{Off: true}
+	case "failed":
+		return &source.FixedUsage{Err: fmt.Errorf("the usage ledger %s cannot be opened: database is locked; the relay serves without it",
+			filepath.Join(dir, ".local/share/codexrelay/usage.db"))}
 	}
-	fa.Run()
+	log.Fatalf("unknown -usage %q", which)
+	return nil
+}
+
+// resize gives every window the size WxH.
+func resize(fa fyne.App, size string) {
+	w, h, ok := strings.Cut(size, "x")
+	wf, err1 := strconv.ParseFloat(w, 32)
+	hf, err2 := strconv.ParseFloat(h, 32)
+	if !ok || err1 != nil || err2 != nil {
+		log.Fatalf("bad -size %q: use WxH", size)
+	}
+	for _, win := range fa.Driver().AllWindows() {
+		win.Resize(fyne.NewSize(float32(wf), float32(hf)))
+	}
 }
 
 // bare runs a Fyne app that does nothing: a tray menu and a window with a label, shown or
@@ -208,7 +246,7 @@ func addAccount(relay *app.App, a proxy.AccountStats) {
 
 // dashboardFixture is a busy afternoon: three accounts (one ready with its quota, one resting
 // after its limit, one whose key was rejected), a warm catalog and eight recent requests.
-func dashboardFixture(now time.Time) ui.Fixed {
+func dashboardFixture(now time.Time) source.Fixed {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	cool := at(4*time.Minute + 32*time.Second)
 	expires := at(3*24*time.Hour + 20*time.Hour) // team's first banked reset
@@ -282,7 +320,7 @@ func dashboardFixture(now time.Time) ui.Fixed {
 			LatencyBreakdown: proxy.Latency{PreparationMs: r.prep, TotalMs: r.total},
 		}
 	}
-	return ui.Fixed{Snapshot: snap, Recent: traces}
+	return source.Fixed{Snapshot: snap, Recent: traces}
 }
 
 // accountsFixture is seven accounts in every state, for the accounts window.
@@ -312,7 +350,7 @@ func accountsFixture(now time.Time) proxy.Snapshot {
 // usageFixture is two weeks of the dashboard's three accounts: two ChatGPT seats that carry
 // most of the work on weekdays and an API key for a nightly job, over five models and four
 // projects, with burn rates for the seats and a forecast for the afternoon.
-func usageFixture(now time.Time) *ui.FixedUsage {
+func usageFixture(now time.Time) *source.FixedUsage {
 	type mix struct {
 		account, model, project string
 		tokens                  float64 // a weekday's input tokens, in millions
@@ -328,7 +366,7 @@ func usageFixture(now time.Time) *ui.FixedUsage {
 		{"openai-api", "gpt-5.4-mini", "nightly-review", 2.6, 0.55, 0.06},
 		{"openai-api", "gpt-5.1-codex-mini", "", 0.9, 0.40, 0.05},
 	}
-	var rows []ui.UsageRow
+	var rows []source.UsageRow
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	for d := 13; d >= 0; d-- {
 		day := today.AddDate(0, 0, -d)
@@ -346,14 +384,14 @@ func usageFixture(now time.Time) *ui.FixedUsage {
 			in := int64(m.tokens * f * 1e6)
 			cached, out := int64(float64(in)*m.cached), int64(float64(in)*m.output)
 			p, _ := ledger.LookupPrice(m.model, nil)
-			rows = append(rows, ui.UsageRow{
+			rows = append(rows, source.UsageRow{
 				At: day.Add(time.Duration(9+i) * time.Hour), Account: m.account, Model: m.model, Project: m.project,
 				Totals: ledger.Totals{Requests: in / 60_000, Errors: in / 4_000_000, InputTokens: in, CachedTokens: cached,
 					OutputTokens: out, ReasoningTokens: out / 2, CostUSD: p.Cost(in, cached, out)},
 			})
 		}
 	}
-	return &ui.FixedUsage{
+	return &source.FixedUsage{
 		Rows: rows,
 		Burns: map[string]ledger.Burn{
 			"personal": {PrimaryTokensPerPercent: 212_000, SecondaryTokensPerPercent: 1_840_000, PrimaryPercentSeen: 64, SecondaryPercentSeen: 38},

@@ -1,0 +1,161 @@
+package look
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// Human formats shared by the tray and the windows. Units are spaced ("12 s", "4 min"),
+// counts get thousands separators, and nothing here reads a clock: callers pass now.
+
+// Count formats n with thousands separators: 1284 -> "1,284".
+func Count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Plural is "1 request", "1,284 requests".
+func Plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return Count(n) + " " + noun + "s"
+}
+
+// Clock formats a moment as the clock time people read it at, so that a text with it stays
+// the same until the moment changes: "14:36" within the next 20 hours, else "Fri 09:00".
+func Clock(t, now time.Time) string {
+	t = t.Local()
+	if t.After(now) && t.Truncate(time.Minute).Equal(now.Local().Truncate(time.Minute)) {
+		// Later this very minute: "until 18:14" read at 18:14 looks past; it is over by 18:15.
+		t = t.Truncate(time.Minute).Add(time.Minute)
+	}
+	if d := t.Sub(now); d > -20*time.Hour && d < 20*time.Hour {
+		return t.Format("15:04")
+	}
+	return t.Format("Mon 15:04")
+}
+
+// AccountState is an account's state as the tables and the tray say it, with the clock time
+// a rest ends, and its tone: "Ready", "At 5-hour limit" (ready, but a window is used up),
+// "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36" (failing: the breaker
+// rests it), "Needs sign-in" or "Key rejected", "Disabled".
+func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
+	switch a.State {
+	case proxy.StateReady:
+		if w := UsedUp(a.Quota); w != "" {
+			// The relay still counts it ready (the upstream has not refused it yet), but its next
+			// request meets the limit: green "Ready" beside a full bar told the opposite.
+			return "At " + w + " limit", Warn
+		}
+		return "Ready", Good
+	case proxy.StateCooldown:
+		what := "Resting"
+		if a.CooldownReason == proxy.CooldownRateLimit {
+			what = "Limit"
+		}
+		if a.CooldownUntil == nil {
+			return what, Warn
+		}
+		return what + " until " + Clock(*a.CooldownUntil, now), Warn
+	case proxy.StateNeedsLogin, proxy.StateKeyRejected:
+		if a.Kind == proxy.KindOpenAI {
+			return "Key rejected", Bad
+		}
+		return "Needs sign-in", Bad
+	case proxy.StateDisabled:
+		return "Disabled", Dim
+	}
+	return a.State, Normal
+}
+
+// UsedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
+// neither, or no quota is known), the five-hour one first.
+func UsedUp(q *proxy.Quota) string {
+	switch {
+	case q == nil:
+		return ""
+	case q.PrimaryUsedPercent >= 100:
+		return "5-hour"
+	case q.SecondaryUsedPercent >= 100:
+		return "weekly"
+	}
+	return ""
+}
+
+// UsageShort is an account's two windows in a few words: "5 h 37% · week 62%" ("" without a
+// known quota).
+func UsageShort(q *proxy.Quota) string {
+	if q == nil {
+		return ""
+	}
+	return fmt.Sprintf("5 h %.0f%% · week %.0f%%", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
+}
+
+// ServingBadge marks the account that served the last request and the one that takes the
+// next: "in use" when they are the same, "serving next", "served last", or "".
+func ServingBadge(name string, snap proxy.Snapshot) string {
+	last, next := name == snap.LastServed, name == snap.Next
+	switch {
+	case last && next:
+		return "in use"
+	case next:
+		return "serving next"
+	case last:
+		return "served last"
+	}
+	return ""
+}
+
+// TokenCount formats a number of tokens shortly: "840", "12.4 k", "1.2 M", "50 M", "312 M",
+// "1.5 B".
+func TokenCount(n int64) string {
+	f := float64(n)
+	unit := ""
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1e9, " B"}, {1e6, " M"}, {1e3, " k"}} {
+		if math.Abs(f) >= u.size {
+			f /= u.size
+			unit = u.name
+			break
+		}
+	}
+	switch {
+	case unit == "":
+		return strconv.FormatInt(n, 10)
+	case math.Abs(f) < 99.95:
+		return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0") + unit
+	}
+	return strconv.FormatFloat(f, 'f', 0, 64) + unit
+}
+
+// Dollars formats an amount in US dollars: "$3.40", "$1,234.50", "<$0.01" for a few tokens'
+// worth, "$0.00" for none.
+func Dollars(usd float64) string {
+	if usd > 0 && usd < 0.005 {
+		return "<$0.01"
+	}
+	cents := int64(math.Round(usd * 100))
+	return fmt.Sprintf("$%s.%02d", Count(cents/100), cents%100)
+}
