@@ -131,6 +131,35 @@ func TestAccountsListActions(t *testing.T) {
 	u, relay := newTestUI(t, nil)
 	u.showAccounts()
 	a := u.accounts
+	addTwoAPIKeys(t, a, relay)
+
+	// A taken name comes back from app and shows next to the name.
+	a.showAdd(addAPIKey)
+	f := a.add.form
+	f.name.SetText("first")
+	f.baseURL.SetText("https://api.example.com/v1")
+	f.key.SetText("sk-x")
+	test.Tap(f.submit)
+	if got := f.errs[app.FieldName].Text; got != sentence(app.ErrNameTaken("first").Error()) {
+		t.Errorf("taken name: %q", got)
+	}
+	a.add.d.Hide()
+
+	// The menu of an API-key account, first in the list.
+	if got := uitest.Labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Disable|Move up|Move down||Remove…" {
+		t.Errorf("menu %q", got)
+	}
+	if !a.rowMenu(0).Items[3].Disabled || !a.rowMenu(1).Items[4].Disabled {
+		t.Error("Move up on the first row, or Move down on the last, is enabled")
+	}
+
+	renameAndReplaceKey(t, a, relay)
+	moveDisableAndRemove(t, a, relay)
+}
+
+// addTwoAPIKeys adds "first" and "second" through the add dialog, and the list shows them.
+func addTwoAPIKeys(t *testing.T, a *accountsWindow, relay *app.App) {
+	t.Helper()
 	add := func(name string) {
 		a.showAdd(addAPIKey)
 		f := a.add.form
@@ -153,27 +182,12 @@ func TestAccountsListActions(t *testing.T) {
 		t.Fatalf("the list shows %d rows", len(a.rows))
 	}
 	mustShow(t, a.win.Content(), "first", "second", "1.", "2.")
+}
 
-	// A taken name comes back from app and shows next to the name.
-	a.showAdd(addAPIKey)
-	f := a.add.form
-	f.name.SetText("first")
-	f.baseURL.SetText("https://api.example.com/v1")
-	f.key.SetText("sk-x")
-	test.Tap(f.submit)
-	if got := f.errs[app.FieldName].Text; got != sentence(app.ErrNameTaken("first").Error()) {
-		t.Errorf("taken name: %q", got)
-	}
-	a.add.d.Hide()
-
-	// The menu of an API-key account, first in the list.
-	if got := uitest.Labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Disable|Move up|Move down||Remove…" {
-		t.Errorf("menu %q", got)
-	}
-	if !a.rowMenu(0).Items[3].Disabled || !a.rowMenu(1).Items[4].Disabled {
-		t.Error("Move up on the first row, or Move down on the last, is enabled")
-	}
-
+// renameAndReplaceKey renames the second account to "backup" and replaces the first's key, each
+// after app's verdict on a bad entry shows under the field.
+func renameAndReplaceKey(t *testing.T, a *accountsWindow, relay *app.App) {
+	t.Helper()
 	// Rename: app's verdict on a bad name shows under the field; a good one renames.
 	menuAction(t, a, 1, "Rename…")
 	a.ask.entry.SetText("sec ond")
@@ -200,7 +214,12 @@ func TestAccountsListActions(t *testing.T) {
 	if relay.Accounts()[0].SecretRev != rev+1 || !strings.HasPrefix(a.status.Text, "Replaced the key of “first”") {
 		t.Errorf("key not replaced: rev %d, %q", relay.Accounts()[0].SecretRev, a.status.Text)
 	}
+}
 
+// moveDisableAndRemove moves "backup" up, disables and enables it, then removes it once the
+// confirmation's Return and Escape have cancelled.
+func moveDisableAndRemove(t *testing.T, a *accountsWindow, relay *app.App) {
+	t.Helper()
 	// Move "backup" up, disable it, enable it again.
 	menuAction(t, a, 1, "Move up")
 	if relay.Accounts()[0].Name != "backup" || a.rows[0].meta.Name != "backup" {

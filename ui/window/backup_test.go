@@ -35,6 +35,24 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 	a := u.accounts
 	path := filepath.Join(t.TempDir(), "pool.age")
 
+	b := exportChecksThePassphrase(t, a, path)
+	exportOverAFileAsksFirst(t, a, path)
+	test.Tap(b.result.disable)
+	if accts := relay.Accounts(); accts[0].Disabled || !accts[1].Disabled {
+		t.Fatalf("after Disable them here: %+v", accts)
+	}
+	if !strings.HasPrefix(a.status.Text, "Disabled “chat” here") {
+		t.Errorf("status %q", a.status.Text)
+	}
+
+	importSaysWhatItDid(t, path)
+}
+
+// exportChecksThePassphrase exports a's accounts to path through the Export dialog, after it
+// refused an empty, a short and a mistyped passphrase; the file is 0600 and holds no secret in
+// clear, and the result names the ChatGPT sign-ins. It returns the dialog, its result open.
+func exportChecksThePassphrase(t *testing.T, a *accountsWindow, path string) *backupDialog {
+	t.Helper()
 	b := a.showExport()
 	if !strings.HasSuffix(b.path.Text, ".age") {
 		t.Errorf("default path %q", b.path.Text)
@@ -81,7 +99,13 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 	if !strings.HasPrefix(a.status.Text, "Exported 2 accounts to ") {
 		t.Errorf("status %q", a.status.Text)
 	}
-	// Over an existing file: the first Export names it, the second replaces it.
+	return b
+}
+
+// exportOverAFileAsksFirst exports over the file at path: the first Export names it, the second
+// replaces it.
+func exportOverAFileAsksFirst(t *testing.T, a *accountsWindow, path string) {
+	t.Helper()
 	before, _ := os.ReadFile(path)
 	over := a.showExport()
 	over.path.SetText(path)
@@ -96,15 +120,13 @@ func TestExportThenImportThroughTheDialogs(t *testing.T) {
 		t.Fatalf("the second Export did not replace the file: %q", over.pathErr.Text)
 	}
 	over.result.d.Hide()
-	test.Tap(b.result.disable)
-	if accts := relay.Accounts(); accts[0].Disabled || !accts[1].Disabled {
-		t.Fatalf("after Disable them here: %+v", accts)
-	}
-	if !strings.HasPrefix(a.status.Text, "Disabled “chat” here") {
-		t.Errorf("status %q", a.status.Text)
-	}
+}
 
-	// Another settings folder: another machine.
+// importSaysWhatItDid imports the export at path on another settings folder (another machine):
+// a wrong passphrase and a damaged file are said next to their fields and import nothing; then
+// it lists what it added and, the second time, what it skipped.
+func importSaysWhatItDid(t *testing.T, path string) {
+	t.Helper()
 	u2, relay2 := newTestUI(t, backupEnv)
 	u2.showAccounts()
 	a2 := u2.accounts

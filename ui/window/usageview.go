@@ -153,27 +153,49 @@ func pricesAt(date string) string {
 	return "API list prices of " + date
 }
 
-// newUsageView is what the window shows for d (pure: the tests call it too).
+// newUsageView is what the window shows for d (pure: the tests call it too): a message in
+// place of the figures, or the figures at the top, the charts, the top tables and the quota
+// burn.
 func newUsageView(d usageData) usageView {
+	if v, ok := usageMessage(d); ok {
+		return v
+	}
+	v := usageView{state: usageReady}
+	v.setFigures(d)
+	v.setCharts(d)
+	// The top models and projects.
+	v.models, v.modelsNote = topRows(d.models, "(unknown model)"), "by tokens"
+	v.projects, v.projectsNote = topRows(d.projects, "(no project)"), "by tokens"
+	v.tiers, v.tiersNote = tierRows(d.tiers), tiersNote(d.tiers, d.kinds)
+	v.setBurn(d)
+	return v
+}
+
+// usageMessage is what the window shows in place of the figures, if anything: the ledger is
+// off, closed or failed, or holds nothing for the period.
+func usageMessage(d usageData) (usageView, bool) {
 	switch {
 	case errors.Is(d.err, source.ErrUsageOff):
 		return usageView{state: usageOff, message: "The usage ledger is off, so Codex Relay records no usage. " +
-			"Turn it on here, or from a terminal with:"}
+			"Turn it on here, or from a terminal with:"}, true
 	case errors.Is(d.err, source.ErrUsageClosed):
 		return usageView{state: usageFailed, message: "The usage ledger opens while the relay serves: " +
-			"start the proxy (Start proxy in the tray menu) to record and see usage."}
+			"start the proxy (Start proxy in the tray menu) to record and see usage."}, true
 	case d.err != nil:
-		return usageView{state: usageFailed, message: sentence(d.err.Error())}
+		return usageView{state: usageFailed, message: sentence(d.err.Error())}, true
 	}
 	total := d.accounts.Total
 	if total.Requests == 0 && total.Tokens() == 0 && len(d.daily) == 0 {
 		return usageView{state: usageEmpty, message: fmt.Sprintf("No requests recorded in the last %d days yet. "+
-			"Each request through the relay adds its tokens, cost and cache hits here.", d.days)}
+			"Each request through the relay adds its tokens, cost and cache hits here.", d.days)}, true
 	}
-	prices := pricesAt(d.accounts.PricesCheckedAt)
-	v := usageView{state: usageReady}
+	return usageView{}, false
+}
 
-	// The figures at the top.
+// setFigures sets the figures at the top and the note on their prices.
+func (v *usageView) setFigures(d usageData) {
+	total := d.accounts.Total
+	prices := pricesAt(d.accounts.PricesCheckedAt)
 	split := d.kinds.kind.Split(d.accounts.Groups)
 	v.tokens = tileView{look.TokenCount(total.Tokens()), "tokens · " + look.TokenCount(total.OutputTokens) + " output"}
 	v.cost = tileView{look.Dollars(total.CostUSD), "cost"}
@@ -198,41 +220,13 @@ func newUsageView(d usageData) usageView {
 	if d.accounts.FromRollups {
 		v.pricesNote += " Days before the retention come from the daily totals."
 	}
+}
 
-	// Tokens and cost per day, stacked by account in the same colours.
+// setCharts sets the tokens and the cost per day, stacked by account in the same colours, and
+// the legend that names the accounts.
+func (v *usageView) setCharts(d usageData) {
 	colors := accountColors(d)
-	days := make([]string, d.days)
-	byDay := map[string]int{}
-	for i := range days {
-		days[i] = periodStart(d.now, d.days).AddDate(0, 0, i).Format(time.DateOnly)
-		byDay[days[i]] = i
-	}
-	tokenBars := make([]chartBar, d.days)
-	costBars := make([]chartBar, d.days)
-	for i, day := range days {
-		tokenBars[i] = chartBar{key: day, label: dayLabel(day)}
-		costBars[i] = chartBar{key: day, label: dayLabel(day)}
-	}
-	used := map[string]bool{}
-	for _, r := range d.daily {
-		i, ok := byDay[r.Day]
-		if !ok {
-			continue
-		}
-		if r.Tokens() > 0 {
-			tokenBars[i].parts = append(tokenBars[i].parts, chartPart{series: r.Account, value: float64(r.Tokens()), color: colors[r.Account]})
-			used[r.Account] = true
-		}
-		if r.CostUSD > 0 {
-			costBars[i].parts = append(costBars[i].parts, chartPart{series: r.Account, value: r.CostUSD, color: colors[r.Account]})
-			used[r.Account] = true
-		}
-	}
-	for i := range tokenBars {
-		order := func(a, b chartPart) int { return d.kinds.compare(a.series, b.series) }
-		slices.SortStableFunc(tokenBars[i].parts, order)
-		slices.SortStableFunc(costBars[i].parts, order)
-	}
+	tokenBars, costBars, used := dayBars(d, colors)
 	v.tokensChart = newChartData(tokenBars, func(x float64) string { return look.TokenCount(int64(x)) })
 	v.costChart = newChartData(costBars, axisDollars)
 	if v.costChart.top < minCostTop {
@@ -254,13 +248,48 @@ func newUsageView(d usageData) usageView {
 	}
 	// The prices' date is said once, in the note at the top (it was said four times).
 	v.costTitle = "API-equivalent for ChatGPT seats"
+}
 
-	// The top models and projects.
-	v.models, v.modelsNote = topRows(d.models, "(unknown model)"), "by tokens"
-	v.projects, v.projectsNote = topRows(d.projects, "(no project)"), "by tokens"
-	v.tiers, v.tiersNote = tierRows(d.tiers), tiersNote(d.tiers, d.kinds)
+// dayBars are the period's days as the two charts' bars, each stacked by account in list
+// order, and the accounts that show in them.
+func dayBars(d usageData, colors map[string]fyne.ThemeColorName) (tokenBars, costBars []chartBar, used map[string]bool) {
+	days := make([]string, d.days)
+	byDay := map[string]int{}
+	for i := range days {
+		days[i] = periodStart(d.now, d.days).AddDate(0, 0, i).Format(time.DateOnly)
+		byDay[days[i]] = i
+	}
+	tokenBars = make([]chartBar, d.days)
+	costBars = make([]chartBar, d.days)
+	for i, day := range days {
+		tokenBars[i] = chartBar{key: day, label: dayLabel(day)}
+		costBars[i] = chartBar{key: day, label: dayLabel(day)}
+	}
+	used = map[string]bool{}
+	for _, r := range d.daily {
+		i, ok := byDay[r.Day]
+		if !ok {
+			continue
+		}
+		if r.Tokens() > 0 {
+			tokenBars[i].parts = append(tokenBars[i].parts, chartPart{series: r.Account, value: float64(r.Tokens()), color: colors[r.Account]})
+			used[r.Account] = true
+		}
+		if r.CostUSD > 0 {
+			costBars[i].parts = append(costBars[i].parts, chartPart{series: r.Account, value: r.CostUSD, color: colors[r.Account]})
+			used[r.Account] = true
+		}
+	}
+	for i := range tokenBars {
+		order := func(a, b chartPart) int { return d.kinds.compare(a.series, b.series) }
+		slices.SortStableFunc(tokenBars[i].parts, order)
+		slices.SortStableFunc(costBars[i].parts, order)
+	}
+	return tokenBars, costBars, used
+}
 
-	// Quota burn and the forecast.
+// setBurn sets the ChatGPT accounts' quota burn and the pool's forecast.
+func (v *usageView) setBurn(d usageData) {
 	unknown := false
 	for _, b := range d.burns {
 		r := burnRowView{account: b.Account, five: perPercent(b.PrimaryTokensPerPercent), week: perPercent(b.SecondaryTokensPerPercent)}
@@ -268,7 +297,6 @@ func newUsageView(d usageData) usageView {
 		v.burns = append(v.burns, r)
 	}
 	v.forecast = forecastText(d, unknown)
-	return v
 }
 
 // accountColors gives each account a chart colour by its place in the list (so that it keeps
