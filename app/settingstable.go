@@ -115,7 +115,13 @@ var SettingSections = []string{SectionProxy, SectionCatalog, SectionTimeouts, Se
 var SettingsTable []Setting
 
 func settingsTable() []Setting {
-	return slices.Concat([]Setting{
+	return slices.Concat(relaySettings(), notifySettings(), desktopSettings())
+}
+
+// relaySettings are the rows of what the relay does: where it listens, how it routes, its
+// catalog, its timeouts and what it does when every account rests.
+func relaySettings() []Setting {
+	return []Setting{
 		{
 			Name: SettingListen, Label: "Listen address", Section: SectionProxy, Kind: SettingText,
 			Help:  "host:port on the loopback interface, e.g. " + DefaultListen + "; a port another program holds is refused",
@@ -188,7 +194,13 @@ func settingsTable() []Setting {
 			},
 			Show: func(a *App) string { return a.ResetCredits() },
 		},
-	}, notifySettings(), []Setting{
+	}
+}
+
+// desktopSettings are the rows of the low-capacity warning, the local key, the usage ledger
+// and the login item.
+func desktopSettings() []Setting {
+	return []Setting{
 		numberSetting(Setting{
 			Name: SettingLowCapacity, Label: "Warn when the five-hour capacity left falls below", Section: SectionNotify, Unit: "%",
 			Help: fmt.Sprintf("the share of the pool's five-hour capacity, in percent from 1 to 99, under which the tray app warns (default %d)", DefaultLowCapacityPercent),
@@ -229,7 +241,7 @@ func settingsTable() []Setting {
 			Help: "true or false: start the tray app when you log in (an XDG autostart entry on Linux, a launch agent on macOS)",
 			Show: func(a *App) string { return strconv.FormatBool(a.Settings().StartAtLogin) },
 		}, (*App).startAtLogin),
-	})
+	}
 }
 
 // notifyLabels say what each kind of notification is about.

@@ -198,42 +198,53 @@ func (nopCloser) Close() error { return nil }
 // upstream never saw the warm-up's response), and the turn after the tool goes as Codex sent
 // it but for stream (no place in a frame), its turn state kept for the account that issued it
 // in the stream.
+// socketRecorder is the ChatGPT account of a socket replay: it serves the bundled catalog and
+// answers each frame with a short turn (the first after a response.metadata carrying a turn
+// state), and keeps the handshake's headers and every frame that reached it.
+type socketRecorder struct {
+	mu        sync.Mutex
+	frames    [][]byte
+	handshake http.Header
+}
+
+func (rec *socketRecorder) serve(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			bundledCatalog(t)(w, r)
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		c.SetReadLimit(64 << 20)
+		rec.mu.Lock()
+		rec.handshake = r.Header.Clone()
+		rec.mu.Unlock()
+		for n := 0; ; n++ {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			rec.mu.Lock()
+			rec.frames = append(rec.frames, data)
+			rec.mu.Unlock()
+			ctx := context.Background()
+			if n == 0 {
+				c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.metadata","headers":{"x-codex-turn-state":"ts-capture-1"}}`))
+			}
+			for _, ev := range textEvents(fmt.Sprintf("resp_up_%d", n), "m", "done") {
+				c.Write(ctx, websocket.MessageText, []byte(sseData(ev)))
+			}
+		}
+	})
+}
+
 func TestCodexCapturesOverASocket(t *testing.T) {
 	for _, dir := range []string{"ws-lite", "ws-nonlite", "chatgpt-ws"} {
 		t.Run(dir, func(t *testing.T) {
-			var mu sync.Mutex
-			var frames [][]byte
-			var handshake http.Header
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasSuffix(r.URL.Path, "/models") {
-					bundledCatalog(t)(w, r)
-					return
-				}
-				c, err := websocket.Accept(w, r, nil)
-				if err != nil {
-					return
-				}
-				c.SetReadLimit(64 << 20)
-				mu.Lock()
-				handshake = r.Header.Clone()
-				mu.Unlock()
-				for n := 0; ; n++ {
-					_, data, err := c.Read(context.Background())
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					frames = append(frames, data)
-					mu.Unlock()
-					ctx := context.Background()
-					if n == 0 {
-						c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.metadata","headers":{"x-codex-turn-state":"ts-capture-1"}}`))
-					}
-					for _, ev := range textEvents(fmt.Sprintf("resp_up_%d", n), "m", "done") {
-						c.Write(ctx, websocket.MessageText, []byte(sseData(ev)))
-					}
-				}
-			}))
+			rec := &socketRecorder{}
+			up := httptest.NewServer(rec.serve(t))
 			defer up.Close()
 			acct := proxy.Account{Name: "a", Kind: proxy.KindChatGPT, BaseURL: up.URL + "/backend-api/codex",
 				Credentials: proxy.Static{Token: "access-a", AccountID: "acct-a"}}
@@ -243,12 +254,12 @@ func TestCodexCapturesOverASocket(t *testing.T) {
 			prev := ""
 			var turns [][]byte
 			var warm []any // the input of the warm-up the first turn follows
-			for _, rec := range loadCaptures(t, dir) {
-				switch rec.Kind {
+			for _, capture := range loadCaptures(t, dir) {
+				switch capture.Kind {
 				case "ws-handshake":
-					sentHandshake = rec.Headers
+					sentHandshake = capture.Headers
 					h := http.Header{}
-					for _, kv := range rec.Headers {
+					for _, kv := range capture.Headers {
 						k := http.CanonicalHeaderKey(kv[0])
 						if k == "Host" || k == "Connection" || k == "Upgrade" || slices.Contains(socketHandshake, k) {
 							continue
@@ -264,8 +275,8 @@ func TestCodexCapturesOverASocket(t *testing.T) {
 					defer c.CloseNow()
 				case "ws-frame":
 					var f map[string]json.RawMessage
-					json.Unmarshal(rec.Body, &f)
-					frame := []byte(rec.Body)
+					json.Unmarshal(capture.Body, &f)
+					frame := []byte(capture.Body)
 					if _, ok := f["previous_response_id"]; ok {
 						// The response Codex follows is the one the relay answered.
 						f["previous_response_id"], _ = json.Marshal(prev)
@@ -280,8 +291,9 @@ func TestCodexCapturesOverASocket(t *testing.T) {
 					}
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			frames, handshake := rec.frames, rec.handshake
 			if len(frames) != len(turns) || len(turns) < 2 {
 				t.Fatalf("%d turns sent, %d frames reached the account", len(turns), len(frames))
 			}

@@ -88,18 +88,22 @@ func (w want) ev() ev {
 	return e
 }
 
-func TestReader(t *testing.T) {
+// readerCase is a stream the reader reads whole: the events it gives and the error after them.
+type readerCase struct {
+	name  string
+	in    string
+	max   int
+	want  []want
+	final error // error after the events (io.EOF, ErrTruncated, ErrTooLarge)
+}
+
+// readerCases are the streams of TestReader.
+func readerCases() []readerCase {
 	big := strings.Repeat(`{"type":"response.output_text.delta","delta":"x"},`, 30000) // 1.5 MB
 	bigEvent := "event: response.completed\ndata: " + big + "\n\n"
 	bigMulti := "data: " + big + "\r\ndata: " + big[:70000] + "\r\n\r\n"
 	tooLarge := "data: " + strings.Repeat("y", 100000) + "\n\n"
-	tests := []struct {
-		name  string
-		in    string
-		max   int
-		want  []want
-		final error // error after the events (io.EOF, ErrTruncated, ErrTooLarge)
-	}{
+	return []readerCase{
 		{name: "empty", in: "", final: io.EOF},
 		{name: "single", in: "data: hello\n\n", want: []want{{raw: "data: hello\n\n", data: d("hello")}}, final: io.EOF},
 		{
@@ -190,7 +194,10 @@ func TestReader(t *testing.T) {
 		{name: "over max large", in: "data: a\n\n" + tooLarge, max: 65536, want: []want{{raw: "data: a\n\n", data: d("a")}}, final: ErrTooLarge},
 		{name: "no limit", in: tooLarge, max: 0, want: []want{{raw: tooLarge, data: d(tooLarge[6 : len(tooLarge)-2])}}, final: io.EOF},
 	}
-	for _, tt := range tests {
+}
+
+func TestReader(t *testing.T) {
+	for _, tt := range readerCases() {
 		for _, f := range feeders {
 			t.Run(tt.name+"/"+f.name, func(t *testing.T) {
 				got, err := readAll(t, f.wrap(strings.NewReader(tt.in)), tt.max)
