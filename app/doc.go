@@ -14,14 +14,15 @@
 //	settings.go, settingstable.go, live.go   the file, its table of settings (a setting is its row) and the setters
 //	app.go, config.go, memory.go             Open: the proxy built from the settings and the environment
 //	accounts.go, fields.go, credentials.go   the account store and each account's credential
-//	oauth.go, codex.go, codexfiles.go        signing in, and the Codex CLI's own login and config.toml
+//	oauth.go, browser.go, codex.go, codexfiles.go  signing in, and the Codex CLI's own login and config.toml
 //	firstrun.go                              the first run: find Codex's login, import it, test the relay
 //	localkey.go                              the local API key clients send the relay
-//	instance.go, relayclient.go              the one relay per folder, and how another process reaches it
+//	instance.go, relayclient.go, localapi.go the one relay per folder, how another process reaches it, what it serves there
 //	service.go, serve.go, pause.go           the listener: start, move, pause, drain
 //	credits.go, usage.go                     banked resets and the usage ledger (app/ledger) while serving
 //	backup.go                                the encrypted export and import of accounts
 //	errors.go, suggest.go, version.go        what a caller is told: field errors, suggestions, the build
 //
-// app/cli is the command line over an App; app/ledger is the usage database.
+// app/cli is the command line over an App; app/ledger is the usage database; app/localapi is
+// the local API (one route table for /relay/*, one client) the relay port and the tray serve.
 package app
