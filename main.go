@@ -15,12 +15,8 @@ import (
 	"runtime"
 	"strings"
 
-	"fyne.io/fyne/v2"
-	fyneapp "fyne.io/fyne/v2/app"
-
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/cli"
-	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/tray"
 	"github.com/codexrelay/codexrelay/ui/window"
 )
@@ -114,10 +110,8 @@ func windowProcess(name string) int {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1
 	}
-	// The windows' title (and the app's identity) come from the app's metadata, which only a
-	// build by the fyne tool would embed: set it here for every build.
-	fyneapp.SetMetadata(fyne.AppMetadata{ID: look.AppID, Name: "Codex Relay", Version: app.ReadBuild().Version})
-	if err := window.RunWindows(fyneapp.NewWithID(look.AppID), relay, log, name, os.Stdin, os.Stdout); err != nil {
+	// The app has Codex Relay's ID and name, and no preferences file (window.NewApp).
+	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), relay, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 2
 	}

@@ -62,7 +62,7 @@ func Clock(t, now time.Time) string {
 func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
 	switch a.State {
 	case proxy.StateReady:
-		if w := UsedUp(a.Quota); w != "" {
+		if w := usedUp(a.Quota); w != "" {
 			// The relay still counts it ready (the upstream has not refused it yet), but its next
 			// request meets the limit: green "Ready" beside a full bar told the opposite.
 			return "At " + w + " limit", Warn
@@ -88,9 +88,9 @@ func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
 	return a.State, Normal
 }
 
-// UsedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
+// usedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
 // neither, or no quota is known), the five-hour one first.
-func UsedUp(q *proxy.Quota) string {
+func usedUp(q *proxy.Quota) string {
 	switch {
 	case q == nil:
 		return ""

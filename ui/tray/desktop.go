@@ -12,9 +12,6 @@ import (
 // (clipboardCopy). Each platform has its file (desktop_unix.go, desktop_darwin.go,
 // desktop_windows.go).
 
-// AppID is the application's identifier (FyneApp.toml's ID, the desktop entry's name).
-const AppID = "io.github.codexrelay"
-
 // notifyExpiry is how long a notification stays on screen: long enough to read, never for
 // good (Fyne sent its notifications with the timeout 0, "never expires", on Linux).
 const notifyExpiry = 10 * time.Second

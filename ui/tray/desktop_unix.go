@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/codexrelay/codexrelay/ui/look"
 )
 
 // desktopNotify shows a notification through org.freedesktop.Notifications, which expires
@@ -22,7 +24,7 @@ func desktopNotify(title, body string) error {
 	obj := conn.Object("org.freedesktop.Notifications", "/org/freedesktop/Notifications")
 	return obj.Call("org.freedesktop.Notifications.Notify", 0,
 		"Codex Relay", uint32(0), "", title, body, []string{},
-		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(AppID)},
+		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(look.AppID)},
 		int32(notifyExpiry.Milliseconds())).Err
 }
 
@@ -48,7 +50,7 @@ func desktopNotifyAction(title, body, label string, act func()) error {
 	var id uint32
 	err = conn.Object(iface, path).Call(iface+".Notify", 0,
 		"Codex Relay", uint32(0), "", title, body, []string{"act", label},
-		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(AppID)},
+		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(look.AppID)},
 		int32(notifyExpiry.Milliseconds())).Store(&id)
 	if err != nil {
 		conn.Close()
