@@ -283,8 +283,13 @@ func (s *settingsWindow) load() {
 }
 
 // liveValue is the value of st in force: the catalog's as the running relay has it (the
-// environment's overrides included), any other as its row shows it.
+// environment's overrides included), any other as its row shows it. A snapshot without
+// catalog figures (the tray did not answer, or prepared figures that have none) leaves the
+// catalog to its rows too: what a relay started now would use.
 func liveValue(st app.Setting, c proxy.CatalogStats, relay *app.App) string {
+	if c.TTLMs == 0 {
+		return st.Show(relay)
+	}
 	switch st.Name {
 	case app.SettingSWR:
 		return strconv.FormatBool(c.SWREnabled)
@@ -330,7 +335,7 @@ func (s *settingsWindow) sync(v view) {
 		s.load()
 		return
 	}
-	if f, on := s.fields[app.SettingSWR], v.snap.Catalog.SWREnabled; f.check.Checked != on {
+	if f, on := s.fields[app.SettingSWR], v.snap.Catalog.SWREnabled; v.snap.Catalog.TTLMs != 0 && f.check.Checked != on {
 		setCheck(f.check, on)
 	}
 }
