@@ -15,6 +15,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/source"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
@@ -478,5 +479,23 @@ func TestSettingsWindowIsTheTable(t *testing.T) {
 	test.Tap(s.checkOf(app.SettingUsageLedger))
 	if !relay.Settings().Usage.Off {
 		t.Error("unchecking the usage ledger did not turn it off")
+	}
+}
+
+// A snapshot without catalog figures (the tray did not answer) leaves the catalog fields to
+// their rows, and the once-a-second follow leaves stale-while-revalidate alone, instead of
+// showing the catalog off with a zero TTL.
+func TestSettingsWithoutTheTraysCatalogFigures(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	u.src = source.Fixed{}
+	u.showSettings()
+	s := u.settings
+	if !s.checkOf(app.SettingSWR).Checked || s.entryOf(app.SettingTTL).Text != "10" || s.entryOf(app.SettingStaleMaxAge).Text != "30" {
+		t.Errorf("catalog shown as %v, TTL %q, stale age %q", s.checkOf(app.SettingSWR).Checked,
+			s.entryOf(app.SettingTTL).Text, s.entryOf(app.SettingStaleMaxAge).Text)
+	}
+	s.sync(view{snap: proxy.Snapshot{SettingsGeneration: relay.Settings().Generation}})
+	if !s.checkOf(app.SettingSWR).Checked {
+		t.Error("a tick without catalog figures unchecked stale-while-revalidate")
 	}
 }
