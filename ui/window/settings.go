@@ -264,7 +264,9 @@ func (e *numberEntry) done() {
 // overrides) as each row shows them, without applying anything.
 func (s *settingsWindow) load() {
 	s.loaded = s.u.relay.Settings().Generation
-	catalog := s.u.src.Stats().Catalog // the tray's relay's, over the local API
+	// The tray's relay's catalog figures, as the poller last read them over the local API (off
+	// the UI thread: a tray that is slow to answer never holds the window up).
+	catalog := s.u.last.snap.Catalog
 	focused := s.win.Canvas().Focused()
 	for _, f := range s.order {
 		v := liveValue(f.row, catalog, s.u.relay)
