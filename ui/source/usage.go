@@ -3,7 +3,6 @@ package source
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -34,69 +33,9 @@ var (
 	ErrUsageClosed = localapi.ErrUsageClosed
 )
 
-// RelayUsage is the UsageSource of the running app relay: its ledger, looked up at each call.
-func RelayUsage(relay *app.App) UsageSource { return relayUsage{relay} }
-
-// relayUsage is the UsageSource of the running app.
-type relayUsage struct{ relay *app.App }
-
-// ledger is the ledger to read now, or why there is none.
-func (r relayUsage) ledger() (*ledger.Ledger, error) {
-	if r.relay.Settings().Usage.Off {
-		return nil, ErrUsageOff
-	}
-	if err := r.relay.LedgerError(); err != nil {
-		return nil, err
-	}
-	if l := r.relay.Ledger(); l != nil {
-		return l, nil
-	}
-	return nil, ErrUsageClosed
-}
-
-// closed maps the ledger's ErrClosed (it closed between the look-up and the read) to ours.
-func closed(err error) error {
-	if errors.Is(err, ledger.ErrClosed) {
-		return ErrUsageClosed
-	}
-	return err
-}
-
-func (r relayUsage) Summary(ctx context.Context, q ledger.Query) (ledger.Report, error) {
-	l, err := r.ledger()
-	if err != nil {
-		return ledger.Report{}, err
-	}
-	rep, err := l.Summary(ctx, q)
-	return rep, closed(err)
-}
-
-func (r relayUsage) Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error) {
-	l, err := r.ledger()
-	if err != nil {
-		return nil, err
-	}
-	days, err := l.Daily(ctx, since)
-	return days, closed(err)
-}
-
-func (r relayUsage) Burn(ctx context.Context, account string) (ledger.Burn, error) {
-	l, err := r.ledger()
-	if err != nil {
-		return ledger.Burn{}, err
-	}
-	b, err := l.Burn(ctx, account)
-	return b, closed(err)
-}
-
-func (r relayUsage) Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error) {
-	l, err := r.ledger()
-	if err != nil {
-		return ledger.Forecast{}, err
-	}
-	f, err := l.Forecast(ctx, accounts, now)
-	return f, closed(err)
-}
+// RelayUsage is the UsageSource of the running app relay: its ledger, looked up at each call
+// (app.App.Usage, which the local API's usage routes read too).
+func RelayUsage(relay *app.App) UsageSource { return relay.Usage() }
 
 // UsageRow is one prepared request (or a day's worth of them) for FixedUsage.
 type UsageRow struct {

@@ -2,6 +2,7 @@ package window
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -423,4 +424,17 @@ func TestUsageWindowShowsWholeNames(t *testing.T) {
 		t.Fatal("no quota burn row for team@example.com")
 	}
 	fitsWithoutScrolling(t, w)
+}
+
+// A ledger that is not open because nothing serves says how to open it; one that failed to open
+// says why it failed (its error wraps ErrUsageClosed, as the local API carries it).
+func TestUsageMessageSaysWhyTheLedgerFailed(t *testing.T) {
+	v, _ := usageMessage(usageData{err: source.ErrUsageClosed})
+	if !strings.Contains(v.message, "opens while the relay serves") {
+		t.Errorf("closed: %q", v.message)
+	}
+	failed := fmt.Errorf("%w: cannot open usage.db: permission denied", source.ErrUsageClosed)
+	if v, _ := usageMessage(usageData{err: failed}); !strings.Contains(v.message, "permission denied") {
+		t.Errorf("failed to open: %q", v.message)
+	}
 }

@@ -178,7 +178,8 @@ func usageMessage(d usageData) (usageView, bool) {
 	case errors.Is(d.err, source.ErrUsageOff):
 		return usageView{state: usageOff, message: "The usage ledger is off, so Codex Relay records no usage. " +
 			"Turn it on here, or from a terminal with:"}, true
-	case errors.Is(d.err, source.ErrUsageClosed):
+	case errors.Is(d.err, source.ErrUsageClosed) && d.err.Error() == source.ErrUsageClosed.Error():
+		// Not open because nothing serves; one that failed to open says why, below.
 		return usageView{state: usageFailed, message: "The usage ledger opens while the relay serves: " +
 			"start the proxy (Start proxy in the tray menu) to record and see usage."}, true
 	case d.err != nil:
