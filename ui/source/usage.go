@@ -12,19 +12,16 @@ import (
 	"github.com/codexrelay/codexrelay/app/localapi"
 )
 
-// UsageSource is the usage ledger as the Usage window and the tray read it. The real one
-// reads the relay's ledger (relay.Ledger(), looked up at each call: it opens and closes with
-// the listener and the settings); FixedUsage serves prepared rows. Every method may block on
+// UsageSource is the usage ledger as the Usage window and the tray read it: the local API's
+// (localapi.Usage). The real one reads the relay's ledger (RelayUsage, looked up at each call:
+// it opens and closes with the listener and the settings), the window process's reads the
+// tray's over the window API, and FixedUsage serves prepared rows. Every method may block on
 // the database: call them off the UI thread.
 //
-// Without a ledger to read, each method returns ErrUsageOff (switched off in the settings),
-// ErrUsageClosed (not open: the relay is not serving) or the reason it failed to open.
-type UsageSource interface {
-	Summary(ctx context.Context, q ledger.Query) (ledger.Report, error)
-	Daily(ctx context.Context, since time.Time) ([]ledger.DayByAccount, error)
-	Burn(ctx context.Context, account string) (ledger.Burn, error)
-	Forecast(ctx context.Context, accounts []string, now time.Time) (ledger.Forecast, error)
-}
+// Without a ledger to read, each method returns ErrUsageOff (switched off in the settings) or
+// ErrUsageClosed (not open: the relay is not serving; wrapping the reason when it failed to
+// open).
+type UsageSource = localapi.Usage
 
 var (
 	// ErrUsageOff says the usage ledger is switched off in the settings.
