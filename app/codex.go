@@ -165,17 +165,31 @@ func (a *App) codexProvider(key string) map[string]any {
 	base := "http://" + net.JoinHostPort(host, port) + "/v1"
 	// supports_websockets: the relay serves the Responses API over WebSocket too, so that
 	// Codex sends only each turn's new items instead of the whole conversation.
+	//
+	// supports_standalone_web_search: Codex offers its web namespace (web.run) and posts each
+	// search to {base_url}/alpha/search, which the relay sends to a ChatGPT account
+	// (proxy/backend.go), whether or not Codex itself is signed in.
+	//
+	// requires_openai_auth, with the local key only: Codex offers image_gen (and posts to
+	// {base_url}/images/...) when this is set and Codex is signed in with ChatGPT, while
+	// experimental_bearer_token still makes it send the relay the local key, never its own
+	// login. Without a bearer token Codex would send its ChatGPT token instead, and a Codex
+	// never signed in would stop reading the relay's model list (it runs, with a smaller
+	// tool set): so a block without the key leaves it out, and Codex is then exactly as
+	// before, less image generation (proxy/testdata/codex-0.171/README.md, "Which block").
 	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
-		"supports_websockets": true}
+		"supports_websockets": true, "supports_standalone_web_search": true}
 	if a.Settings().LocalAPIKey {
 		p["experimental_bearer_token"] = key
+		p["requires_openai_auth"] = true
 	}
 	return p
 }
 
 // providerKeyOrder lists the keys the relay manages in its table, in the order written; a key
 // listed here but absent from codexProvider (env_key, from older blocks) is removed.
-var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "supports_websockets", "experimental_bearer_token", "env_key"}
+var providerKeyOrder = []string{"name", "base_url", "wire_api", "model_catalog_url", "supports_websockets",
+	"supports_standalone_web_search", "requires_openai_auth", "experimental_bearer_token", "env_key"}
 
 func (a *App) providerBlock(key string) string {
 	p := a.codexProvider(key)

@@ -69,7 +69,7 @@ model = "gpt-5-mini"
 	if cfg.ModelProvider != "codexrelay" || cfg.Model != "gpt-5-codex" || cfg.Approval != "on-request" ||
 		relay["base_url"] != "http://127.0.0.1:7455/v1" || relay["wire_api"] != "responses" || relay["name"] != "Codex Relay" ||
 		relay["model_catalog_url"] != "http://127.0.0.1:7455/v1/models" || relay["request_max_retries"] != int64(7) ||
-		relay["supports_websockets"] != true ||
+		relay["supports_websockets"] != true || relay["supports_standalone_web_search"] != true ||
 		cfg.ModelProviders["ollama"]["name"] != "Ollama" || cfg.Profiles["fast"]["model"] != "gpt-5-mini" {
 		t.Fatalf("merged config %+v", cfg)
 	}
@@ -245,7 +245,10 @@ func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := cfg.ModelProviders["codexrelay"]
-	if ours["experimental_bearer_token"] != key || ours["env_key"] != nil {
+	// With the key, Codex may be asked for its own sign-in's features (image generation):
+	// it still sends the relay the key, never its login.
+	if ours["experimental_bearer_token"] != key || ours["env_key"] != nil || ours["requires_openai_auth"] != true ||
+		ours["supports_standalone_web_search"] != true {
 		t.Fatalf("written block: %+v", ours)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
@@ -268,5 +271,10 @@ func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
 	a.WriteCodexConfig("")
 	if b, _ := os.ReadFile(path); strings.Contains(string(b), "experimental_bearer_token") || strings.Contains(string(b), "crk-") {
 		t.Fatalf("the key stayed after it was turned off:\n%s", b)
+	}
+	// ... and requires_openai_auth with it: without a bearer token Codex would send the relay
+	// its own ChatGPT token, and a Codex never signed in would not read the relay's models.
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), "requires_openai_auth") || !strings.Contains(string(b), "supports_standalone_web_search = true") {
+		t.Fatalf("the block without the key:\n%s", b)
 	}
 }

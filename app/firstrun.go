@@ -120,6 +120,8 @@ func (a *App) CodexConfigured() CodexSetup {
 		st.Why = "Codex reads the local key from $" + codexLocalKeyEnv + ", which its desktop app and IDE extensions do not see: write the configuration again"
 	case key != "" && ours["experimental_bearer_token"] != key:
 		st.Why = "the relay requires its local key, and Codex does not send it (or sends an older one)"
+	case ours["supports_standalone_web_search"] != want["supports_standalone_web_search"] || ours["requires_openai_auth"] != want["requires_openai_auth"]:
+		st.Why = "the configuration predates the relay's web search and image generation: write it again so that Codex offers them"
 	default:
 		st.Configured = true
 	}

@@ -30,7 +30,8 @@ import (
 // wire.go describes the five ways a request travels to an account and back (Responses or
 // Chat Completions on each side, and a WebSocket turn to an upstream socket: socketwire.go)
 // and builds each wire's body; upstream.go builds every request sent to an upstream and
-// call.go bounds each call in flight.
+// call.go bounds each call in flight. backend.go serves what Codex asks of the ChatGPT
+// backend itself (web search, image generation), through the same accounts.
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()
@@ -40,6 +41,9 @@ func (s *Server) routes() {
 		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
 		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
+		for _, b := range backendCalls {
+			mux.HandleFunc("POST "+prefix+b.path, s.handleBackend(b.path, b.route))
+		}
 	}
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
@@ -48,12 +52,24 @@ func (s *Server) routes() {
 		mux.Handle("/relay/", local)
 		mux.Handle("/relay", local)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
-			Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, POST /v1/chat/completions and GET /v1/models"})
-	})
+	mux.HandleFunc("/", s.handleUnknown)
 	s.mux = mux
 }
+
+// handleUnknown answers a route the relay does not serve, in the OpenAI error shape with what
+// it serves, and names it in a trace (route "unserved"), so that what a newer Codex asks and
+// the relay lacks shows in the dashboard instead of failing unseen.
+func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
+	x := s.begin(w, r, RouteUnserved)
+	defer x.end()
+	x.reject(&apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
+		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, " +
+			"POST /v1/chat/completions, GET /v1/models, and Codex's web search and image generation (POST /v1/alpha/search, " +
+			"/v1/images/generations, /v1/images/edits)"}, OutcomeRejected)
+}
+
+// RouteUnserved is the trace route of a request to a route the relay does not serve.
+const RouteUnserved = "unserved"
 
 // ServeHTTP applies the loopback guards and the local key, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

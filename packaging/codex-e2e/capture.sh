@@ -5,7 +5,7 @@
 #
 #   packaging/codex-e2e/capture.sh [CASE...]     (CODEX_VERSION=0.171.0, PORT=18471, OUT=...)
 #
-# Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http (default: all).
+# Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web (default: all).
 # Loopback only: HTTP(S)_PROXY points at a closed local port so that Codex's own calls elsewhere
 # (plugin sync, telemetry) fail on this machine; NO_PROXY lets it reach the capture server.
 # Records are redacted as they are written: the Authorization value becomes "Bearer REDACTED" and
@@ -16,7 +16,7 @@ codex_version=${CODEX_VERSION:-0.171.0}
 port=${PORT:-18471}
 out=${OUT:-$top/proxy/testdata/codex-${codex_version%.*}}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http)
+[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web)
 
 cli="$top/bin/codex-cli-$codex_version"
 if [ ! -x "$cli/node_modules/.bin/codex" ]; then
@@ -56,7 +56,7 @@ run() {
   mkdir -p "$w/home/.codex" "$w/home/project"
   rm -rf "$dir" && mkdir -p "$dir"
   local base="http://127.0.0.1:$port" tls=() envs=()
-  if [ "$auth" != key ]; then
+  if [ "$auth" != key ] && [ "$auth" != key-chatgpt ]; then
     # Codex wants an HTTPS ChatGPT backend: a throw-away CA, which Codex trusts through
     # CODEX_CA_CERTIFICATE, signs a certificate for 127.0.0.1 (rustls refuses a CA as a leaf).
     base="https://127.0.0.1:$port"
@@ -89,6 +89,18 @@ model_catalog_url = "$base/v1/models"
 supports_websockets = $ws
 experimental_bearer_token = "sk-capture-local-key"
 EOF
+    if [ "$auth" = key-chatgpt ]; then
+      # The block as codex-config --write writes it since Codex Relay serves web search and
+      # image generation, with Codex signed in with ChatGPT: Codex then offers the web and
+      # image_gen namespaces and sends their calls to the provider, with the local key.
+      cat >>"$w/home/.codex/config.toml" <<EOF
+supports_standalone_web_search = true
+requires_openai_auth = true
+EOF
+      chatgpt_auth 00000000-0000-4000-8000-00000000ca75 >"$w/home/.codex/auth.json"
+      # An image in the project for image_gen's edit (1x1 PNG).
+      base64 -d >"$w/home/project/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+    fi
   fi
   sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$w/home/.codex/config.toml" >"$dir/config.toml"
   "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -scenario "$scenario" \
@@ -117,6 +129,7 @@ for c in "${cases[@]}"; do
   multiagent) run "$c" gpt-5.6-sol false spawn key ;;
   chatgpt-ws) run "$c" gpt-5.6-sol true tool chatgpt ;;
   chatgpt-http) run "$c" gpt-5.6-sol false tool chatgpt-http ;;
+  web) run "$c" gpt-5.6-sol false web key-chatgpt ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done

@@ -21,7 +21,7 @@
 // arrival order, with the header lines as received (names in their wire casing, in order) and
 // the body decompressed (the encoding it came in is recorded). -redact OLD=NEW (repeatable)
 // replaces machine paths everywhere in a record, and the Authorization value is always written
-// as "Bearer REDACTED".
+// as "Bearer REDACTED", followed by which kind of credential it was (see credentialKind).
 //
 // With -refuse-websocket a WebSocket handshake is answered 426, so that Codex falls back to HTTP.
 // With -tls-cert/-tls-key it serves HTTPS (Codex in ChatGPT mode wants an HTTPS backend).
@@ -58,6 +58,8 @@ var (
 	catalog  []byte
 	redacts  []string // OLD, NEW pairs
 	refuseWS bool     // answer WebSocket handshakes 426
+	// rateLimits: responses carry the x-codex-primary/secondary-* window headers
+	rateLimits bool
 
 	mu        sync.Mutex
 	seq       int  // records written
@@ -165,11 +167,24 @@ func record(kind string, meta [][2]any, body []byte) {
 	log.Printf("recorded %s", filepath.Base(name))
 }
 
+// credentialKind says which credential Codex sent without its value: " (local key)" for the
+// provider block's experimental_bearer_token (sk-...), " (ChatGPT token)" for a login's JWT.
+func credentialKind(v string) string {
+	tok := strings.TrimPrefix(v, "Bearer ")
+	switch {
+	case strings.HasPrefix(tok, "sk-"):
+		return " (local key)"
+	case strings.Count(tok, ".") == 2:
+		return " (ChatGPT token)"
+	}
+	return ""
+}
+
 func headerMeta(r *http.Request) [][2]any {
 	hs := rawHeaders(r)
 	for i, h := range hs {
 		if strings.EqualFold(h[0], "authorization") {
-			hs[i][1] = "Bearer REDACTED"
+			hs[i][1] = "Bearer REDACTED" + credentialKind(fmt.Sprint(h[1]))
 		}
 	}
 	return [][2]any{{"method", r.Method}, {"path", r.URL.RequestURI()}, {"proto", r.Proto}, {"headers", hs}}
@@ -207,6 +222,14 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(responses.JSON(map[string]any{"accounts": []any{map[string]any{"id": acct, "plan_type": "pro",
 			"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}}, "account_ordering": []string{acct}}))
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/alpha/search"):
+		// The web namespace's search (web.run): the backend answers the results as one text.
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(responses.JSON(map[string]any{"output": "capture search results: codex relay"}))
+	case r.Method == http.MethodPost && (strings.HasSuffix(path, "/images/generations") || strings.HasSuffix(path, "/images/edits")):
+		// image_gen.imagegen: the Images API's answer, one 1x1 PNG.
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(responses.JSON(map[string]any{"created": 1764460800, "data": []any{map[string]any{"b64_json": responses.OnePixelPNG}}}))
 	case isWS && refuseWS:
 		// 426 makes Codex fall back to HTTP for the rest of the session.
 		w.Header().Set("Content-Type", "application/json")
@@ -226,6 +249,16 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		mu.Unlock()
 		if first {
 			w.Header().Set("x-codex-turn-state", "ts-capture-http")
+		}
+		if rateLimits {
+			// what the ChatGPT backend says of the account's windows on every response
+			h := w.Header()
+			h.Set("x-codex-primary-used-percent", "42")
+			h.Set("x-codex-primary-window-minutes", "300")
+			h.Set("x-codex-primary-reset-at", "4102444800")
+			h.Set("x-codex-secondary-used-percent", "17")
+			h.Set("x-codex-secondary-window-minutes", "10080")
+			h.Set("x-codex-secondary-reset-at", "4102444800")
 		}
 		responses.WriteSSE(w, answer(req, r.Header))
 	default:
@@ -341,9 +374,19 @@ func encryptedParams(def map[string]any) []string {
 	return out
 }
 
+// webScript is code mode's call of the tools Codex runs against the ChatGPT backend itself:
+// web.run (search) and image_gen.imagegen.
+const webScript = `const s = await tools.web__run({search_query: [{q: "codex relay"}]}); text(JSON.stringify(s).slice(0, 200));
+const i = await tools.image_gen__imagegen({prompt: "a small red square"}); text(i.output_hint || "image");
+const d = await tools.exec_command({cmd: "pwd"});
+const e = await tools.image_gen__imagegen({prompt: "make it blue", referenced_image_paths: [d.output.trim() + "/red.png"]}); text(e.output_hint || "edited");`
+
 // argsFor fills the call's arguments from the tool's parameter names.
 func argsFor(def map[string]any) string {
 	if def["type"] == "custom" { // code mode's exec: JavaScript calling the nested shell tool
+		if scenario == "web" { // ... or the web and image_gen namespaces' tools
+			return webScript
+		}
 		return `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
 	}
 	params, _ := def["parameters"].(map[string]any)
@@ -375,7 +418,8 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	catalogPath := flag.String("catalog", "", "the model catalog served on .../models")
 	flag.StringVar(&outDir, "out", "", "folder the records are written to")
-	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool) or spawn (call spawn_agent)")
+	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool), spawn (call spawn_agent) or web (code mode calls web.run and image_gen.imagegen)")
+	flag.BoolVar(&rateLimits, "rate-limits", false, "send the x-codex-primary/secondary-* window headers on HTTP responses")
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer WebSocket handshakes 426 Upgrade Required (Codex then uses HTTP)")
 	tlsCert := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	tlsKey := flag.String("tls-key", "", "the key of -tls-cert (PEM)")

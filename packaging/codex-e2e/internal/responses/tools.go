@@ -74,3 +74,6 @@ func Call(id, callID string, t Tool, args string) map[string]any {
 	}
 	return call
 }
+
+// OnePixelPNG is a 1x1 PNG, base64: the image the fake backends' Images API answers.
+const OnePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
