@@ -2,12 +2,15 @@
 # make codex-e2e: the real Codex CLI (npm @openai/codex, pinned) through `codexrelay serve` with two
 # ChatGPT accounts on a fake ChatGPT backend (fake/), running gpt-5.6-sol's tool loop (Responses
 # Lite: the tools in an additional_tools input item, the Lite marker) across a rotation, over
-# three paths:
+# four paths:
 #
 #   http              Codex over HTTP (supports_websockets = false) -> relay -> backend over HTTP
 #   socket-over-http  Codex over WebSocket -> relay -> a backend that refuses the upgrade (404):
 #                     the relay serves the turns over HTTP
 #   socket            Codex over WebSocket -> relay -> backend over WebSocket
+#   web               Codex signed in with ChatGPT, over HTTP: A's tool call is code mode's
+#                     script calling web.run and image_gen.imagegen (a generation, an edit), which
+#                     Codex posts to the relay itself; the search meets A's limit and moves to B
 #
 # In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
 # tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
@@ -94,12 +97,13 @@ selfcheck() {
 selfcheck
 
 fail=0
-for path in http socket-over-http socket; do
+for path in http socket-over-http socket web; do
   w="$work/$path"
   pa=$(port) pb=$(port) pr=$(port)
   logs="$w/logs"; mkdir -p "$logs"
   fakeflags=()
   [ "$path" = socket-over-http ] && fakeflags=(-refuse-websocket)
+  [ "$path" = web ] && fakeflags=(-web)
   "$work/fake" "${fakeflags[@]}" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
   export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
@@ -132,19 +136,29 @@ PY
   "$bin" local-key on >/dev/null
   key=$("$bin" local-key show | tail -n 1)
   "$bin" codex-config --write >/dev/null
-  [ "$path" = http ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
+  [ "$path" = http ] || [ "$path" = web ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
+  if [ "$path" = web ]; then
+    # Codex signed in with ChatGPT (an account of its own, not one of the relay's): with the
+    # block codex-config wrote, it offers web.run and image_gen and sends their calls to the
+    # relay with the local key; the project holds an image to edit.
+    chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
+    base64 -d >"$w/cwd/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+  fi
   "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
   relay=$!
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
-  (cd "$w/cwd" && timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
+  # Codex's calls elsewhere (a signed-in Codex's plugin sync and telemetry) go to a closed
+  # local port: nothing leaves the machine.
+  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
     --dangerously-bypass-approvals-and-sandbox -m "$model" "run echo hi, then say done" >"$w/codex.out" 2>"$w/codex.err") || true
   curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
   kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
   leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
   answer=$(tail -n 1 "$w/codex.out" 2>/dev/null || true)
-  if python3 - "$path" "$answer" "$leaked" "$w/traces.json" "$logs/requests.jsonl" <<'PY'
+  if python3 - "$path" "$answer" "$leaked" "$w/traces.json" "$logs/requests.jsonl" "$logs/backend.jsonl" <<'PY'
 import json, re, sys
-path, answer, leaked, traces_f, reqs_f = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+path, answer, leaked, traces_f, reqs_f, backend_f = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 try:
     traces = list(reversed(json.load(open(traces_f))))
 except Exception:
@@ -185,6 +199,29 @@ if foreign_state: problems.append("turn state sent to an account that did not is
 if refused:
     problems.append("upstream refusals: " + "; ".join("%s#%d %d %s" % (r["account"], r["seq"], r["status"], r["answer"]) for r in refused))
 if not b_served: problems.append("B never served the turn")
+if path == "web":
+    # web.run and image_gen through the relay across the rotation: A is at its limit after its
+    # turn, so the search moves to B before any byte reached Codex; B serves both image calls;
+    # what they answered is in the tool output B's next turn carries.
+    try:
+        calls = [json.loads(l) for l in open(backend_f) if l.strip()]
+    except FileNotFoundError:
+        calls = []
+    said = " ".join("%s:%s:%s" % (c["account"], c["call"], c["status"]) for c in calls)
+    searches = [t for t in traces if t.get("route") == "search"]
+    images = [t for t in traces if t.get("route") == "images"]
+    attempts = " ".join("/".join("%s:%s" % (a["account"], a["status"]) for a in t.get("attempts", [])) for t in searches + images)
+    out = " ".join(r.get("tool_output", "") for r in reqs if r["account"] == "B")
+    print("web: backend calls upstream: %s; relay traces (search, images): %s; B's turn got the search: %s, images: %d" % (
+        said, attempts, "yes" if "search results from B" in out else "no", out.count("Generated images are saved")))
+    if not any(c["account"] == "A" and c["call"] == "alpha/search" and c["status"] == 429 for c in calls): problems.append("the search never met A's limit")
+    if not any(c["account"] == "B" and c["call"] == "alpha/search" and c["status"] == 200 for c in calls): problems.append("B never served the search")
+    if sorted(c["call"] for c in calls if c["account"] == "B" and c["status"] == 200 and c["call"].startswith("images/")) != ["images/edits", "images/generations"]:
+        problems.append("B did not serve the image generation and the edit")
+    if not searches or searches[0].get("account") != "b" or [a["account"] for a in searches[0].get("attempts", [])] != ["a", "b"]:
+        problems.append("the search's trace does not show the rotation a -> b")
+    if "search results from B" not in out: problems.append("the search result never reached the model")
+    if out.count("Generated images are saved") != 2: problems.append("the two images never reached the model")
 for p in problems: print("  FAIL: " + p)
 sys.exit(1 if problems else 0)
 PY

@@ -374,18 +374,11 @@ func encryptedParams(def map[string]any) []string {
 	return out
 }
 
-// webScript is code mode's call of the tools Codex runs against the ChatGPT backend itself:
-// web.run (search) and image_gen.imagegen.
-const webScript = `const s = await tools.web__run({search_query: [{q: "codex relay"}]}); text(JSON.stringify(s).slice(0, 200));
-const i = await tools.image_gen__imagegen({prompt: "a small red square"}); text(i.output_hint || "image");
-const d = await tools.exec_command({cmd: "pwd"});
-const e = await tools.image_gen__imagegen({prompt: "make it blue", referenced_image_paths: [d.output.trim() + "/red.png"]}); text(e.output_hint || "edited");`
-
 // argsFor fills the call's arguments from the tool's parameter names.
 func argsFor(def map[string]any) string {
 	if def["type"] == "custom" { // code mode's exec: JavaScript calling the nested shell tool
 		if scenario == "web" { // ... or the web and image_gen namespaces' tools
-			return webScript
+			return responses.WebScript
 		}
 		return `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
 	}

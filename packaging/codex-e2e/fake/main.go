@@ -30,7 +30,14 @@
 // <account>-<seq>-headers.txt / -body.json / -ws-frame.json, and each Responses request's
 // verdict as one JSON line of LOGDIR/requests.jsonl (what run.sh checks).
 //
-//	fake [-refuse-websocket] PORTA PORTB LOGDIR
+// With -web, A's tool call is code mode's script that calls web.run and image_gen.imagegen
+// (responses.WebScript), and both accounts serve what Codex then posts itself:
+// POST /backend-api/codex/alpha/search ({"output": "search results from <account>"}) and
+// /images/generations and /images/edits (one PNG); A answers them 429 usage_limit_reached once
+// it is at its limit (after its first turn), like its Responses requests. Each is recorded as
+// one JSON line of LOGDIR/backend.jsonl.
+//
+//	fake [-refuse-websocket] [-web] PORTA PORTB LOGDIR
 package main
 
 import (
@@ -67,6 +74,7 @@ const (
 var (
 	logDir   string
 	refuseWS bool
+	web      bool                // A's tool call is responses.WebScript
 	liteOf   = map[string]bool{} // model slug -> use_responses_lite
 	jsonlMu  sync.Mutex
 )
@@ -293,6 +301,9 @@ func toolCall(ctx []any, acct string, n int) map[string]any {
 	args := `{"cmd":"echo hi"}`
 	if t.Def["type"] == "custom" {
 		args = `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
+		if web {
+			args = responses.WebScript
+		}
 	}
 	log.Printf("[%s] calling %s/%s", acct, t.Namespace, t.Name())
 	return responses.Call(fmt.Sprintf("ctc_%s_%d", acct, n), fmt.Sprintf("call_%s_%d", acct, n), t, args)
@@ -455,6 +466,8 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		a.serveSocket(w, r)
 	case r.Method == "POST" && p == "/backend-api/codex/responses":
 		a.serveHTTP(w, r, body, k)
+	case r.Method == "POST" && (p == "/backend-api/codex/alpha/search" || strings.HasPrefix(p, "/backend-api/codex/images/")):
+		a.serveBackendCall(w, r, body, k)
 	default:
 		writeJSON(w, 404, map[string]any{"detail": "Not Found"})
 	}
@@ -488,6 +501,44 @@ func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte,
 		w.Header().Set(stateHeader, state)
 	}
 	responses.WriteSSE(w, events(id, req, items, ""))
+}
+
+// serveBackendCall answers a search or an image call Codex posts itself (through the relay).
+func (a *account) serveBackendCall(w http.ResponseWriter, r *http.Request, body []byte, k int) {
+	call := strings.TrimPrefix(r.URL.Path, "/backend-api/codex/")
+	line := map[string]any{"account": a.name, "seq": k, "call": call, "image_turn": r.Header.Get("X-Codex-Image-Turn-Id")}
+	defer func() {
+		b, _ := json.Marshal(line)
+		jsonlMu.Lock()
+		defer jsonlMu.Unlock()
+		f, err := os.OpenFile(filepath.Join(logDir, "backend.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Write(append(b, '\n'))
+			f.Close()
+		}
+		log.Printf("[%s] #%d %s: %v", a.name, k, call, line["status"])
+	}()
+	if !json.Valid(body) {
+		line["status"] = 400
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
+		return
+	}
+	a.mu.Lock()
+	spent := a.name == "A" && a.real >= 1
+	a.mu.Unlock()
+	if spent {
+		line["status"] = 429
+		e := errOf(429, "usage_limit_reached", "usage_limit_reached", "The usage limit has been reached")
+		e.body["resets_in_seconds"] = 86400
+		writeJSON(w, 429, map[string]any{"error": e.body})
+		return
+	}
+	line["status"] = 200
+	if call == "alpha/search" {
+		writeJSON(w, 200, map[string]any{"output": "search results from " + a.name})
+		return
+	}
+	writeJSON(w, 200, map[string]any{"created": time.Now().Unix(), "data": []any{map[string]any{"b64_json": responses.OnePixelPNG}}})
 }
 
 func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
@@ -547,9 +598,10 @@ func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer the WebSocket upgrade 404")
+	flag.BoolVar(&web, "web", false, "A's tool call runs web.run and image_gen.imagegen (code mode)")
 	flag.Parse()
 	if flag.NArg() != 3 {
-		log.Fatal("usage: fake [-refuse-websocket] PORTA PORTB LOGDIR")
+		log.Fatal("usage: fake [-refuse-websocket] [-web] PORTA PORTB LOGDIR")
 	}
 	logDir = flag.Arg(2)
 	os.MkdirAll(logDir, 0o755)

@@ -77,3 +77,11 @@ func Call(id, callID string, t Tool, args string) map[string]any {
 
 // OnePixelPNG is a 1x1 PNG, base64: the image the fake backends' Images API answers.
 const OnePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+// WebScript is code mode's call of the tools Codex runs against the ChatGPT backend itself:
+// web.run (a search), then image_gen.imagegen twice, a generation and an edit of red.png in the
+// working folder (found with the shell, which also prints "hi").
+const WebScript = `const s = await tools.web__run({search_query: [{q: "codex relay"}]}); text(JSON.stringify(s).slice(0, 200));
+const i = await tools.image_gen__imagegen({prompt: "a small red square"}); text(i.output_hint || "image");
+const d = await tools.exec_command({cmd: "echo hi && pwd"}); text(d.output);
+const e = await tools.image_gen__imagegen({prompt: "make it blue", referenced_image_paths: [d.output.trim().split("\n").pop() + "/red.png"]}); text(e.output_hint || "edited");`
