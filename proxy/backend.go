@@ -240,14 +240,14 @@ func (x *exchange) noBackendAccount() *apiError {
 	s := x.s
 	what := map[string]string{RouteSearch: "Web search", RouteImages: "Image generation"}[x.t.Route]
 	isChatGPT := func(m *member) bool { return m.Kind == KindChatGPT }
-	any := false
+	found := false
 	for _, m := range s.pool.list() {
-		any = any || isChatGPT(m)
+		found = found || isChatGPT(m)
 	}
 	now := s.now()
 	back := s.pool.backAt(now, isChatGPT)
 	switch {
-	case !any:
+	case !found:
 		return &apiError{Status: http.StatusNotImplemented, Type: "invalid_request_error", Code: "no_chatgpt_account",
 			Message: what + " goes to a ChatGPT account, and Codex Relay has none: add one with `codexrelay accounts add --kind chatgpt`"}
 	case !back.IsZero():

@@ -31,7 +31,9 @@ import (
 // Chat Completions on each side, and a WebSocket turn to an upstream socket: socketwire.go)
 // and builds each wire's body; upstream.go builds every request sent to an upstream and
 // call.go bounds each call in flight. backend.go serves what Codex asks of the ChatGPT
-// backend itself (web search, image generation), through the same accounts.
+// backend itself (web search, image generation), through the same accounts; chatgptapi.go the
+// ChatGPT backend's own routes for a Codex whose chatgpt_base_url is the relay (its limits
+// are the pool's).
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()
@@ -45,6 +47,7 @@ func (s *Server) routes() {
 			mux.HandleFunc("POST "+prefix+b.path, s.handleBackend(b.path, b.route))
 		}
 	}
+	s.chatgptRoutes(mux)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	if s.opt.LocalAPI != nil {
@@ -62,6 +65,7 @@ func (s *Server) routes() {
 func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
 	x := s.begin(w, r, RouteUnserved)
 	defer x.end()
+	x.t.Path = truncate(r.URL.Path, 200)
 	x.reject(&apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, " +
 			"POST /v1/chat/completions, GET /v1/models, and Codex's web search and image generation (POST /v1/alpha/search, " +
@@ -120,7 +124,9 @@ func (s *Server) guard(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
 			Message: "Codex Relay does not answer requests from web pages (Sec-Fetch-Site: " + site + ")"}
 	}
-	if key != nil && r.URL.Path != "/health" && !InstanceSigned(r) {
+	// The ChatGPT backend's routes carry Codex's own sign-in, never the local key, and spend
+	// nothing of the pool (chatgptapi.go).
+	if key != nil && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, chatgptPrefix) && !InstanceSigned(r) {
 		got := r.Header.Get("X-Api-Key")
 		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			got = strings.TrimSpace(a[7:])

@@ -75,6 +75,10 @@ type Options struct {
 	// (app/localapi), reached after the loopback guards, the local key and the instance
 	// signature (nil: /relay/* answers 404 unknown_route).
 	LocalAPI func(*Server) http.Handler
+	// ChatGPTBackend is where the ChatGPT backend calls of a Codex whose chatgpt_base_url is the
+	// relay go when the relay does not answer them itself (chatgptapi.go), with Codex's own
+	// sign-in (default https://chatgpt.com/backend-api).
+	ChatGPTBackend string
 }
 
 // Server is the routing proxy. It is an http.Handler; Serve runs it on a listener with a
@@ -162,6 +166,9 @@ func New(opt Options) *Server {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.ChatGPTBackend == "" {
+		opt.ChatGPTBackend = defaultChatGPTBackend
 	}
 	if opt.MaxSockets <= 0 {
 		opt.MaxSockets = 256

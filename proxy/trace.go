@@ -74,6 +74,9 @@ type Trace struct {
 	// Project the workspace the Codex CLI named in x-codex-turn-metadata ("" when none).
 	Session string `json:"session,omitempty"`
 	Project string `json:"project,omitempty"`
+	// Path is the path of a call that is no model request: a ChatGPT backend call (route
+	// "chatgpt") or a route the relay does not serve (route "unserved").
+	Path string `json:"path,omitempty"`
 }
 
 // Attempt is one upstream try of a request.
