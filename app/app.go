@@ -118,7 +118,8 @@ func Open(opt Options) (*App, error) {
 	}
 	a.userAgent = proxy.UserAgentFor(catOpt.ClientVersion)
 	if !opt.NoRelay {
-		a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt, LocalAPI: a.localAPI})
+		a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt, LocalAPI: a.localAPI,
+			ChatGPTBackend: proxy.ChatGPTBackendOf(a.BaseURL(AccountMeta{Kind: string(proxy.KindChatGPT)}))})
 	}
 	a.settings.Catalog = s.Catalog
 	if _, problems := a.apply(s); len(problems) > 0 {

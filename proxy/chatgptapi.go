@@ -40,6 +40,12 @@ const chatgptPrefix = "/backend-api/"
 // defaultChatGPTBackend is where the calls the relay does not answer itself go by default.
 const defaultChatGPTBackend = "https://chatgpt.com/backend-api"
 
+// ChatGPTBackendOf is the backend root of a ChatGPT Codex base URL:
+// https://chatgpt.com/backend-api/codex -> https://chatgpt.com/backend-api.
+func ChatGPTBackendOf(codexBase string) string {
+	return strings.TrimSuffix(strings.TrimRight(codexBase, "/"), "/codex")
+}
+
 // chatgptRoutes registers the ChatGPT backend's routes on mux.
 func (s *Server) chatgptRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+chatgptPrefix+"wham/usage", s.handlePoolUsage)
