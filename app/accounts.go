@@ -402,6 +402,9 @@ func (a *App) leftoversLocked() (own, unknown []string, err error) {
 	if s.LocalAPIKey {
 		named[localKeyUser(s.LocalKeyID)] = true
 	}
+	if s.LoopbackCAID != "" {
+		named[loopbackCAUser(s.LoopbackCAID)] = true
+	}
 	mine := a.opt.Keychain.Folder
 	for _, u := range users {
 		if named[u] {

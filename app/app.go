@@ -60,6 +60,8 @@ type App struct {
 	writeMu sync.Mutex // one change at a time in this process; the file lock orders processes
 	applyMu sync.Mutex // one reload at a time: read the file, apply it
 
+	tls loopbackTLS // the TLS configuration of the relay's port (loopca.go)
+
 	mu        sync.Mutex
 	settings  Settings                 // as last applied
 	creds     map[string]*accountCreds // by account ID

@@ -155,14 +155,7 @@ const keyPlaceholder = "PASTE-THE-KEY-FROM: codexrelay local-key show"
 // codexProvider is the provider table Codex Relay manages in config.toml. With the local key
 // on, key is what it carries (the key, or keyPlaceholder in a block shown on screen).
 func (a *App) codexProvider(key string) map[string]any {
-	host, port, err := net.SplitHostPort(a.ListenAddr())
-	if err != nil {
-		host, port = "127.0.0.1", "7455"
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	base := "http://" + net.JoinHostPort(host, port) + "/v1"
+	base := "http://" + a.codexHost() + "/v1"
 	// supports_websockets: the relay serves the Responses API over WebSocket too, so that
 	// Codex sends only each turn's new items instead of the whole conversation.
 	//
@@ -184,6 +177,18 @@ func (a *App) codexProvider(key string) map[string]any {
 		p["requires_openai_auth"] = true
 	}
 	return p
+}
+
+// codexHost is the relay's host:port as Codex is to reach it.
+func (a *App) codexHost() string {
+	host, port, err := net.SplitHostPort(a.ListenAddr())
+	if err != nil {
+		host, port = "127.0.0.1", "7455"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // providerKeyOrder lists the keys the relay manages in its table, in the order written; a key
@@ -228,9 +233,10 @@ func (a *App) CodexConfig() string {
 }
 
 var (
-	tableHeader  = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
-	providerLine = regexp.MustCompile(`^\s*model_provider\s*=`)
-	keyLine      = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=`)
+	tableHeader     = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
+	providerLine    = regexp.MustCompile(`^\s*model_provider\s*=`)
+	chatgptBaseLine = regexp.MustCompile(`^\s*chatgpt_base_url\s*=`)
+	keyLine         = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=`)
 )
 
 func isOurTable(name string) bool {
@@ -242,7 +248,10 @@ func isOurTable(name string) bool {
 // table replaced, every other line (comments included) as it was. Keys the user added to the
 // relay's table are kept. The result is checked with a TOML parser: everything but what the
 // relay manages must read back equal, or nothing is written.
-func (a *App) mergeCodexConfig(old, key string) (string, error) {
+//
+// chatgptBase, when not "", is the chatgpt_base_url the relay manages at the top of the file
+// (the relay's HTTPS ChatGPT routes); "" leaves the user's own, if any, as it is.
+func (a *App) mergeCodexConfig(old, key, chatgptBase string) (string, error) {
 	var before map[string]any
 	if err := toml.Unmarshal([]byte(old), &before); err != nil {
 		return "", fmt.Errorf("the Codex config is not valid TOML, so it was left alone: %v", err)
@@ -263,7 +272,7 @@ func (a *App) mergeCodexConfig(old, key string) (string, error) {
 		}
 		switch {
 		case inTop:
-			if !providerLine.MatchString(l) {
+			if !providerLine.MatchString(l) && !(chatgptBase != "" && chatgptBaseLine.MatchString(l)) {
 				top = append(top, l)
 			}
 		case inOurs:
@@ -276,6 +285,9 @@ func (a *App) mergeCodexConfig(old, key string) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("model_provider = \"" + codexProviderID + "\"\n")
+	if chatgptBase != "" {
+		fmt.Fprintf(&b, "chatgpt_base_url = %q\n", chatgptBase)
+	}
 	for _, l := range top {
 		b.WriteString(l)
 	}
@@ -288,6 +300,10 @@ func (a *App) mergeCodexConfig(old, key string) (string, error) {
 	var after map[string]any
 	if err := toml.Unmarshal([]byte(out), &after); err != nil {
 		return "", fmt.Errorf("could not merge the Codex config safely (%v); add the block by hand:\n%s", err, a.CodexConfig())
+	}
+	if chatgptBase != "" {
+		delete(before, "chatgpt_base_url")
+		delete(after, "chatgpt_base_url")
 	}
 	if !sameExceptRelay(before, after) {
 		return "", fmt.Errorf("could not merge the Codex config without changing other settings; add the block by hand:\n%s", a.CodexConfig())
@@ -336,6 +352,9 @@ type CodexConfigWrite struct {
 	Path   string  // the config file (as named; a link stays a link)
 	Backup string  // the copy of the previous file, or "" when there was none or nothing changed
 	Change Outcome // ConfigCreated, ConfigUpdated or Unchanged
+	// Limits says whose limits Codex's /status now shows: the pool's (chatgpt_base_url is the
+	// relay's), or why they stay those of the account Codex is signed in with.
+	Limits string
 }
 
 // Outcomes of WriteCodexConfig besides Unchanged.
@@ -365,11 +384,15 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 			mode = st.Mode().Perm()
 		}
 	}
+	// First, as it may write the settings (the loopback authority's ID), and the write that
+	// creates the settings file turns the local key on.
+	chatgptBase, limits := a.codexChatGPTBase(filepath.Dir(path))
+	res.Limits = limits
 	key, err := a.localKeyForCodex()
 	if err != nil {
 		return res, err
 	}
-	merged, err := a.mergeCodexConfig(string(old), key)
+	merged, err := a.mergeCodexConfig(string(old), key, chatgptBase)
 	if err != nil {
 		return res, err
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/codexrelay/codexrelay/app/looptls"
 )
 
 // DrainTimeout is how long in-flight requests may finish after a stop.
@@ -66,7 +68,8 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Listen opens the proxy's listener, with a clear error when the port is taken.
+// Listen opens the proxy's listener, with a clear error when the port is taken. The port
+// serves TLS too, once the folder has a loopback authority (loopca.go).
 func (a *App) Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -75,7 +78,7 @@ func (a *App) Listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
-	return ln, nil
+	return looptls.Listener(ln, a.LoopbackTLS), nil
 }
 
 // portTakenError is a listen address whose port another program holds. It unwraps to the

@@ -38,9 +38,12 @@ type Settings struct {
 	LocalKeyRev int `json:"local_api_key_rev,omitempty"`
 	// LocalKeyID names this folder's local key entry in the keychain (localkey.go); "" is the
 	// one entry versions before it shared between folders.
-	LocalKeyID string          `json:"local_api_key_id,omitempty"`
-	Catalog    CatalogSettings `json:"catalog"`
-	Timeouts   TimeoutSettings `json:"timeouts,omitzero"`
+	LocalKeyID string `json:"local_api_key_id,omitempty"`
+	// LoopbackCAID names this folder's loopback TLS authority's entry in the keychain
+	// (loopca.go); "" while it has none.
+	LoopbackCAID string          `json:"loopback_ca_id,omitempty"`
+	Catalog      CatalogSettings `json:"catalog"`
+	Timeouts     TimeoutSettings `json:"timeouts,omitzero"`
 	// HoldSeconds is the longest a request waits, with nothing sent, for a resting pool to
 	// come back (0: proxy.DefaultHold; negative: never).
 	HoldSeconds int `json:"hold_seconds,omitempty"`

@@ -268,5 +268,8 @@ func (c *CLI) codexConfig(write bool, path string) error {
 	default:
 		fmt.Fprintf(c.Stdout, "Updated %s: it points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s.\n", w.Path, w.Backup)
 	}
+	if w.Limits != "" {
+		fmt.Fprintln(c.Stdout, w.Limits+".")
+	}
 	return nil
 }

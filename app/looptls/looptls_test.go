@@ -1,0 +1,114 @@
+package looptls
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func authority(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, err := NewCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(certPEM) {
+		t.Fatal("the authority's certificate does not parse")
+	}
+	return certPEM, keyPEM, pool
+}
+
+// One loopback port answers HTTPS with the authority's certificate and plain HTTP alike.
+func TestOnePortServesTLSAndPlainHTTP(t *testing.T) {
+	certPEM, keyPEM, pool := authority(t)
+	leaf, err := Leaf(certPEM, keyPEM, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg atomic.Pointer[tls.Config]
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello "+r.URL.Path)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(Listener(raw, cfg.Load))
+	t.Cleanup(func() { srv.Close() })
+	addr := raw.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	get := func(url string) (string, error) {
+		resp, err := client.Get(url)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	// Before there is a configuration, a TLS client is turned away and plain HTTP still works.
+	if _, err := get("https://" + addr + "/x"); err == nil {
+		t.Fatal("TLS answered without a configuration")
+	}
+	cfg.Store(&tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12})
+	for _, url := range []string{"https://" + addr + "/backend-api/", "https://localhost:" + port + "/backend-api/", "http://" + addr + "/v1"} {
+		got, err := get(url)
+		if err != nil || !strings.HasPrefix(got, "hello /") {
+			t.Fatalf("%s: %q %v", url, got, err)
+		}
+	}
+}
+
+// The authority vouches for loopback only: a certificate it signs for another name does not
+// verify, whoever holds its key.
+func TestTheAuthorityVouchesForLoopbackOnly(t *testing.T) {
+	certPEM, keyPEM, pool := authority(t)
+	ca, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(ca.Certificate[0])
+	if !caCert.IsCA || !caCert.PermittedDNSDomainsCritical || len(caCert.PermittedIPRanges) != 2 {
+		t.Fatalf("the authority's constraints: %+v %v", caCert.PermittedDNSDomains, caCert.PermittedIPRanges)
+	}
+	leaf, err := Leaf(certPEM, keyPEM, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, _ := x509.ParseCertificate(leaf.Certificate[0])
+	if _, err := lc.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("the serving certificate: %v", err)
+	}
+	for _, name := range []string{"chatgpt.com", "10.0.0.1"} {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		if ip := net.ParseIP(name); ip != nil {
+			tmpl.IPAddresses = []net.IP{ip}
+		} else {
+			tmpl.DNSNames = []string{name}
+		}
+		der, err := x509.CreateCertificate(nil, tmpl, caCert, lc.PublicKey, ca.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, _ := x509.ParseCertificate(der)
+		if _, err := forged.Verify(x509.VerifyOptions{Roots: pool, DNSName: name}); err == nil {
+			t.Fatalf("a certificate for %s signed by the loopback authority verified", name)
+		}
+	}
+	if b, _ := pem.Decode(keyPEM); b == nil || b.Type != "PRIVATE KEY" {
+		t.Fatal("the key is not PKCS#8 PEM")
+	}
+}
