@@ -3,14 +3,14 @@
 # Checks each package with dpkg first, so a machine that has everything installs nothing
 # and needs no network. Works as root (CI) or through sudo.
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
-#   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb
+#   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb, tmux (codex-e2e drives the Codex TUI)
 #   install-deps.sh cross   build + the mingw-w64 cross compiler (make cross: the Windows build)
 #   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
 set -euo pipefail
 
 build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
-test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
+test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth tmux)
 cross=(gcc-mingw-w64-x86-64)
 shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils python3 libglib2.0-bin procps)
 

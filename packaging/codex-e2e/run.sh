@@ -11,6 +11,8 @@
 #   web               Codex signed in with ChatGPT, over HTTP: A's tool call is code mode's
 #                     script calling web.run and image_gen.imagegen (a generation, an edit), which
 #                     Codex posts to the relay itself; the search meets A's limit and moves to B
+#   status            Codex's TUI (under tmux), signed in with ChatGPT: after the turn, /status
+#                     shows the pool's limits, read from the relay over HTTPS (status_path)
 #
 # In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
 # tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
@@ -168,7 +170,7 @@ try:
     reqs = [json.loads(l) for l in open(reqs_f) if l.strip()]
 except FileNotFoundError:
     pass
-turns = [t for t in traces if t.get("route") != "models"]
+turns = [t for t in traces if t.get("route") not in ("models", "chatgpt")]
 served = " ".join(t.get("account") or "-" for t in turns)
 omitted = sum(t.get("sealedOmitted", 0) for t in turns)
 lite = sorted({t.get("responsesLite") or "-" for t in turns})
@@ -231,4 +233,101 @@ PY
     echo "--- fake log"; tail -n 30 "$w/fake.log"
   fi
 done
+# status: Codex's TUI, signed in with ChatGPT, with the configuration codex-config writes: its
+# ChatGPT origin is the relay over HTTPS (a loopback authority Codex trusts through .env), so
+# /status shows the pool's limits. A serves the turn's tool call and meets its limit, B finishes;
+# /status then shows B's windows (the fake tells the accounts apart: A 12%, B 34% of five
+# hours), read from the relay, which answered the usage itself (its trace names the account).
+status_path() {
+  local w="$work/status" pa pb pr logs fake relay
+  pa=$(port) pb=$(port) pr=$(port)
+  logs="$w/logs"; mkdir -p "$logs"
+  "$work/fake" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
+  fake=$!
+  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
+  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
+  export CODEXRELAY_CHATGPT_BASE_URL="http://127.0.0.1:$pa/backend-api/codex" CODEXRELAY_AUTH_ISSUER="http://127.0.0.1:$pa"
+  "$bin" settings set listen "127.0.0.1:$pr" >/dev/null
+  chatgpt_auth 00000000-0000-4000-8000-0000000000aa a@e2e.test >"$w/auth-a.json"
+  chatgpt_auth 00000000-0000-4000-8000-0000000000bb b@e2e.test >"$w/auth-b.json"
+  "$bin" accounts import-codex --path "$w/auth-a.json" >/dev/null
+  "$bin" accounts import-codex --path "$w/auth-b.json" >/dev/null
+  "$bin" accounts rename a@e2e.test a >/dev/null
+  "$bin" accounts rename b@e2e.test b >/dev/null
+  python3 - "$XDG_CONFIG_HOME/codexrelay/settings.json" "$pa" "$pb" <<'PY'
+import json, os, sys
+f, pa, pb = sys.argv[1], sys.argv[2], sys.argv[3]
+s = json.load(open(f))
+for a in s["accounts"]:
+    a["base_url"] = "http://127.0.0.1:%s/backend-api/codex" % {"a": pa, "b": pb}[a["name"]]
+tmp = f + ".tmp"
+with open(tmp, "w") as o:
+    json.dump(s, o, indent=2)
+os.chmod(tmp, 0o600)
+os.replace(tmp, f)
+PY
+  "$bin" local-key on >/dev/null
+  key=$("$bin" local-key show | tail -n 1)
+  "$bin" codex-config --write >"$w/codex-config.out"
+  sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
+  printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/cwd" >>"$CODEX_HOME/config.toml"
+  chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
+  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
+  relay=$!
+  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
+  local pane="$w/pane.txt" sess="codexrelay-e2e-$$"
+  # wait_for TEXT SECONDS: until the TUI's screen shows TEXT.
+  wait_for() {
+    local i
+    for i in $(seq $(($2 * 4))); do
+      tmux capture-pane -p -t "$sess" -S -200 >"$pane" 2>/dev/null || true
+      grep -qF -- "$1" "$pane" && return 0
+      sleep 0.25
+    done
+    return 1
+  }
+  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/cwd' && env HOME='$HOME' CODEX_HOME='$CODEX_HOME' LANG=en_US.UTF-8 TERM=xterm-256color \
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    '$cli/node_modules/.bin/codex' -m $model 2>'$w/codex.err'; sleep 30"
+  local ok=1 stage=start
+  wait_for "Ask Codex" 60 || { ok=0; stage="the TUI never offered a prompt"; }
+  if [ $ok = 1 ]; then
+    tmux send-keys -t "$sess" "run echo hi, then say done"; sleep 0.5; tmux send-keys -t "$sess" Enter
+    wait_for "• done" 90 || { ok=0; stage="the turn never finished"; }
+  fi
+  if [ $ok = 1 ]; then
+    tmux send-keys -t "$sess" "/status"; sleep 1; tmux send-keys -t "$sess" Enter
+    wait_for "limit" 30 || { ok=0; stage="/status showed no limits"; }
+    sleep 1; tmux capture-pane -p -t "$sess" -S -200 >"$pane"
+  fi
+  tmux kill-session -t "$sess" 2>/dev/null || true
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=200" >"$w/traces.json" || true
+  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
+  if python3 - "$ok" "$stage" "$pane" "$w/traces.json" "$w/codex-config.out" <<'PY'
+import json, re, sys
+ok, stage, pane_f, traces_f, cfg_f = sys.argv[1] == "1", sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+try:
+    pane = open(pane_f).read()
+except FileNotFoundError:
+    pane = ""
+traces = list(reversed(json.load(open(traces_f)))) if open(traces_f).read().strip().startswith("[") else []
+usage = [t for t in traces if t.get("route") == "chatgpt" and t.get("path") == "/backend-api/wham/usage"]
+turns = " ".join(t.get("account") or "-" for t in traces if t.get("route") == "responses")
+limits = [l.strip() for l in pane.splitlines() if re.search(r"limit", l, re.I)]
+print("status: turns served by: %s; usage reads answered by the relay for: %s; /status shows: %s" % (
+    turns, " ".join(t.get("account") or "(passed through)" for t in usage), " | ".join(limits) or "-"))
+print("status: codex-config said: " + open(cfg_f).read().strip().splitlines()[-1])
+problems = [] if ok else [stage]
+if not usage or not all(t.get("account") in ("a", "b") for t in usage): problems.append("Codex's usage reads were not answered with the pool's")
+if not any(re.search(r"\b(34% used|66% left)", l) for l in limits): problems.append("/status does not show B's five hours (34% used) after A's limit")
+for p in problems: print("  FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+  then :; else
+    fail=1
+    echo "--- screen"; tail -n 40 "$pane" 2>/dev/null; echo "--- codex stderr"; tail -n 10 "$w/codex.err"; echo "--- relay log"; tail -n 20 "$w/relay.log"
+  fi
+}
+status_path
+
 [ $fail = 0 ] && echo "codex-e2e: passed" || { echo "codex-e2e: FAILED"; exit 1; }

@@ -441,7 +441,7 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(catalog)
 	case r.Method == "GET" && p == "/backend-api/wham/usage":
-		used := 12
+		used := map[string]int{"A": 12, "B": 34}[a.name] // told apart in /status
 		a.mu.Lock()
 		spent := a.name == "A" && a.real > 1
 		a.mu.Unlock()
