@@ -301,6 +301,8 @@ PY
     sleep 1; tmux capture-pane -p -t "$sess" -S -200 >"$pane"
   fi
   tmux kill-session -t "$sess" 2>/dev/null || true
+  # The TUI leaves its app-server daemon running under CODEX_HOME: it goes with the run.
+  pkill -f "$CODEX_HOME/packages/app-server-daemon" 2>/dev/null || true
   curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=200" >"$w/traces.json" || true
   kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
   if python3 - "$ok" "$stage" "$pane" "$w/traces.json" "$w/codex-config.out" <<'PY'
