@@ -126,7 +126,14 @@ func (a *App) openLedgerLocked(s UsageSettings) {
 		a.log.Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
 	}
 	u.l = l
-	a.Proxy.SetTraceHook(func(t proxy.Trace) { l.Record(LedgerRow(t)) })
+	a.Proxy.SetTraceHook(func(t proxy.Trace) {
+		// Codex's own ChatGPT calls (its limits, plugins, settings) and routes the relay does
+		// not serve are no account's work: the ledger keeps what the accounts served.
+		if t.Route == proxy.RouteChatGPT || t.Route == proxy.RouteUnserved {
+			return
+		}
+		l.Record(LedgerRow(t))
+	})
 	u.stop, u.sampled = make(chan struct{}), map[string]time.Time{}
 	go a.sampleQuotas(l, u.stop)
 }

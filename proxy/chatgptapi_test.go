@@ -180,3 +180,17 @@ func TestCodexsOtherChatGPTCallsGoToTheBackendAsTheyCame(t *testing.T) {
 		t.Fatalf("%d %+v", resp.StatusCode, e)
 	}
 }
+
+// Codex's own ChatGPT calls are not the pool's requests: they count in neither the requests
+// nor the errors of the relay's stats.
+func TestCodexsChatGPTCallsAreNotThePoolsRequests(t *testing.T) {
+	backend := newUpstream(t, status(404, `{"detail":"Not Found"}`))
+	r := newRelay(t, proxy.Options{ChatGPTBackend: backend.URL + "/backend-api"})
+	if resp := r.codexGet(t, "/backend-api/ps/plugins/installed"); resp.StatusCode != 404 {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+	r.lastTrace(t, 1)
+	if st := r.Stats().Requests; st.Total != 0 || st.Errors != 0 {
+		t.Fatalf("requests %+v", st)
+	}
+}

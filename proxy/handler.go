@@ -206,7 +206,9 @@ type exchange struct {
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
-	s.c.total.Add(1)
+	if route != RouteChatGPT { // Codex's own ChatGPT calls are not the pool's requests
+		s.c.total.Add(1)
+	}
 	s.c.inFlight.Add(1)
 	x := &exchange{s: s, w: w, r: r, start: s.now()}
 	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
@@ -364,7 +366,7 @@ func (x *exchange) end() {
 	if x.t.ServiceTierOmitted {
 		s.c.tierOmitted.Add(1)
 	}
-	if x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed {
+	if (x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed) && x.t.Route != RouteChatGPT {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)
