@@ -112,3 +112,40 @@ func TestTheAuthorityVouchesForLoopbackOnly(t *testing.T) {
 		t.Fatal("the key is not PKCS#8 PEM")
 	}
 }
+
+// The cost of telling TLS from plain HTTP, against the bare listener in the same run: a plain
+// HTTP request on a new connection each time (the worst case: the first byte is read once per
+// connection) and on a kept-alive one.
+//
+//	go test -run '^$' -bench Listener -benchmem ./app/looptls/
+func BenchmarkListener(b *testing.B) {
+	for _, wrapped := range []bool{false, true} {
+		for _, keepAlive := range []bool{false, true} {
+			name := map[bool]string{false: "bare", true: "sniffing"}[wrapped] + "/" + map[bool]string{false: "new-conn", true: "keep-alive"}[keepAlive]
+			b.Run(name, func(b *testing.B) {
+				raw, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ln net.Listener = raw
+				if wrapped {
+					ln = Listener(raw, func() *tls.Config { return nil })
+				}
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+				go srv.Serve(ln)
+				defer srv.Close()
+				client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
+				url := "http://" + raw.Addr().String() + "/"
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					resp, err := client.Get(url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+	}
+}
