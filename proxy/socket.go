@@ -91,6 +91,9 @@ type socketConn struct {
 	drainOnce sync.Once
 	// busy says that a turn is running (the idle limit between turns does not count it).
 	busy atomic.Bool
+	// running is the turn being served (nil between turns): a response.interrupt read while
+	// it runs stops it at once (interrupt.go).
+	running atomic.Pointer[socketTurn]
 }
 
 type frame struct {
@@ -212,6 +215,10 @@ func (sc *socketConn) serve() {
 				sc.cancel() // the client left, or was cut (a frame over the size limit: 1009)
 				return
 			}
+			if sc.control(f) { // an interrupt or a steer for the running turn (interrupt.go)
+				sc.release(f)
+				continue
+			}
 			select {
 			case frames <- f:
 			case <-sc.ctx.Done():
@@ -265,6 +272,11 @@ func (sc *socketConn) handle(f frame) {
 		sc.appendTurn(obj, len(f.data))
 	case "response.processed":
 		// Newer Codex builds acknowledge each turn they have handled; nothing is answered.
+	case frameInterrupt:
+		// No turn runs (it ended before the frame came): nothing to stop, nothing answered.
+	case frameSteer, frameInject:
+		sc.sendError(errInvalid("no_active_response", "type", typ+" reaches a response the account generates over its WebSocket, and none was: "+
+			"the turn had ended, or the relay served it over HTTP"))
 	default:
 		sc.sendError(errInvalid("unknown_event_type", "type", fmt.Sprintf("unknown frame type %q: send response.create", truncate(typ, 64))))
 	}
@@ -376,7 +388,13 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	}
 	defer s.turnBytes.Add(-need)
 	w := &socketWriter{sc: sc, turn: t, h: http.Header{}}
-	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(sc.ctx)
+	// The turn's own context: the connection's, which a response.interrupt also ends.
+	ctx, cancel := context.WithCancel(sc.ctx)
+	defer cancel()
+	t.stop = cancel
+	sc.running.Store(t)
+	defer sc.running.Store(nil)
+	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(ctx)
 	x := s.begin(w, r, routeResponses)
 	x.turn, x.body, x.events = t, t, w
 	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
@@ -395,6 +413,9 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
 	x.relay()
+	if t.interrupted.Load() {
+		x.interrupted(w)
+	}
 	w.finish(x)
 	if t.completedID != "" {
 		// The input items are parts of the frame: copied, the frame is let go. Only a turn
@@ -428,6 +449,14 @@ type socketTurn struct {
 	// renewed says that the turn was moved to a new upstream socket once, after the upstream
 	// ended the old one at its time limit.
 	renewed bool
+	// stop ends the turn's context; interrupted says that a response.interrupt did
+	// (interrupt.go).
+	stop        context.CancelFunc
+	interrupted atomic.Bool
+	respID      atomic.Pointer[string] // the id of the response being relayed, once known
+	// upstream is the upstream socket the turn runs on (nil: it runs over HTTP, or has not
+	// been sent yet).
+	upstream atomic.Pointer[websocket.Conn]
 	// What the turn answered: the id and output items of its completed (or incomplete)
 	// response, copied; and whether a terminal event reached the client.
 	completedID string
@@ -573,9 +602,17 @@ func (w *socketWriter) event(name string, data, _ []byte) error {
 	if name == "" {
 		name = eventType(data)
 	}
+	if w.turn.interrupted.Load() {
+		return errTurnInterrupted // nothing more of an interrupted turn reaches the client
+	}
 	if !w.sc.send(data) {
 		w.err = errClientGone
 		return w.err
+	}
+	if w.events == 0 || name == "response.created" {
+		if id := responseIDOf(data); id != "" {
+			w.turn.respID.Store(&id)
+		}
 	}
 	w.events++
 	if isTerminalEvent(name) {

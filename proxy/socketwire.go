@@ -121,6 +121,8 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 		// An upstream may close a socket left idle between turns: open a new one.
 	}
 	// The frame is the request: what follows is the answer's first event (await arms its wait).
+	// The turn runs on this socket now: a client's response.steer reaches it (interrupt.go).
+	x.turn.upstream.Store(sc.up.c)
 	c.timer.Stop()
 	out.resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: http.NoBody}
 	out.call = c

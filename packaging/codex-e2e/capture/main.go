@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -60,6 +61,8 @@ var (
 	refuseWS bool     // answer WebSocket handshakes 426
 	// rateLimits: responses carry the x-codex-primary/secondary-* window headers
 	rateLimits bool
+	// interruptAnswer: what -scenario slow answers a response.interrupt with (none | incomplete)
+	interruptAnswer string
 
 	mu        sync.Mutex
 	seq       int  // records written
@@ -235,6 +238,8 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUpgradeRequired)
 		io.WriteString(w, `{"error":{"message":"websocket refused by the capture server","type":"invalid_request_error","code":null}}`)
+	case isWS && scenario == "slow":
+		serveSlowSocket(w, r)
 	case isWS:
 		serveSocket(w, r)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
@@ -289,6 +294,86 @@ func serveSocket(w http.ResponseWriter, r *http.Request) {
 		return events
 	})
 	log.Printf("socket closed: %v", err)
+}
+
+// serveSlowSocket is -scenario slow over a WebSocket: a turn is answered with a message whose
+// text comes one word every 200 ms (for a minute), while every client frame is recorded as it
+// arrives, so that a capture shows what Codex sends when its user interrupts the turn (Esc)
+// and what it does after. On a response.interrupt the stream stops; what is answered then is
+// -interrupt-answer: "none" (nothing), "incomplete" (response.incomplete, reason interrupted).
+func serveSlowSocket(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	ctx := r.Context()
+	interrupts := make(chan map[string]any, 4)
+	creates := make(chan map[string]any, 4)
+	go func() {
+		defer close(creates)
+		for {
+			typ, data, err := c.Read(ctx)
+			if err != nil {
+				log.Printf("socket read: %v", err)
+				return
+			}
+			record("ws-frame", [][2]any{{"message_type", typ.String()}, {"bytes", len(data)}}, data)
+			var req map[string]any
+			json.Unmarshal(data, &req)
+			switch req["type"] {
+			case "response.create":
+				creates <- req
+			default:
+				select {
+				case interrupts <- req:
+				default:
+				}
+			}
+		}
+	}()
+	write := func(ev map[string]any) bool { return c.Write(ctx, websocket.MessageText, responses.JSON(ev)) == nil }
+	for req := range creates {
+		mu.Lock()
+		served++
+		n := served
+		mu.Unlock()
+		id := fmt.Sprintf("resp_capture_%d", n)
+		model, _ := req["model"].(string)
+		st := responses.Stream{ID: id, Model: model, CreatedAt: 1764460800, ParallelToolCalls: req["parallel_tool_calls"]}
+		if req["generate"] == false {
+			for _, ev := range st.Events() {
+				write(ev)
+			}
+			continue
+		}
+		msg := fmt.Sprintf("msg_capture_%d", n)
+		seq := 0
+		send := func(ev map[string]any) bool { ev["sequence_number"] = seq; seq++; return write(ev) }
+		send(map[string]any{"type": "response.created", "response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}})
+		send(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{"id": msg, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
+		send(map[string]any{"type": "response.content_part.added", "item_id": msg, "output_index": 0, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+		tick := time.NewTicker(200 * time.Millisecond)
+	stream:
+		for i := 0; i < 300; i++ {
+			select {
+			case in := <-interrupts:
+				log.Printf("interrupted after %d words: %v", i, in)
+				if interruptAnswer == "incomplete" {
+					send(map[string]any{"type": "response.incomplete", "response": map[string]any{"id": id, "object": "response", "status": "incomplete",
+						"incomplete_details": map[string]any{"reason": "interrupted"}, "model": model, "output": []any{}}})
+				}
+				break stream
+			case <-tick.C:
+				send(map[string]any{"type": "response.output_text.delta", "item_id": msg, "output_index": 0, "content_index": 0, "delta": fmt.Sprintf("word%d ", i)})
+			case <-ctx.Done():
+				break stream
+			}
+		}
+		tick.Stop()
+	}
+	log.Printf("slow socket closed")
 }
 
 // maxResponses bounds a run: later requests are answered "done", whatever they carry.
@@ -411,7 +496,8 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	catalogPath := flag.String("catalog", "", "the model catalog served on .../models")
 	flag.StringVar(&outDir, "out", "", "folder the records are written to")
-	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool), spawn (call spawn_agent) or web (code mode calls web.run and image_gen.imagegen)")
+	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool), spawn (call spawn_agent), web (code mode calls web.run and image_gen.imagegen) or slow (a socket turn streamed slowly, to be interrupted)")
+	flag.StringVar(&interruptAnswer, "interrupt-answer", "none", "with -scenario slow: what a response.interrupt is answered with (none | incomplete)")
 	flag.BoolVar(&rateLimits, "rate-limits", false, "send the x-codex-primary/secondary-* window headers on HTTP responses")
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer WebSocket handshakes 426 Upgrade Required (Codex then uses HTTP)")
 	tlsCert := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")

@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Control frames of the Responses WebSocket mode: they act on the response being generated
+// rather than start one, so the relay acts on them as they are read, not after the turn.
+//
+//   - {"type":"response.interrupt","response_id":"...","mode":"discard_partial_items"}: the
+//     running turn stops at once: its upstream request is cancelled (an HTTP request ends, an
+//     upstream socket is closed), so that the account stops generating and spending, nothing
+//     more of it reaches the client, and the turn ends with response.incomplete (reason
+//     "interrupted") carrying the response id. The trace says "interrupted by the client".
+//   - response.steer and response.inject carry input for the running response: they go as
+//     they came to the account's socket the turn runs on; a turn the relay serves over HTTP
+//     has nowhere to take them, and the client is told so once the turn has ended.
+//
+// An interrupt that comes when no turn runs (it crossed the turn's end) is ignored.
+//
+// Codex 0.171 itself, as captured (testdata/codex-0.171/ws-interrupt), closes its socket on
+// Esc rather than sending response.interrupt: the relay's reader sees the close and cancels the
+// turn the same way (serve).
+
+const (
+	frameInterrupt = "response.interrupt"
+	frameSteer     = "response.steer"
+	frameInject    = "response.inject"
+)
+
+// maxControlFrame bounds the frames looked at as control frames (a steer carries input, an
+// interrupt a few ids); a larger frame is a turn.
+const maxControlFrame = 1 << 20
+
+// errTurnInterrupted: the client interrupted the turn; nothing more of it is relayed.
+var errTurnInterrupted = errors.New("the client interrupted the turn")
+
+// control acts on f if it is a control frame for the running turn, and reports whether it
+// did (the frame is then answered: nothing is queued). It runs on the connection's reader.
+func (sc *socketConn) control(f frame) bool {
+	if f.typ != websocket.MessageText || len(f.data) > maxControlFrame || !bytes.Contains(f.data, []byte(`"response.`)) {
+		return false
+	}
+	t := sc.running.Load()
+	if t == nil {
+		return false // between turns: handle answers it in order
+	}
+	obj, err := payload.Parse(f.data)
+	if err != nil {
+		return false
+	}
+	typ, _ := stringMember(obj, "type")
+	switch typ {
+	case frameInterrupt:
+		if t.interrupted.CompareAndSwap(false, true) {
+			if id, ok := stringMember(obj, "response_id"); ok && id != "" && t.respID.Load() == nil {
+				t.respID.Store(&id)
+			}
+			t.stop()
+			sc.s.log.Info("turn interrupted by the client", "response", t.responseID())
+		}
+		return true
+	case frameSteer, frameInject:
+		up := t.upstream.Load()
+		if up == nil {
+			return false // served over HTTP: answered after the turn (handle)
+		}
+		ctx, cancel := context.WithTimeout(sc.ctx, 10*time.Second)
+		defer cancel()
+		if err := up.Write(ctx, websocket.MessageText, f.data); err != nil {
+			sc.s.log.Info("a "+typ+" could not reach the upstream socket", "error", err.Error())
+		}
+		return true
+	}
+	return false
+}
+
+// responseID is the id of the response the turn relays, "" while none is known.
+func (t *socketTurn) responseID() string {
+	if p := t.respID.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// interrupted ends a turn the client interrupted: the trace says so, and the client gets the
+// turn's terminal event, response.incomplete with reason "interrupted".
+func (x *exchange) interrupted(w *socketWriter) {
+	t := x.turn
+	x.t.Outcome, x.t.Status = OutcomeCanceled, 499
+	x.t.Error = "interrupted by the client (response.interrupt)"
+	if w.err != nil || t.terminal || x.turn.sc.ctx.Err() != nil {
+		return
+	}
+	model, _ := stringMember(t.obj, "model")
+	resp, _ := json.Marshal(map[string]any{"id": t.responseID(), "object": "response", "status": "incomplete",
+		"incomplete_details": map[string]string{"reason": "interrupted"}, "model": model, "output": []any{}})
+	ev := []byte(`{"type":"response.incomplete","sequence_number":` + strconv.FormatInt(w.events, 10) + `,"response":` + string(resp) + `}`)
+	if w.sc.send(ev) {
+		t.terminal = true // an interrupted turn is no response the conversation follows
+	}
+}

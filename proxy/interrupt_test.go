@@ -1,0 +1,163 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// A response.interrupt stops the running turn at once: the account's request ends (the
+// upstream sees its client go), nothing more of the turn reaches the client, which gets
+// response.incomplete (reason "interrupted") with the response id, and the next turn on the
+// same socket is served.
+
+// slowStream answers a Responses request with a stream that never ends on its own (a delta
+// every 20 ms); stopped is closed when the request's context ends (the relay cancelled it).
+type slowStream struct {
+	once    sync.Once
+	stopped chan struct{}
+	started chan struct{}
+}
+
+func newSlowStream() *slowStream {
+	return &slowStream{stopped: make(chan struct{}), started: make(chan struct{})}
+}
+
+func (s *slowStream) serve(w http.ResponseWriter, r *http.Request, n int) {
+	if n > 0 { // later turns answer at once
+		answerText("after")(w, r, n)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_slow\",\"status\":\"in_progress\",\"output\":[]}}\n\n")
+	w.(http.Flusher).Flush()
+	close(s.started)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			s.once.Do(func() { close(s.stopped) })
+			return
+		case <-tick.C:
+			fmt.Fprintf(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"word \"}\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// waitClosed waits, bounded, for ch.
+func waitClosed(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// readUntil reads events until one of type typ (bounded), returning them all.
+func readUntil(t *testing.T, c *websocket.Conn, typ string) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var evs []map[string]any
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s after %d events: %v", typ, len(evs), err)
+		}
+		var ev map[string]any
+		json.Unmarshal(data, &ev)
+		evs = append(evs, ev)
+		if ev["type"] == typ {
+			return evs
+		}
+	}
+}
+
+func TestAnInterruptStopsTheUpstreamTurn(t *testing.T) {
+	slow := newSlowStream()
+	up := newUpstream(t, slow.serve)
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", up))
+	c := r.dial(t)
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte(createFrame("", userItem("count slowly"))))
+	started := readUntil(t, c, "response.output_text.delta")     // the turn streams
+	id := started[0]["response"].(map[string]any)["id"].(string) // as the client knows it
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.interrupt","response_id":`+mustJSON(id)+`,"mode":"discard_partial_items"}`))
+	waitClosed(t, slow.stopped, "the upstream request to end")
+	evs := readUntil(t, c, "response.incomplete")
+	end := last(evs)["response"].(map[string]any)
+	if end["id"] != id || end["incomplete_details"].(map[string]any)["reason"] != "interrupted" {
+		t.Fatalf("terminal event %v", last(evs))
+	}
+	tr := r.lastTrace(t, 1)
+	if tr.Outcome != proxy.OutcomeCanceled || !strings.Contains(tr.Error, "interrupted by the client") || tr.Account != "a" {
+		t.Fatalf("trace %+v", tr)
+	}
+	// The socket serves the next turn, and an interrupt that crosses a turn's end is ignored.
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.interrupt","response_id":"resp_gone"}`))
+	next := turn(t, c, createFrame("", userItem("again")))
+	if last(next)["type"] != "response.completed" || outputText(next) != "after" {
+		t.Fatalf("next turn: %v", next)
+	}
+}
+
+func TestAnInterruptClosesTheUpstreamSocketAndASteerReachesIt(t *testing.T) {
+	u := newWSUpstream(t)
+	steered := make(chan map[string]any, 1)
+	u.answer = func(n int, c *websocket.Conn, f map[string]any) bool {
+		switch f["type"] {
+		case "response.steer":
+			steered <- f
+			return true
+		case "response.create":
+			if n > 0 {
+				return false // later turns: the usual answer
+			}
+			c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"response.created","response":{"id":"resp_ws_slow","status":"in_progress","output":[]}}`))
+			c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"response.output_text.delta","delta":"word "}`))
+			return true // nothing more: the turn runs until it is steered or interrupted
+		}
+		return true
+	}
+	r := newRelay(t, proxy.Options{}, u.account("a"))
+	c := r.dial(t)
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte(createFrame("", userItem("count slowly"))))
+	readUntil(t, c, "response.output_text.delta")
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.steer","response_id":"resp_ws_slow","input":[`+userItem("faster")+`]}`))
+	select {
+	case f := <-steered:
+		if f["response_id"] != "resp_ws_slow" {
+			t.Fatalf("steer %v", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the steer never reached the upstream socket")
+	}
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.interrupt","response_id":"resp_ws_slow"}`))
+	evs := readUntil(t, c, "response.incomplete")
+	if last(evs)["response"].(map[string]any)["id"] != "resp_ws_slow" {
+		t.Fatalf("terminal %v", last(evs))
+	}
+	eventually(t, "the upstream socket to close", func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.closed == 1
+	})
+	// A steer with no turn running is answered clearly.
+	ev := turn(t, c, `{"type":"response.steer","input":[]}`)
+	if last(ev)["type"] != "error" || !strings.Contains(fmt.Sprint(last(ev)["error"]), "no_active_response") {
+		t.Fatalf("a steer between turns: %v", ev)
+	}
+}
