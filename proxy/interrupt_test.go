@@ -23,9 +23,9 @@ import (
 // slowStream answers a Responses request with a stream that never ends on its own (a delta
 // every 20 ms); stopped is closed when the request's context ends (the relay cancelled it).
 type slowStream struct {
-	once    sync.Once
-	stopped chan struct{}
-	started chan struct{}
+	once, startOnce sync.Once
+	stopped         chan struct{}
+	started         chan struct{}
 }
 
 func newSlowStream() *slowStream {
@@ -33,14 +33,14 @@ func newSlowStream() *slowStream {
 }
 
 func (s *slowStream) serve(w http.ResponseWriter, r *http.Request, n int) {
-	if n > 0 { // later turns answer at once
+	if !strings.Contains(string(readRecorded(r)), "count slowly") { // other turns answer at once
 		answerText("after")(w, r, n)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	fmt.Fprintf(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_slow\",\"status\":\"in_progress\",\"output\":[]}}\n\n")
 	w.(http.Flusher).Flush()
-	close(s.started)
+	s.startOnce.Do(func() { close(s.started) })
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
