@@ -51,7 +51,7 @@ func (sc *socketConn) control(f frame) bool {
 		return false
 	}
 	t := sc.running.Load()
-	if t == nil {
+	if t == nil || t.ended.Load() {
 		return false // between turns: handle answers it in order
 	}
 	obj, err := payload.Parse(f.data)
@@ -66,6 +66,11 @@ func (sc *socketConn) control(f frame) bool {
 				t.respID.Store(&id)
 			}
 			t.stop()
+			if up := t.upstream.Load(); up != nil {
+				// The account stops generating now, whatever the turn is waiting on; the next
+				// turn opens a new socket (a closed one is retried on a new one: socketwire.go).
+				up.CloseNow()
+			}
 			sc.s.log.Info("turn interrupted by the client", "response", t.responseID())
 		}
 		return true
@@ -105,6 +110,7 @@ func (x *exchange) interrupted(w *socketWriter) {
 	resp, _ := json.Marshal(map[string]any{"id": t.responseID(), "object": "response", "status": "incomplete",
 		"incomplete_details": map[string]string{"reason": "interrupted"}, "model": model, "output": []any{}})
 	ev := []byte(`{"type":"response.incomplete","sequence_number":` + strconv.FormatInt(w.events, 10) + `,"response":` + string(resp) + `}`)
+	t.ended.Store(true) // before the client can answer it
 	if w.sc.send(ev) {
 		t.terminal = true // an interrupted turn is no response the conversation follows
 	}

@@ -453,6 +453,7 @@ type socketTurn struct {
 	// (interrupt.go).
 	stop        context.CancelFunc
 	interrupted atomic.Bool
+	ended       atomic.Bool            // its terminal event was sent: a control frame is no longer its
 	respID      atomic.Pointer[string] // the id of the response being relayed, once known
 	// upstream is the upstream socket the turn runs on (nil: it runs over HTTP, or has not
 	// been sent yet).
@@ -604,6 +605,9 @@ func (w *socketWriter) event(name string, data, _ []byte) error {
 	}
 	if w.turn.interrupted.Load() {
 		return errTurnInterrupted // nothing more of an interrupted turn reaches the client
+	}
+	if isTerminalEvent(name) {
+		w.turn.ended.Store(true) // before the client can answer it
 	}
 	if !w.sc.send(data) {
 		w.err = errClientGone
