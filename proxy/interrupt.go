@@ -20,16 +20,19 @@ import (
 //     running turn stops at once: its upstream request is cancelled (an HTTP request ends, an
 //     upstream socket is closed), so that the account stops generating and spending, nothing
 //     more of it reaches the client, and the turn ends with response.incomplete (reason
-//     "interrupted") carrying the response id. The trace says "interrupted by the client".
+//     "interrupted") carrying the response id, which Codex 0.171 takes as the interruption's
+//     acknowledgement and continues the conversation from (its next turn's
+//     previous_response_id): the conversation keeps the response, without its partial output.
+//     The trace says "interrupted by the client".
 //   - response.steer and response.inject carry input for the running response: they go as
 //     they came to the account's socket the turn runs on; a turn the relay serves over HTTP
 //     has nowhere to take them, and the client is told so once the turn has ended.
 //
 // An interrupt that comes when no turn runs (it crossed the turn's end) is ignored.
 //
-// Codex 0.171 itself, as captured (testdata/codex-0.171/ws-interrupt), closes its socket on
-// Esc rather than sending response.interrupt: the relay's reader sees the close and cancels the
-// turn the same way (serve).
+// Codex 0.171, as captured (testdata/codex-0.171/ws-interrupt), sends response.interrupt on Esc
+// for a turn that has streamed a while, and closes its socket for one Esc'd within seconds:
+// the relay's reader sees the close and cancels the turn the same way (serve).
 
 const (
 	frameInterrupt = "response.interrupt"
@@ -112,6 +115,9 @@ func (x *exchange) interrupted(w *socketWriter) {
 	ev := []byte(`{"type":"response.incomplete","sequence_number":` + strconv.FormatInt(w.events, 10) + `,"response":` + string(resp) + `}`)
 	t.ended.Store(true) // before the client can answer it
 	if w.sc.send(ev) {
-		t.terminal = true // an interrupted turn is no response the conversation follows
+		// Codex continues the conversation from the interrupted response (its next turn names
+		// it in previous_response_id: testdata/codex-0.171/ws-interrupt): the conversation
+		// keeps it, its partial output discarded (mode discard_partial_items).
+		t.terminal, t.completedID, t.output = true, t.responseID(), nil
 	}
 }

@@ -33,7 +33,7 @@ func newSlowStream() *slowStream {
 }
 
 func (s *slowStream) serve(w http.ResponseWriter, r *http.Request, n int) {
-	if !strings.Contains(string(readRecorded(r)), "count slowly") { // other turns answer at once
+	if strings.Contains(string(readRecorded(r)), "again") { // the next turn answers at once
 		answerText("after")(w, r, n)
 		return
 	}
@@ -107,7 +107,8 @@ func TestAnInterruptStopsTheUpstreamTurn(t *testing.T) {
 	}
 	// The socket serves the next turn, and an interrupt that crosses a turn's end is ignored.
 	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.interrupt","response_id":"resp_gone"}`))
-	next := turn(t, c, createFrame("", userItem("again")))
+	// Codex continues from the interrupted response (testdata/codex-0.171/ws-interrupt).
+	next := turn(t, c, createFrame(id, userItem("again")))
 	if last(next)["type"] != "response.completed" || outputText(next) != "after" {
 		t.Fatalf("next turn: %v", next)
 	}

@@ -5,7 +5,8 @@
 #
 #   packaging/codex-e2e/capture.sh [CASE...]     (CODEX_VERSION=0.171.0, PORT=18471, OUT=...)
 #
-# Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web (default: all).
+# Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web ws-interrupt
+# (default: all). ws-interrupt drives Codex's TUI under tmux and presses Esc mid-turn.
 # Loopback only: HTTP(S)_PROXY points at a closed local port so that Codex's own calls elsewhere
 # (plugin sync, telemetry) fail on this machine; NO_PROXY lets it reach the capture server.
 # Records are redacted as they are written: the Authorization value becomes "Bearer REDACTED" and
@@ -16,7 +17,7 @@ codex_version=${CODEX_VERSION:-0.171.0}
 port=${PORT:-18471}
 out=${OUT:-$top/proxy/testdata/codex-${codex_version%.*}}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web)
+[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web ws-interrupt)
 
 cli="$top/bin/codex-cli-$codex_version"
 if [ ! -x "$cli/node_modules/.bin/codex" ]; then
@@ -120,6 +121,52 @@ EOF
   fi
 }
 
+# interrupt NAME: Codex's TUI over a WebSocket (the block codex-config writes) against the capture
+# server's slow scenario; Esc once the answer streams, then a second prompt on the same session.
+interrupt() {
+  local name=$1 w="$work/$1" dir="$out/$1" sess="capture-$$"
+  mkdir -p "$w/home/.codex" "$w/home/project"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local base="http://127.0.0.1:$port"
+  cat >"$w/home/.codex/config.toml" <<EOF
+model_provider = "codexrelay"
+
+[model_providers.codexrelay]
+name = "Codex Relay"
+base_url = "$base/v1"
+wire_api = "responses"
+model_catalog_url = "$base/v1/models"
+supports_websockets = true
+supports_standalone_web_search = true
+experimental_bearer_token = "sk-capture-local-key"
+EOF
+  sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$w/home/.codex/config.toml" >"$dir/config.toml"
+  printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/home/project" >>"$w/home/.codex/config.toml"
+  "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -scenario slow -interrupt-answer "${INTERRUPT_ANSWER:-incomplete}" \
+    -redact "$w/home=/home/user" 2>"$w/capture.log" &
+  local srv=$!
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
+  screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
+  waitfor() { for _ in $(seq $(($2 * 4))); do screen | grep -qF -- "$1" && return 0; sleep 0.25; done; return 1; }
+  waitfor "Ask Codex" 60 || echo "$name: no prompt"
+  tmux send-keys -t "$sess" "count slowly"; sleep 0.5; tmux send-keys -t "$sess" Enter
+  # Codex 0.171 sends response.interrupt for a turn that has streamed a while; one Esc'd within a
+  # few seconds it ends by closing the socket. The slow answer runs for a minute: Esc at 15 s.
+  sleep 15
+  tmux send-keys -t "$sess" Escape
+  waitfor "interrupted" 15 || echo "$name: Codex did not say the turn was interrupted"
+  screen | grep -v '^\s*$' >"$w/screen.txt" || true
+  tmux kill-session -t "$sess" 2>/dev/null || true
+  pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
+  sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
+  echo "$name: $(ls "$dir" | grep -c '^[0-9]') records; the capture server saw: $(grep -E 'interrupted after|socket read' "$w/capture.log" | sed 's/^[0-9/]* [0-9:]* //' | tr '\n' ';')"
+  if grep -rlE "$work|/tmp/|/work/" "$dir" >/dev/null; then
+    echo "$name: WARNING: machine paths left in:"; grep -rlE "$work|/tmp/|/work/" "$dir"
+  fi
+}
+
 for c in "${cases[@]}"; do
   case $c in
   http-lite) run "$c" gpt-5.6-sol false tool key ;;
@@ -130,6 +177,7 @@ for c in "${cases[@]}"; do
   chatgpt-ws) run "$c" gpt-5.6-sol true tool chatgpt ;;
   chatgpt-http) run "$c" gpt-5.6-sol false tool chatgpt-http ;;
   web) run "$c" gpt-5.6-sol false web key-chatgpt ;;
+  ws-interrupt) interrupt "$c" ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
