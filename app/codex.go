@@ -163,20 +163,37 @@ func (a *App) codexProvider(key string) map[string]any {
 	// search to {base_url}/alpha/search, which the relay sends to a ChatGPT account
 	// (proxy/backend.go), whether or not Codex itself is signed in.
 	//
-	// requires_openai_auth, with the local key only: Codex offers image_gen (and posts to
-	// {base_url}/images/...) when this is set and Codex is signed in with ChatGPT, while
-	// experimental_bearer_token still makes it send the relay the local key, never its own
-	// login. Without a bearer token Codex would send its ChatGPT token instead, and a Codex
-	// never signed in would stop reading the relay's model list (it runs, with a smaller
-	// tool set): so a block without the key leaves it out, and Codex is then exactly as
+	// requires_openai_auth, with the local key and a Codex that is signed in only: Codex
+	// offers image_gen (and posts to {base_url}/images/...) when this is set and it is signed
+	// in with ChatGPT, while experimental_bearer_token still makes it send the relay the local
+	// key, never its own login. Without a bearer token Codex would send its ChatGPT token
+	// instead, and a Codex never signed in would open its TUI on the sign-in screen (and stop
+	// reading the relay's model list): so the key is left out then, and Codex is exactly as
 	// before, less image generation (proxy/testdata/codex-0.171/README.md, "Which block").
+	// Signing Codex in later makes the dashboard and `codex-config` ask for a new write.
 	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
 		"supports_websockets": true, "supports_standalone_web_search": true}
 	if a.Settings().LocalAPIKey {
 		p["experimental_bearer_token"] = key
-		p["requires_openai_auth"] = true
+		if a.codexSignedIn() {
+			p["requires_openai_auth"] = true
+		}
 	}
 	return p
+}
+
+// codexSignedIn reports whether Codex has a login of its own in $CODEX_HOME/auth.json (a
+// ChatGPT sign-in or an API key), read without the keychain: it decides requires_openai_auth.
+func (a *App) codexSignedIn() bool {
+	b, err := readRegularFile(filepath.Join(a.CodexHome(), "auth.json"), maxAuthFile)
+	if err != nil {
+		return false
+	}
+	var auth codexAuth
+	if json.Unmarshal(b, &auth) != nil {
+		return false
+	}
+	return auth.Tokens != nil && auth.Tokens.AccessToken != "" || auth.APIKey != nil && *auth.APIKey != ""
 }
 
 // codexHost is the relay's host:port as Codex is to reach it.

@@ -245,11 +245,26 @@ func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := cfg.ModelProviders["codexrelay"]
-	// With the key, Codex may be asked for its own sign-in's features (image generation):
-	// it still sends the relay the key, never its login.
-	if ours["experimental_bearer_token"] != key || ours["env_key"] != nil || ours["requires_openai_auth"] != true ||
+	// Codex is not signed in: nothing asks for its own sign-in (its TUI would open on the
+	// sign-in screen).
+	if ours["experimental_bearer_token"] != key || ours["env_key"] != nil || ours["requires_openai_auth"] != nil ||
 		ours["supports_standalone_web_search"] != true {
 		t.Fatalf("written block: %+v", ours)
+	}
+	// Signed in with ChatGPT, Codex may be asked for its sign-in's features (image
+	// generation), and still sends the relay the key, never its login.
+	os.WriteFile(filepath.Join(dir, "auth.json"), []byte(`{"auth_mode":"chatgpt","tokens":{"access_token":"at","refresh_token":"rt","id_token":"x.e30.y"}}`), 0o600)
+	if st := a.CodexConfigured(); st.Configured || !strings.Contains(st.Why, "write it again") {
+		t.Fatalf("after Codex signed in: %+v", st)
+	}
+	if _, err := a.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	cfg.ModelProviders = nil
+	if err := toml.Unmarshal(b, &cfg); err != nil || cfg.ModelProviders["codexrelay"]["requires_openai_auth"] != true ||
+		cfg.ModelProviders["codexrelay"]["experimental_bearer_token"] != key {
+		t.Fatalf("signed in: %s", b)
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("config.toml holds the key with mode %v", st.Mode().Perm())

@@ -13,6 +13,8 @@
 #                     Codex posts to the relay itself; the search meets A's limit and moves to B
 #   status            Codex's TUI (under tmux), signed in with ChatGPT: after the turn, /status
 #                     shows the pool's limits, read from the relay over HTTPS (status_path)
+#   esc               Codex's TUI over a WebSocket, Esc mid-turn: the account's request ends
+#                     within 1 s (esc_path)
 #
 # In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
 # tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
@@ -137,13 +139,13 @@ os.replace(tmp, f)
 PY
   "$bin" local-key on >/dev/null
   key=$("$bin" local-key show | tail -n 1)
+  # web: Codex signed in with ChatGPT (an account of its own, not one of the relay's), before
+  # the configuration is written: with the block codex-config then writes, it offers web.run and
+  # image_gen and sends their calls to the relay with the local key.
+  [ "$path" = web ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
   "$bin" codex-config --write >/dev/null
   [ "$path" = http ] || [ "$path" = web ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
   if [ "$path" = web ]; then
-    # Codex signed in with ChatGPT (an account of its own, not one of the relay's): with the
-    # block codex-config wrote, it offers web.run and image_gen and sends their calls to the
-    # relay with the local key; the project holds an image to edit.
-    chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
     base64 -d >"$w/cwd/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
   fi
   "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
@@ -238,11 +240,15 @@ done
 # /status shows the pool's limits. A serves the turn's tool call and meets its limit, B finishes;
 # /status then shows B's windows (the fake tells the accounts apart: A 12%, B 34% of five
 # hours), read from the relay, which answered the usage itself (its trace names the account).
-status_path() {
-  local w="$work/status" pa pb pr logs fake relay
+# relay_up W FAKEFLAGS...: the fake backend (accounts A and B) and `codexrelay serve` with both
+# accounts, the local key, and the Codex configuration codex-config writes (the project trusted;
+# with SIGNED_IN set, Codex signed in with ChatGPT first), in throw-away homes under W; sets w pa
+# pb pr logs fake relay key.
+relay_up() {
+  w=$1; shift
   pa=$(port) pb=$(port) pr=$(port)
   logs="$w/logs"; mkdir -p "$logs"
-  "$work/fake" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
+  "$work/fake" "$@" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
   export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
   mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
@@ -268,27 +274,41 @@ os.replace(tmp, f)
 PY
   "$bin" local-key on >/dev/null
   key=$("$bin" local-key show | tail -n 1)
+  [ -n "${SIGNED_IN:-}" ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
   "$bin" codex-config --write >"$w/codex-config.out"
-  sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
   printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/cwd" >>"$CODEX_HOME/config.toml"
-  chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
   "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
   relay=$!
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
-  local pane="$w/pane.txt" sess="codexrelay-e2e-$$"
-  # wait_for TEXT SECONDS: until the TUI's screen shows TEXT.
-  wait_for() {
-    local i
-    for i in $(seq $(($2 * 4))); do
-      tmux capture-pane -p -t "$sess" -S -200 >"$pane" 2>/dev/null || true
-      grep -qF -- "$1" "$pane" && return 0
-      sleep 0.25
-    done
-    return 1
-  }
-  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/cwd' && env HOME='$HOME' CODEX_HOME='$CODEX_HOME' LANG=en_US.UTF-8 TERM=xterm-256color \
-    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+}
+
+# tui SESSION: Codex's TUI in tmux, in W's throw-away home; wait_for TEXT SECONDS waits until its
+# screen (saved in $pane) shows TEXT.
+tui() {
+  sess=$1 pane="$w/pane.txt"
+  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/cwd' && env HOME='$HOME' CODEX_HOME='$CODEX_HOME' LANG=en_US.UTF-8 TERM=xterm-256color \\
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \\
     '$cli/node_modules/.bin/codex' -m $model 2>'$w/codex.err'; sleep 30"
+}
+wait_for() {
+  local i
+  for i in $(seq $(($2 * 4))); do
+    tmux capture-pane -p -t "$sess" -S -200 >"$pane" 2>/dev/null || true
+    grep -qF -- "$1" "$pane" && return 0
+    sleep 0.25
+  done
+  return 1
+}
+# tui_down: the TUI's session and the app-server daemon it leaves under CODEX_HOME.
+tui_down() {
+  tmux kill-session -t "$sess" 2>/dev/null || true
+  pkill -f "$CODEX_HOME/packages/app-server-daemon" 2>/dev/null || true
+}
+
+status_path() {
+  SIGNED_IN=1 relay_up "$work/status"
+  sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
+  tui "codexrelay-e2e-$$"
   local ok=1 stage=start
   wait_for "Ask Codex" 60 || { ok=0; stage="the TUI never offered a prompt"; }
   if [ $ok = 1 ]; then
@@ -300,9 +320,7 @@ PY
     wait_for "limit" 30 || { ok=0; stage="/status showed no limits"; }
     sleep 1; tmux capture-pane -p -t "$sess" -S -200 >"$pane"
   fi
-  tmux kill-session -t "$sess" 2>/dev/null || true
-  # The TUI leaves its app-server daemon running under CODEX_HOME: it goes with the run.
-  pkill -f "$CODEX_HOME/packages/app-server-daemon" 2>/dev/null || true
+  tui_down
   curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=200" >"$w/traces.json" || true
   kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
   if python3 - "$ok" "$stage" "$pane" "$w/traces.json" "$w/codex-config.out" <<'PY'
@@ -331,5 +349,54 @@ PY
   fi
 }
 status_path
+
+# esc: Codex's TUI over a WebSocket (the configuration as written), A's backend streaming its
+# answer a word every 200 ms (over HTTP: the fake refuses the upgrade). Esc once the turn has
+# streamed for 16 s (Codex then sends response.interrupt; sooner it closes its socket); the
+# fake notes when the relay ended its request. Checks: the upstream stopped within 1 s of the
+# Esc, Codex says the turn was interrupted, and the next turn is served.
+esc_path() {
+  relay_up "$work/esc" -slow -refuse-websocket
+  tui "codexrelay-e2e-esc-$$"
+  local ok=1 stage=start t0 t1 ms=-1
+  wait_for "Ask Codex" 60 || { ok=0; stage="the TUI never offered a prompt"; }
+  if [ $ok = 1 ]; then
+    # A Codex never signed in opens on a notice of the model it moved to, which takes the first
+    # prompt: the prompt is typed again until the turn starts.
+    for _ in 1 2 3; do
+      tmux send-keys -t "$sess" "count slowly"; sleep 0.5; tmux send-keys -t "$sess" Enter
+      for _ in $(seq 32); do grep -q '"answer":"slow"' "$logs/requests.jsonl" 2>/dev/null && break 2; sleep 0.25; done
+    done
+    sleep 16
+    t0=$(date +%s%N)
+    tmux send-keys -t "$sess" Escape
+    for _ in $(seq 100); do [ -s "$logs/cancelled" ] && break; sleep 0.05; done
+    if [ -s "$logs/cancelled" ]; then t1=$(cat "$logs/cancelled"); ms=$(( (t1 - t0) / 1000000 )); else ok=0; stage="the upstream never saw its request end"; fi
+    wait_for "interrupted" 15 || { ok=0; stage="Codex did not say the turn was interrupted"; }
+  fi
+  tui_down
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
+  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
+  if python3 - "$ok" "$stage" "$ms" "$w/traces.json" <<'PY'
+import json, sys
+ok, stage, ms, traces_f = sys.argv[1] == "1", sys.argv[2], int(sys.argv[3]), sys.argv[4]
+try:
+    traces = list(reversed(json.load(open(traces_f))))
+except Exception:
+    traces = []
+turns = [t for t in traces if t.get("route") == "responses"]
+ended = " ".join("%s:%s%s" % (t.get("account") or "-", t.get("outcome"), " (%s)" % t["error"] if t.get("error") else "") for t in turns)
+print("esc: the upstream saw the turn end %d ms after Esc; relay turns: %s" % (ms, ended))
+problems = [] if ok else [stage]
+if not 0 <= ms <= 1000: problems.append("the upstream did not stop within 1 s of Esc")
+for p in problems: print("  FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+  then :; else
+    fail=1
+    echo "--- screen"; tail -n 20 "$pane" 2>/dev/null; echo "--- relay log"; tail -n 20 "$w/relay.log"; echo "--- fake log"; tail -n 10 "$w/fake.log"
+  fi
+}
+esc_path
 
 [ $fail = 0 ] && echo "codex-e2e: passed" || { echo "codex-e2e: FAILED"; exit 1; }

@@ -37,7 +37,9 @@
 // it is at its limit (after its first turn), like its Responses requests. Each is recorded as
 // one JSON line of LOGDIR/backend.jsonl.
 //
-//	fake [-refuse-websocket] [-web] PORTA PORTB LOGDIR
+// With -slow, every turn streams a word every 200 ms until the relay ends it (serveSlow).
+//
+//	fake [-refuse-websocket] [-web] [-slow] PORTA PORTB LOGDIR
 package main
 
 import (
@@ -75,6 +77,7 @@ var (
 	logDir   string
 	refuseWS bool
 	web      bool                // A's tool call is responses.WebScript
+	slow     bool                // turns stream a word every 200 ms (serveSlow)
 	liteOf   = map[string]bool{} // model slug -> use_responses_lite
 	jsonlMu  sync.Mutex
 )
@@ -482,6 +485,10 @@ func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte,
 		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "bad json", "type": "invalid_request_error"}})
 		return
 	}
+	if slow && req["generate"] != false {
+		a.serveSlow(w, r, req, k)
+		return
+	}
 	input, _ := req["input"].([]any)
 	t := &turn{req: req, transport: "http", seq: k, context: input, turnState: r.Header.Get(stateHeader),
 		marker: strings.EqualFold(r.Header.Get(liteHeader), "true")}
@@ -501,6 +508,40 @@ func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte,
 		w.Header().Set(stateHeader, state)
 	}
 	responses.WriteSSE(w, events(id, req, items, ""))
+}
+
+// serveSlow answers a turn with a message a word every 200 ms, for two minutes at most, and
+// writes LOGDIR/cancelled (the time in unix nanoseconds) when its client, the relay, ends the
+// request: how soon an interrupt in Codex reaches the account.
+func (a *account) serveSlow(w http.ResponseWriter, r *http.Request, req map[string]any, k int) {
+	model, _ := req["model"].(string)
+	id := fmt.Sprintf("resp_%s_slow_%d", a.name, k)
+	w.Header().Set("Content-Type", "text/event-stream")
+	seq := 0
+	send := func(ev map[string]any) {
+		ev["sequence_number"] = seq
+		seq++
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
+		w.(http.Flusher).Flush()
+	}
+	send(map[string]any{"type": "response.created", "response": map[string]any{"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}})
+	msg := "msg_" + id
+	send(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{"id": msg, "type": "message", "role": "assistant", "status": "in_progress", "content": []any{}}})
+	send(map[string]any{"type": "response.content_part.added", "item_id": msg, "output_index": 0, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+	record(verdict{Account: a.name, Seq: k, Transport: "http", Model: model, Status: 200, Answer: "slow"})
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < 600; i++ {
+		select {
+		case <-r.Context().Done():
+			os.WriteFile(filepath.Join(logDir, "cancelled"), []byte(fmt.Sprint(time.Now().UnixNano())), 0o644)
+			log.Printf("[%s] #%d the relay ended the slow turn after %d words", a.name, k, i)
+			return
+		case <-tick.C:
+			send(map[string]any{"type": "response.output_text.delta", "item_id": msg, "output_index": 0, "content_index": 0, "delta": fmt.Sprintf("word%d ", i)})
+		}
+	}
 }
 
 // serveBackendCall answers a search or an image call Codex posts itself (through the relay).
@@ -599,9 +640,10 @@ func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
 func main() {
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer the WebSocket upgrade 404")
 	flag.BoolVar(&web, "web", false, "A's tool call runs web.run and image_gen.imagegen (code mode)")
+	flag.BoolVar(&slow, "slow", false, "turns stream a word every 200 ms until the relay ends them (LOGDIR/cancelled)")
 	flag.Parse()
 	if flag.NArg() != 3 {
-		log.Fatal("usage: fake [-refuse-websocket] [-web] PORTA PORTB LOGDIR")
+		log.Fatal("usage: fake [-refuse-websocket] [-web] [-slow] PORTA PORTB LOGDIR")
 	}
 	logDir = flag.Arg(2)
 	os.MkdirAll(logDir, 0o755)
