@@ -238,7 +238,7 @@ func desktopSettings() []Setting {
 		}),
 		boolSetting(Setting{
 			Name: SettingStartAtLogin, Label: "Start Codex Relay when I log in", Section: SectionSystem,
-			Help: "true or false: start the tray app when you log in (an XDG autostart entry on Linux, a launch agent on macOS)",
+			Help: "true or false: start the tray app when you log in (an XDG autostart entry on Linux, a launch agent on macOS, the Run key on Windows)",
 			Show: func(a *App) string { return strconv.FormatBool(a.Settings().StartAtLogin) },
 		}, (*App).startAtLogin),
 	}
