@@ -26,7 +26,7 @@ serve: build
 	./$(BIN) serve
 
 ## test: install what is missing, then every check and test (what CI runs)
-test: test-deps check unit fuzz-short cross
+test: test-deps check unit fuzz-short cross deb-test
 
 # gofmt, go vet and staticcheck (built into bin/ from the Go module proxy, at the version named
 # here) stay clean.
@@ -142,3 +142,33 @@ install:
 	  mk=$$(find "$$tmp" -maxdepth 2 -name Makefile | head -n 1) && \
 	  $(MAKE) --no-print-directory -C "$$(dirname "$$mk")" user-install; st=$$?; rm -rf "$$tmp"; \
 	  if [ $$st -eq 0 ]; then echo "installed ~/.local/bin/codexrelay and its menu entry (see packaging/README.md for autostart and systemd)"; fi; exit $$st
+
+# --- Installable packages: .deb (nfpm), MSI (msitools' wixl) ---------------------------------------
+
+# One version: FyneApp.toml's, stamped into the binary (app.Version) and into each package.
+VERSION   := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+LDVERSION := -X github.com/codexrelay/codexrelay/app.Version=$(VERSION)
+NFPM_VERSION := v2.43.0
+NFPM := bin/nfpm-$(NFPM_VERSION)
+DEB  := bin/codexrelay_$(VERSION)_amd64.deb
+MSI  := bin/codexrelay-$(VERSION)-x64.msi
+.PHONY: deb deb-test msi msi-test
+
+$(NFPM):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.nfpm $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv bin/.nfpm/nfpm $@ && rmdir bin/.nfpm
+
+## deb: the Debian package (binary, desktop entry, hicolor icons, systemd user unit, changelog) -> bin/
+deb: deps $(NFPM)
+	$(GO) build -buildvcs=auto -trimpath -ldflags "$(LDVERSION)" -o bin/deb/codexrelay .
+	rm -rf bin/deb/icons && $(GO) run ./packaging/icons assets/icon.png bin/deb/icons
+	sed 's|%h/.local/bin/codexrelay|/usr/bin/codexrelay|; s|^# Install:.*|# Enable:   systemctl --user enable --now codexrelay|; /daemon-reload/d' \
+	  packaging/codexrelay.service > bin/deb/codexrelay.service
+	CODEXRELAY_VERSION=$(VERSION) $(NFPM) package -f packaging/deb/nfpm.yaml -p deb -t $(DEB)
+	@ls -l $(DEB)
+
+## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, purges it, checks nothing is left
+deb-test: deb
+	@bash packaging/install-deps.sh package
+	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB)
