@@ -122,6 +122,8 @@ var validValues = map[app.SettingName][2]string{
 	app.SettingUsageRetentionDays: {"30", "30"},
 	app.SettingLowCapacity:        {"35", "35"},
 	app.SettingStartAtLogin:       {"true", "true"},
+	app.SettingUpdateCheck:        {"true", "true"},
+	app.SettingUpdateFeed:         {"http://127.0.0.1:9/releases/latest", "http://127.0.0.1:9/releases/latest"},
 }
 
 func init() {
