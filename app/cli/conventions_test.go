@@ -252,3 +252,12 @@ func TestSettingsSetListenPointsCodexAtTheNewPort(t *testing.T) {
 		t.Fatalf("config.toml:\n%s", b)
 	}
 }
+
+// `version --check` makes no network call with the update check off (the default).
+func TestVersionCheckOffByDefault(t *testing.T) {
+	var out, errb strings.Builder
+	c := &CLI{Options: app.Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}, Stdout: &out, Stderr: &errb}
+	if code := c.Run([]string{"version", "--check"}); code != 0 || !strings.Contains(out.String(), "the update check is off") {
+		t.Fatalf("exit %d: %q %q", code, out.String(), errb.String())
+	}
+}
