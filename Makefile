@@ -26,7 +26,7 @@ serve: build
 	./$(BIN) serve
 
 ## test: install what is missing, then every check and test (what CI runs)
-test: test-deps check unit fuzz-short cross deb-test
+test: test-deps check unit fuzz-short cross deb-test msi-test
 
 # gofmt, go vet and staticcheck (built into bin/ from the Go module proxy, at the version named
 # here) stay clean.
@@ -152,7 +152,7 @@ NFPM_VERSION := v2.43.0
 NFPM := bin/nfpm-$(NFPM_VERSION)
 DEB  := bin/codexrelay_$(VERSION)_amd64.deb
 MSI  := bin/codexrelay-$(VERSION)-x64.msi
-.PHONY: deb deb-test msi msi-test
+.PHONY: deb deb-test msi msi-test packages
 
 $(NFPM):
 	@mkdir -p bin
@@ -172,3 +172,17 @@ deb: deps $(NFPM)
 deb-test: deb
 	@bash packaging/install-deps.sh package
 	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB)
+
+## msi: the per-user Windows installer (Start menu entry, icon, uninstall, start at login as an option) from
+## the cross-built codexrelay.exe, with msitools' wixl -> bin/
+msi:
+	@bash packaging/install-deps.sh cross
+	@bash packaging/install-deps.sh package
+	$(WINDOWS) $(GO) build -trimpath -ldflags "-H=windowsgui $(LDVERSION)" -o bin/msi/codexrelay.exe .
+	$(GO) run ./packaging/icons assets/icon.png bin/msi/icons && mv bin/msi/icons/codexrelay.ico bin/msi/
+	wixl -a x64 -D Version=$(VERSION) -o $(MSI) packaging/msi/codexrelay.wxs
+	@ls -l $(MSI)
+
+## msi-test: validates the MSI's tables (msiinfo) and its codexrelay.exe (msiextract) without Windows
+msi-test: msi
+	bash packaging/msi/check.sh $(MSI) bin/msi/codexrelay.exe $(VERSION)

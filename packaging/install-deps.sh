@@ -5,7 +5,7 @@
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
 #   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb
 #   install-deps.sh cross   build + the mingw-w64 cross compiler (make cross: the Windows build)
-#   install-deps.sh package test + the .deb's install test (curl) and the MSI's tools (msitools: wixl, msiinfo)
+#   install-deps.sh package test + the .deb's install test (curl) and the MSI's tools (wixl; msitools: msiinfo, msiextract)
 #   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
 set -euo pipefail
 
@@ -13,7 +13,7 @@ build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth)
 cross=(gcc-mingw-w64-x86-64)
-package=(curl msitools)
+package=(curl msitools wixl)
 shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils python3 libglib2.0-bin procps)
 
 want=("${build[@]}")

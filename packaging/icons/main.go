@@ -1,8 +1,11 @@
 // Command icons writes the app icon at the hicolor theme's sizes: icons SRC.png OUTDIR makes
-// OUTDIR/SIZExSIZE/apps/codexrelay.png for each size (the .deb's and the macOS icon set's inputs).
+// OUTDIR/SIZExSIZE/apps/codexrelay.png for each size (the .deb's and the macOS icon set's inputs)
+// and OUTDIR/codexrelay.ico (the MSI's: PNG entries of 16, 24, 32, 48, 64, 128 and 256 pixels).
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"image"
@@ -38,6 +41,7 @@ func run(src, out string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
+	var pngs [][]byte
 	for _, n := range sizes {
 		dst := image.NewNRGBA(image.Rect(0, 0, n, n))
 		draw.CatmullRom.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
@@ -49,7 +53,13 @@ func run(src, out string) error {
 		if err != nil {
 			return err
 		}
-		if err := png.Encode(w, dst); err != nil {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, dst); err != nil {
+			w.Close()
+			return err
+		}
+		pngs = append(pngs, buf.Bytes())
+		if _, err := w.Write(buf.Bytes()); err != nil {
 			w.Close()
 			return err
 		}
@@ -57,5 +67,28 @@ func run(src, out string) error {
 			return err
 		}
 	}
-	return nil
+	return os.WriteFile(filepath.Join(out, "codexrelay.ico"), ico(pngs), 0o644)
+}
+
+// ico packs PNG images, in the order of sizes, into one .ico file (Windows Vista and later read
+// PNG entries): a 6-byte header, a 16-byte entry per image, then the images.
+func ico(pngs [][]byte) []byte {
+	var b bytes.Buffer
+	le := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	le([3]uint16{0, 1, uint16(len(pngs))})
+	off := 6 + 16*len(pngs)
+	for i, p := range pngs {
+		n := sizes[i]
+		if n >= 256 {
+			n = 0 // 0 means 256
+		}
+		le([4]uint8{uint8(n), uint8(n), 0, 0})
+		le([2]uint16{1, 32})
+		le([2]uint32{uint32(len(p)), uint32(off)})
+		off += len(p)
+	}
+	for _, p := range pngs {
+		b.Write(p)
+	}
+	return b.Bytes()
 }
