@@ -152,7 +152,7 @@ NFPM_VERSION := v2.43.0
 NFPM := bin/nfpm-$(NFPM_VERSION)
 DEB  := bin/codexrelay_$(VERSION)_amd64.deb
 MSI  := bin/codexrelay-$(VERSION)-x64.msi
-.PHONY: deb deb-test msi msi-test packages
+.PHONY: deb deb-test msi msi-test macos
 
 $(NFPM):
 	@mkdir -p bin
@@ -186,3 +186,16 @@ msi:
 ## msi-test: validates the MSI's tables (msiinfo) and its codexrelay.exe (msiextract) without Windows
 msi-test: msi
 	bash packaging/msi/check.sh $(MSI) bin/msi/codexrelay.exe $(VERSION)
+
+## macos: what can be made here of the macOS app (packaging/MACOS.md says which steps need a Mac):
+## Codex Relay.app's Info.plist (LSUIElement), its icon set and the Homebrew cask -> bin/macos/
+macos:
+	rm -rf bin/macos && mkdir -p "bin/macos/Codex Relay.app/Contents/Resources/codexrelay.iconset"
+	sed 's/@VERSION@/$(VERSION)/g' packaging/macos/Info.plist > "bin/macos/Codex Relay.app/Contents/Info.plist"
+	sed 's/@VERSION@/$(VERSION)/g' packaging/macos/codex-relay.rb > bin/macos/codex-relay.rb
+	$(GO) run ./packaging/icons assets/icon.png bin/macos/icons
+	set -e; cd bin/macos/icons; set=../"Codex Relay.app/Contents/Resources/codexrelay.iconset"; \
+	  for n in 16 32 128 256; do cp $${n}x$${n}/apps/codexrelay.png "$$set"/icon_$${n}x$${n}.png; done; \
+	  for n in 16 32 128; do d=$$((n*2)); cp $${d}x$${d}/apps/codexrelay.png "$$set"/icon_$${n}x$${n}@2x.png; done
+	rm -rf bin/macos/icons
+	@find bin/macos -type f | sort
