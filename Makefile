@@ -26,7 +26,7 @@ serve: build
 	./$(BIN) serve
 
 ## test: install what is missing, then every check and test (what CI runs)
-test: test-deps check unit fuzz-short cross
+test: test-deps check unit fuzz-short cross deb-test msi-test
 
 # gofmt, go vet and staticcheck (built into bin/ from the Go module proxy, at the version named
 # here) stay clean.
@@ -142,3 +142,60 @@ install:
 	  mk=$$(find "$$tmp" -maxdepth 2 -name Makefile | head -n 1) && \
 	  $(MAKE) --no-print-directory -C "$$(dirname "$$mk")" user-install; st=$$?; rm -rf "$$tmp"; \
 	  if [ $$st -eq 0 ]; then echo "installed ~/.local/bin/codexrelay and its menu entry (see packaging/README.md for autostart and systemd)"; fi; exit $$st
+
+# --- Installable packages: .deb (nfpm), MSI (msitools' wixl) ---------------------------------------
+
+# One version: FyneApp.toml's, stamped into the binary (app.Version) and into each package.
+VERSION   := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+LDVERSION := -X github.com/codexrelay/codexrelay/app.Version=$(VERSION)
+NFPM_VERSION := v2.43.0
+NFPM := bin/nfpm-$(NFPM_VERSION)
+DEB  := bin/codexrelay_$(VERSION)_amd64.deb
+MSI  := bin/codexrelay-$(VERSION)-x64.msi
+.PHONY: deb deb-test msi msi-test macos
+
+$(NFPM):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.nfpm $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv bin/.nfpm/nfpm $@ && rmdir bin/.nfpm
+
+## deb: the Debian package (binary, desktop entry, hicolor icons, systemd user unit, changelog) -> bin/
+deb: deps $(NFPM)
+	$(GO) build -buildvcs=auto -trimpath -ldflags "$(LDVERSION)" -o bin/deb/codexrelay .
+	rm -rf bin/deb/icons && $(GO) run ./packaging/icons assets/icon.png bin/deb/icons
+	sed 's|%h/.local/bin/codexrelay|/usr/bin/codexrelay|; s|^# Install:.*|# Enable:   systemctl --user enable --now codexrelay|; /daemon-reload/d' \
+	  packaging/codexrelay.service > bin/deb/codexrelay.service
+	CODEXRELAY_VERSION=$(VERSION) $(NFPM) package -f packaging/deb/nfpm.yaml -p deb -t $(DEB)
+	@ls -l $(DEB)
+
+## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, purges it, checks nothing is left
+deb-test: deb
+	@bash packaging/install-deps.sh package
+	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB)
+
+## msi: the per-user Windows installer (Start menu entry, icon, uninstall, start at login as an option) from
+## the cross-built codexrelay.exe, with msitools' wixl -> bin/
+msi:
+	@bash packaging/install-deps.sh cross
+	@bash packaging/install-deps.sh package
+	$(WINDOWS) $(GO) build -trimpath -ldflags "-H=windowsgui $(LDVERSION)" -o bin/msi/codexrelay.exe .
+	$(GO) run ./packaging/icons assets/icon.png bin/msi/icons && mv bin/msi/icons/codexrelay.ico bin/msi/
+	wixl -a x64 -D Version=$(VERSION) -o $(MSI) packaging/msi/codexrelay.wxs
+	@ls -l $(MSI)
+
+## msi-test: validates the MSI's tables (msiinfo) and its codexrelay.exe (msiextract) without Windows
+msi-test: msi
+	bash packaging/msi/check.sh $(MSI) bin/msi/codexrelay.exe $(VERSION)
+
+## macos: what can be made here of the macOS app (packaging/MACOS.md says which steps need a Mac):
+## Codex Relay.app's Info.plist (LSUIElement), its icon set and the Homebrew cask -> bin/macos/
+macos:
+	rm -rf bin/macos && mkdir -p "bin/macos/Codex Relay.app/Contents/Resources/codexrelay.iconset"
+	sed 's/@VERSION@/$(VERSION)/g' packaging/macos/Info.plist > "bin/macos/Codex Relay.app/Contents/Info.plist"
+	sed 's/@VERSION@/$(VERSION)/g' packaging/macos/codex-relay.rb > bin/macos/codex-relay.rb
+	$(GO) run ./packaging/icons assets/icon.png bin/macos/icons
+	set -e; cd bin/macos/icons; set=../"Codex Relay.app/Contents/Resources/codexrelay.iconset"; \
+	  for n in 16 32 128 256; do cp $${n}x$${n}/apps/codexrelay.png "$$set"/icon_$${n}x$${n}.png; done; \
+	  for n in 16 32 128; do d=$$((n*2)); cp $${d}x$${d}/apps/codexrelay.png "$$set"/icon_$${n}x$${n}@2x.png; done
+	rm -rf bin/macos/icons
+	@find bin/macos -type f | sort

@@ -11,11 +11,18 @@ import (
 )
 
 // startAtLogin, the start-at-login row's effect, installs or removes the login item that starts the tray app: an XDG
-// autostart entry on Linux, a launch agent on macOS.
+// autostart entry on Linux, a launch agent on macOS, a value under the current user's Run key on Windows (the
+// per-user MSI leaves it to this setting).
 func (a *App) startAtLogin(on bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the codexrelay binary: %w", err)
+	}
+	if runtime.GOOS == "windows" {
+		if err := setRunKey(exe, on); err != nil {
+			return fmt.Errorf("cannot change the start-at-login entry in the registry: %w", err)
+		}
+		return a.update(func(s *Settings) error { s.StartAtLogin = on; return nil })
 	}
 	path, content, err := a.loginItem(exe)
 	if err != nil {
@@ -56,5 +63,5 @@ func (a *App) loginItem(exe string) (path, content string, err error) {
 </dict></plist>
 `, nil
 	}
-	return "", "", fmt.Errorf("start at login is not supported on %s yet: see packaging/WINDOWS.md", runtime.GOOS)
+	return "", "", fmt.Errorf("start at login is not supported on %s", runtime.GOOS)
 }

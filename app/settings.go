@@ -55,7 +55,9 @@ type Settings struct {
 	Usage        UsageSettings       `json:"usage,omitzero"`
 	Aliases      map[string][]string `json:"aliases,omitempty"`
 	StartAtLogin bool                `json:"start_at_login,omitempty"`
-	Accounts     []AccountMeta       `json:"accounts"`
+	// Updates is the update notice: off unless the user turns it on (no network call otherwise).
+	Updates  UpdateSettings `json:"updates,omitzero"`
+	Accounts []AccountMeta  `json:"accounts"`
 }
 
 // CatalogSettings tune the model catalog; zero values mean the defaults (env overrides win).

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/codexrelay/codexrelay/app/update"
+
 	"cmp"
 	"fmt"
 	"slices"
@@ -40,6 +42,8 @@ const (
 	SettingStartAtLogin       SettingName = "start-at-login"
 	SettingUsageLedger        SettingName = "usage-ledger"
 	SettingUsageRetentionDays SettingName = "usage-retention-days"
+	SettingUpdateCheck        SettingName = "update-check"
+	SettingUpdateFeed         SettingName = "update-feed"
 )
 
 // NotifySetting is the name of the setting that turns notifications of kind on or off
@@ -238,9 +242,33 @@ func desktopSettings() []Setting {
 		}),
 		boolSetting(Setting{
 			Name: SettingStartAtLogin, Label: "Start Codex Relay when I log in", Section: SectionSystem,
-			Help: "true or false: start the tray app when you log in (an XDG autostart entry on Linux, a launch agent on macOS)",
+			Help: "true or false: start the tray app when you log in (an XDG autostart entry on Linux, a launch agent on macOS, the Run key on Windows)",
 			Show: func(a *App) string { return strconv.FormatBool(a.Settings().StartAtLogin) },
 		}, (*App).startAtLogin),
+		boolSetting(Setting{
+			Name: SettingUpdateCheck, Label: "Tell me when a newer release exists", Section: SectionSystem,
+			Help: "true or false: ask the update feed for the latest release at start and daily (off by default: no network call)",
+			Show: func(a *App) string { return strconv.FormatBool(a.Settings().Updates.Check) },
+		}, func(a *App, on bool) error {
+			return a.update(func(s *Settings) error { s.Updates.Check = on; return nil })
+		}),
+		{
+			Name: SettingUpdateFeed, Label: "Release feed", Section: SectionSystem, Kind: SettingText,
+			Help: "the URL of the latest-release feed the update check reads (empty: " + update.DefaultFeed + ")",
+			check: func(v string) error {
+				if v == "" {
+					return nil
+				}
+				if err := update.CheckFeedURL(v); err != nil {
+					return settingError(SettingUpdateFeed, err.Error(), v, nil)
+				}
+				return nil
+			},
+			set: func(a *App, v string) error {
+				return a.update(func(s *Settings) error { s.Updates.Feed = v; return nil })
+			},
+			Show: func(a *App) string { return cmpOr(a.Settings().Updates.Feed, update.DefaultFeed) },
+		},
 	}
 }
 

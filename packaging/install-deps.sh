@@ -5,6 +5,7 @@
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
 #   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb, tmux (codex-e2e drives the Codex TUI)
 #   install-deps.sh cross   build + the mingw-w64 cross compiler (make cross: the Windows build)
+#   install-deps.sh package test + the .deb's install test (curl) and the MSI's tools (wixl; msitools: msiinfo, msiextract)
 #   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
 set -euo pipefail
 
@@ -12,6 +13,7 @@ build=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
   libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 test=(gnome-keyring dbus dbus-x11 libsecret-tools xvfb xauth tmux)
 cross=(gcc-mingw-w64-x86-64)
+package=(curl msitools wixl)
 shot=(imagemagick x11-utils xdotool fonts-dejavu-core haskell-gtk-sni-tray-utils python3 libglib2.0-bin procps)
 
 want=("${build[@]}")
@@ -19,8 +21,9 @@ case "${1:-build}" in
   build) ;;
   test) want+=("${test[@]}") ;;
   cross) want+=("${cross[@]}") ;;
+  package) want+=("${test[@]}" "${package[@]}") ;;
   shot) want+=("${test[@]}" "${shot[@]}") ;;
-  *) echo "usage: $0 build|test|cross|shot" >&2; exit 2 ;;
+  *) echo "usage: $0 build|test|cross|package|shot" >&2; exit 2 ;;
 esac
 
 missing=()

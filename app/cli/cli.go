@@ -81,12 +81,16 @@ MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug
 // versionCommand is `codexrelay version` (and --version).
 var versionCommand = &command{
 	name:    "version",
-	usage:   []string{"[--json]"},
+	usage:   []string{"[--json]", "--check"},
 	summary: "print the version, the VCS revision it was built from and whether the tree was modified",
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print one JSON object")
+		check := fs.Bool("check", false, "ask the release feed whether a newer release exists (needs the update-check setting on)")
 		return func(c *CLI, _ []string) error {
 			b := app.ReadBuild()
+			if *check {
+				return c.checkForUpdate(b)
+			}
 			if *asJSON {
 				return json.NewEncoder(c.Stdout).Encode(b)
 			}
@@ -623,4 +627,26 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// checkForUpdate is `version --check`: the update notice, only with the update-check setting on.
+func (c *CLI) checkForUpdate(b app.Build) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r, ok, err := a.CheckForUpdate(ctx, nil)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		fmt.Fprintln(c.Stdout, "the update check is off (no network call): `codexrelay settings set update-check true` turns it on")
+	case r.Newer:
+		fmt.Fprintf(c.Stdout, "a newer release exists: %s (this is %s) %s\n", r.Version, b.Version, r.URL)
+	default:
+		fmt.Fprintf(c.Stdout, "%s is the latest release (the feed names %s)\n", b.Version, r.Version)
+	}
+	return nil
 }

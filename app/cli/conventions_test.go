@@ -122,6 +122,8 @@ var validValues = map[app.SettingName][2]string{
 	app.SettingUsageRetentionDays: {"30", "30"},
 	app.SettingLowCapacity:        {"35", "35"},
 	app.SettingStartAtLogin:       {"true", "true"},
+	app.SettingUpdateCheck:        {"true", "true"},
+	app.SettingUpdateFeed:         {"http://127.0.0.1:9/releases/latest", "http://127.0.0.1:9/releases/latest"},
 }
 
 func init() {
@@ -248,5 +250,14 @@ func TestSettingsSetListenPointsCodexAtTheNewPort(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
 	if !strings.Contains(string(b), "http://"+second+"/v1") || strings.Contains(string(b), first) {
 		t.Fatalf("config.toml:\n%s", b)
+	}
+}
+
+// `version --check` makes no network call with the update check off (the default).
+func TestVersionCheckOffByDefault(t *testing.T) {
+	var out, errb strings.Builder
+	c := &CLI{Options: app.Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}, Stdout: &out, Stderr: &errb}
+	if code := c.Run([]string{"version", "--check"}); code != 0 || !strings.Contains(out.String(), "the update check is off") {
+		t.Fatalf("exit %d: %q %q", code, out.String(), errb.String())
 	}
 }
