@@ -121,6 +121,9 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 		// Today's tokens and cost from the usage ledger; it opens the Usage window.
 		items = append(items, fyne.NewMenuItem(v.today, opener("usage")))
 	}
+	if it := updateItem(v.newer); it != nil {
+		items = append(items, it)
+	}
 	items = append(items, fyne.NewMenuItemSeparator())
 
 	// One line per account, in priority order, with a dot in its state's colour.

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/update"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
@@ -51,6 +52,8 @@ type TrayApp struct {
 	async func(func())
 
 	poke chan struct{}
+	// updates is the update notice (update.go).
+	updates updateNotice
 
 	askedAt atomic.Pointer[time.Time] // when the relay's last ask (redeem?) was shown
 
@@ -98,6 +101,8 @@ type view struct {
 	notify app.NotificationSettings
 	// today is the tray's usage line ("" without a ledger to read).
 	today string
+	// newer is a newer release, when the update check is on and found one (update.go).
+	newer update.Release
 }
 
 // status is the listener's status (or the fixed one).
@@ -114,6 +119,7 @@ func (t *TrayApp) fetch() view {
 	st := t.relay.Settings()
 	v.notify = st.Notifications
 	v.today = t.today.line(st.Generation, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
+	v.newer = t.updates.check(t.relay, t.now(), t.changed)
 	return v
 }
 
