@@ -179,6 +179,7 @@ func (x *exchange) attempt(tr *accountTry) (verdict, string, *answer) {
 		return nextAccount, reason, nil
 	}
 	tr.cred = cred
+	m.sawCredential(cred)
 	tmo := s.Timeouts()
 	out, err := tr.wire.send(x, tr, tmo)
 	x.t.UpstreamBytes += int64(out.bytes)
@@ -359,11 +360,14 @@ func (x *exchange) classifyStatus(tr *accountTry, resp *http.Response) (verdict,
 		}
 		m.fail(now, false, reason, x.s.opt.Breaker)
 		return nextAccount, reason, nil
-	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired:
+	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired || classify(code) == errQuota:
+		// A limit, whatever the status it came with (a spend limit is a 400 or a 403, say).
 		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
 			resetsAt = t.Unix()
 		}
-		m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), reason)
+		until := cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt)
+		m.coolDown(until, reason)
+		x.s.restWorkspace(m, tr.cred, code, until, reason)
 		return nextAccount, reason, nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return unauthorized, reason, nil
@@ -395,7 +399,9 @@ func (x *exchange) classifyCode(tr *accountTry, code, msg string, resetsAt int64
 		if t := m.quotaReset(x.s.now()); resetsAt == 0 && !t.IsZero() {
 			resetsAt = t.Unix()
 		}
-		m.coolDown(cooldownEnd(x.s.now(), "", resetsAt), reason)
+		until := cooldownEnd(x.s.now(), "", resetsAt)
+		m.coolDown(until, reason)
+		x.s.restWorkspace(m, tr.cred, code, until, reason)
 		return nextAccount, reason
 	case errTransient:
 		return transient, reason

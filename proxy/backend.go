@@ -78,8 +78,8 @@ func (x *exchange) backendCall(path string, body []byte) {
 	var failures []string
 	for i, m := range cands {
 		if i > 0 {
-			if !s.pool.current(m) {
-				continue
+			if !s.pool.current(m) || !m.usable("", s.now()) {
+				continue // removed, or rested meanwhile (a workspace's limit: restWorkspace)
 			}
 			s.c.rotations.Add(1)
 			s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "route", x.t.Route, "reason", failures[len(failures)-1])
@@ -114,6 +114,7 @@ func (x *exchange) backendTry(m *member, path string, body []byte) (done bool, w
 			x.firstSend = start
 		}
 		cred, err := m.Credentials.Credential(ctx)
+		m.sawCredential(cred)
 		if err != nil {
 			why = "credential unavailable: " + err.Error()
 			if errors.Is(err, ErrNeedsLogin) {
@@ -180,7 +181,9 @@ func (x *exchange) backendTry(m *member, path string, body []byte) (done bool, w
 			if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
 				resetsAt = t.Unix()
 			}
-			m.coolDown(cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt), why)
+			until := cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt)
+			m.coolDown(until, why)
+			s.restWorkspace(m, cred, code, until, why)
 			m.failures.Add(1)
 			return false, why
 		case status/100 == 3 || status == http.StatusNotFound || status == http.StatusRequestTimeout || status >= 500:

@@ -159,6 +159,7 @@ func (s *Server) creditCall(ctx context.Context, m *member, method, url string, 
 	if err != nil {
 		return 0, nil, cred, err
 	}
+	m.sawCredential(cred) // the usage read tells each account's workspace (restWorkspace)
 	for try := 0; ; try++ {
 		req, err := s.upstreamRequest(ctx, m, cred, method, url, "application/json")
 		if err != nil {

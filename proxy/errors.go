@@ -55,15 +55,40 @@ const (
 
 // classify is the one table of upstream error codes, used for error answers and for failure
 // events alike.
+//
+// Quota: the account cannot serve until its limit resets: it rests (for the Retry-After or the
+// reset the upstream names, else defaultCooldown) and the request moves on.
+//   - rate_limit_exceeded, usage_limit_reached, insufficient_quota, quota_exceeded,
+//     usage_not_included: the backend's limits and plan.
+//   - slow_down: a rate limit under another name (the backend asks the client to back off);
+//     another account is not slowed by it.
+//   - credit_balance_exhausted: the account's credits (pay-as-you-go beyond the plan) are spent.
+//   - organization_spend_limit_exceeded, project_spend_limit_exceeded,
+//     organization_usage_limit_exceeded: an API key's organization or project reached the
+//     spending limit its owner set; another key, of another organization, can serve.
+//   - workspace_*: a limit of the ChatGPT workspace (a Team or Enterprise plan's pooled limit):
+//     every account of that workspace rests with it (restWorkspace).
+//
+// Transient: an overload or server error, and flex_unavailable (the flex tier has no capacity
+// now: the same account is tried once more, then the next; a ChatGPT account is never sent
+// flex: tier.go).
 func classify(code string) errClass {
 	switch code {
-	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included":
+	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included",
+		"slow_down", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded",
+		"organization_usage_limit_exceeded":
 		return errQuota
-	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable":
+	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable", "flex_unavailable":
 		return errTransient
+	}
+	if workspaceLimit(code) {
+		return errQuota
 	}
 	return errClient
 }
+
+// workspaceLimit reports whether code is a limit of the whole ChatGPT workspace.
+func workspaceLimit(code string) bool { return strings.HasPrefix(code, "workspace_") }
 
 // upstreamError is the error object of an upstream answer or event, in its several shapes:
 // {"error":{...}}, {"response":{"error":{...}}} and a bare {"code","message"}.
@@ -73,6 +98,9 @@ type upstreamError struct {
 	Message         string `json:"message"`
 	ResetsAt        int64  `json:"resets_at"`
 	ResetsInSeconds int64  `json:"resets_in_seconds"`
+	// A Retry-After carried in the body (a stream's failure event has no headers): seconds.
+	RetryAfter        float64 `json:"retry_after"`
+	RetryAfterSeconds float64 `json:"retry_after_seconds"`
 }
 
 func (e *upstreamError) code() string {
@@ -117,6 +145,12 @@ func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
 	resetsAt = e.ResetsAt
 	if resetsAt == 0 && e.ResetsInSeconds > 0 {
 		resetsAt = time.Now().Unix() + e.ResetsInSeconds
+	}
+	if ra := max(e.RetryAfter, e.RetryAfterSeconds); resetsAt == 0 && ra > 0 {
+		resetsAt = time.Now().Add(time.Duration(ra * float64(time.Second))).Unix()
+		if resetsAt <= time.Now().Unix() {
+			resetsAt++ // under a second: rest until the next second, not the default
+		}
 	}
 	return e.code(), e.Message, resetsAt
 }

@@ -63,6 +63,8 @@ type health struct {
 	// noSocketUntil (unix nanoseconds) is when the upstream may be asked for a WebSocket again,
 	// after it refused one (0: never refused).
 	noSocketUntil atomic.Int64
+	// workspaceID is the chatgpt-account-id of the credential last used (restWorkspace).
+	workspaceID atomic.Pointer[string]
 
 	mu             sync.Mutex
 	cooldownUntil  time.Time
@@ -104,6 +106,36 @@ func (m *member) usable(model string, now time.Time) bool {
 		delete(m.modelBlocked, model)
 	}
 	return true
+}
+
+// restWorkspace rests, until then, every other ChatGPT account of the workspace whose limit m
+// met (code is a workspace_* limit): the accounts whose credential names the same
+// chatgpt-account-id, as their last use or usage read showed it. An account of the workspace
+// not used yet in this process is rested once it meets the limit itself.
+func (s *Server) restWorkspace(m *member, cred Credential, code string, until time.Time, reason string) {
+	if !workspaceLimit(code) || cred.AccountID == "" {
+		return
+	}
+	for _, o := range s.pool.list() {
+		if o != m && o.Kind == m.Kind && o.workspace() == cred.AccountID {
+			o.coolDown(until, reason+" (a limit of the workspace "+m.Name+" shares)")
+		}
+	}
+}
+
+// sawCredential notes the workspace (chatgpt-account-id) of the credential m was last used with.
+func (m *member) sawCredential(c Credential) {
+	if c.AccountID != "" && m.workspace() != c.AccountID {
+		id := c.AccountID
+		m.workspaceID.Store(&id)
+	}
+}
+
+func (m *member) workspace() string {
+	if p := m.workspaceID.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func (m *member) coolDown(until time.Time, reason string) {

@@ -214,8 +214,10 @@ func (x *exchange) dispatchOnce(p *plan, tl *tally) bool {
 		x.filterTools(tg)
 		x.t.ResolvedModel = tg.model
 		for _, m := range x.candidates(p, tg) {
-			if tl.tried > 0 && !s.pool.current(m) {
-				continue // removed or disabled while this request was trying other accounts
+			if tl.tried > 0 && (!s.pool.current(m) || !m.usable(tg.model, s.now())) {
+				// Removed, disabled or rested while this request was trying other accounts (a
+				// workspace's limit rests all its accounts at once: restWorkspace).
+				continue
 			}
 			if tl.tried > 0 {
 				s.c.rotations.Add(1)
