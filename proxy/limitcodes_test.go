@@ -27,7 +27,9 @@ func TestTodaysLimitCodesRotate(t *testing.T) {
 		answer func(code string) func(w http.ResponseWriter, r *http.Request, n int)
 		rest   time.Duration // how long the account rests
 	}{
-		{"slow_down", func(c string) func(http.ResponseWriter, *http.Request, int) { return failedEvent(c, `,"retry_after":7`) }, 7 * time.Second},
+		{"slow_down", func(c string) func(http.ResponseWriter, *http.Request, int) {
+			return failedEvent(c, `,"retry_after":7`)
+		}, 7 * time.Second},
 		{"credit_balance_exhausted", func(c string) func(http.ResponseWriter, *http.Request, int) {
 			return status(402, `{"error":{"code":"`+c+`","message":"no credits","resets_in_seconds":3600}}`)
 		}, time.Hour},
