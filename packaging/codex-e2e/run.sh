@@ -100,15 +100,15 @@ selfcheck() {
 }
 selfcheck
 
-fail=0
-for path in http socket-over-http socket web; do
-  w="$work/$path"
+# relay_up W FAKEFLAGS...: the fake backend (accounts A and B) and `codexrelay serve` with both
+# accounts, the local key, and the Codex configuration codex-config writes (the project trusted;
+# with SIGNED_IN set, Codex signed in with ChatGPT first), in throw-away homes under W; sets w pa
+# pb pr logs fake relay key.
+relay_up() {
+  w=$1; shift
   pa=$(port) pb=$(port) pr=$(port)
   logs="$w/logs"; mkdir -p "$logs"
-  fakeflags=()
-  [ "$path" = socket-over-http ] && fakeflags=(-refuse-websocket)
-  [ "$path" = web ] && fakeflags=(-web)
-  "$work/fake" "${fakeflags[@]}" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
+  "$work/fake" "$@" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
   export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
   mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
@@ -139,18 +139,30 @@ os.replace(tmp, f)
 PY
   "$bin" local-key on >/dev/null
   key=$("$bin" local-key show | tail -n 1)
+  # Signed in, Codex is given the features of its own sign-in (codex-config reads auth.json).
+  [ -n "${SIGNED_IN:-}" ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
+  "$bin" codex-config --write >"$w/codex-config.out"
+  printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/cwd" >>"$CODEX_HOME/config.toml"
+  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
+  relay=$!
+  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
+}
+
+fail=0
+for path in http socket-over-http socket web; do
+  fakeflags=()
+  [ "$path" = socket-over-http ] && fakeflags=(-refuse-websocket)
+  [ "$path" = web ] && fakeflags=(-web)
   # web: Codex signed in with ChatGPT (an account of its own, not one of the relay's), before
   # the configuration is written: with the block codex-config then writes, it offers web.run and
   # image_gen and sends their calls to the relay with the local key.
-  [ "$path" = web ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
-  "$bin" codex-config --write >/dev/null
+  signed=""
+  [ "$path" = web ] && signed=1
+  SIGNED_IN=$signed relay_up "$work/$path" "${fakeflags[@]}"
   [ "$path" = http ] || [ "$path" = web ] && sed -i 's/supports_websockets = true/supports_websockets = false/' "$CODEX_HOME/config.toml"
   if [ "$path" = web ]; then
     base64 -d >"$w/cwd/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
   fi
-  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
-  relay=$!
-  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
   # Codex's calls elsewhere (a signed-in Codex's plugin sync and telemetry) go to a closed
   # local port: nothing leaves the machine.
   (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
@@ -240,47 +252,6 @@ done
 # /status shows the pool's limits. A serves the turn's tool call and meets its limit, B finishes;
 # /status then shows B's windows (the fake tells the accounts apart: A 12%, B 34% of five
 # hours), read from the relay, which answered the usage itself (its trace names the account).
-# relay_up W FAKEFLAGS...: the fake backend (accounts A and B) and `codexrelay serve` with both
-# accounts, the local key, and the Codex configuration codex-config writes (the project trusted;
-# with SIGNED_IN set, Codex signed in with ChatGPT first), in throw-away homes under W; sets w pa
-# pb pr logs fake relay key.
-relay_up() {
-  w=$1; shift
-  pa=$(port) pb=$(port) pr=$(port)
-  logs="$w/logs"; mkdir -p "$logs"
-  "$work/fake" "$@" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
-  fake=$!
-  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
-  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
-  export CODEXRELAY_CHATGPT_BASE_URL="http://127.0.0.1:$pa/backend-api/codex" CODEXRELAY_AUTH_ISSUER="http://127.0.0.1:$pa"
-  "$bin" settings set listen "127.0.0.1:$pr" >/dev/null
-  chatgpt_auth 00000000-0000-4000-8000-0000000000aa a@e2e.test >"$w/auth-a.json"
-  chatgpt_auth 00000000-0000-4000-8000-0000000000bb b@e2e.test >"$w/auth-b.json"
-  "$bin" accounts import-codex --path "$w/auth-a.json" >/dev/null
-  "$bin" accounts import-codex --path "$w/auth-b.json" >/dev/null
-  "$bin" accounts rename a@e2e.test a >/dev/null
-  "$bin" accounts rename b@e2e.test b >/dev/null
-  python3 - "$XDG_CONFIG_HOME/codexrelay/settings.json" "$pa" "$pb" <<'PY'
-import json, os, sys
-f, pa, pb = sys.argv[1], sys.argv[2], sys.argv[3]
-s = json.load(open(f))
-for a in s["accounts"]:
-    a["base_url"] = "http://127.0.0.1:%s/backend-api/codex" % {"a": pa, "b": pb}[a["name"]]
-tmp = f + ".tmp"
-with open(tmp, "w") as o:
-    json.dump(s, o, indent=2)
-os.chmod(tmp, 0o600)
-os.replace(tmp, f)
-PY
-  "$bin" local-key on >/dev/null
-  key=$("$bin" local-key show | tail -n 1)
-  [ -n "${SIGNED_IN:-}" ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
-  "$bin" codex-config --write >"$w/codex-config.out"
-  printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/cwd" >>"$CODEX_HOME/config.toml"
-  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
-  relay=$!
-  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
-}
 
 # tui SESSION: Codex's TUI in tmux, in W's throw-away home; wait_for TEXT SECONDS waits until its
 # screen (saved in $pane) shows TEXT.
