@@ -33,7 +33,7 @@ case $bin in /*) ;; *) bin="$top/$bin" ;; esac
 codex_version=${CODEX_VERSION:-0.171.0}
 model=gpt-5.6-sol
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; pkill -f "$work/" 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
 cli="$top/bin/codex-cli-$codex_version"
 if [ ! -x "$cli/node_modules/.bin/codex" ]; then
   mkdir -p "$cli" && (cd "$cli" && npm install --silent --no-audit --no-fund "@openai/codex@$codex_version" >/dev/null)
