@@ -362,12 +362,7 @@ func (x *exchange) classifyStatus(tr *accountTry, resp *http.Response) (verdict,
 		return nextAccount, reason, nil
 	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired || classify(code) == errQuota:
 		// A limit, whatever the status it came with (a spend limit is a 400 or a 403, say).
-		if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
-			resetsAt = t.Unix()
-		}
-		until := cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt)
-		m.coolDown(until, reason)
-		x.s.restWorkspace(m, tr.cred, code, until, reason)
+		x.s.restForLimit(m, tr.cred, code, resp.Header.Get("Retry-After"), resetsAt, reason)
 		return nextAccount, reason, nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return unauthorized, reason, nil
@@ -396,12 +391,7 @@ func (x *exchange) classifyCode(tr *accountTry, code, msg string, resetsAt int64
 	}
 	switch classify(code) {
 	case errQuota:
-		if t := m.quotaReset(x.s.now()); resetsAt == 0 && !t.IsZero() {
-			resetsAt = t.Unix()
-		}
-		until := cooldownEnd(x.s.now(), "", resetsAt)
-		m.coolDown(until, reason)
-		x.s.restWorkspace(m, tr.cred, code, until, reason)
+		x.s.restForLimit(m, tr.cred, code, "", resetsAt, reason)
 		return nextAccount, reason
 	case errTransient:
 		return transient, reason

@@ -178,12 +178,7 @@ func (x *exchange) backendTry(m *member, path string, body []byte) (done bool, w
 			m.markNeedsLogin(why)
 			return false, why
 		case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired || classify(code) == errQuota:
-			if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
-				resetsAt = t.Unix()
-			}
-			until := cooldownEnd(now, resp.Header.Get("Retry-After"), resetsAt)
-			m.coolDown(until, why)
-			s.restWorkspace(m, cred, code, until, why)
+			s.restForLimit(m, cred, code, resp.Header.Get("Retry-After"), resetsAt, why)
 			m.failures.Add(1)
 			return false, why
 		case status/100 == 3 || status == http.StatusNotFound || status == http.StatusRequestTimeout || status >= 500:

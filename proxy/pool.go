@@ -108,6 +108,20 @@ func (m *member) usable(model string, now time.Time) bool {
 	return true
 }
 
+// restForLimit rests m after an upstream said it is at a limit (code, with the Retry-After
+// header's value and the reset the answer named, 0 for none): until the Retry-After, else that
+// reset, else the reset of its spent usage window, else defaultCooldown. A workspace limit
+// rests the workspace's other accounts with it (restWorkspace).
+func (s *Server) restForLimit(m *member, cred Credential, code, retryAfter string, resetsAt int64, reason string) {
+	now := s.now()
+	if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
+		resetsAt = t.Unix()
+	}
+	until := cooldownEnd(now, retryAfter, resetsAt)
+	m.coolDown(until, reason)
+	s.restWorkspace(m, cred, code, until, reason)
+}
+
 // restWorkspace rests, until then, every other ChatGPT account of the workspace whose limit m
 // met (code is a workspace_* limit): the accounts whose credential names the same
 // chatgpt-account-id, as their last use or usage read showed it. An account of the workspace
