@@ -242,6 +242,7 @@ func (c *catalog) run(call *refreshCall) {
 		c.inflight = nil
 		c.mu.Unlock()
 		close(call.done)
+		c.s.changes.Raise()
 	}()
 	c.refreshes.Add(1)
 	version := c.clientVersion()

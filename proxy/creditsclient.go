@@ -71,6 +71,7 @@ func (s *Server) fetchCredits(ctx context.Context, m *member) ([]resetCredit, er
 	c.mu.Lock()
 	c.known, c.view, c.credits = true, view, list
 	c.mu.Unlock()
+	m.changed.Raise()
 	return list, nil
 }
 

@@ -22,6 +22,7 @@ import (
 // A manual redemption is allowed whatever the policy: the policy only says what the relay does
 // on its own.
 func (s *Server) RedeemCredit(ctx context.Context, account string) (RedeemResult, error) {
+	defer s.changes.Raise()
 	m := s.memberNamed(account)
 	if m == nil {
 		return RedeemResult{}, fmt.Errorf("%w: %q", ErrNoSuchAccount, account)

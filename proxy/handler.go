@@ -103,7 +103,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every request to an account 503 relay_paused, with how to resume, so that a client gets a
 // clear answer instead of a refused connection; /health, /relay/* and /metrics still answer.
 // Requests under way finish.
-func (s *Server) SetPaused(on bool) { s.paused.Store(on) }
+func (s *Server) SetPaused(on bool) {
+	s.paused.Store(on)
+	s.changes.Raise()
+}
 
 // guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
 // rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
@@ -210,6 +213,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *ex
 		s.c.total.Add(1)
 	}
 	s.c.inFlight.Add(1)
+	s.changes.Raise()
 	x := &exchange{s: s, w: w, r: r, start: s.now()}
 	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
 	return x
@@ -349,7 +353,9 @@ func (x *exchange) reject(e *apiError, outcome string) {
 // end records the trace and the counters.
 func (x *exchange) end() {
 	s := x.s
-	s.c.inFlight.Add(-1)
+	if s.c.inFlight.Add(-1) == 0 {
+		s.idle()
+	}
 	x.out.release()
 	if x.out.cache != nil {
 		st := x.out.cache.Stats()
@@ -370,6 +376,7 @@ func (x *exchange) end() {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)
+	s.changes.Raise()
 	if x.t.Usage != nil {
 		s.tokens.add(x.t.Account, x.t.ResolvedModel, x.t.Usage)
 	}

@@ -88,7 +88,11 @@ func (x *exchange) holdUntil(back time.Time) bool {
 		s.holding.Add(-1)
 		return false
 	}
-	defer s.holding.Add(-1)
+	s.changes.Raise()
+	defer func() {
+		s.holding.Add(-1)
+		s.changes.Raise()
+	}()
 	s.log.Info("holding the request for a resting account", "id", x.t.ID, "wait", wait.Round(time.Millisecond))
 	t := time.NewTimer(wait + holdSlack)
 	defer t.Stop()

@@ -76,6 +76,9 @@ type health struct {
 	modelBlocked   map[string]time.Time
 	quota          *Quota
 	credits        accountCredits // banked resets (credits.go)
+
+	// changed is the relay's Signal (Server.Changes), raised when the state above changes.
+	changed *Signal
 }
 
 func (m *member) stateLocked(now time.Time) string {
@@ -159,6 +162,7 @@ func (m *member) coolDown(until time.Time, reason string) {
 	}
 	m.lastError = reason
 	m.mu.Unlock()
+	m.changed.Raise()
 }
 
 // Why an account cools down (AccountStats.CooldownReason).
@@ -194,6 +198,7 @@ func (b Breaker) withDefaults() Breaker {
 // fail records a transient failure of m (a timeout when timeout is set) and makes it rest when
 // the breaker says so; it reports whether m now rests.
 func (m *member) fail(now time.Time, timeout bool, reason string, b Breaker) bool {
+	defer m.changed.Raise()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastError = reason
@@ -230,6 +235,7 @@ func (m *member) markNeedsLogin(reason string) {
 	m.needsLogin = reason
 	m.lastError = reason
 	m.mu.Unlock()
+	m.changed.Raise()
 }
 
 func (m *member) blockModel(model string, until time.Time, reason string) {
@@ -240,12 +246,14 @@ func (m *member) blockModel(model string, until time.Time, reason string) {
 	m.modelBlocked[model] = until
 	m.lastError = reason
 	m.mu.Unlock()
+	m.changed.Raise()
 }
 
 func (m *member) setLastError(reason string) {
 	m.mu.Lock()
 	m.lastError = reason
 	m.mu.Unlock()
+	m.changed.Raise()
 }
 
 // reset forgets cooldowns, model blocks and a needs-login mark (after a new sign-in).
@@ -256,6 +264,7 @@ func (m *member) reset() {
 	m.lastError = ""
 	m.modelBlocked = nil
 	m.mu.Unlock()
+	m.changed.Raise()
 }
 
 // key identifies an account across SetAccounts: its ID, else its name.
@@ -276,6 +285,9 @@ type pool struct {
 
 	affMu    sync.Mutex
 	affinity map[string]affinityEntry
+
+	// changed is the relay's Signal, handed to each account's health.
+	changed *Signal
 }
 
 type affinityEntry struct {
@@ -299,7 +311,7 @@ func (p *pool) set(accounts []Account) (added []*member) {
 		if old := p.byKey[a.key()]; old != nil && old.Kind == a.Kind && old.BaseURL == a.BaseURL {
 			m.health = old.health
 		} else {
-			m.health = &health{}
+			m.health = &health{changed: p.changed}
 			added = append(added, m)
 		}
 		next = append(next, m)
@@ -308,6 +320,7 @@ func (p *pool) set(accounts []Account) (added []*member) {
 	// Stable: equal priorities keep list order.
 	slices.SortStableFunc(next, func(a, b *member) int { return cmp.Compare(a.Priority, b.Priority) })
 	p.members, p.byKey = next, byKey
+	p.changed.Raise()
 	return added
 }
 

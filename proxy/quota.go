@@ -49,6 +49,7 @@ func (s *Server) refreshQuota(ctx context.Context, m *member) {
 	m.mu.Lock()
 	m.quota = q
 	m.mu.Unlock()
+	s.changes.Raise()
 }
 
 // refreshQuotaSoon reads an enabled ChatGPT account's usage in the background, if the relay is

@@ -106,6 +106,16 @@ type Server struct {
 	lastServed atomic.Pointer[string]
 	// generation is the settings generation the embedder last applied (SetSettingsGeneration).
 	generation atomic.Uint64
+	// changes is raised whenever something Stats, Traces or Health report changed (Changes).
+	changes Signal
+	// reclaimer is the timer that returns memory after a busy spell (startReclaimer).
+	reclaimer struct {
+		mu      sync.Mutex
+		timer   *time.Timer // nil while not serving
+		serves  int         // the Serve calls running
+		armedAt int64       // the request total when it was armed
+		count   int         // collections run (tests)
+	}
 	// sockets holds the open client WebSockets (*socketConn), to drain them when the relay
 	// stops; convs bounds their conversations; socketHTTP dials upstream sockets.
 	sockets    sync.Map
@@ -194,6 +204,7 @@ func New(opt Options) *Server {
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
 	}
+	s.pool.changed = &s.changes
 	s.SetHold(opt.Hold)
 	if err := s.SetResetCredits(opt.ResetCredits); err != nil {
 		s.log.Error("options: banked resets ignored", "error", err)
@@ -224,34 +235,49 @@ func newTransport() *http.Transport {
 
 // startReclaimer hands freed memory back to the system once the relay has been idle (no
 // request in flight, none started) for IdleReclaim after serving: a burst of streams grows the
-// heap, and the runtime would otherwise return it only slowly. It runs a collection once per
-// busy spell, when nothing is waiting on the relay.
+// heap, and the runtime would otherwise return it only slowly. Nothing ticks: the request that
+// leaves the relay idle arms a timer (idle), and the timer collects once if no request started
+// meanwhile, so an idle relay sleeps.
 func (s *Server) startReclaimer() (stop func()) {
 	if s.opt.IdleReclaim < 0 {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		tick := time.NewTicker(min(s.opt.IdleReclaim/4, time.Second))
-		defer tick.Stop()
-		last, quietSince, reclaimed := s.c.total.Load(), time.Now(), true
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				if total := s.c.total.Load(); total != last || s.c.inFlight.Load() > 0 {
-					last, quietSince, reclaimed = total, now, false
-					continue
-				}
-				if !reclaimed && now.Sub(quietSince) >= s.opt.IdleReclaim {
-					s.reclaim()
-					reclaimed = true
-				}
+	r := &s.reclaimer
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.serves++; r.timer == nil {
+		r.timer = time.AfterFunc(time.Hour, func() {
+			r.mu.Lock()
+			quiet := r.timer != nil && s.c.total.Load() == r.armedAt && s.c.inFlight.Load() == 0
+			if quiet {
+				r.count++
 			}
+			r.mu.Unlock()
+			if quiet {
+				s.reclaim()
+			}
+		})
+		r.timer.Stop()
+	}
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.serves--; r.serves == 0 {
+			r.timer.Stop()
+			r.timer = nil
 		}
-	}()
-	return cancel
+	}
+}
+
+// idle is called by the request that leaves none in flight: it arms the reclaimer.
+func (s *Server) idle() {
+	r := &s.reclaimer
+	r.mu.Lock()
+	if r.timer != nil {
+		r.armedAt = s.c.total.Load()
+		r.timer.Reset(s.opt.IdleReclaim)
+	}
+	r.mu.Unlock()
 }
 
 // reclaim hands the memory a burst of requests left behind back to the system: what must stay
@@ -313,7 +339,10 @@ func (s *Server) ResetAccount(key string) {
 }
 
 // SetStrategy switches the routing strategy at runtime.
-func (s *Server) SetStrategy(strategy string) { s.pool.setStrategy(strategy) }
+func (s *Server) SetStrategy(strategy string) {
+	s.pool.setStrategy(strategy)
+	s.changes.Raise()
+}
 
 // SetLocalAPIKey sets (or with "" removes) the key clients must present.
 func (s *Server) SetLocalAPIKey(key string) {
@@ -335,10 +364,28 @@ func (s *Server) SetAllowRemote(on bool) { s.allowRemote.Store(on) }
 // SetSettingsGeneration records which generation of its settings the embedder has applied
 // in full; /health and /relay/stats report it, so that a program that changed the settings can
 // tell when the running relay follows them.
-func (s *Server) SetSettingsGeneration(n uint64) { s.generation.Store(n) }
+func (s *Server) SetSettingsGeneration(n uint64) {
+	s.generation.Store(n)
+	s.changes.Raise()
+}
 
 // SetListenAddr records the address the proxy listens on, for stats.
-func (s *Server) SetListenAddr(addr string) { s.listen.Store(addr) }
+func (s *Server) SetListenAddr(addr string) {
+	s.listen.Store(addr)
+	s.changes.Raise()
+}
+
+// Changes returns the generation of what Stats and Traces report and a channel that closes
+// when it next changes: a request starts or ends, an account rests, needs a sign-in or is
+// read again, the catalog is refreshed, the settings or the listener change. Those who show
+// the relay (the tray, the window process through the window API) wait on it instead of
+// polling; see Signal for how. What changes with the clock alone (a rest that ends, the
+// catalog's age) raises nothing: a waiter that shows it sets its own timer.
+func (s *Server) Changes() (uint64, <-chan struct{}) { return s.changes.Changes() }
+
+// Touch says that something the embedder shows beside the relay's state changed (its
+// listener's status, say), so that those waiting on Changes read again.
+func (s *Server) Touch() { s.changes.Raise() }
 
 // Stats returns a snapshot of the live state.
 func (s *Server) Stats() Snapshot {

@@ -190,6 +190,7 @@ var errFrameBudget = errors.New("the relay's budget of frames being read is spen
 func (sc *socketConn) serve() {
 	s := sc.s
 	s.c.sockets.Add(1)
+	s.changes.Raise()
 	s.sockets.Store(sc, struct{}{})
 	defer func() {
 		if p := recover(); p != nil {
@@ -200,6 +201,7 @@ func (sc *socketConn) serve() {
 		sc.c.CloseNow()
 		s.sockets.Delete(sc)
 		s.c.sockets.Add(-1)
+		s.changes.Raise()
 		sc.cancel()
 		sc.conv.close()
 		if sc.up != nil {
