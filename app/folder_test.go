@@ -122,7 +122,7 @@ func TestThePollKeepsTheSettingsWhenTheFileGoesAway(t *testing.T) {
 }
 
 // When another relay claimed the recreated folder first, taking it back fails, and says so
-// once (the watch tries again every second).
+// once (the watch tries again at each folderCheck).
 func TestAFolderAnotherRelayTookIsNotTakenFromIt(t *testing.T) {
 	dir := t.TempDir()
 	first, _, err := ClaimInstance(dir, "tray")

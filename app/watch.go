@@ -16,10 +16,14 @@ const watchSettle = 5 * time.Millisecond
 // watchPoll is how often Watch looks at the file when the system cannot notify it.
 const watchPoll = 250 * time.Millisecond
 
-// folderCheck is how often Watch makes sure that the settings folder and this relay's instance
-// lock are still there. Their removal is noticed from events at once, mostly; but the folder's
-// own removal is not always reported (and after it nothing in it is), hence this check too.
-const folderCheck = time.Second
+// folderCheck is how often Watch makes sure, beside the events, that the settings folder and
+// this relay's instance lock are still there. The events tell at once: the lock's removal, and
+// the folder's own removal or move (inotify's IN_DELETE_SELF and IN_MOVE_SELF, which fsnotify
+// reports as Remove and Rename of the folder). The check is for what no event tells: a
+// folder taken back by another relay first (retakeFolder fails) is tried again, and a system
+// that drops events (a queue overflow is reported and handled) is covered within this time.
+// It was once a second, which cost the idle tray a stat pair a second (issue 39).
+const folderCheck = 30 * time.Second
 
 // Watch follows the settings file until ctx ends: each time it changes (a CLI command, the
 // tray of course, a hand edit), Reload applies it to the running proxy, within a few tens of
@@ -61,6 +65,7 @@ func (a *App) Watch(ctx context.Context) {
 			a.Reload()
 		}
 	}
+	retake() // what happened before the watch was in place
 	for {
 		select {
 		case <-ctx.Done():
