@@ -168,6 +168,7 @@ type Ledger struct {
 	lastPrune time.Time
 
 	kick      chan struct{} // wakes the writer early when the queue is half full
+	queued    chan struct{} // tells the writer that the queue is no longer empty
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -237,6 +238,7 @@ func Open(opt Options) (*Ledger, error) {
 		readOnly:  opt.ReadOnly,
 		queue:     make([]Row, 0, min(opt.QueueSize, 256)),
 		kick:      make(chan struct{}, 1),
+		queued:    make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -264,13 +266,22 @@ func (l *Ledger) Record(r Row) {
 		return
 	}
 	l.queue = append(l.queue, r)
+	first := len(l.queue) == 1
 	half := len(l.queue)+l.inflight >= l.queueSize/2
 	l.mu.Unlock()
+	if first {
+		signal(l.queued)
+	}
 	if half {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
+		signal(l.kick)
+	}
+}
+
+// signal wakes whoever waits on ch (cap 1) without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -289,7 +300,11 @@ func (l *Ledger) RecordQuota(q QuotaReading) {
 		return
 	}
 	l.quotas = append(l.quotas, q)
+	first := len(l.quotas) == 1
 	l.mu.Unlock()
+	if first {
+		signal(l.queued)
+	}
 }
 
 // Flush writes everything queued when it is called, in one transaction, and returns the
@@ -364,22 +379,41 @@ func (l *Ledger) setErr(err error) {
 	l.lastErr, l.lastErrAt = err.Error(), l.now()
 }
 
-// writer commits the queue every interval, or when Record finds the queue half full, until
-// Close. Failures are reported in Stats and retried at the next tick.
+// writer commits the queue every interval while rows are queued, or at once when Record finds
+// the queue half full, until Close. Failures are reported in Stats and retried an interval
+// later. With nothing queued it sleeps: no tick wakes an idle relay (issue 39), so retention
+// (prune) runs at the first write after pruneEvery, and at Open.
 func (l *Ledger) writer(every time.Duration) {
 	defer close(l.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
+	t := time.NewTimer(every)
+	t.Stop()
+	armed := false
 	for {
 		select {
 		case <-l.stop:
+			t.Stop()
 			return
+		case <-l.queued:
+			if !armed {
+				t.Reset(every)
+				armed = true
+			}
+			continue
 		case <-t.C:
 		case <-l.kick:
+			t.Stop()
 		}
+		armed = false
 		l.writeMu.Lock()
 		l.flushLocked()
 		l.writeMu.Unlock()
+		l.mu.Lock()
+		left := len(l.queue) > 0 || len(l.quotas) > 0 // a failed write's rows, or rows recorded meanwhile
+		l.mu.Unlock()
+		if left {
+			t.Reset(every)
+			armed = true
+		}
 	}
 }
 

@@ -582,15 +582,26 @@ func TestRowsAreCleaned(t *testing.T) {
 	}
 }
 
-// The writer goroutine flushes on its own, every FlushEvery: rows reach the database without
-// Flush. (Waits for the condition, with no bound on how long it takes.)
+// The writer goroutine flushes on its own, FlushEvery after a row is queued: rows reach the
+// database without Flush, and a row queued after the writer went back to sleep wakes it again.
 func TestWriterFlushesOnItsOwn(t *testing.T) {
 	l := open(t, Options{FlushEvery: time.Millisecond})
-	l.Record(Row{Account: "a", Model: "gpt-5"})
-	for l.Stats().Written != 1 {
-		time.Sleep(time.Millisecond)
+	written := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for l.Stats().Written != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d rows written after 10 s, want %d", l.Stats().Written, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
-	if n := count(t, l.db, `SELECT COUNT(*) FROM requests`); n != 1 {
+	l.Record(Row{Account: "a", Model: "gpt-5"})
+	written(1)
+	time.Sleep(20 * time.Millisecond) // the writer sleeps: nothing is queued
+	l.Record(Row{Account: "a", Model: "gpt-5"})
+	written(2)
+	if n := count(t, l.db, `SELECT COUNT(*) FROM requests`); n != 2 {
 		t.Errorf("%d rows", n)
 	}
 }
