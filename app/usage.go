@@ -165,19 +165,25 @@ func LedgerRow(t proxy.Trace) ledger.Row {
 	return r
 }
 
-// quotaSampleEvery is how often the quota readings the relay fetched are looked at; a reading
-// is recorded once (by its fetch time).
+// quotaSampleEvery is how often, at most, the quota readings the relay fetched are looked at;
+// a reading is recorded once (by its fetch time).
 const quotaSampleEvery = 30 * time.Second
 
+// sampleQuotas looks at the relay's quota readings when its state changed (a reading is one
+// change), at most every quotaSampleEvery, until stop: an idle relay wakes it never.
 func (a *App) sampleQuotas(l *ledger.Ledger, stop chan struct{}) {
-	t := time.NewTicker(quotaSampleEvery)
-	defer t.Stop()
 	for {
+		_, changed := a.Proxy.Changes()
 		a.sampleQuotasOnce(l)
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-changed:
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(quotaSampleEvery):
 		}
 	}
 }
