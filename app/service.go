@@ -324,6 +324,9 @@ func (s *Service) changed(st ServiceStatus) {
 		}
 		s.Instance.Serving(listen, st.Paused)
 	}
+	if s.a.Proxy != nil {
+		s.a.Proxy.Touch() // those who wait on the relay's changes (the windows) read the status again
+	}
 	if s.OnChange != nil {
 		s.OnChange(st)
 	}

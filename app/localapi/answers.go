@@ -33,3 +33,9 @@ type Health struct {
 	SettingsGeneration uint64 `json:"settings_generation"`
 	Paused             bool   `json:"paused"`
 }
+
+// Changes is GET /relay/changes's answer: the generation of the relay's state (stats, traces,
+// listener) when it answered.
+type Changes struct {
+	Generation uint64 `json:"generation"`
+}

@@ -33,6 +33,9 @@ type Relay interface {
 	Stats() proxy.Snapshot
 	// Traces returns up to limit recent requests, newest first.
 	Traces(limit int) []proxy.Trace
+	// Changes is the generation of what Stats and Traces answer and a channel that closes
+	// when it next changes (proxy.Signal).
+	Changes() (uint64, <-chan struct{})
 }
 
 // Credits spends banked resets (*proxy.Server).

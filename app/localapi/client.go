@@ -119,6 +119,30 @@ func (c *Client) Traces(ctx context.Context, limit int) ([]proxy.Trace, error) {
 	return get[[]proxy.Trace](c, ctx, "/relay/traces", url.Values{"limit": {strconv.Itoa(limit)}})
 }
 
+// TracesAfter is GET /relay/traces?limit=N&after=ID: the requests newer than ID ("" for all N).
+func (c *Client) TracesAfter(ctx context.Context, limit int, after string) ([]proxy.Trace, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	return get[[]proxy.Trace](c, ctx, "/relay/traces", q)
+}
+
+// Changes is GET /relay/changes?after=G&wait=W: it returns when the relay's generation differs
+// from after, or after wait unchanged (wait 0: at once, whatever after). The client's own
+// timeout does not bound it (ctx does, and the server's wait).
+func (c *Client) Changes(ctx context.Context, after uint64, wait time.Duration) (uint64, error) {
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+		q.Set("wait", wait.String())
+	}
+	long := *c
+	long.hc = &http.Client{Transport: c.hc.Transport}
+	v, err := get[Changes](&long, ctx, "/relay/changes", q)
+	return v.Generation, err
+}
+
 // Usage is GET /relay/usage: since as the command line writes it ("7d", "2026-11-01"; ""
 // for all), by a grouping ("": by account).
 func (c *Client) Usage(ctx context.Context, since, by string) (ledger.Report, error) {

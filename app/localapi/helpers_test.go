@@ -21,9 +21,11 @@ var testNow = time.Date(2026, 11, 3, 14, 30, 0, 123456789, time.UTC)
 type fakeRelay struct {
 	snap   proxy.Snapshot
 	traces []proxy.Trace
+	sig    *proxy.Signal // its changes
 }
 
-func (f fakeRelay) Stats() proxy.Snapshot { return f.snap }
+func (f fakeRelay) Stats() proxy.Snapshot              { return f.snap }
+func (f fakeRelay) Changes() (uint64, <-chan struct{}) { return f.sig.Changes() }
 func (f fakeRelay) Traces(n int) []proxy.Trace {
 	return f.traces[:min(n, len(f.traces))]
 }
@@ -35,6 +37,7 @@ func sampleRelay() fakeRelay {
 			Requests: proxy.RequestStats{Total: 9, Errors: 1},
 			Accounts: []proxy.AccountStats{{Name: "work", Kind: proxy.KindChatGPT, State: proxy.StateReady}}},
 		traces: []proxy.Trace{{ID: "req_2", Model: "gpt-5", Status: 200}, {ID: "req_1", Model: "gpt-5", Status: 429}},
+		sig:    new(proxy.Signal),
 	}
 }
 

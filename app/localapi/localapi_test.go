@@ -170,6 +170,19 @@ func TestTheClientRoundTripsEveryRoute(t *testing.T) {
 	if got, want := asJSON(t, traces), asJSON(t, b.relay.traces[:1]); got != want {
 		t.Errorf("traces %s, want %s", got, want)
 	}
+	for after, want := range map[string][]proxy.Trace{"req_1": b.relay.traces[:1], "req_2": {}, "req_0": b.relay.traces, "": b.relay.traces} {
+		traces, err := c.TracesAfter(ctx, 50, after)
+		must("traces after", err)
+		if got, want := asJSON(t, traces), asJSON(t, want); got != want {
+			t.Errorf("traces after %q: %s, want %s", after, got, want)
+		}
+	}
+	b.relay.sig.Raise()
+	gen, err := c.Changes(ctx, 0, 0)
+	must("changes", err)
+	if gen != 1 {
+		t.Errorf("changes: generation %d after one change, want 1", gen)
+	}
 
 	rep, err := c.Usage(ctx, "7d", "model")
 	must("usage", err)
@@ -356,6 +369,56 @@ func TestASignedClientRefusesUnsignedAnswers(t *testing.T) {
 	for _, h := range headers {
 		if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" || h.Get(proxy.InstanceAuthHeader) == "" {
 			t.Errorf("the impostor got %v", h)
+		}
+	}
+}
+
+// GET /relay/changes waits until the relay's state differs from the generation the caller
+// showed, answers at once when it does already, and answers the same generation when its
+// wait ends: a window sleeps on it instead of polling.
+func TestChangesWaitsForTheNextChange(t *testing.T) {
+	b := newBackend()
+	srv := httptest.NewServer(localapi.WithToken(token, localapi.Handler(b.full())))
+	defer srv.Close()
+	c := localapi.NewClient(srv.URL, localapi.Bearer(token), time.Second) // shorter than the waits below: Changes is not bound by it
+	ctx := t.Context()
+	g0, err := c.Changes(ctx, 0, 0)
+	if err != nil || g0 != 0 {
+		t.Fatalf("at once: %d %v", g0, err)
+	}
+	answered := make(chan uint64, 1)
+	go func() {
+		g, err := c.Changes(ctx, g0, 30*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- g
+	}()
+	select {
+	case g := <-answered:
+		t.Fatalf("answered %d before any change", g)
+	case <-time.After(1500 * time.Millisecond): // past the client's own timeout
+	}
+	b.relay.sig.Raise()
+	select {
+	case g := <-answered:
+		if g != g0+1 {
+			t.Fatalf("answered %d after one change from %d", g, g0)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer after a change")
+	}
+	if g, err := c.Changes(ctx, g0, 30*time.Second); err != nil || g != g0+1 {
+		t.Fatalf("a caller behind: %d %v, want %d at once", g, err, g0+1)
+	}
+	if g, err := c.Changes(ctx, g0+1, 50*time.Millisecond); err != nil || g != g0+1 {
+		t.Fatalf("a wait that ends: %d %v", g, err)
+	}
+	for _, q := range []string{"after=x", "after=1&wait=soon", "after=1&wait=-1s"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/relay/changes?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if code, e := send(t, req); code != http.StatusBadRequest || e.Error.Code != "invalid_value" {
+			t.Errorf("%s: %d %+v", q, code, e)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // Route is one route of the local API.
@@ -57,8 +58,10 @@ const (
 var routes = []Route{
 	{Method: "GET", Path: "/relay/stats", part: partRelay, serve: stats,
 		Doc: "proxy.Snapshot: the live snapshot (catalog figures, serialization, requests, accounts, reset credits)"},
-	{Method: "GET", Path: "/relay/traces", Query: "limit=N", part: partRelay, serve: traces,
-		Doc: "[]proxy.Trace: the N (default 50) most recent requests, newest first"},
+	{Method: "GET", Path: "/relay/traces", Query: "limit=N&after=ID", part: partRelay, serve: traces,
+		Doc: "[]proxy.Trace: the N (default 50) most recent requests, newest first; with after, only those newer than request ID (all N when ID is no longer kept)"},
+	{Method: "GET", Path: "/relay/changes", Query: "after=G&wait=25s", part: partRelay, serve: changes,
+		Doc: "Changes: the generation of the relay's state once it differs from G (at once without G), or after wait (at most 60 s) unchanged: a window waits here instead of polling"},
 	{Method: "GET", Path: "/relay/usage", Query: "since=7d&by=account", part: partUsage, serve: usage,
 		Doc: "ledger.Report: the usage ledger's totals since a duration back or a date, by account, model, project, ..."},
 	{Method: "GET", Path: "/relay/usage/summary", Query: "since=T&until=T&by=G", part: partUsage, serve: usageSummary,
@@ -129,7 +132,55 @@ func traces(b *Backend, r *http.Request) (any, *Error) {
 		}
 		limit = n
 	}
-	return b.Relay.Traces(limit), nil
+	list := b.Relay.Traces(limit)
+	if after := r.URL.Query().Get("after"); after != "" {
+		if i := slices.IndexFunc(list, func(t proxy.Trace) bool { return t.ID == after }); i >= 0 {
+			list = list[:i]
+		}
+	}
+	return list, nil
+}
+
+// changesWait bounds how long GET /relay/changes waits (and is its default), well inside the
+// idle timeouts of the ports that serve it.
+const (
+	changesWait    = 25 * time.Second
+	changesMaxWait = time.Minute
+)
+
+// changes answers the relay's generation once it differs from the one the caller showed
+// (after), or when wait ends with it unchanged; without after, at once.
+func changes(b *Backend, r *http.Request) (any, *Error) {
+	q := r.URL.Query()
+	gen, ch := b.Relay.Changes()
+	if q.Get("after") == "" {
+		return Changes{Generation: gen}, nil
+	}
+	after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+	if err != nil {
+		return nil, invalid("invalid_value", "after", "after must be a generation a previous answer gave (a non-negative integer)")
+	}
+	wait := changesWait
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, invalid("invalid_value", "wait", "wait must be a duration such as 25s")
+		}
+		wait = min(d, changesMaxWait)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for gen == after {
+		select {
+		case <-ch:
+		case <-t.C:
+			return Changes{Generation: gen}, nil
+		case <-r.Context().Done():
+			return Changes{Generation: gen}, nil // nobody reads it
+		}
+		gen, ch = b.Relay.Changes()
+	}
+	return Changes{Generation: gen}, nil
 }
 
 // usageTimeout bounds one read of the ledger.
