@@ -67,6 +67,7 @@ type App struct {
 	creds     map[string]*accountCreds // by account ID
 	reloadErr error                    // why the file could not be followed; nil while it is
 	onListen  []func()                 // called after a reload changed the listen address
+	onReload  []func()                 // called after each reload (OnReload)
 	svc       *Service                 // the relay service, the latest made (the pause routes')
 
 	usage usageState // the usage ledger while a service runs
@@ -191,6 +192,25 @@ func (a *App) OnListenChange(f func()) {
 	a.mu.Unlock()
 }
 
+// OnReload registers f to be called (on the reloading goroutine) after each reload of the
+// settings file, whether it applied new settings or found the file unreadable: a window that
+// shows the settings reads them again then, rather than polling.
+func (a *App) OnReload(f func()) {
+	a.mu.Lock()
+	a.onReload = append(a.onReload, f)
+	a.mu.Unlock()
+}
+
+// reloaded runs the OnReload hooks.
+func (a *App) reloaded() {
+	a.mu.Lock()
+	hooks := slices.Clone(a.onReload)
+	a.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
 // update makes one change to the settings file under the settings lock: it reads the file
 // again, applies change to what it read, writes the result with the next generation, lets the
 // lock go and then applies the file to this process. change may use the keychain: it runs
@@ -262,9 +282,11 @@ func (a *App) Reload() {
 		a.applyMu.Unlock()
 		if changed {
 			a.log.Error("the settings file cannot be followed; the last good settings stay in force", "error", err)
+			a.reloaded()
 		}
 		return
 	}
+	defer a.reloaded() // after applyMu is let go
 	defer a.applyMu.Unlock()
 	moved, problems := a.apply(next)
 	for _, err := range problems {

@@ -1,16 +1,19 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // CodexFiles remembers what CodexConfigured and FindCodexLogin found, and reads and parses the
 // Codex home's config.toml or auth.json again only when that file (its time, size or presence)
-// or the settings it is judged against changed since the last look: a window can ask every
-// second. Its methods are safe for concurrent use.
+// or the settings it is judged against changed since the last look: a window can ask at each
+// view (and follows the files with Watch). Its methods are safe for concurrent use.
 type CodexFiles struct {
 	a *App
 
@@ -64,4 +67,39 @@ func (c *CodexFiles) Login() CodexLogin {
 		c.loginKey, c.login = k, c.a.FindCodexLogin()
 	}
 	return c.login
+}
+
+// Watch calls changed when the Codex home's config.toml, auth.json or .env is written, created,
+// removed or renamed, until ctx ends: a window that shows whether Codex points at the relay
+// follows the files instead of polling them. Without a Codex home folder to watch (or without
+// inotify watches left) it returns at once; the window then sees a change at its next view.
+func (c *CodexFiles) Watch(ctx context.Context, changed func()) {
+	dir := c.a.CodexHome()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return
+	}
+	defer w.Close()
+	if err := w.Add(dir); err != nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			switch filepath.Base(ev.Name) {
+			case "config.toml", "auth.json", ".env":
+				changed()
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			changed() // events were lost: look again
+		}
+	}
 }

@@ -159,3 +159,45 @@ func Dollars(usd float64) string {
 	cents := int64(math.Round(usd * 100))
 	return fmt.Sprintf("$%s.%02d", Count(cents/100), cents%100)
 }
+
+// Names lists names as a sentence does: "a", "a and b", "a, b and c".
+func Names(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// NextChange is how long after now what the tray and the windows show of snap changes with
+// the clock alone (0: nothing will): a rest ends, a usage window resets, a banked reset comes
+// within a week or a day of its expiry, or expires. They sleep until then (source.Follow).
+func NextChange(snap proxy.Snapshot, now time.Time) time.Duration {
+	var soonest time.Duration
+	at := func(t time.Time) {
+		if d := t.Sub(now); d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	for _, a := range snap.Accounts {
+		if a.CooldownUntil != nil {
+			at(*a.CooldownUntil)
+		}
+		if q := a.Quota; q != nil {
+			at(q.PrimaryResetsAt)
+			at(q.SecondaryResetsAt)
+			for _, x := range q.Additional {
+				at(x.PrimaryResetsAt)
+				at(x.SecondaryResetsAt)
+			}
+		}
+		if c := a.ResetCredits; c != nil && c.NextExpiresAt != nil {
+			for _, before := range []time.Duration{7 * 24 * time.Hour, 24 * time.Hour, 0} {
+				at(c.NextExpiresAt.Add(-before))
+			}
+		}
+	}
+	return soonest
+}

@@ -20,6 +20,9 @@ type Source interface {
 	Stats() proxy.Snapshot
 	// Traces returns up to limit recent requests, newest first.
 	Traces(limit int) []proxy.Trace
+	// Changes is the generation of what Stats and Traces answer, and a channel that closes
+	// when it changes (proxy.Signal); Follow waits on it.
+	Changes() (uint64, <-chan struct{})
 }
 
 // Fixed is a Source that always answers the same snapshot and traces (screenshots, tests).
@@ -30,6 +33,9 @@ type Fixed struct {
 
 // Stats returns the fixed snapshot.
 func (f Fixed) Stats() proxy.Snapshot { return f.Snapshot }
+
+// Changes never changes.
+func (Fixed) Changes() (uint64, <-chan struct{}) { return Never() }
 
 // Traces returns up to limit of the fixed traces.
 func (f Fixed) Traces(limit int) []proxy.Trace {
@@ -42,18 +48,51 @@ func (f Fixed) Traces(limit int) []proxy.Trace {
 // RecentTraces is how many requests the dashboard lists (and the window API's default).
 const RecentTraces = 50
 
-// EverySecond runs f once a second, and at once when poked, until ctx ends: how the tray
-// and the open windows follow the relay.
-func EverySecond(ctx context.Context, poke <-chan struct{}, f func()) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+// Follow calls show whenever what it shows may have changed, until ctx ends, and otherwise
+// sleeps: the tray and the open windows follow the relay this way, and an idle relay costs
+// them nothing. It shows at once, then again
+//   - when the relay's state changes (changes: Server.Changes, or the window API's), but no
+//     sooner than gap after the last show, so that a busy relay is shown a few times a second
+//     and not once per request;
+//   - at once when poked (an action, a setting, the listener);
+//   - when the time show returned comes: what show shows also changes with the clock alone (a
+//     rest ends, a usage window resets, an age grows), and show says how long until it next
+//     does (0: no such time);
+//   - and at the latest every, for what is read on a clock of its own (the usage ledger).
+//
+// It replaced a once-a-second poll (issue 39).
+func Follow(ctx context.Context, changes func() (uint64, <-chan struct{}), poke <-chan struct{}, gap, every time.Duration, show func() time.Duration) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var shown uint64
+	var shownAt, next time.Time // next zero: show at once
 	for {
+		gen, changed := changes()
+		now := time.Now()
+		if !now.Before(next) || (gen != shown && now.Sub(shownAt) >= gap) {
+			shown, shownAt = gen, now
+			d := show()
+			if d <= 0 || d > every {
+				d = every
+			}
+			next = now.Add(d)
+			continue
+		}
+		wait := next.Sub(now)
+		if gen != shown { // shown too recently: show this change after the gap
+			wait, changed = min(wait, shownAt.Add(gap).Sub(now)), nil
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-changed:
 		case <-poke:
+			next = time.Time{}
+		case <-t.C:
 		}
-		f()
 	}
 }
+
+// Never is a Changes of a source that never changes (Fixed): its channel never closes.
+func Never() (uint64, <-chan struct{}) { return 0, nil }

@@ -42,8 +42,8 @@ func creditExpiring(a proxy.AccountStats, now time.Time) (time.Time, bool) {
 
 // creditExpiringNotice tells of a credit about to expire unused.
 func creditExpiringNotice(a proxy.AccountStats, at, now time.Time) notice {
-	return notice{app.NotifyResetCredit, a.Name + ": a banked reset expires soon",
-		fmt.Sprintf("A banked reset of %s expires at %s unused. Redeem it from the Accounts window, or run `codexrelay accounts redeem %s`.",
+	return notice{kind: app.NotifyResetCredit, title: a.Name + ": a banked reset expires soon",
+		body: fmt.Sprintf("A banked reset of %s expires at %s unused. Redeem it from the Accounts window, or run `codexrelay accounts redeem %s`.",
 			a.Name, look.Clock(at, now), a.Name)}
 }
 
@@ -81,18 +81,18 @@ func creditNotice(e proxy.CreditEvent, now time.Time) (notice, bool) {
 			body += fmt.Sprintf(" (the pool is back at %s otherwise)", look.Clock(e.BackAt, now))
 		}
 		body += fmt.Sprintf(". Choose “Redeem a banked reset of %s” in the tray menu, or run `codexrelay accounts redeem %s`.", e.Account, e.Account)
-		return notice{app.NotifyResetCredit, "A banked reset would serve now", body}, true
+		return notice{kind: app.NotifyResetCredit, title: "A banked reset would serve now", body: body}, true
 	case proxy.CreditRedeemed:
 		return redeemedNotice(*e.Result), true
 	case proxy.CreditRedeemFailed:
-		return notice{app.NotifyResetCredit, e.Account + ": the banked reset was not redeemed", e.Error}, true
+		return notice{kind: app.NotifyResetCredit, title: e.Account + ": the banked reset was not redeemed", body: e.Error}, true
 	}
 	return notice{}, false
 }
 
 // redeemedNotice is the notification of what a redemption did.
 func redeemedNotice(r proxy.RedeemResult) notice {
-	return notice{app.NotifyResetCredit, r.Account + ": banked reset redeemed", look.Redeemed(r)}
+	return notice{kind: app.NotifyResetCredit, title: r.Account + ": banked reset redeemed", body: look.Redeemed(r)}
 }
 
 // creditEvent turns the relay's credit events into notifications (the tray process).

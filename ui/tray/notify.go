@@ -15,6 +15,11 @@ type notice struct {
 	kind  string // an app.Notify* kind
 	title string
 	body  string
+	// account is the account a limit notice is about; noneLeft says that no other account
+	// could take a request when it was made (every account rests), so that the pool's notice
+	// of the same moment says it for both (actionable).
+	account  string
+	noneLeft bool
 }
 
 // notifier decides, from consecutive snapshots, which desktop notifications to send: an
@@ -114,6 +119,7 @@ func (n *notifier) edge(kind, account string, holds bool, w window, now time.Tim
 // threshold is the low-capacity threshold in percent.
 func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []notice {
 	var out []notice
+	resting, first := everyAccountResting(snap)
 	cur := make(map[string]proxy.AccountStats, len(snap.Accounts))
 	for _, a := range snap.Accounts {
 		cur[a.Name] = a
@@ -129,9 +135,7 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 		// Hit its limit, with the clock time the rest ends.
 		limited := a.State == proxy.StateCooldown && a.CooldownReason == proxy.CooldownRateLimit && a.CooldownUntil != nil
 		if n.edge(app.NotifyLimit, a.Name, limited, aw, now) {
-			out = append(out, notice{app.NotifyLimit, a.Name + " reached its limit",
-				fmt.Sprintf("%s rests until %s; the relay sends its requests to the other accounts meanwhile.",
-					a.Name, look.Clock(*a.CooldownUntil, now))})
+			out = append(out, limitNotice(a, resting, first, now))
 		}
 
 		// A usage window reset: the reset time passed and the usage dropped; once per window,
@@ -155,8 +159,8 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 					continue // a window the account never ran out of: nothing to tell
 				}
 				delete(n.limitedIn, w.key)
-				out = append(out, notice{app.NotifyWindowReset, a.Name + ": the " + w.name + " window reset",
-					fmt.Sprintf("%s has %.0f%% of its %s window used now (%.0f%% before the reset).", a.Name, w.is, w.name, w.was)})
+				out = append(out, notice{kind: app.NotifyWindowReset, title: a.Name + ": the " + w.name + " window reset",
+					body: fmt.Sprintf("%s has %.0f%% of its %s window used now (%.0f%% before the reset).", a.Name, w.is, w.name, w.was)})
 			}
 		}
 		n.noteLimits(a, limited)
@@ -174,7 +178,6 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 	}
 
 	// Every enabled account rests or needs a sign-in; it ends when one is ready again.
-	resting, first := everyAccountResting(snap)
 	if resting || anyReady(snap) {
 		if n.edge(app.NotifyAllResting, "", resting, poolWindow(snap, now, enabled), now) {
 			body := "No account can take a request: each needs a sign-in or a new key."
@@ -182,15 +185,15 @@ func (n *notifier) next(snap proxy.Snapshot, now time.Time, threshold int) []not
 				body = fmt.Sprintf("No account can take a request now. The first back is %s, at %s.",
 					first.Name, look.Clock(*first.CooldownUntil, now))
 			}
-			out = append(out, notice{app.NotifyAllResting, "Every account is resting", body})
+			out = append(out, notice{kind: app.NotifyAllResting, title: "Every account is resting", body: body})
 		}
 	}
 
 	// The pool's five-hour capacity fell below the threshold; it ends when it rises above it.
 	if left, ok := capacityLeft(snap); ok && left != float64(threshold) {
 		if n.edge(app.NotifyLowCapacity, "", left < float64(threshold), poolWindow(snap, now, hasQuota), now) {
-			out = append(out, notice{app.NotifyLowCapacity, "Five-hour capacity is running low",
-				fmt.Sprintf("Your ChatGPT accounts have %.0f%% of their five-hour capacity left (the warning is at %d%%).", left, threshold)})
+			out = append(out, notice{kind: app.NotifyLowCapacity, title: "Five-hour capacity is running low",
+				body: fmt.Sprintf("Your ChatGPT accounts have %.0f%% of their five-hour capacity left (the warning is at %d%%).", left, threshold)})
 		}
 	}
 
@@ -241,14 +244,34 @@ func poolWindow(snap proxy.Snapshot, now time.Time, which func(proxy.AccountStat
 	return w
 }
 
+// limitNotice says that a reached its limit and until when it rests, and what the relay does
+// meanwhile: it sends the requests to the other accounts, unless none is left (resting: every
+// account rests; first is the first back, nil when none comes back by itself).
+func limitNotice(a proxy.AccountStats, resting bool, first *proxy.AccountStats, now time.Time) notice {
+	body := fmt.Sprintf("%s rests until %s; the relay sends its requests to the other accounts meanwhile.",
+		a.Name, look.Clock(*a.CooldownUntil, now))
+	if resting {
+		body = fmt.Sprintf("%s rests until %s, and no other account can take a request now", a.Name, look.Clock(*a.CooldownUntil, now))
+		switch {
+		case first != nil && first.Name != a.Name:
+			body += fmt.Sprintf("; the first back is %s, at %s.", first.Name, look.Clock(*first.CooldownUntil, now))
+		case first != nil:
+			body += "; it is the first back."
+		default:
+			body += "."
+		}
+	}
+	return notice{kind: app.NotifyLimit, title: a.Name + " reached its limit", body: body, account: a.Name, noneLeft: resting}
+}
+
 // needsLoginNotice says that an account needs a new sign-in, or a new key.
 func needsLoginNotice(a proxy.AccountStats) notice {
 	if a.Kind == proxy.KindOpenAI {
-		return notice{app.NotifyNeedsLogin, "The key of " + a.Name + " was rejected",
-			"The upstream refused the API key of " + a.Name + ": replace it in the Accounts window (Replace key…)."}
+		return notice{kind: app.NotifyNeedsLogin, title: "The key of " + a.Name + " was rejected",
+			body: "The upstream refused the API key of " + a.Name + ": replace it in the Accounts window (Replace key…)."}
 	}
-	return notice{app.NotifyNeedsLogin, a.Name + " needs a new sign-in",
-		"The ChatGPT sign-in of " + a.Name + " is no longer accepted: sign in again in the Accounts window (Sign in again…)."}
+	return notice{kind: app.NotifyNeedsLogin, title: a.Name + " needs a new sign-in",
+		body: "The ChatGPT sign-in of " + a.Name + " is no longer accepted: sign in again in the Accounts window (Sign in again…)."}
 }
 
 // everyAccountResting reports whether every enabled account (at least one) is resting or
@@ -305,16 +328,34 @@ func capacityLeft(snap proxy.Snapshot) (float64, bool) {
 // back, so the notices of the same state within it would only repeat it without the action.
 const askCovers = 10 * time.Minute
 
-// actionable keeps, of the notices one snapshot calls for, those that say something the user
-// can act on and no other notice says: one event (every account resting) is one notification.
-// Every account resting implies that the five-hour capacity is low, so the low-capacity notice
-// goes; and while a recent ask (asked) says it with its Redeem action, both pool notices go.
+// actionable keeps, of the notices one look at the relay calls for (the notices the settings
+// leave on), those that say something the user can act on and no other notice says: one event
+// is one notification. A request that finds every account at its limit is one event: the
+// accounts' limit notices of that moment go into the pool's "Every account is resting", which
+// names them; that implies the five-hour capacity is low, so the low-capacity notice goes too.
+// While a recent ask (asked) says that every account rests, with its Redeem action, the pool's
+// notices go, and so do the limit notices made while no account was left.
 func actionable(out []notice, asked bool) []notice {
-	resting := slices.ContainsFunc(out, func(n notice) bool { return n.kind == app.NotifyAllResting })
+	pool := slices.IndexFunc(out, func(n notice) bool { return n.kind == app.NotifyAllResting })
+	var limited []string
+	for _, n := range out {
+		if n.kind == app.NotifyLimit && n.noneLeft {
+			limited = append(limited, n.account)
+		}
+	}
+	if pool >= 0 && !asked && len(limited) > 0 {
+		verb := " reached its limit. "
+		if len(limited) > 1 {
+			verb = " reached their limits. "
+		}
+		out[pool].body = look.Names(limited) + verb + out[pool].body
+	}
 	return slices.DeleteFunc(out, func(n notice) bool {
 		switch n.kind {
+		case app.NotifyLimit:
+			return n.noneLeft && (pool >= 0 || asked)
 		case app.NotifyLowCapacity:
-			return resting || asked
+			return pool >= 0 || asked
 		case app.NotifyAllResting:
 			return asked
 		}

@@ -1,6 +1,10 @@
 package tray
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -397,7 +401,8 @@ func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
 		t.Fatalf("sent %q through a closed gate", n)
 	}
 	close(gate)
-	want := []string{"personal needs a new sign-in", "team reached its limit", "Every account is resting"}
+	// team's limit left no account: the pool's notice tells both (TestOneEventIsOne...).
+	want := []string{"personal needs a new sign-in", "Every account is resting"}
 	deadline := time.Now().Add(5 * time.Second)
 	for !slices.Equal(got(), want) {
 		if time.Now().After(deadline) {
@@ -408,23 +413,40 @@ func TestTraySendsNotificationsOffTheLoop(t *testing.T) {
 }
 
 // One event is one notification: every account resting leaves out the low-capacity notice it
-// implies, and the relay's ask (which says it, with the Redeem action) leaves out both.
+// implies and takes in the limit notices of the same moment, and the relay's ask (which says
+// it, with the Redeem action) leaves out all of them.
 func TestOneEventIsOneActionableNotification(t *testing.T) {
-	resting := notice{app.NotifyAllResting, "Every account is resting", ""}
-	low := notice{app.NotifyLowCapacity, "Five-hour capacity is running low", ""}
-	limit := notice{app.NotifyLimit, "team reached its limit", ""}
+	resting := notice{kind: app.NotifyAllResting, title: "Every account is resting", body: "No account can take a request now."}
+	low := notice{kind: app.NotifyLowCapacity, title: "Five-hour capacity is running low"}
+	limit := notice{kind: app.NotifyLimit, title: "team reached its limit", account: "team"}
+	limitA := notice{kind: app.NotifyLimit, title: "a reached its limit", account: "a", noneLeft: true}
+	limitB := notice{kind: app.NotifyLimit, title: "b reached its limit", account: "b", noneLeft: true}
 	for _, c := range []struct {
 		in    []notice
 		asked bool
 		want  []string
+		body  string // the first notice's body, when it matters
 	}{
-		{[]notice{resting, low}, false, []string{app.NotifyAllResting}},
-		{[]notice{low}, false, []string{app.NotifyLowCapacity}},
-		{[]notice{limit, resting, low}, true, []string{app.NotifyLimit}},
+		{[]notice{resting, low}, false, []string{app.NotifyAllResting}, ""},
+		{[]notice{low}, false, []string{app.NotifyLowCapacity}, ""},
+		{[]notice{limit, resting, low}, true, []string{app.NotifyLimit}, ""},
+		// One request that found both accounts at their limits: one notification, naming both.
+		{[]notice{limitA, limitB, resting, low}, false, []string{app.NotifyAllResting},
+			"a and b reached their limits. No account can take a request now."},
+		{[]notice{limitA, resting}, false, []string{app.NotifyAllResting}, "a reached its limit. No account can take a request now."},
+		{[]notice{limitA, limitB, resting, low}, true, nil, ""},
+		// The pool's notice off (or told already): the limit notice says it itself.
+		{[]notice{limitA}, false, []string{app.NotifyLimit}, ""},
 	} {
-		if got := kinds(actionable(slices.Clone(c.in), c.asked)); !slices.Equal(got, c.want) {
-			t.Errorf("%v (asked %v): %v, want %v", kinds(c.in), c.asked, got, c.want)
+		got := actionable(slices.Clone(c.in), c.asked)
+		if !slices.Equal(kinds(got), c.want) {
+			t.Errorf("%v (asked %v): %v, want %v", kinds(c.in), c.asked, kinds(got), c.want)
+		} else if c.body != "" && got[0].body != c.body {
+			t.Errorf("%v (asked %v): %q, want %q", kinds(c.in), c.asked, got[0].body, c.body)
 		}
+	}
+	if resting.body != "No account can take a request now." {
+		t.Fatal("actionable changed the notice it was given a copy of")
 	}
 
 	// In the tray: the ask comes as a request finds every account resting, and the tick after
@@ -449,10 +471,8 @@ func TestOneEventIsOneActionableNotification(t *testing.T) {
 	waitNotesSent(tr)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asks) != 1 || slices.ContainsFunc(sent, func(s string) bool {
-		return strings.Contains(s, "Every account") || strings.Contains(s, "capacity")
-	}) {
-		t.Fatalf("asks %q, then sent %q", asks, sent)
+	if len(asks) != 1 || len(sent) != 0 {
+		t.Fatalf("asks %q, then sent %q: the ask says it all", asks, sent)
 	}
 }
 
@@ -466,5 +486,58 @@ func waitNotesSent(tr *TrayApp) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The issue-39 case, through the real relay and the tray's loop: one request that finds both
+// accounts at their limits sends one notification, which says that no account is left and
+// names both; none says that the relay sends the requests to the other accounts.
+func TestOneRequestToAnExhaustedPoolIsOneNotification(t *testing.T) {
+	tr, relay, _, _ := newTestTray(t, nil)
+	limit := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"The usage limit has been reached","resets_in_seconds":3600}}`)
+	}))
+	defer limit.Close()
+	relay.Proxy.SetAccounts([]proxy.Account{
+		{Name: "a", Kind: proxy.KindOpenAI, BaseURL: limit.URL + "/v1", Credentials: proxy.Static{Token: "sk-a"}},
+		{Name: "b", Kind: proxy.KindOpenAI, BaseURL: limit.URL + "/v1", Credentials: proxy.Static{Token: "sk-b"}},
+	})
+	srv := httptest.NewServer(relay.Proxy)
+	defer srv.Close()
+
+	var mu sync.Mutex
+	var sent [][2]string
+	tr.notes.send = func(title, body string) { mu.Lock(); sent = append(sent, [2]string{title, body}); mu.Unlock() }
+	got := func() [][2]string { mu.Lock(); defer mu.Unlock(); return slices.Clone(sent) }
+	tr.refresh() // the baseline, as RunTray's first look
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tr.loop(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"gpt-5","input":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the request got %d, want the pool's 429", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no notification after the pool ran out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(noticeWithin) // anything the same event would still send
+	waitNotesSent(tr)
+	n := got()
+	if len(n) != 1 || n[0][0] != "Every account is resting" || !strings.HasPrefix(n[0][1], "a and b reached their limits. No account can take a request now.") ||
+		strings.Contains(n[0][1], "other accounts") {
+		t.Fatalf("sent %q, want one notification that no account is left, naming a and b", n)
 	}
 }

@@ -33,24 +33,29 @@ func todayLine(rep ledger.Report, k look.Kinds) string {
 	return "Today: " + look.TokenCount(rep.Total.Tokens()) + " tokens · " + cost
 }
 
-// today is the tray's cached usage line: read at most every source.UsageEvery, and again at once
-// when the settings or the source change.
+// today is the tray's cached usage line. It is read again only when it may have changed: at once
+// when the settings or the day change, and at most every source.UsageEvery after the relay
+// served requests (served, its request total, moved); an idle relay's line is never read again.
 type today struct {
-	mu   sync.Mutex
-	text string
-	at   time.Time // when it was read (elapsed clock); zero: read at the next look
-	gen  uint64    // the settings generation it was read under
+	mu     sync.Mutex
+	text   string
+	at     time.Time // when it was read (elapsed clock); zero: read at the next look
+	gen    uint64    // the settings generation it was read under
+	served int64     // the relay's request total then
+	day    time.Time // the local day it counts
 }
 
-// line is the cached usage line at the elapsed-clock time t under settings generation gen;
-// when a read is due it reads src (accounts accts, day of now). It may block on the ledger.
-func (c *today) line(gen uint64, t time.Time, src source.UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) string {
+// line is the cached usage line at the elapsed-clock time t under settings generation gen,
+// with served requests served so far; when a read is due it reads src (accounts accts, day of
+// now). It may block on the ledger.
+func (c *today) line(gen uint64, served int64, t time.Time, src source.UsageSource, accts []proxy.AccountStats, now time.Time, log *slog.Logger) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.at.IsZero() && t.Sub(c.at) < source.UsageEvery && c.gen == gen {
+	day := source.LocalMidnight(now)
+	if !c.at.IsZero() && c.gen == gen && c.day.Equal(day) && (c.served == served || t.Sub(c.at) < source.UsageEvery) {
 		return c.text
 	}
-	c.at, c.gen = t, gen
+	c.at, c.gen, c.served, c.day = t, gen, served, day
 	ctx, cancel := context.WithTimeout(context.Background(), source.UsageReadTimeout)
 	defer cancel()
 	rep, err := src.Summary(ctx, ledger.Query{Since: source.LocalMidnight(now), By: "account"})

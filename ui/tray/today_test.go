@@ -25,8 +25,9 @@ func newUsageTray(t *testing.T, src source.UsageSource) (*TrayApp, *fakeTray, *[
 	return tr, desk, opened, &el
 }
 
-// The tray's usage line: today's tokens and cost, read by the poller at most once a minute,
-// and a new menu only when its text changes.
+// The tray's usage line: today's tokens and cost, read again only after the relay served
+// requests, at most once a minute (never while it is idle), and a new menu only when its text
+// changes.
 func TestTrayUsageLine(t *testing.T) {
 	fixed := uitest.SampleUsage()
 	src := &uitest.CountingUsage{UsageSource: fixed}
@@ -48,22 +49,25 @@ func TestTrayUsageLine(t *testing.T) {
 	if src.Summaries != reads || desk.menus != menus {
 		t.Errorf("within a minute: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
 	}
-	// A minute on, the same figures: one read, no new menu.
+	// A minute on, nothing served: no read.
 	*el = el.Add(30 * time.Second)
 	tr.refresh()
-	if src.Summaries != reads+1 || desk.menus != menus {
-		t.Errorf("a minute later: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
+	if src.Summaries != reads || desk.menus != menus {
+		t.Errorf("a minute later, idle: %d reads, %d menus", src.Summaries-reads, desk.menus-menus)
 	}
-	// New usage: the next read shows it.
+	// A request served, with new usage: read a minute after the last read, not sooner.
 	fixed.Rows = append(fixed.Rows, uitest.UsageRow(0, "api", "gpt-5.4-mini", "", 2_000_000, 0, 0, 2.10))
+	tr.src.(*source.Fixed).Snapshot.Requests.Total++
+	*el = el.Add(-30 * time.Second) // 30 s after the read
 	tr.refresh()
-	if got := tr.Menu()[2].Label; got != want {
-		t.Errorf("read again within the minute: %q", got)
+	if got := tr.Menu()[2].Label; got != want || src.Summaries != reads {
+		t.Errorf("read again within the minute: %q (%d reads)", got, src.Summaries-reads)
 	}
-	*el = el.Add(time.Minute)
+	menus = desk.menus // (the request count is the menu's second line)
+	*el = el.Add(30 * time.Second)
 	tr.refresh()
-	if got := tr.Menu()[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 {
-		t.Errorf("after new usage %q (%d new menus)", got, desk.menus-menus)
+	if got := tr.Menu()[2].Label; got != "Today: 3.2 M tokens · $3.40 + $2.10 API-equiv." || desk.menus != menus+1 || src.Summaries != reads+1 {
+		t.Errorf("after new usage %q (%d new menus, %d reads)", got, desk.menus-menus, src.Summaries-reads)
 	}
 	tr.Menu()[2].Action()
 	if !slices.Equal(*opened, []string{"usage"}) {

@@ -19,6 +19,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
@@ -235,7 +236,8 @@ type movingSource struct{ n atomic.Int64 }
 func (m *movingSource) Stats() proxy.Snapshot {
 	return proxy.Snapshot{Requests: proxy.RequestStats{Total: m.n.Add(1)}}
 }
-func (m *movingSource) Traces(int) []proxy.Trace { return nil }
+func (m *movingSource) Traces(int) []proxy.Trace           { return nil }
+func (m *movingSource) Changes() (uint64, <-chan struct{}) { return source.Never() }
 
 // A left click on the icon asks the window process for the dashboard; the tray process itself
 // has no window to open.

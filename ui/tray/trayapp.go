@@ -13,6 +13,7 @@ import (
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/update"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
 
@@ -20,9 +21,9 @@ import (
 // notifications. It has no Fyne app and no GL loop: the tray is fyne.io/systray (over D-Bus on
 // Linux), and every window lives in a window process it starts on demand (windowLauncher).
 //
-// One goroutine (the loop) reads a view once a second and hands the tray what changed; the
-// menu's actions run on their own goroutines and poke the loop. After Quit began to leave,
-// the tray is never touched again.
+// One goroutine (the loop) sleeps until the relay changes (or a time the view depends on
+// comes), then reads a view and hands the tray what changed; the menu's actions run on their
+// own goroutines and poke the loop. After Quit began to leave, the tray is never touched again.
 type TrayApp struct {
 	relay *app.App
 	svc   *app.Service
@@ -61,6 +62,12 @@ type TrayApp struct {
 	last     view
 	quitting bool
 	ended    bool // the tray is gone: nothing may touch it any more
+	// The loop's notifications wait for the relay to settle (follow): seen is the relay's
+	// generation last shown, changedAt when it last moved, pending when the first change not
+	// yet told about came (zero: none), and settling whether a timer will look again.
+	seen               uint64
+	changedAt, pending time.Time
+	settling           bool
 }
 
 // NewTray builds the tray process's state for relay without starting anything.
@@ -118,12 +125,13 @@ func (t *TrayApp) fetch() view {
 	v := view{snap: t.src.Stats(), svc: t.status()}
 	st := t.relay.Settings()
 	v.notify = st.Notifications
-	v.today = t.today.line(st.Generation, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
+	v.today = t.today.line(st.Generation, v.snap.Requests.Total, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
 	v.newer = t.updates.check(t.relay, t.now(), t.changed)
 	return v
 }
 
-// refresh reads a view and shows it (the loop, and tests).
+// refresh reads a view, shows it and sends the notifications it calls for at once (at start,
+// and tests).
 func (t *TrayApp) refresh() {
 	v := t.fetch()
 	t.mu.Lock()
@@ -132,12 +140,78 @@ func (t *TrayApp) refresh() {
 		return
 	}
 	t.apply(v)
+	t.notify(v)
 }
 
-// apply shows v on the tray and sends the notifications it calls for (under mu).
+// How the loop follows the relay (source.Follow): changes closer than followGap are shown
+// together; it sleeps followEvery at most (the usage line reads the ledger on that clock). A
+// change's notifications wait until the relay was quiet for noticeSettle, or noticeWithin
+// after the change at most: a request that finds every account at its limit rests them one
+// after the other, milliseconds apart, and that is one event, told in one notification.
+const (
+	followGap    = 250 * time.Millisecond
+	followEvery  = time.Minute
+	noticeSettle = time.Second
+	noticeWithin = 3 * time.Second
+)
+
+// loop follows the relay until ctx ends: it sleeps until something the tray shows changes.
+func (t *TrayApp) loop(ctx context.Context) {
+	source.Follow(ctx, t.src.Changes, t.poke, followGap, followEvery, t.follow)
+}
+
+// follow is one look of the loop: it shows the view at once, sends its notifications once the
+// relay settled (else a timer pokes the loop then), and says when the clock alone changes
+// what it shows.
+func (t *TrayApp) follow() time.Duration {
+	gen, _ := t.src.Changes()
+	v := t.fetch()
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return 0
+	}
+	t.apply(v)
+	if gen != t.seen {
+		t.seen, t.changedAt = gen, now
+		if t.pending.IsZero() {
+			t.pending = now
+		}
+	}
+	if quiet, wait := t.settled(now); quiet {
+		t.pending = time.Time{}
+		t.notify(v)
+	} else if !t.settling {
+		t.settling = true
+		time.AfterFunc(wait, func() {
+			t.mu.Lock()
+			t.settling = false
+			t.mu.Unlock()
+			t.changed()
+		})
+	}
+	return look.NextChange(v.snap, t.now())
+}
+
+// settled says whether the notifications of the changes seen may go out at now, and if not,
+// how long until they may (under mu).
+func (t *TrayApp) settled(now time.Time) (bool, time.Duration) {
+	if t.pending.IsZero() {
+		return true, 0
+	}
+	wait := min(t.changedAt.Add(noticeSettle).Sub(now), t.pending.Add(noticeWithin).Sub(now))
+	return wait <= 0, wait
+}
+
+// apply shows v on the tray (under mu).
 func (t *TrayApp) apply(v view) {
 	t.last = v
 	t.tray.show(trayMenu(v, t.now(), t.quitting, t.actions()), t.tray.stateFor(v), trayTooltip(v))
+}
+
+// notify sends the notifications v calls for (under mu).
+func (t *TrayApp) notify(v view) {
 	if t.fixed != nil {
 		return
 	}
@@ -172,9 +246,6 @@ func (t *TrayApp) changed() {
 	default:
 	}
 }
-
-// loop refreshes the tray once a second, or when poked, until ctx ends.
-func (t *TrayApp) loop(ctx context.Context) { source.EverySecond(ctx, t.poke, t.refresh) }
 
 func (t *TrayApp) pause() {
 	t.async(func() {

@@ -75,7 +75,7 @@ func (a *accountsWindow) build() fyne.CanvasObject {
 	a.order = note("")
 	add := widget.NewButtonWithIcon("Add account…", theme.ContentAddIcon(), func() { a.showAdd(addChatGPT) })
 	add.Importance = widget.HighImportance
-	a.status = newFleeting()
+	a.status = newFleeting(a.u.changed)
 	top := container.NewVBox(
 		container.NewBorder(nil, nil, nil, container.NewHBox(
 			widget.NewButtonWithIcon("Export…", theme.UploadIcon(), func() { a.showExport() }),

@@ -26,7 +26,11 @@ type codexRow struct {
 
 func newCodexRow(opt *DashboardOptions) *codexRow {
 	r := &codexRow{opt: opt, dot: newDot(), state: widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		why: newTextCell(fyne.TextAlignLeading), result: newFleeting()}
+		why: newTextCell(fyne.TextAlignLeading), result: newFleeting(func() {
+			if opt.Changed != nil {
+				opt.Changed()
+			}
+		})}
 	r.configure = widget.NewButtonWithIcon("Configure", theme.DocumentSaveIcon(), r.write)
 	r.configure.Importance = widget.HighImportance
 	r.configure.Hide()

@@ -41,7 +41,7 @@ func TestNotesAboutActionsExpire(t *testing.T) {
 		t.Errorf("the accounts window still says %q", a.status.Text)
 	}
 	// An error stays longer than a success, and goes too.
-	n := newFleeting()
+	n := newFleeting(nil)
 	n.set("Could not configure Codex: disk full", widget.DangerImportance, uitest.Now)
 	if n.expire(uitest.Now.Add(noteFor + time.Second)) {
 		t.Error("an error went as fast as a success")

@@ -6,7 +6,8 @@
 // What both processes show is ui/look's, what both read of the relay ui/source's.
 //
 // UI is the windows' side: a thin client that reads the proxy's state only as a snapshot
-// (Stats and Traces, polled once a second off the UI thread while a window is open).
+// (Stats and Traces, read off the UI thread when the relay changes while a window is open:
+// poll).
 package window
 
 import (
@@ -25,6 +26,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
 
@@ -169,12 +171,33 @@ func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 	return u.relay.TestRelay(ctx, st.Addr)
 }
 
-// poll reads a view once a second (or when poked) and applies it on the UI thread.
+// How the open windows follow the relay (source.Follow): changes closer than followGap are
+// shown together, and they sleep source.UsageEvery at most (the Usage window reads the ledger
+// on that clock).
+const followGap = 250 * time.Millisecond
+
+// poll shows a view whenever the relay changes, a window asks (poke), or the clock changes what
+// they show; it reads off the UI thread and applies on it.
 func (u *UI) poll(ctx context.Context) {
-	source.EverySecond(ctx, u.poke, func() {
+	source.Follow(ctx, u.src.Changes, u.poke, followGap, source.UsageEvery, func() time.Duration {
 		v := u.fetch()
 		fyne.Do(func() { u.apply(v) })
+		return u.nextChange(v)
 	})
+}
+
+// nextChange is how long until the clock alone changes what the windows show of v: a rest
+// ends, a window resets, a banked reset nears its expiry (look.NextChange), or the catalog's
+// age reaches its next minute.
+func (u *UI) nextChange(v view) time.Duration {
+	d := look.NextChange(v.snap, u.now())
+	if age := v.snap.Catalog.AgeMs; age >= 0 {
+		next := time.Minute - time.Duration(age%60_000)*time.Millisecond
+		if d == 0 || next < d {
+			d = next
+		}
+	}
+	return d
 }
 
 // fetch reads the proxy's state; it may run on any goroutine.

@@ -222,18 +222,20 @@ const (
 	errorNoteFor = time.Minute
 )
 
-// fleeting is a message label that clears itself: set says something at now, and each tick's
-// expire takes it away once its time is up.
+// fleeting is a message label that clears itself: set says something at now, and the next
+// view's expire takes it away once its time is up. set asks for that view then (wake), since
+// the windows sleep while nothing changes.
 type fleeting struct {
 	*widget.Label
 	until time.Time
+	wake  func()
 }
 
-func newFleeting() *fleeting {
+func newFleeting(wake func()) *fleeting {
 	l := widget.NewLabel("")
 	l.Wrapping = fyne.TextWrapWord
 	l.Hide()
-	return &fleeting{Label: l}
+	return &fleeting{Label: l, wake: wake}
 }
 
 // set shows text with imp from now on ("" hides it).
@@ -244,6 +246,9 @@ func (n *fleeting) set(text string, imp widget.Importance, now time.Time) {
 	}
 	n.until = now.Add(d)
 	setMessage(n.Label, text, imp)
+	if text != "" && n.wake != nil {
+		time.AfterFunc(d, n.wake)
+	}
 }
 
 // expire hides the note once its time is up at now; it says whether it did.

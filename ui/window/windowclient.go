@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -14,10 +16,16 @@ import (
 )
 
 // windowClient is the window process's side of the window API: a Source, a UsageSource and a
-// RelayControl (package source) over the local API's client (app/localapi).
+// RelayControl (package source) over the local API's client (app/localapi). It asks the tray
+// only for what changed: follow waits on GET /relay/changes and raises sig, which the windows'
+// loop waits on (Changes), and Traces asks only for the requests newer than those it holds.
 type windowClient struct {
 	base, token string
 	api         *localapi.Client
+	sig         proxy.Signal
+
+	tracesMu sync.Mutex
+	traces   []proxy.Trace // the last read, newest first
 }
 
 func newWindowClient(base, token string) *windowClient {
@@ -41,6 +49,46 @@ func brief() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 5*time.Second)
 }
 
+// changesWait is how long one GET /relay/changes waits for a change; followRetry the longest
+// wait before asking again a tray that did not answer.
+const (
+	changesWait = 25 * time.Second
+	followRetry = 30 * time.Second
+)
+
+// follow waits on the tray's relay for changes until ctx ends, raising sig at each. A tray that
+// does not answer raises it too (the windows say so), and is asked again after 1 s, then
+// longer, up to followRetry (the window process ends anyway when the tray does).
+func (c *windowClient) follow(ctx context.Context) {
+	var gen uint64
+	retry := time.Second
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, changesWait+10*time.Second)
+		g, err := c.api.Changes(wctx, gen, changesWait)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.sig.Raise()
+			select {
+			case <-ctx.Done():
+			case <-time.After(retry):
+			}
+			retry = min(2*retry, followRetry)
+			continue
+		}
+		retry = time.Second
+		if g != gen {
+			gen = g
+			c.sig.Raise()
+		}
+	}
+}
+
+// Changes is the generation of the tray's relay as follow last saw it.
+func (c *windowClient) Changes() (uint64, <-chan struct{}) { return c.sig.Changes() }
+
 // Stats is A's snapshot (an empty one when A does not answer: the status says why).
 func (c *windowClient) Stats() proxy.Snapshot {
 	ctx, cancel := brief()
@@ -49,12 +97,22 @@ func (c *windowClient) Stats() proxy.Snapshot {
 	return s
 }
 
-// Traces are A's recent requests.
+// Traces are A's recent requests: those it holds, with the newer ones A adds (it keeps the
+// last ones when A does not answer).
 func (c *windowClient) Traces(limit int) []proxy.Trace {
 	ctx, cancel := brief()
 	defer cancel()
-	t, _ := c.api.Traces(ctx, limit)
-	return t
+	c.tracesMu.Lock()
+	defer c.tracesMu.Unlock()
+	after := ""
+	if len(c.traces) > 0 {
+		after = c.traces[0].ID
+	}
+	if newer, err := c.api.TracesAfter(ctx, limit, after); err == nil {
+		c.traces = append(newer, c.traces...)
+		c.traces = c.traces[:min(limit, len(c.traces))]
+	}
+	return slices.Clone(c.traces)
 }
 
 // Status is A's listener status; when A does not answer, a stopped one that says so.

@@ -28,7 +28,8 @@ func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in 
 	if err != nil || len(f) != 3 || f[0] != "api" {
 		return errors.New("the window process is started by the tray app (run codexrelay without arguments)")
 	}
-	u := newWindowsUI(fa, relay, log, newWindowClient(f[1], f[2]))
+	c := newWindowClient(f[1], f[2])
+	u := newWindowsUI(fa, relay, log, c)
 	var outMu sync.Mutex
 	show := func(name string) {
 		u.OpenWindow(name)
@@ -39,8 +40,13 @@ func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fa.Lifecycle().SetOnStarted(func() {
+		// The windows sleep until something they show changes: the tray's relay (c.follow), this
+		// folder's settings (OnReload) or the Codex home's files (Watch).
+		go c.follow(ctx)
 		go u.poll(ctx)
+		relay.OnReload(u.changed)
 		go relay.Watch(ctx)
+		go u.codex.Watch(ctx, u.changed)
 		u.async(u.checkOrphans)
 		show(first)
 		go func() {
