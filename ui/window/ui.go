@@ -99,7 +99,9 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		u.svc, u.src = relay.NewService(), relay.Proxy
 		u.ctl = u.svc
 	}
-	fa.Settings().SetTheme(newTheme())
+	if _, ok := fa.Settings().Theme().(appTheme); !ok { // (RunWindows sets it on the UI thread first)
+		fa.Settings().SetTheme(newTheme())
+	}
 	u.dash = NewDashboard(u.src, DashboardOptions{
 		Status:         u.status,
 		CodexSetup:     u.codexConfigured,

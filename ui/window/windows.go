@@ -13,12 +13,17 @@ func (u *UI) dashboardWindow() fyne.Window {
 	if u.dashWin == nil {
 		w := u.fa.NewWindow("Codex Relay")
 		w.SetIcon(iconApp)
-		w.SetContent(u.dash.Content())
 		w.Resize(DashboardSize)
-		w.SetCloseIntercept(func() { u.dashShown = false; u.hideWindow(w) })
-		u.dashWin = w
+		u.adoptDashboard(w)
 	}
 	return u.dashWin
+}
+
+// adoptDashboard makes w, a window titled and sized for it, the dashboard's window.
+func (u *UI) adoptDashboard(w fyne.Window) {
+	w.SetContent(u.dash.Content())
+	w.SetCloseIntercept(func() { u.dashShown = false; u.hideWindow(w) })
+	u.dashWin = w
 }
 
 // toolWindow makes a secondary window that hides on close.
