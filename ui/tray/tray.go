@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"math"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -130,7 +131,7 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 	for _, a := range v.snap.Accounts {
 		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
 		_, tone := look.AccountState(a, now)
-		it.Icon = dotIcons[tone] // an account at its limit is not green
+		it.Icon = dotIcons()[tone] // an account at its limit is not green
 		items = append(items, it)
 	}
 	// Every account rests and one holds a banked reset: the relay's "ask", as an action.
@@ -242,13 +243,16 @@ func menuSignature(items []*fyne.MenuItem) string {
 }
 
 // dotIcons are the tray menu's state dots, by tone. Their colours are fixed mid tones: the
-// desktop draws the menu in its own light or dark style.
-var dotIcons = map[look.Tone]fyne.Resource{
-	look.Good: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
-	look.Warn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
-	look.Bad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
-	look.Dim:  dotIcon("dot-disabled.png", color.NRGBA{R: 0x8b, G: 0x94, B: 0x9e, A: 0xff}),
-}
+// desktop draws the menu in its own light or dark style. Drawn at first use, not at start: the
+// window processes, which share this binary, never draw them.
+var dotIcons = sync.OnceValue(func() map[look.Tone]fyne.Resource {
+	return map[look.Tone]fyne.Resource{
+		look.Good: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
+		look.Warn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
+		look.Bad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
+		look.Dim:  dotIcon("dot-disabled.png", color.NRGBA{R: 0x8b, G: 0x94, B: 0x9e, A: 0xff}),
+	}
+})
 
 // dotIcon draws a filled circle with soft edges as a PNG resource.
 func dotIcon(name string, c color.NRGBA) fyne.Resource {

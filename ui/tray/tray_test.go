@@ -298,7 +298,7 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	}
 	for i, w := range want {
 		it := items[3+i]
-		if it.Label != w.label || it.Icon != dotIcons[w.dot] || it.Disabled {
+		if it.Label != w.label || it.Icon != dotIcons()[w.dot] || it.Disabled {
 			t.Errorf("line %d: %q (icon %v), want %q with the %v dot", i, it.Label, it.Icon, w.label, w.dot)
 		}
 	}
@@ -318,7 +318,7 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	tr.refresh()
 	items = tr.Menu()
 	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
-		items[5].Icon != dotIcons[look.Dim] {
+		items[5].Icon != dotIcons()[look.Dim] {
 		t.Errorf("lines %q", uitest.Labels(items[3:6]))
 	}
 }
