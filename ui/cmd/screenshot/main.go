@@ -52,8 +52,15 @@ func main() {
 			fyne.Do(fa.Quit)
 		}()
 	}
-	if opt.window == "bare" || opt.window == "bare-tray" {
+	switch opt.window {
+	case "bare", "bare-tray":
 		bare(fa, opt.window == "bare")
+		return
+	case "bare-window":
+		w := fa.NewWindow("Bare Fyne window")
+		w.SetContent(widget.NewLabel("A bare Fyne window"))
+		w.Show()
+		fa.Run()
 		return
 	}
 	dir, err := os.MkdirTemp("", "codexrelay-shot-")
@@ -74,7 +81,8 @@ func parseFlags() options {
 	var opt options
 	flag.DurationVar(&opt.wait, "for", 0, "quit after this long (0 = stay until the window closes)")
 	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, accounts, settings or usage; "+
-		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with")
+		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with; "+
+		"bare-window: a label in a window and nothing else, the floor of a window's start")
 	flag.StringVar(&opt.size, "size", "", "the window's size, WxH (default: the window's own)")
 	flag.BoolVar(&opt.diagnostics, "diagnostics", false, "open the dashboard's Diagnostics section")
 	flag.IntVar(&opt.period, "period", 30, "the Usage window's period in days: 7 or 30")

@@ -4,14 +4,16 @@
 # private D-Bus session with an unlocked gnome-keyring, and a throw-away home with one API-key
 # account whose base URL nothing listens on (no network).
 #
-#   split.sh CODEXRELAY BARETRAY [SECONDS [ROUNDS]]
+#   split.sh CODEXRELAY BARETRAY [SECONDS [ROUNDS [FLOOR]]]
 #
 # It prints, for SECONDS of idle each, the CPU (clock ticks of utime + stime from
 # /proc/PID/stat) and the resident memory (VmRSS) of a bare fyne.io/systray tray (BARETRAY,
 # ui/cmd/baretray) and of A with its tray only; then, over ROUNDS rounds, how long a window
 # takes to show after a click on the tray (the dbusmenu "Open Dashboard" event, and a left
 # click: StatusNotifierItem.Activate) and how long B takes to end after its last window is
-# closed (a WM_DELETE_WINDOW, as a close button sends). It fails (exit 1) when the tray does not
+# closed (a WM_DELETE_WINDOW, as a close button sends); with FLOOR (the screenshot binary), each
+# round also times a bare Fyne window (a label, nothing else) from its start to on screen: the
+# floor any window process starts from, on this machine, in the same run. It fails (exit 1) when the tray does not
 # register, its menu lacks the account's line, no window process or window shows, B outlives
 # its window, A stops serving, or A does not exit 0 without a panic on SIGTERM and on four Quits from
 # its menu.
@@ -20,6 +22,7 @@ bin=$(realpath "$1")
 bare=$(realpath "$2")
 secs=${3:-60}
 rounds=${4:-3}
+floor=${5:+$(realpath "$5")}
 here=$(dirname "$(realpath "$0")")
 
 if [ -z "${SPLIT_INSIDE:-}" ]; then
@@ -28,7 +31,7 @@ if [ -z "${SPLIT_INSIDE:-}" ]; then
   export HOME="$tmp" XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data" XDG_RUNTIME_DIR="$tmp/run"
   export LANG=en_US.UTF-8 CODEXRELAY_LISTEN=${CODEXRELAY_LISTEN:-127.0.0.1:17481} SPLIT_INSIDE=1
   mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash "$0" "$bin" "$bare" "$secs" "$rounds"
+  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash "$0" "$bin" "$bare" "$secs" "$rounds" "$floor"
 fi
 
 fail() { echo "FAIL: $*"; [ -n "${a:-}" ] && ps -o pid,args --ppid "$a"; tail -n 20 "$HOME/a.log" 2>/dev/null; exit 1; }
@@ -111,6 +114,17 @@ close() {
   kill -0 "$pid" 2>/dev/null && fail "the window process outlived its last window by 5 s"
   since "$t0"
 }
+# floor: a bare Fyne window's seconds from its start to on screen.
+floor() {
+  local t0 p w=""
+  t0=$(now)
+  "$floor" -window bare-window 2>/dev/null &
+  p=$!
+  for _ in $(seq 200); do w=$(xdotool search --onlyvisible --name '^Bare Fyne window$' 2>/dev/null | head -n 1); [ -n "$w" ] && break; sleep 0.02; done
+  [ -n "$w" ] || { kill "$p"; fail "no bare Fyne window"; }
+  since "$t0"
+  kill "$p"; wait "$p" 2>/dev/null || true
+}
 echo
 echo "Windows on demand (${rounds} rounds): from the click to B's window on screen; from its close to B gone"
 for r in $(seq "$rounds"); do
@@ -120,7 +134,13 @@ for r in $(seq "$rounds"); do
   "$bin" >/dev/null # a second launch: the dashboard, in the same window process
   [ "$(pgrep -P "$a" -f ' window ' | wc -l)" = 1 ] || fail "more than one window process"
   e2=$(close)
-  echo "round $r: menu click -> window ${m} s, closed -> B gone ${e1} s; left click -> window ${c} s, closed -> B gone ${e2} s"
+  line="round $r: menu click -> window ${m} s, closed -> B gone ${e1} s; left click -> window ${c} s, closed -> B gone ${e2} s"
+  if [ -n "$floor" ]; then
+    sleep 0.5
+    f=$(floor) || { echo "$f"; exit 1; }
+    line+="; a bare Fyne window ${f} s"
+  fi
+  echo "$line"
   sleep 0.5
 done
 (exec 3<>"/dev/tcp/${CODEXRELAY_LISTEN%:*}/${CODEXRELAY_LISTEN##*:}") 2>/dev/null || fail "the relay stopped serving"
