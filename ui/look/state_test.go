@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
@@ -34,5 +36,27 @@ func TestDashboardHeaderSaysEachThingOnce(t *testing.T) {
 		if strings.Contains(strings.ToLower(line), strings.ToLower(word)) {
 			t.Errorf("%s: the line %q repeats %q", c.name, line, word)
 		}
+	}
+}
+
+// NextChange is the soonest time what the tray and the windows show changes by the clock
+// alone: a rest's end, a usage window's reset, a banked reset's week, day and expiry.
+func TestNextChange(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	if d := look.NextChange(proxy.Snapshot{Accounts: []proxy.AccountStats{{Name: "idle", State: proxy.StateReady}}}, now); d != 0 {
+		t.Fatalf("nothing changes with the clock, but NextChange is %v", d)
+	}
+	snap := proxy.Snapshot{Accounts: []proxy.AccountStats{
+		{Name: "a", State: proxy.StateCooldown, CooldownUntil: at(40 * time.Minute),
+			Quota: &proxy.Quota{PrimaryResetsAt: now.Add(2 * time.Hour), SecondaryResetsAt: now.Add(-time.Hour)}},
+		{Name: "b", ResetCredits: &proxy.ResetCredits{Available: 1, NextExpiresAt: at(24*time.Hour + 25*time.Minute)}},
+	}}
+	if d := look.NextChange(snap, now); d != 25*time.Minute {
+		t.Fatalf("NextChange %v, want 25m (b's banked reset comes within a day of its expiry)", d)
+	}
+	snap.Accounts[1].ResetCredits = nil
+	if d := look.NextChange(snap, now); d != 40*time.Minute {
+		t.Fatalf("NextChange %v, want 40m (a's rest ends; a reset in the past is no time)", d)
 	}
 }
