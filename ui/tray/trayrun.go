@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -109,7 +108,7 @@ type systrayBackend struct {
 	done chan struct{} // closed when the items it belongs to are replaced
 }
 
-func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
+func (b *systrayBackend) SetMenu(items []*menuItem) {
 	if b.done != nil {
 		close(b.done)
 	}
@@ -117,18 +116,13 @@ func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
 	b.done = done
 	systray.ResetMenu()
 	for _, it := range items {
-		if it.IsSeparator {
+		if it.Separator {
 			systray.AddSeparator()
 			continue
 		}
-		var mi *systray.MenuItem
-		if it.Checked {
-			mi = systray.AddMenuItemCheckbox(it.Label, "", true)
-		} else {
-			mi = systray.AddMenuItem(it.Label, "")
-		}
+		mi := systray.AddMenuItem(it.Label, "")
 		if it.Icon != nil {
-			mi.SetIcon(iconBytes(it.Icon))
+			mi.SetIcon(iconBytes(it.Icon.png))
 		}
 		if it.Disabled {
 			mi.Disable()
@@ -148,16 +142,16 @@ func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
 	}
 }
 
-func (b *systrayBackend) SetIcon(icon fyne.Resource) { systray.SetIcon(iconBytes(icon)) }
+func (b *systrayBackend) SetIcon(icon *trayIcon) { systray.SetIcon(iconBytes(icon.png)) }
 
 func (b *systrayBackend) SetTooltip(text string) { systray.SetTooltip(text) }
 
 // iconBytes is an icon as systray takes it: PNG, or on Windows an ICO that holds the PNG.
-func iconBytes(r fyne.Resource) []byte {
+func iconBytes(png []byte) []byte {
 	if runtime.GOOS != "windows" {
-		return r.Content()
+		return png
 	}
-	return pngICO(r.Content())
+	return pngICO(png)
 }
 
 // pngICO wraps a PNG in an ICO file of one image (Windows reads PNG-compressed icons).
