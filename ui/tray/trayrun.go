@@ -1,10 +1,12 @@
 // Package tray is Codex Relay's tray process (`codexrelay` with no arguments: RunTray): the
 // relay in-process, its tray icon and menu through fyne.io/systray, and the desktop
-// notifications. It has no Fyne app and no GL loop, so it costs nothing at idle. Every window
-// lives in a window process (ui/window), which it starts on demand (windowLauncher) and which
-// reads the relay's live state from it over loopback (the window API, windowapi.go); it never
-// imports the window process's package. What both processes show is ui/look's, what both read
-// of the relay ui/source's.
+// notifications. It has no Fyne app and no GL loop, so it costs nothing at idle, and imports no
+// Fyne package: the menu is its own small model (menu.go; trayMenu builds it, systrayBackend
+// draws it), and TestTrayImportsNoFyne keeps it so. Every window lives in a window process
+// (ui/window), which it starts on demand (windowLauncher) and which reads the relay's live
+// state from it over loopback (the window API, windowapi.go); it never imports the window
+// process's package. What both processes show is ui/look's, what both read of the relay
+// ui/source's.
 package tray
 
 import (
