@@ -38,8 +38,8 @@ func TestTrayUsageLine(t *testing.T) {
 	if items[2].Label != want || items[2].Disabled {
 		t.Fatalf("line 3 %q, want %q", items[2].Label, want)
 	}
-	if !items[3].IsSeparator {
-		t.Errorf("no separator after the usage line: %q", uitest.Labels(items))
+	if !items[3].Separator {
+		t.Errorf("no separator after the usage line: %q", labels(items))
 	}
 	reads, menus := src.Summaries, desk.menus
 	for range 30 {

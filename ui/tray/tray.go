@@ -13,8 +13,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"fyne.io/fyne/v2"
-
 	"github.com/codexrelay/codexrelay/assets"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
@@ -22,14 +20,14 @@ import (
 
 // The tray icons, one per state of the relay.
 var (
-	iconServing  = fyne.NewStaticResource("tray-serving.png", assets.TrayServing)
-	iconDegraded = fyne.NewStaticResource("tray-degraded.png", assets.TrayDegraded)
-	iconStopped  = fyne.NewStaticResource("tray-stopped.png", assets.TrayStopped)
-	iconPaused   = fyne.NewStaticResource("tray-paused.png", assets.TrayPaused)
+	iconServing  = &trayIcon{"tray-serving.png", assets.TrayServing}
+	iconDegraded = &trayIcon{"tray-degraded.png", assets.TrayDegraded}
+	iconStopped  = &trayIcon{"tray-stopped.png", assets.TrayStopped}
+	iconPaused   = &trayIcon{"tray-paused.png", assets.TrayPaused}
 )
 
 // stateIcon is the tray icon of the relay's state s.
-func stateIcon(s look.State) fyne.Resource {
+func stateIcon(s look.State) *trayIcon {
 	switch s {
 	case look.Serving:
 		return iconServing
@@ -107,65 +105,63 @@ type trayActions struct {
 // each tick (Tailscale's systray client does the same), never patched item by item. Tray.show
 // hands it to the desktop only when it differs from the one shown. quitting says a Quit is
 // draining the relay.
-func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.MenuItem {
+func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*menuItem {
 	opener := func(name string) func() { return func() { act.open(name) } }
 	_, line := look.StateOf(v.snap, v.svc)
 	if quitting {
 		line = "Stopping: letting requests finish…"
 	}
-	status := fyne.NewMenuItem(truncate(line, 90), nil)
-	status.Disabled = true
-	requests := fyne.NewMenuItem(requestsLine(v.snap.Requests), nil)
-	requests.Disabled = true
-	items := []*fyne.MenuItem{status, requests}
+	status := &menuItem{Label: truncate(line, 90), Disabled: true}
+	requests := &menuItem{Label: requestsLine(v.snap.Requests), Disabled: true}
+	items := []*menuItem{status, requests}
 	if v.today != "" {
 		// Today's tokens and cost from the usage ledger; it opens the Usage window.
-		items = append(items, fyne.NewMenuItem(v.today, opener("usage")))
+		items = append(items, item(v.today, opener("usage")))
 	}
 	if it := updateItem(v.newer); it != nil {
 		items = append(items, it)
 	}
-	items = append(items, fyne.NewMenuItemSeparator())
+	items = append(items, separator())
 
 	// One line per account, in priority order, with a dot in its state's colour.
 	for _, a := range v.snap.Accounts {
-		it := fyne.NewMenuItem(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
+		it := item(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
 		_, tone := look.AccountState(a, now)
 		it.Icon = dotIcons()[tone] // an account at its limit is not green
 		items = append(items, it)
 	}
 	// Every account rests and one holds a banked reset: the relay's "ask", as an action.
 	if name := redeemCandidate(v.snap); name != "" && act.redeem != nil {
-		items = append(items, fyne.NewMenuItem("Redeem a banked reset of "+truncate(name, 60), func() { act.redeem(name) }))
+		items = append(items, item("Redeem a banked reset of "+truncate(name, 60), func() { act.redeem(name) }))
 	}
 	if len(v.snap.Accounts) > 0 {
-		items = append(items, fyne.NewMenuItemSeparator())
+		items = append(items, separator())
 	}
 
-	var pause *fyne.MenuItem
+	var pause *menuItem
 	switch {
 	case v.svc.Paused:
-		pause = fyne.NewMenuItem("Resume proxy", act.resume)
+		pause = item("Resume proxy", act.resume)
 	case v.svc.Running:
-		pause = fyne.NewMenuItem("Pause proxy", act.pause)
+		pause = item("Pause proxy", act.pause)
 	default:
-		pause = fyne.NewMenuItem("Start proxy", act.resume)
+		pause = item("Start proxy", act.resume)
 	}
 
-	quit := fyne.NewMenuItem("Quit", act.quit)
-	quit.IsQuit = true // it drains the proxy first
+	quit := item("Quit", act.quit)
+	quit.Quit = true // it drains the proxy first
 
 	return append(items,
-		fyne.NewMenuItem("Open Dashboard", opener("dashboard")),
-		fyne.NewMenuItem("Usage…", opener("usage")),
-		fyne.NewMenuItem("Accounts…", opener("accounts")),
-		fyne.NewMenuItem("Settings…", opener("settings")),
-		fyne.NewMenuItemSeparator(),
-		fyne.NewMenuItem("Copy Codex config", act.copyCodexConfig),
-		fyne.NewMenuItem("Configure Codex…", opener("configure-codex")),
-		fyne.NewMenuItemSeparator(),
+		item("Open Dashboard", opener("dashboard")),
+		item("Usage…", opener("usage")),
+		item("Accounts…", opener("accounts")),
+		item("Settings…", opener("settings")),
+		separator(),
+		item("Copy Codex config", act.copyCodexConfig),
+		item("Configure Codex…", opener("configure-codex")),
+		separator(),
 		pause,
-		fyne.NewMenuItemSeparator(),
+		separator(),
 		quit,
 	)
 }
@@ -173,11 +169,11 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*fyne.Men
 // Tray is the system-tray presence: one menu, one icon and one tooltip, each handed to the
 // desktop only when it changed (a rebuilt native menu closes itself on some desktops).
 type Tray struct {
-	menu    *fyne.Menu
+	menu    []*menuItem // the menu on screen
 	backend trayBackend // nil: nothing to show it on
 	state   look.State
 	shown   string // signature of the menu on screen
-	icon    fyne.Resource
+	icon    *trayIcon
 	tooltip string // the text on hover
 }
 
@@ -185,25 +181,22 @@ type Tray struct {
 // The tray calls it from one goroutine at a time, and never after the tray process began to
 // leave (a late icon update on a closed D-Bus connection panicked in systray).
 type trayBackend interface {
-	SetMenu(items []*fyne.MenuItem)
-	SetIcon(icon fyne.Resource)
+	SetMenu(items []*menuItem)
+	SetIcon(icon *trayIcon)
 	SetTooltip(text string)
 }
 
 func newTray() *Tray {
-	return &Tray{menu: fyne.NewMenu("Codex Relay"), state: -1}
+	return &Tray{state: -1}
 }
-
-// Menu is the current tray menu.
-func (t *Tray) Menu() *fyne.Menu { return t.menu }
 
 // show puts items, the icon of state s and the tooltip on the tray, touching the desktop only
 // for what changed.
-func (t *Tray) show(items []*fyne.MenuItem, s look.State, tooltip string) {
+func (t *Tray) show(items []*menuItem, s look.State, tooltip string) {
 	// An unchanged menu keeps its items: the native menu holds their actions.
 	if sig := menuSignature(items); sig != t.shown {
 		t.shown = sig
-		t.menu.Items = items
+		t.menu = items
 		if t.backend != nil {
 			t.backend.SetMenu(items)
 		}
@@ -230,14 +223,14 @@ func (t *Tray) stateFor(v view) look.State {
 }
 
 // menuSignature is what a menu shows, to compare two menus.
-func menuSignature(items []*fyne.MenuItem) string {
+func menuSignature(items []*menuItem) string {
 	var b strings.Builder
 	for _, it := range items {
 		icon := ""
 		if it.Icon != nil {
-			icon = it.Icon.Name()
+			icon = it.Icon.name
 		}
-		fmt.Fprintf(&b, "%s|%s|%t|%t|%t\n", it.Label, icon, it.Checked, it.Disabled, it.IsSeparator)
+		fmt.Fprintf(&b, "%s|%s|%t|%t\n", it.Label, icon, it.Disabled, it.Separator)
 	}
 	return b.String()
 }
@@ -245,8 +238,8 @@ func menuSignature(items []*fyne.MenuItem) string {
 // dotIcons are the tray menu's state dots, by tone. Their colours are fixed mid tones: the
 // desktop draws the menu in its own light or dark style. Drawn at first use, not at start: the
 // window processes, which share this binary, never draw them.
-var dotIcons = sync.OnceValue(func() map[look.Tone]fyne.Resource {
-	return map[look.Tone]fyne.Resource{
+var dotIcons = sync.OnceValue(func() map[look.Tone]*trayIcon {
+	return map[look.Tone]*trayIcon{
 		look.Good: dotIcon("dot-ready.png", color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}),
 		look.Warn: dotIcon("dot-resting.png", color.NRGBA{R: 0xd2, G: 0x99, B: 0x22, A: 0xff}),
 		look.Bad:  dotIcon("dot-problem.png", color.NRGBA{R: 0xe5, G: 0x53, B: 0x4b, A: 0xff}),
@@ -254,8 +247,8 @@ var dotIcons = sync.OnceValue(func() map[look.Tone]fyne.Resource {
 	}
 })
 
-// dotIcon draws a filled circle with soft edges as a PNG resource.
-func dotIcon(name string, c color.NRGBA) fyne.Resource {
+// dotIcon draws a filled circle with soft edges as a PNG.
+func dotIcon(name string, c color.NRGBA) *trayIcon {
 	const size, r = 32, 11.0
 	img := image.NewNRGBA(image.Rect(0, 0, size, size))
 	for y := range size {
@@ -271,5 +264,5 @@ func dotIcon(name string, c color.NRGBA) fyne.Resource {
 	}
 	var buf bytes.Buffer
 	_ = png.Encode(&buf, img) // cannot fail for an in-memory image
-	return fyne.NewStaticResource(name, buf.Bytes())
+	return &trayIcon{name, buf.Bytes()}
 }

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
-
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
@@ -62,7 +60,7 @@ func TestTrayState(t *testing.T) {
 	// Four states, four different icons.
 	seen := map[string]bool{}
 	for _, s := range []look.State{look.Serving, look.Degraded, look.Stopped, look.Paused} {
-		seen[string(stateIcon(s).Content())] = true
+		seen[string(stateIcon(s).png)] = true
 	}
 	if len(seen) != 4 {
 		t.Errorf("%d distinct tray icons, want 4", len(seen))
@@ -101,8 +99,8 @@ func (f *fakeTray) touch() {
 		panic("the tray was touched after it ended")
 	}
 }
-func (f *fakeTray) SetMenu([]*fyne.MenuItem) { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.menus++ }
-func (f *fakeTray) SetIcon(fyne.Resource)    { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.icons++ }
+func (f *fakeTray) SetMenu([]*menuItem) { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.menus++ }
+func (f *fakeTray) SetIcon(*trayIcon)   { f.mu.Lock(); defer f.mu.Unlock(); f.touch(); f.icons++ }
 func (f *fakeTray) SetTooltip(s string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -112,9 +110,26 @@ func (f *fakeTray) SetTooltip(s string) {
 }
 func (f *fakeTray) end() { f.mu.Lock(); f.ended = true; f.mu.Unlock() }
 
-func trayItem(t *testing.T, tr *TrayApp, label string) *fyne.MenuItem {
+// trayItem is the item of the tray menu shown now labelled label; it fails the test when
+// there is none.
+func trayItem(t *testing.T, tr *TrayApp, label string) *menuItem {
 	t.Helper()
-	return uitest.MenuItem(t, &fyne.Menu{Items: tr.Menu()}, label)
+	for _, it := range tr.Menu() {
+		if it.Label == label {
+			return it
+		}
+	}
+	t.Fatalf("no menu item %q in %q", label, labels(tr.Menu()))
+	return nil
+}
+
+// labels are the labels of menu items ("" for a separator).
+func labels(items []*menuItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Label)
+	}
+	return out
 }
 
 func TestTrayMenuFollowsTheProxy(t *testing.T) {
@@ -177,8 +192,8 @@ func TestTrayMenuFollowsTheProxy(t *testing.T) {
 
 	// Quit is last, and stops the listener before the tray ends.
 	last := tr.Menu()[len(tr.Menu())-1]
-	if !last.IsQuit || last.Label != "Quit" {
-		t.Fatalf("last item %q (IsQuit %v)", last.Label, last.IsQuit)
+	if !last.Quit || last.Label != "Quit" {
+		t.Fatalf("last item %q (Quit %v)", last.Label, last.Quit)
 	}
 	exited := false
 	tr.exit = func() {
@@ -302,8 +317,8 @@ func TestTrayMenuAccountLines(t *testing.T) {
 			t.Errorf("line %d: %q (icon %v), want %q with the %v dot", i, it.Label, it.Icon, w.label, w.dot)
 		}
 	}
-	if !items[6].IsSeparator {
-		t.Errorf("no separator after the accounts: %q", uitest.Labels(items))
+	if !items[6].Separator {
+		t.Errorf("no separator after the accounts: %q", labels(items))
 	}
 	// A line opens the accounts window.
 	items[3].Action()
@@ -319,7 +334,7 @@ func TestTrayMenuAccountLines(t *testing.T) {
 	items = tr.Menu()
 	if items[4].Label != "team · resting until 14:33 · served last" || items[5].Label != "api · disabled" ||
 		items[5].Icon != dotIcons()[look.Dim] {
-		t.Errorf("lines %q", uitest.Labels(items[3:6]))
+		t.Errorf("lines %q", labels(items[3:6]))
 	}
 }
 
@@ -380,7 +395,7 @@ func TestTrayRebuildsOnlyWhatChanged(t *testing.T) {
 
 // On Windows the tray takes ICO files: the PNG goes in one, whole, with its size.
 func TestPNGInICO(t *testing.T) {
-	png := iconServing.Content()
+	png := iconServing.png
 	ico := pngICO(png)
 	if !bytes.Equal(ico[:6], []byte{0, 0, 1, 0, 1, 0}) || !bytes.Equal(ico[22:], png) {
 		t.Fatalf("ico header % x", ico[:22])

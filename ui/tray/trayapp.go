@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fyne.io/fyne/v2"
-
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/update"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -237,7 +235,7 @@ func (t *TrayApp) actions() trayActions {
 func (t *TrayApp) tapped() { t.open("dashboard") }
 
 // Menu is the tray menu shown now.
-func (t *TrayApp) Menu() []*fyne.MenuItem { return t.tray.menu.Items }
+func (t *TrayApp) Menu() []*menuItem { return t.tray.menu }
 
 // changed asks the loop for an early tick; it never blocks.
 func (t *TrayApp) changed() {

@@ -1,10 +1,12 @@
 // Package tray is Codex Relay's tray process (`codexrelay` with no arguments: RunTray): the
 // relay in-process, its tray icon and menu through fyne.io/systray, and the desktop
-// notifications. It has no Fyne app and no GL loop, so it costs nothing at idle. Every window
-// lives in a window process (ui/window), which it starts on demand (windowLauncher) and which
-// reads the relay's live state from it over loopback (the window API, windowapi.go); it never
-// imports the window process's package. What both processes show is ui/look's, what both read
-// of the relay ui/source's.
+// notifications. It has no Fyne app and no GL loop, so it costs nothing at idle, and imports no
+// Fyne package: the menu is its own small model (menu.go; trayMenu builds it, systrayBackend
+// draws it), and TestTrayImportsNoFyne keeps it so. Every window lives in a window process
+// (ui/window), which it starts on demand (windowLauncher) and which reads the relay's live
+// state from it over loopback (the window API, windowapi.go); it never imports the window
+// process's package. What both processes show is ui/look's, what both read of the relay
+// ui/source's.
 package tray
 
 import (
@@ -19,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -109,7 +110,7 @@ type systrayBackend struct {
 	done chan struct{} // closed when the items it belongs to are replaced
 }
 
-func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
+func (b *systrayBackend) SetMenu(items []*menuItem) {
 	if b.done != nil {
 		close(b.done)
 	}
@@ -117,18 +118,13 @@ func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
 	b.done = done
 	systray.ResetMenu()
 	for _, it := range items {
-		if it.IsSeparator {
+		if it.Separator {
 			systray.AddSeparator()
 			continue
 		}
-		var mi *systray.MenuItem
-		if it.Checked {
-			mi = systray.AddMenuItemCheckbox(it.Label, "", true)
-		} else {
-			mi = systray.AddMenuItem(it.Label, "")
-		}
+		mi := systray.AddMenuItem(it.Label, "")
 		if it.Icon != nil {
-			mi.SetIcon(iconBytes(it.Icon))
+			mi.SetIcon(iconBytes(it.Icon.png))
 		}
 		if it.Disabled {
 			mi.Disable()
@@ -148,16 +144,16 @@ func (b *systrayBackend) SetMenu(items []*fyne.MenuItem) {
 	}
 }
 
-func (b *systrayBackend) SetIcon(icon fyne.Resource) { systray.SetIcon(iconBytes(icon)) }
+func (b *systrayBackend) SetIcon(icon *trayIcon) { systray.SetIcon(iconBytes(icon.png)) }
 
 func (b *systrayBackend) SetTooltip(text string) { systray.SetTooltip(text) }
 
 // iconBytes is an icon as systray takes it: PNG, or on Windows an ICO that holds the PNG.
-func iconBytes(r fyne.Resource) []byte {
+func iconBytes(png []byte) []byte {
 	if runtime.GOOS != "windows" {
-		return r.Content()
+		return png
 	}
-	return pngICO(r.Content())
+	return pngICO(png)
 }
 
 // pngICO wraps a PNG in an ICO file of one image (Windows reads PNG-compressed icons).

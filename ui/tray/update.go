@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"fyne.io/fyne/v2"
-
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/update"
 )
@@ -59,11 +57,11 @@ func (u *updateNotice) check(relay *app.App, now time.Time, done func()) update.
 }
 
 // updateItem is the menu line of a newer release (nil: none).
-func updateItem(r update.Release) *fyne.MenuItem {
+func updateItem(r update.Release) *menuItem {
 	if r.Version == "" {
 		return nil
 	}
-	return fyne.NewMenuItem("Codex Relay "+truncate(r.Version, 24)+" is available: open its page", func() {
+	return item("Codex Relay "+truncate(r.Version, 24)+" is available: open its page", func() {
 		if r.URL != "" {
 			app.OpenBrowser(r.URL)
 		}
