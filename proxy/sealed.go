@@ -127,10 +127,25 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 	if len(all) == 0 {
 		return payload.Override{}, false
 	}
-	foreign := func(v []byte) bool {
-		f, known := x.s.seals.foreignTo(v, m.key())
-		return f || (!known && strip)
+	var foreign func(v []byte) bool // nil: no sealed part is left out
+	if sealing {
+		foreign = func(v []byte) bool {
+			f, known := x.s.seals.foreignTo(v, m.key())
+			return f || (!known && strip)
+		}
 	}
+	edits := inputEdits(all, classic, foreign)
+	if len(edits) == 0 {
+		return payload.Override{}, false
+	}
+	x.countOmitted(edits)
+	return payload.Override{Key: "input", Value: x.sealed.input(all, edits)}, true
+}
+
+// inputEdits are the edits of the input items all, in their order: the additional_tools items
+// when classic, and the items whose sealed parts foreign says are foreign (nil: none), with the
+// outputs of the calls left out.
+func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool) []itemEdit {
 	var edits []itemEdit
 	var calls []string
 	for i, it := range all {
@@ -138,7 +153,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 			edits = append(edits, itemEdit{i: i})
 			continue
 		}
-		if !sealing || !mayBeSealed(it) {
+		if foreign == nil || !mayBeSealed(it) {
 			continue
 		}
 		e, call := editSealed(it, foreign)
@@ -152,17 +167,25 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		}
 	}
 	if len(calls) > 0 {
-		// The outputs of the calls left out go with them.
-		for i, it := range all {
-			if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
-				edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
-			}
+		edits = withCallOutputs(all, edits, calls)
+	}
+	return edits
+}
+
+// withCallOutputs is edits with the outputs, among the items all, of the calls left out: they go
+// with their calls (the backend refuses an output without its call). Sorted by item again.
+func withCallOutputs(all [][]byte, edits []itemEdit, calls []string) []itemEdit {
+	for i, it := range all {
+		if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
+			edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
 		}
-		slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
 	}
-	if len(edits) == 0 {
-		return payload.Override{}, false
-	}
+	slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
+	return edits
+}
+
+// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds.
+func (x *exchange) countOmitted(edits []itemEdit) {
 	for _, e := range edits {
 		if !e.sealed {
 			continue
@@ -174,9 +197,14 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		x.t.SealedOmitted += n
 		x.t.SealedOmittedParts[e.kind] += n
 	}
-	for _, v := range x.sealed.stripped {
+}
+
+// input is the input made of the items all with edits: the one built before for the same
+// items and edits (an earlier attempt's), else a new one, remembered.
+func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
+	for _, v := range p.stripped {
 		if v.from == &all[0] && v.n == len(all) && slices.EqualFunc(v.edits, edits, itemEdit.same) {
-			return payload.Override{Key: "input", Value: v.input}, true
+			return v.input
 		}
 	}
 	kept := make([][]byte, 0, len(all))
@@ -190,8 +218,8 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		}
 	}
 	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
-	x.sealed.stripped = append(x.sealed.stripped, v)
-	return payload.Override{Key: "input", Value: v.input}, true
+	p.stripped = append(p.stripped, v)
+	return v.input
 }
 
 // itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
