@@ -160,8 +160,8 @@ func (x *exchange) attempt(tr *accountTry) (verdict, string, *answer) {
 	s, m := x.s, tr.m
 	ctx := x.r.Context()
 	start := s.now()
-	if x.firstSend.IsZero() {
-		x.firstSend = start
+	if x.times.firstSend.IsZero() {
+		x.times.firstSend = start
 	}
 	cred, err := m.Credentials.Credential(ctx)
 	if err != nil {
@@ -239,7 +239,7 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 	defer func() {
 		x.record(m, a.started, status, reason)
 		if v == served {
-			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.firstSend))
+			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.times.firstSend))
 		} else {
 			a.close()
 		}

@@ -47,7 +47,7 @@ func (s *Server) handleBackend(path, route string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := s.begin(w, r, route)
 		defer x.end()
-		body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.stall, nil)
+		body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, nil)
 		if e != nil {
 			x.reject(e, OutcomeRejected)
 			return
@@ -61,7 +61,7 @@ func (s *Server) handleBackend(path, route string) http.HandlerFunc {
 		x.t.Model = backendModel(body)
 		x.t.ResolvedModel = x.t.Model
 		x.t.Session = turnThread(r.Header.Get("X-Codex-Turn-Metadata"))
-		x.t.LatencyBreakdown.PreparationMs = stat.Ms(s.now().Sub(x.start))
+		x.t.LatencyBreakdown.PreparationMs = stat.Ms(s.now().Sub(x.times.start))
 		x.backendCall(path, body)
 	}
 }
@@ -110,8 +110,8 @@ func (x *exchange) backendTry(m *member, path string, body []byte) (done bool, w
 	s, ctx := x.s, x.r.Context()
 	for renewed := false; ; renewed = true {
 		start := s.now()
-		if x.firstSend.IsZero() {
-			x.firstSend = start
+		if x.times.firstSend.IsZero() {
+			x.times.firstSend = start
 		}
 		cred, err := m.Credentials.Credential(ctx)
 		m.sawCredential(cred)
@@ -213,7 +213,7 @@ func (x *exchange) backendAnswer(m *member, resp *http.Response, answer []byte) 
 		x.t.Outcome = OutcomeFailed
 		return
 	}
-	x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(s.now().Sub(x.firstSend))
+	x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(s.now().Sub(x.times.firstSend))
 	m.succeeded()
 	if x.t.Session != "" {
 		s.pool.remember(x.t.Session, m.key(), s.now())

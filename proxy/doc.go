@@ -21,8 +21,10 @@
 //	          pool that rests too long)
 //	attempt   attempt.go (the try, the send, the verdict), wire.go (the five wires and their
 //	          bodies), lite.go (Responses Lite), tier.go (service tiers), sealed.go (content
-//	          sealed to an account), turn.go (Codex's headers and turn state), limit.go (limits
-//	          inside a 200 stream), upstream.go and call.go (upstream requests and their deadlines)
+//	          sealed to an account: what a request leaves out of an account's input),
+//	          sealtable.go (which account sealed what), sealscan.go (finding sealed values in
+//	          JSON bytes), turn.go (Codex's headers and turn state), limit.go (limits inside a
+//	          200 stream), upstream.go and call.go (upstream requests and their deadlines)
 //	respond   respond.go (relaying an answer), sink.go (where a stream goes, where it comes
 //	          from), drain.go (reusing connections), usage.go (tokens), redact.go (upstream text)
 //

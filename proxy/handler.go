@@ -157,7 +157,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
-	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.stall, x.parser.Feed)
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, x.admit.parser.Feed)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return
@@ -165,7 +165,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x.t.ClientBytes = int64(len(body))
 	// The client's bytes may go upstream as they are: the request holds their pooled buffer.
 	buf := x.out.hold(body)
-	req, e := parseClientRequest(route, body, r.Header, &x.parser)
+	req, e := parseClientRequest(route, body, r.Header, &x.admit.parser)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return
@@ -182,30 +182,43 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 type exchange struct {
 	s *Server
 	// The client's side: its connection and request, the trace that records it, and when it
-	// began.
+	// began (times).
 	w     http.ResponseWriter
 	r     *http.Request
 	req   *clientRequest
 	t     Trace
-	start time.Time
+	times exchangeTimes
 	// body is the client's request as upstream bodies are built from it: an HTTP body
 	// (clientBody) or a WebSocket turn.
-	body requestBody
-	// parser validated an HTTP body while it arrived; stall cuts one that stalls while it is
-	// read.
-	parser payload.Parser
-	stall  stallWatch
-	// turn is the WebSocket turn this request is (nil: an HTTP request), and events where a
-	// streamed answer goes (sink.go): the turn's socket, else the HTTP stream made on first need.
-	turn   *socketTurn
-	events eventSink
-	// firstSend is when the first upstream attempt started (for upstreamHeadersMs).
-	firstSend time.Time
+	body  requestBody
+	admit admission       // what read and checked an HTTP body as it arrived
+	via   clientTransport // how the client came, and where a streamed answer goes
 
 	// What the request owns while it runs, a group each:
 	out    upstreamBodies // the bodies built for the accounts and the buffers they are in (body.go)
 	sealed sealedParts    // what it worked out of the sealed parts it carries (sealed.go)
 	wait   poolWait       // how it waited for a resting pool (hold.go, creditsrequest.go)
+}
+
+// exchangeTimes are when an exchange began, and when its first upstream attempt started (for
+// upstreamHeadersMs; zero until then).
+type exchangeTimes struct {
+	start, firstSend time.Time
+}
+
+// admission is what admits an HTTP body while it is read: parser validates it as it arrives,
+// stall cuts one that stalls (body.go).
+type admission struct {
+	parser payload.Parser
+	stall  stallWatch
+}
+
+// clientTransport is how the client came: turn is the WebSocket turn the request is (nil: an
+// HTTP request), and events where a streamed answer goes (sink.go): the turn's socket, else the
+// HTTP stream made on first need.
+type clientTransport struct {
+	turn   *socketTurn
+	events eventSink
 }
 
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
@@ -214,8 +227,8 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *ex
 	}
 	s.c.inFlight.Add(1)
 	s.changes.Raise()
-	x := &exchange{s: s, w: w, r: r, start: s.now()}
-	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
+	x := &exchange{s: s, w: w, r: r, times: exchangeTimes{start: s.now()}}
+	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.times.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
 	return x
 }
 
@@ -364,7 +377,7 @@ func (x *exchange) end() {
 		s.c.misses.Add(x.t.Serialization.Misses)
 		s.c.direct.Add(x.t.Serialization.Direct)
 	}
-	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.start))
+	x.t.LatencyBreakdown.TotalMs = stat.Ms(s.now().Sub(x.times.start))
 	s.c.sealedOmitted.Add(int64(x.t.SealedOmitted))
 	if x.t.SealedRetry {
 		s.c.sealedRetries.Add(1)

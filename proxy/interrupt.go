@@ -103,10 +103,10 @@ func (t *socketTurn) responseID() string {
 // interrupted ends a turn the client interrupted: the trace says so, and the client gets the
 // turn's terminal event, response.incomplete with reason "interrupted".
 func (x *exchange) interrupted(w *socketWriter) {
-	t := x.turn
+	t := x.via.turn
 	x.t.Outcome, x.t.Status = OutcomeCanceled, 499
 	x.t.Error = "interrupted by the client (response.interrupt)"
-	if w.err != nil || t.terminal || x.turn.sc.ctx.Err() != nil {
+	if w.err != nil || t.terminal || x.via.turn.sc.ctx.Err() != nil {
 		return
 	}
 	model, _ := stringMember(t.obj, "model")

@@ -126,7 +126,7 @@ func (x *exchange) relayStream(a *answer) {
 // relayChatFromResponses answers a Chat client from an upstream Responses stream.
 func (x *exchange) relayChatFromResponses(a *answer) {
 	rd := a.rd
-	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.start.Unix(), "chatcmpl-"+x.t.ID)
+	cs := bridge.NewChatStream(x.req.model, x.includeUsage(), x.times.start.Unix(), "chatcmpl-"+x.t.ID)
 	feed := func(ev sse.Event) (done bool, ok bool) {
 		if len(ev.Data) == 0 {
 			return false, true
@@ -180,7 +180,7 @@ var chatDone = []byte("[DONE]")
 // first chunk was read already.
 func (x *exchange) relayResponsesFromChat(a *answer) {
 	rd := a.rd
-	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.start.Unix())
+	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.times.start.Unix())
 	emit := func(evs []bridge.Event) bool {
 		for _, e := range evs {
 			if !x.emit(e.Name, e.Data, nil) {
@@ -306,7 +306,7 @@ func (x *exchange) plainChatFromResponses(a *answer) {
 // plainResponsesFromChat answers a Responses client from a whole Chat Completions answer.
 func (x *exchange) plainResponsesFromChat(a *answer) {
 	x.noteUsage(a.plain)
-	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, "resp_"+x.t.ID, x.start.Unix()))
+	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, "resp_"+x.t.ID, x.times.start.Unix()))
 }
 
 // writeTranslated answers with a translated answer, or says it could not be translated.

@@ -135,7 +135,7 @@ func (s *Server) expand(model string, st *catalogState) []string {
 
 // prepared marks the end of the preparation phase.
 func (x *exchange) prepared() {
-	x.t.LatencyBreakdown.PreparationMs = stat.Ms(x.s.now().Sub(x.start))
+	x.t.LatencyBreakdown.PreparationMs = stat.Ms(x.s.now().Sub(x.times.start))
 }
 
 // Resolution is what Resolve found for a model name.

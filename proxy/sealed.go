@@ -2,12 +2,8 @@ package proxy
 
 import (
 	"bytes"
-	"hash/maphash"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
@@ -41,286 +37,16 @@ import (
 // known to have sealed (sealedRetry); the relay then remembers that this account refused
 // those parts (only this one: the account that sealed them still gets them), so that a
 // conversation pays that extra round trip once per account.
-
-// defaultSealedItems bounds how many sealed values the relay remembers (about 40 bytes each);
-// past it the oldest are forgotten, and a value forgotten that goes to a foreign account costs
-// one strip-and-retry.
-const defaultSealedItems = 1 << 18
-
-// sealTable remembers which account sealed each value the relay relayed, by a 64-bit digest
-// of it, and which accounts refused a value nobody is known to have sealed. Bounded: a ring of
-// digests in arrival order evicts the oldest.
-type sealTable struct {
-	seed maphash.Seed
-	mu   sync.RWMutex
-	own  map[uint64]sealEntry
-	ring []uint64 // digests in arrival order (len = capacity once full)
-	next int      // the ring's oldest entry once full
-	cap  int
-	// owners are the accounts' keys by index; count how many entries each owns, and refusals
-	// how many each refused.
-	owners   []string
-	ids      map[string]uint32
-	count    []int
-	refusals []int
-	// sessions has, for each conversation (the request's session) the relay saw sealed values
-	// in, a bit per owner index that sealed some and a bit per index that refused some (bit 63
-	// for indexes past it); sessRing orders them for eviction, at the table's capacity / 64.
-	sessions map[string]sessionSeals
-	sessRing []string
-	sessNext int
-}
-
-// sealEntry is what the table knows of one sealed value: who sealed it (owner is the index
-// plus one; 0: nobody known) and, a bit per index (bit 31 for indexes past it), who refused it.
-type sealEntry struct {
-	owner   uint32
-	refused uint32
-}
-
-func refusalBit(id uint32) uint32 { return 1 << min(id, 31) }
-
-type sessionSeals struct{ sealed, refused uint64 }
-
-func newSealTable(capacity int) *sealTable {
-	if capacity <= 0 {
-		capacity = defaultSealedItems
-	}
-	return &sealTable{seed: maphash.MakeSeed(), own: map[uint64]sealEntry{}, cap: capacity, ids: map[string]uint32{},
-		sessions: map[string]sessionSeals{}}
-}
-
-// digest is the digest of a sealed value (raw JSON, quotes included) by what it says, not how
-// it was written: an upstream that writes "\/" and a client that writes "/" seal the same.
-func (t *sealTable) digest(content []byte) uint64 {
-	if bytes.IndexByte(content, '\\') >= 0 {
-		if s, err := payload.DecodeString(content); err == nil {
-			return maphash.String(t.seed, s)
-		}
-	}
-	if len(content) >= 2 && content[0] == '"' {
-		content = content[1 : len(content)-1]
-	}
-	return maphash.Bytes(t.seed, content)
-}
-
-// id is the index of account (t.mu held for writing).
-func (t *sealTable) id(account string) uint32 {
-	id, ok := t.ids[account]
-	if !ok {
-		id = uint32(len(t.owners))
-		t.owners = append(t.owners, account)
-		t.count = append(t.count, 0)
-		t.refusals = append(t.refusals, 0)
-		t.ids[account] = id
-	}
-	return id
-}
-
-// learn records that owner sealed content (the raw JSON string value) in the conversation
-// session ("" when the request named none).
-func (t *sealTable) learn(owner, session string, content []byte) {
-	d := t.digest(content)
-	if t.knows(d, owner, session) {
-		return // each turn replays what the relay learned on the turns before
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := t.id(owner)
-	if session != "" {
-		t.noteSession(session, id, false)
-	}
-	e, known := t.own[d]
-	if !known {
-		t.push(d)
-	}
-	if e.owner != 0 {
-		// Known: the latest word wins (an account that served it back owns it).
-		t.count[e.owner-1]--
-	}
-	t.forgetRefusals(e)
-	t.own[d] = sealEntry{owner: id + 1}
-	t.count[id]++
-}
-
-// refuse records that account refused content, which nobody is known to have sealed, in the
-// conversation session: from now on it is foreign to that account, and to that account only.
-func (t *sealTable) refuse(account, session string, content []byte) {
-	d := t.digest(content)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := t.id(account)
-	if session != "" {
-		t.noteSession(session, id, true)
-	}
-	e, known := t.own[d]
-	if !known {
-		t.push(d)
-	}
-	if e.refused&refusalBit(id) == 0 {
-		e.refused |= refusalBit(id)
-		t.refusals[id]++
-	}
-	t.own[d] = e
-}
-
-// push adds digest d to the ring, evicting the oldest entry once full (t.mu held).
-func (t *sealTable) push(d uint64) {
-	if len(t.ring) < t.cap {
-		t.ring = append(t.ring, d)
-		return
-	}
-	old := t.ring[t.next]
-	if e, ok := t.own[old]; ok {
-		if e.owner != 0 {
-			t.count[e.owner-1]--
-		}
-		t.forgetRefusals(e)
-		delete(t.own, old)
-	}
-	t.ring[t.next] = d
-	t.next = (t.next + 1) % t.cap
-}
-
-// forgetRefusals takes e's refusals off the accounts' counts (t.mu held).
-func (t *sealTable) forgetRefusals(e sealEntry) {
-	for id := range t.refusals {
-		if e.refused&refusalBit(uint32(id)) != 0 && t.refusals[id] > 0 {
-			t.refusals[id]--
-		}
-	}
-}
-
-// owner is the account that sealed content, if the relay knows.
-func (t *sealTable) owner(content []byte) (string, bool) {
-	d := t.digest(content)
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	e, ok := t.own[d]
-	if !ok || e.owner == 0 {
-		return "", false
-	}
-	return t.owners[e.owner-1], true
-}
-
-// foreignTo reports whether content is foreign to account: sealed by another account, or
-// refused by this one; known says whether the table knows anything of it for account.
-func (t *sealTable) foreignTo(content []byte, account string) (foreign, known bool) {
-	d := t.digest(content)
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	e, ok := t.own[d]
-	if !ok {
-		return false, false
-	}
-	if e.owner != 0 {
-		return t.owners[e.owner-1] != account, true
-	}
-	if id, ok := t.ids[account]; ok && e.refused&refusalBit(id) != 0 {
-		return true, true
-	}
-	return false, false
-}
-
-// knows reports whether the table already says that owner sealed digest d in session.
-func (t *sealTable) knows(d uint64, owner, session string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	e, ok := t.own[d]
-	if !ok || e.owner == 0 || t.owners[e.owner-1] != owner {
-		return false
-	}
-	return session == "" || t.sessions[session].sealed&ownerBit(e.owner-1) != 0
-}
-
-func ownerBit(id uint32) uint64 { return 1 << min(id, 63) }
-
-// noteSession records that owner id sealed (or refused) values in session (t.mu held).
-func (t *sealTable) noteSession(session string, id uint32, refused bool) {
-	ss, ok := t.sessions[session]
-	if !ok {
-		if limit := max(t.cap/64, 16); len(t.sessRing) < limit {
-			t.sessRing = append(t.sessRing, session)
-		} else {
-			delete(t.sessions, t.sessRing[t.sessNext])
-			t.sessRing[t.sessNext] = session
-			t.sessNext = (t.sessNext + 1) % limit
-		}
-	}
-	if refused {
-		ss.refused |= ownerBit(id)
-	} else {
-		ss.sealed |= ownerBit(id)
-	}
-	t.sessions[session] = ss
-}
-
-// foreignIn reports whether a request of the conversation session to owner may carry values
-// foreign to it: whether another account sealed values of that conversation, or owner refused
-// some. When none did (a conversation that never rotated, or one the relay does not know), the
-// request has nothing to leave out and costs a look-up. A request that names no conversation
-// asks whether the table knows any value foreign to owner.
-func (t *sealTable) foreignIn(session, owner string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	id, known := t.ids[owner]
-	if session == "" {
-		for i, n := range t.count {
-			if n > 0 && t.owners[i] != owner {
-				return true
-			}
-		}
-		return known && t.refusals[id] > 0
-	}
-	ss := t.sessions[session]
-	if known && id < 63 {
-		ss.sealed &^= ownerBit(id)
-	}
-	return ss.sealed != 0 || (known && ss.refused&ownerBit(id) != 0)
-}
-
-// size is how many values the table remembers.
-func (t *sealTable) size() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.own)
-}
-
-var (
-	encryptedKey  = []byte(`"encrypted_content"`)
-	sealedArgsKey = []byte(`"encrypted_function_args"`)
-	// sealedPrefix starts every sealed value the backends issue (Fernet tokens): a call's
-	// arguments replayed without their encrypted_function_args list are known sealed by it.
-	sealedPrefix = []byte(`gAAAA`)
-)
-
-// mayBeSealed reports whether an item may hold sealed parts: a scan of its bytes.
-func mayBeSealed(item []byte) bool {
-	return bytes.Contains(item, encryptedKey) || bytes.Contains(item, sealedPrefix)
-}
+//
+// This file is what one request does with sealed parts: it learns from the answers it relays
+// (learnEvent), works out the input an account receives (inputFor) and takes a refusal
+// (refused). What the relay remembers across requests is the seal table (sealtable.go); the
+// scans that find sealed values in raw JSON bytes are sealscan.go.
 
 // SetSealedTracking turns the tracking of sealed items on (the default) or off: off, the
 // relay neither learns who sealed what nor leaves anything out (an account's refusal of sealed
 // content is then relayed). `bench proxy` measures the tracking's cost with it.
 func (s *Server) SetSealedTracking(on bool) { s.sealOff.Store(!on) }
-
-// SealedItemBytes measures what remembering one sealed item costs: the heap a full table of
-// the default size holds, per item (`bench proxy` prints it).
-func SealedItemBytes() float64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	t := newSealTable(defaultSealedItems)
-	content := make([]byte, 0, 64)
-	for i := range defaultSealedItems {
-		content = strconv.AppendInt(append(content[:0], `"gAAAAB`...), int64(i), 10)
-		t.learn("account", "", append(content, '"'))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(t)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(t.size())
-}
 
 // learnEvent records what an upstream Responses event from m says: the sealed parts of the
 // item of response.output_item.done or of the output of a final response, and the turn state
@@ -382,142 +108,6 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 	}
 }
 
-// sealedTokens calls f with every sealed token (as a raw JSON string) quoted inside a JSON
-// string of b: a call's arguments are a JSON string, and a sealed value in them reads
-// \"gAAAA...\" (its characters, base64url, need no escape).
-func sealedTokens(b []byte, f func(v []byte)) {
-	open := append([]byte(`\"`), sealedPrefix...)
-	for rest := b; ; {
-		i := bytes.Index(rest, open)
-		if i < 0 {
-			return
-		}
-		rest = rest[i+2:]
-		n := 0
-		for n < len(rest) && isTokenByte(rest[n]) {
-			n++
-		}
-		if n < len(rest) && rest[n] == '\\' {
-			f(payload.AppendString(nil, string(rest[:n])))
-		}
-		rest = rest[n:]
-	}
-}
-
-func isTokenByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '='
-}
-
-// sealedIn calls f with every sealed value of an input item, as raw JSON strings: every
-// non-empty encrypted_content string at any depth (one scan of the bytes: a member name
-// cannot occur unescaped inside a JSON string), and a function call's sealed arguments.
-func sealedIn(item []byte, f func(v []byte)) {
-	sealedContents(item, f)
-	if bytes.Contains(item, sealedPrefix) && bytes.Contains(item, functionCallType) {
-		if o, err := payload.Parse(item); err == nil {
-			for _, v := range sealedArgs(o) {
-				f(v)
-			}
-		}
-	}
-}
-
-// sealedContents calls f with every non-empty encrypted_content string in b, at any depth.
-func sealedContents(b []byte, f func(v []byte)) {
-	for rest := b; ; {
-		i := bytes.Index(rest, encryptedKey)
-		if i < 0 {
-			return
-		}
-		rest = rest[i+len(encryptedKey):]
-		v, n := stringValue(rest)
-		if n == 0 {
-			continue
-		}
-		rest = rest[n:]
-		if len(v) > 2 {
-			f(v)
-		}
-	}
-}
-
-// sealedArgs are the sealed values (raw JSON strings) in the arguments of a function call o:
-// the members its encrypted_function_args list names or, without the list (Codex replays a
-// call without it), every string member that reads as a sealed token.
-func sealedArgs(o *payload.Object) [][]byte {
-	if t, _ := stringMember(o, "type"); t != "function_call" {
-		return nil
-	}
-	args, ok := stringMember(o, "arguments")
-	if !ok || !strings.Contains(args, string(sealedPrefix)) {
-		return nil
-	}
-	// The list, as raw JSON: ["message"]; a name is in it when its quoted form is.
-	names, listed := o.Get("encrypted_function_args")
-	listed = listed && payload.KindOf(names) == payload.KindArray && len(names) > 2
-	ao, err := payload.Parse([]byte(args))
-	if err != nil {
-		return nil
-	}
-	var out [][]byte
-	for _, mem := range ao.Members {
-		v := mem.Value
-		if payload.KindOf(v) != payload.KindString || len(v) <= 2 {
-			continue
-		}
-		if listed && bytes.Contains(names, payload.AppendString(nil, mem.Key)) || !listed && bytes.HasPrefix(v[1:], sealedPrefix) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// stringValue reads `: "..."` at the start of b (after a key) and returns the string with its
-// quotes, as raw JSON, and how many bytes of b it took; n is 0 when b holds no string there.
-func stringValue(b []byte) (v []byte, n int) {
-	i := 0
-	skip := func() {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
-	}
-	skip()
-	if i >= len(b) || b[i] != ':' {
-		return nil, 0
-	}
-	i++
-	skip()
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0
-	}
-	start := i
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return b[start : i+1], i + 1
-		}
-	}
-	return nil, 0
-}
-
-// sealedRefusal reports whether an upstream error says that it could not read sealed content:
-// code invalid_encrypted_content; or a message saying that encrypted content could not be
-// verified or decrypted (upstreams that send code null), or that encrypted function content
-// could not be decrypted or decoded (multi-agent content, code invalid_request_body).
-func sealedRefusal(code, msg string) bool {
-	if code == "invalid_encrypted_content" {
-		return true
-	}
-	l := strings.ToLower(msg)
-	if !strings.Contains(l, "encrypted") {
-		return false
-	}
-	return strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted") ||
-		strings.Contains(l, "could not be decoded")
-}
-
 // inputFor is the "input" override for m: the request's input without what m must not or
 // cannot receive, or false when m receives it as it is. Left out are the sealed parts another
 // account sealed (and, after m refused sealed content, every sealed part m is not known to
@@ -537,10 +127,25 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 	if len(all) == 0 {
 		return payload.Override{}, false
 	}
-	foreign := func(v []byte) bool {
-		f, known := x.s.seals.foreignTo(v, m.key())
-		return f || (!known && strip)
+	var foreign func(v []byte) bool // nil: no sealed part is left out
+	if sealing {
+		foreign = func(v []byte) bool {
+			f, known := x.s.seals.foreignTo(v, m.key())
+			return f || (!known && strip)
+		}
 	}
+	edits := inputEdits(all, classic, foreign)
+	if len(edits) == 0 {
+		return payload.Override{}, false
+	}
+	x.countOmitted(edits)
+	return payload.Override{Key: "input", Value: x.sealed.input(all, edits)}, true
+}
+
+// inputEdits are the edits of the input items all, in their order: the additional_tools items
+// when classic, and the items whose sealed parts foreign says are foreign (nil: none), with the
+// outputs of the calls left out.
+func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool) []itemEdit {
 	var edits []itemEdit
 	var calls []string
 	for i, it := range all {
@@ -548,7 +153,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 			edits = append(edits, itemEdit{i: i})
 			continue
 		}
-		if !sealing || !mayBeSealed(it) {
+		if foreign == nil || !mayBeSealed(it) {
 			continue
 		}
 		e, call := editSealed(it, foreign)
@@ -562,17 +167,25 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		}
 	}
 	if len(calls) > 0 {
-		// The outputs of the calls left out go with them.
-		for i, it := range all {
-			if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
-				edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
-			}
+		edits = withCallOutputs(all, edits, calls)
+	}
+	return edits
+}
+
+// withCallOutputs is edits with the outputs, among the items all, of the calls left out: they go
+// with their calls (the backend refuses an output without its call). Sorted by item again.
+func withCallOutputs(all [][]byte, edits []itemEdit, calls []string) []itemEdit {
+	for i, it := range all {
+		if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
+			edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
 		}
-		slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
 	}
-	if len(edits) == 0 {
-		return payload.Override{}, false
-	}
+	slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
+	return edits
+}
+
+// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds.
+func (x *exchange) countOmitted(edits []itemEdit) {
 	for _, e := range edits {
 		if !e.sealed {
 			continue
@@ -584,9 +197,14 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		x.t.SealedOmitted += n
 		x.t.SealedOmittedParts[e.kind] += n
 	}
-	for _, v := range x.sealed.stripped {
+}
+
+// input is the input made of the items all with edits: the one built before for the same
+// items and edits (an earlier attempt's), else a new one, remembered.
+func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
+	for _, v := range p.stripped {
 		if v.from == &all[0] && v.n == len(all) && slices.EqualFunc(v.edits, edits, itemEdit.same) {
-			return payload.Override{Key: "input", Value: v.input}, true
+			return v.input
 		}
 	}
 	kept := make([][]byte, 0, len(all))
@@ -600,8 +218,8 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		}
 	}
 	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
-	x.sealed.stripped = append(x.sealed.stripped, v)
-	return payload.Override{Key: "input", Value: v.input}, true
+	p.stripped = append(p.stripped, v)
+	return v.input
 }
 
 // itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
@@ -723,23 +341,6 @@ func withoutForeignBlocks(o *payload.Object, foreign func([]byte) bool) (out []b
 	return payload.Build(nil, o, ov), removed, empty
 }
 
-// callOutput is, for an item that is a tool call's output, its type and call_id.
-func callOutput(item []byte) (kind, call string) {
-	if !bytes.Contains(item, []byte(`_output"`)) {
-		return "", ""
-	}
-	o, err := payload.Parse(item)
-	if err != nil {
-		return "", ""
-	}
-	kind, _ = stringMember(o, "type")
-	if !strings.HasSuffix(kind, "_call_output") {
-		return "", ""
-	}
-	call, _ = stringMember(o, "call_id")
-	return kind, call
-}
-
 // refused is called when m refused sealed content: the sealed values m is not known to have
 // sealed are remembered as refused by m (foreign to m, and only to m), and the request is to
 // be retried on m without them. It reports false when there is nothing to leave out, or when
@@ -766,4 +367,20 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		x.t.SealedRetry = true
 	}
 	return found
+}
+
+// sealedRefusal reports whether an upstream error says that it could not read sealed content:
+// code invalid_encrypted_content; or a message saying that encrypted content could not be
+// verified or decrypted (upstreams that send code null), or that encrypted function content
+// could not be decrypted or decoded (multi-agent content, code invalid_request_body).
+func sealedRefusal(code, msg string) bool {
+	if code == "invalid_encrypted_content" {
+		return true
+	}
+	l := strings.ToLower(msg)
+	if !strings.Contains(l, "encrypted") {
+		return false
+	}
+	return strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted") ||
+		strings.Contains(l, "could not be decoded")
 }

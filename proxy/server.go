@@ -126,7 +126,7 @@ type Server struct {
 	// traceHook sees every finished request's trace.
 	traceHook atomic.Pointer[func(Trace)]
 	tokens    tokenCounters
-	// seals remembers which account sealed each sealed item relayed (sealed.go).
+	// seals remembers which account sealed each sealed item relayed (sealtable.go).
 	seals   *sealTable
 	sealOff atomic.Bool // SetSealedTracking(false)
 	// turnStates remembers which account issued each x-codex-turn-state (turn.go).

@@ -55,10 +55,10 @@ func (s *httpSink) flush() error {
 
 // sink is the exchange's event sink: the socket's for a WebSocket turn, else its HTTP stream.
 func (x *exchange) sink() eventSink {
-	if x.events == nil {
-		x.events = &httpSink{x: x}
+	if x.via.events == nil {
+		x.via.events = &httpSink{x: x}
 	}
-	return x.events
+	return x.via.events
 }
 
 // An eventSource is where the attempt and respond phases read an upstream's streamed answer,

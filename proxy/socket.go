@@ -398,7 +398,7 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	defer sc.running.Store(nil)
 	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(ctx)
 	x := s.begin(w, r, routeResponses)
-	x.turn, x.body, x.events = t, t, w
+	x.via.turn, x.body, x.via.events = t, t, w
 	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
 	defer x.end()
 	req, e := clientFields(routeResponses, t.obj, sc.header)

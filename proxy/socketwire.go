@@ -74,7 +74,7 @@ func (u *upstreamSocket) close() {
 // up to the turn's terminal event. A refused upgrade comes back as the upstream's answer (for
 // classifyStatus), or as errNoSocket when the upstream does not speak WebSocket.
 func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
-	m, sc := tr.m, x.turn.sc
+	m, sc := tr.m, x.via.turn.sc
 	c := newCall(x.r.Context())
 	c.arm(tmo.Header, errHeaderTimeout)
 	out := sent{}
@@ -122,7 +122,7 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 	}
 	// The frame is the request: what follows is the answer's first event (await arms its wait).
 	// The turn runs on this socket now: a client's response.steer reaches it (interrupt.go).
-	x.turn.upstream.Store(sc.up.c)
+	x.via.turn.upstream.Store(sc.up.c)
 	c.timer.Stop()
 	out.resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: http.NoBody}
 	out.call = c
@@ -133,18 +133,18 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 // renewSocket is the socket wire's recover: what an upstream socket does that a new socket to
 // the same account mends, with the conversation replayed, before the client notices.
 func renewSocket(x *exchange, code string, err error) (string, bool) {
-	up := x.turn.sc.up
+	up := x.via.turn.sc.up
 	switch {
 	case code == "" && up != nil && up.reused && !isTimeout(err):
 		// An upstream may close a socket left idle between turns: the same account again,
 		// on a new socket, is no failure of it.
 		return " (on a socket kept from an earlier turn: retried on a new one)", true
-	case code == "previous_response_not_found" && x.t.Incremental && !x.turn.keepPrev:
+	case code == "previous_response_not_found" && x.t.Incremental && !x.via.turn.keepPrev:
 		up.close()
 		return "the upstream socket lost the conversation: replayed on a new one", true
-	case code == "websocket_connection_limit_reached" && !x.turn.renewed:
+	case code == "websocket_connection_limit_reached" && !x.via.turn.renewed:
 		// The upstream ends each socket after its time limit (60 minutes); once a turn.
-		x.turn.renewed = true
+		x.via.turn.renewed = true
 		up.close()
 		return "the upstream socket reached its time limit: replayed on a new one", true
 	}
@@ -166,10 +166,10 @@ func (x *exchange) socketFrame(tr *accountTry, up *upstreamSocket) []byte {
 	if tier, ok := x.tierFor(m); ok {
 		ov = append(ov, tier)
 	}
-	if meta, ok := x.metadataFor(tr, x.turn.obj, true); ok {
+	if meta, ok := x.metadataFor(tr, x.via.turn.obj, true); ok {
 		ov = append(ov, meta)
 	}
-	t := x.turn
+	t := x.via.turn
 	if t.prev != "" && (up.last == t.prev || t.keepPrev) {
 		// The upstream holds the conversation up to prev: only the new items go, under the
 		// same rule for sealed parts as a replay.

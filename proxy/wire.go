@@ -70,7 +70,7 @@ func (x *exchange) wireFor(m *member) *wire {
 		return chatOverResponses
 	case chatAccount:
 		return responsesOverChat
-	case x.turn != nil && x.s.speaksSocket(m):
+	case x.via.turn != nil && x.s.speaksSocket(m):
 		return responsesOverSocket
 	}
 	return responsesWire
