@@ -181,13 +181,18 @@ func newNameCell() *nameCell {
 	return c
 }
 
-// Set shows the name and the badge ("" for none).
-func (c *nameCell) Set(name, badge string) {
-	if name == c.name.Text() && badge == c.badge.text.Text {
+// nameView is what a name cell shows: the name and its badge ("" for none).
+type nameView struct {
+	name, badge string
+}
+
+// Set shows v.
+func (c *nameCell) Set(v nameView) {
+	if v.name == c.name.Text() && v.badge == c.badge.text.Text {
 		return
 	}
-	c.name.Set(textView{text: name})
-	c.badge.SetText(badge)
+	c.name.Set(textView{text: v.name})
+	c.badge.SetText(v.badge)
 	c.Refresh() // the badge moves with the name
 }
 
