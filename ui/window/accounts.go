@@ -339,7 +339,7 @@ func accountDetail(r accountRow, now time.Time) string {
 // badge) over its detail, state over usage, and the "…" menu button.
 type accountItem struct {
 	widget.BaseWidget
-	dot    *dot
+	dot    *mark
 	pos    *textCell
 	name   *nameCell
 	detail *textCell

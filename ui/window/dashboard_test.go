@@ -533,8 +533,8 @@ func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
 	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", look.Warn}) {
 		t.Errorf("an account at 100%% of its five-hour window shows %+v", got)
 	}
-	if rows[0].state.dot.tone != look.Warn {
-		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.tone)
+	if rows[0].state.dot.color != toneColorName(look.Warn) {
+		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.color)
 	}
 	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
 		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}

@@ -75,7 +75,7 @@ func plainOf[R any](text func(R) string) tableCell[R] {
 // stateOf is a state: a dot and a text in the same tone.
 func stateOf[R any](view func(R) textView) tableCell[R] {
 	return cellOf(func(fyne.TextAlign) *stateCell { return newStateCell() }, func(v textView) float32 {
-		return dotSize + 4 + compact.Size(theme.SizeNamePadding) + cellWidth(v.text, fyne.TextStyle{})
+		return dotRoom + compact.Size(theme.SizeNamePadding) + cellWidth(v.text, fyne.TextStyle{})
 	}, view)
 }
 
