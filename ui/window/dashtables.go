@@ -57,7 +57,7 @@ func lastErrorView(err string) textView {
 
 // accountsTable lists the accounts in priority order.
 type accountsTable struct {
-	*table[dashAccount]
+	*listTable[dashAccount]
 	box   *fyne.Container // header and list; as tall as one to six rows
 	size  *sized
 	rowH  float32
@@ -65,7 +65,7 @@ type accountsTable struct {
 }
 
 func newAccountsTable() *accountsTable {
-	t := &accountsTable{table: newTable(accountSpec, true), size: &sized{}}
+	t := &accountsTable{listTable: newListTable(accountSpec, true), size: &sized{}}
 	t.rowH = t.newRow().MinSize().Height
 	t.box = container.NewBorder(t.header, nil, nil, nil, container.New(t.size, t.list))
 	return t
@@ -86,7 +86,7 @@ func (t *accountsTable) show(snap proxy.Snapshot, now time.Time) (resized bool) 
 		t.size.min = fyne.NewSize(0, float32(n)*(t.rowH+compact.Size(theme.SizeNamePadding))+2)
 		resized = true
 	}
-	t.table.show(rows)
+	t.listTable.show(rows)
 	return resized
 }
 
@@ -122,7 +122,7 @@ func requestStatus(t proxy.Trace) textView {
 
 // requestsTable lists the recent requests, newest first.
 type requestsTable struct {
-	*table[proxy.Trace]
+	*listTable[proxy.Trace]
 	box         *fyne.Container
 	rowH, headH float32 // a row's height, its separator included; the header's
 }
@@ -133,7 +133,7 @@ func (t *requestsTable) wantHeight() float32 {
 }
 
 func newRequestsTable() *requestsTable {
-	t := &requestsTable{table: newTable(requestSpec, false)}
+	t := &requestsTable{listTable: newListTable(requestSpec, false)}
 	// At least three rows show, however short the window: the dashboard scrolls the rest.
 	rowH := t.newRow().MinSize().Height + compact.Size(theme.SizeNamePadding)
 	t.rowH, t.headH = rowH, t.header.MinSize().Height

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
@@ -26,8 +27,11 @@ type tableColumn[R any] struct {
 	drop        int
 	// cut columns take what the others leave and their cells may be cut with an ellipsis: a
 	// table that fits its columns to their content does not measure theirs (Last error).
-	cut  bool
-	cell tableCell[R]
+	cut bool
+	// widest is the most a table that fits its columns to their content widens this one to for
+	// its cells (0: no limit); a longer text is cut.
+	widest float32
+	cell   tableCell[R]
 }
 
 // tableCell is a column's cell: the widget it is and what it shows of a row, with the type of
@@ -101,15 +105,15 @@ func nameOf[R any](view func(R) nameView) tableCell[R] {
 	}, view)
 }
 
-// table is the generic view: the columns, the header, and a list of rows.
+// table is the generic view: the columns and their header, and the rows' cells made from the
+// spec. A listTable shows its rows in a list that scrolls (the dashboard), a lineTable as lines
+// under the header (the Usage window).
 type table[R any] struct {
 	spec []tableColumn[R]
 	cols *columns
 	// fit makes the columns widen to their cells' content (the minimums are then the floor for
 	// a narrow window); without it they share the width by their minimums and weights alone.
 	fit    bool
-	rows   [][]any // the rows on screen: each cell's view, column by column
-	list   *widget.List
 	header *fyne.Container
 }
 
@@ -119,6 +123,51 @@ func newTable[R any](spec []tableColumn[R], fit bool) *table[R] {
 		layout[i] = column{title: c.title, min: c.min, weight: c.weight, align: c.align, drop: c.drop}
 	}
 	t := &table[R]{spec: spec, cols: newColumns(layout...), fit: fit}
+	t.header = t.cols.header()
+	return t
+}
+
+// views are rows' cells' views, a row of them per row; for a table that fits its columns to
+// their content, refit says whether the widths changed (every row then lays itself out again).
+func (t *table[R]) views(rows []R) (views [][]any, refit bool) {
+	views = make([][]any, len(rows))
+	for i, r := range rows {
+		views[i] = make([]any, len(t.spec))
+		for j, c := range t.spec {
+			views[i][j] = c.cell.view(r)
+		}
+	}
+	return views, t.fit && t.cols.fit(t.contentWidths(views))
+}
+
+// contentWidths are the widths the header and the rows' views need, column by column (a cut
+// column's cells are not measured, and a column with a widest takes no more for its cells).
+func (t *table[R]) contentWidths(views [][]any) []float32 {
+	widths := make([][]float32, len(views))
+	for i, row := range views {
+		widths[i] = make([]float32, len(t.spec))
+		for j, c := range t.spec {
+			switch {
+			case c.cut:
+			case c.widest > 0:
+				widths[i][j] = min(c.cell.width(row[j]), c.widest)
+			default:
+				widths[i][j] = c.cell.width(row[j])
+			}
+		}
+	}
+	return contentWidths(t.cols.spec, widths)
+}
+
+// listTable is a table whose rows are a list, which scrolls.
+type listTable[R any] struct {
+	*table[R]
+	rows [][]any // the rows on screen: each cell's view, column by column
+	list *widget.List
+}
+
+func newListTable[R any](spec []tableColumn[R], fit bool) *listTable[R] {
+	t := &listTable[R]{table: newTable(spec, fit)}
 	t.cols.margin = listMargin
 	t.list = widget.NewList(
 		func() int { return len(t.rows) },
@@ -129,22 +178,14 @@ func newTable[R any](spec []tableColumn[R], fit bool) *table[R] {
 			}
 		})
 	t.list.OnSelected = func(widget.ListItemID) { t.list.UnselectAll() } // a read-only view
-	t.header = t.cols.header()
 	return t
 }
 
-// show puts rows on screen, redrawing the list only when a row's views changed. A table that
-// fits its columns to their content measures them first; when the widths change, every row is
-// set again and lays itself out at the new widths.
-func (t *table[R]) show(rows []R) {
-	views := make([][]any, len(rows))
-	for i, r := range rows {
-		views[i] = make([]any, len(t.spec))
-		for j, c := range t.spec {
-			views[i][j] = c.cell.view(r)
-		}
-	}
-	if t.fit && t.cols.fit(t.contentWidths(views)) {
+// show puts rows on screen, redrawing the list only when a row's views changed. When the
+// columns' widths change, every row is set again and lays itself out at the new widths.
+func (t *listTable[R]) show(rows []R) {
+	views, refit := t.views(rows)
+	if refit {
 		t.header.Layout.Layout(t.header.Objects, t.header.Size())
 		t.rows = nil
 	}
@@ -155,19 +196,77 @@ func (t *table[R]) show(rows []R) {
 	}
 }
 
-// contentWidths are the widths the header and the rows' views need, column by column (a cut
-// column's cells are not measured).
-func (t *table[R]) contentWidths(views [][]any) []float32 {
-	widths := make([][]float32, len(views))
-	for i, row := range views {
-		widths[i] = make([]float32, len(t.spec))
-		for j, c := range t.spec {
-			if !c.cut {
-				widths[i][j] = c.cell.width(row[j])
-			}
+// lineTable is a table whose rows are lines under its header, every one shown (a table in a
+// window that scrolls as a whole): a line per row, added as rows need them and hidden when
+// fewer show.
+type lineTable[R any] struct {
+	*table[R]
+	lines []*tableRow[R]
+	box   *fyne.Container
+	// most is the most rows the table shows, its lines made at once (0: as many as it is given).
+	most int
+	// none shows instead of the rows while there are none, below the header; without it the
+	// header hides then.
+	none fyne.CanvasObject
+}
+
+// newLineTable is a table of spec showing at most most rows (0: any number), with none shown
+// while there are none (nil: the table hides). A table with a none line has a most.
+func newLineTable[R any](spec []tableColumn[R], fit bool, most int, none fyne.CanvasObject) *lineTable[R] {
+	t := &lineTable[R]{table: newTable(spec, fit), most: most, none: none}
+	objs := []fyne.CanvasObject{t.header}
+	for range most {
+		l := t.newRow()
+		l.Hide()
+		t.lines = append(t.lines, l)
+		objs = append(objs, l)
+	}
+	if none != nil {
+		objs = append(objs, none)
+	}
+	t.box = container.NewVBox(objs...)
+	return t
+}
+
+// Set shows rows (at most most), redrawing only the cells that changed.
+func (t *lineTable[R]) Set(rows []R) {
+	if t.most > 0 && len(rows) > t.most {
+		rows = rows[:t.most]
+	}
+	for len(t.lines) < len(rows) {
+		l := t.newRow()
+		t.lines = append(t.lines, l)
+		t.box.Add(l)
+		redraws.Add(1)
+	}
+	views, refit := t.views(rows)
+	if refit {
+		t.box.Refresh() // its width follows the content; the header and the rows are laid out again
+	}
+	for i, l := range t.lines {
+		if i >= len(views) {
+			setVisible(l, false)
+			continue
+		}
+		l.set(views[i])
+		setVisible(l, true)
+	}
+	if t.none != nil {
+		setVisible(t.none, len(rows) == 0)
+	} else {
+		setVisible(t.header, len(rows) > 0)
+	}
+}
+
+// names are the first column's texts of the rows shown (tests).
+func (t *lineTable[R]) names() []string {
+	var out []string
+	for _, l := range t.lines {
+		if l.Visible() {
+			out = append(out, l.cells[0].(*textCell).Text())
 		}
 	}
-	return contentWidths(t.cols.spec, widths)
+	return out
 }
 
 // tableRow is one row of a table: a cell per column.
