@@ -9,13 +9,14 @@ import (
 	"fyne.io/fyne/v2/widget"
 )
 
-// A table is a header and a list of rows of type R over flexible columns (columns.go), made
-// from a spec: one tableColumn per column, which says how the column is laid out and what its
-// cell shows of a row. A new column is its row in the spec, as a setting is its row of
-// app.SettingsTable and a diagnostics figure its row of diagnosticsSpec.
+// A table is a header and rows of type R over flexible columns (columns.go), made from a spec:
+// one tableColumn per column, which says how the column is laid out and what its cell shows of
+// a row. A new column is its row in the spec, as a setting is its row of app.SettingsTable and
+// a diagnostics figure its row of diagnosticsSpec: accountSpec and requestSpec (dashtables.go),
+// usageSpecFor, tierSpec and burnSpec (usagewin.go).
 //
-// A table computes the views of its rows' cells first and redraws the list only when they
-// differ from the ones on screen; each cell, set again, redraws only what changed.
+// A table computes the views of its rows' cells first: a listTable redraws its list only when
+// they differ from the ones on screen, and each cell, set again, redraws only what changed.
 
 // tableColumn is one column of a table over rows of type R.
 type tableColumn[R any] struct {
