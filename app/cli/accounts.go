@@ -406,7 +406,7 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 		return err
 	}
 	for _, r := range rows {
-		if line := quotaExtras(r.Quota, pct); line != "" {
+		if line := strings.Join(app.QuotaExtras(r.Quota, pct), "; "); line != "" {
 			fmt.Fprintf(c.Stdout, "%s: %s\n", r.Name, line)
 		}
 	}
@@ -652,25 +652,4 @@ func (c *CLI) importFile(path string) error {
 		c.applied(a)
 	}
 	return nil
-}
-
-// quotaExtras says what a ChatGPT account's usage carries beside its two windows: the limits
-// of metered features (a model family's own windows) and the credits balance; "" when none.
-func quotaExtras(q *proxy.Quota, pct func(float64, time.Time) string) string {
-	if q == nil {
-		return ""
-	}
-	var parts []string
-	for _, a := range q.Additional {
-		parts = append(parts, fmt.Sprintf("%s %s five-hour, %s weekly", a.Name, pct(a.PrimaryUsedPercent, a.PrimaryResetsAt), pct(a.SecondaryUsedPercent, a.SecondaryResetsAt)))
-	}
-	if c := q.Credits; c != nil && (c.HasCredits || c.Unlimited) {
-		switch {
-		case c.Unlimited:
-			parts = append(parts, "credits unlimited")
-		case c.Balance != "":
-			parts = append(parts, "credits "+c.Balance)
-		}
-	}
-	return strings.Join(parts, "; ")
 }

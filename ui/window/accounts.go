@@ -339,7 +339,7 @@ func accountDetail(r accountRow, now time.Time) string {
 // badge) over its detail, state over usage, and the "…" menu button.
 type accountItem struct {
 	widget.BaseWidget
-	dot    *dot
+	dot    *mark
 	pos    *textCell
 	name   *nameCell
 	detail *textCell
@@ -373,7 +373,7 @@ func newAccountItem() *accountItem {
 func (it *accountItem) Set(v accountItemView) {
 	it.dot.SetTone(v.state.tone)
 	it.pos.Set(textView{v.pos, look.Dim})
-	it.name.Set(v.name, v.badge)
+	it.name.Set(nameView{v.name, v.badge})
 	it.detail.Set(textView{v.detail, look.Dim})
 	it.state.Set(v.state)
 	it.usage.Set(textView{v.usage, look.Dim})

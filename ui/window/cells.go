@@ -65,47 +65,69 @@ func (c *textCell) Set(v textView) {
 // Text is the text the cell shows.
 func (c *textCell) Text() string { return c.shown.text }
 
-// dot is a small filled circle in a tone (an account's or the relay's state). It takes its
-// colour from the theme each time it is drawn, so it follows a switch to the dark variant.
-type dot struct {
+// mark is a small shape in a theme colour, centred in its place: a dot (a circle) for a
+// state in its tone (an account's, the relay's), a swatch (a square with rounded corners) for a
+// chart's series. It takes its colour from the theme each time it is drawn, so it follows a
+// switch to the dark variant.
+type mark struct {
 	widget.BaseWidget
-	tone   look.Tone
-	circle *canvas.Circle
+	color fyne.ThemeColorName
+	shape fyne.CanvasObject
+	fill  func(color.Color) // paints the shape
+	room  float32           // the mark's least width and height, a margin around the shape included
 }
 
-func newDot() *dot {
-	d := &dot{tone: look.Dim, circle: canvas.NewCircle(toneColor(look.Dim))}
-	d.ExtendBaseWidget(d)
-	return d
+// markSize is the side of a mark's shape; a dot takes dotRoom, a swatch swatchRoom.
+const (
+	markSize   = 10
+	dotRoom    = markSize + 4
+	swatchRoom = markSize + 2
+)
+
+func newMark(c fyne.ThemeColorName, shape fyne.CanvasObject, fill func(color.Color), room float32) *mark {
+	m := &mark{color: c, shape: shape, fill: fill, room: room}
+	m.ExtendBaseWidget(m)
+	return m
 }
 
-// SetTone colours the dot.
-func (d *dot) SetTone(t look.Tone) {
-	if t != d.tone {
-		d.tone = t
-		d.Refresh()
+// newDot is a dot, in the dim tone until SetTone.
+func newDot() *mark {
+	c := canvas.NewCircle(toneColor(look.Dim))
+	return newMark(toneColorName(look.Dim), c, func(col color.Color) { c.FillColor = col }, dotRoom)
+}
+
+// newSwatch is a swatch of the theme colour c.
+func newSwatch(c fyne.ThemeColorName) *mark {
+	r := canvas.NewRectangle(theme.Color(c))
+	r.CornerRadius = 2
+	return newMark(c, r, func(col color.Color) { r.FillColor = col }, swatchRoom)
+}
+
+// SetTone colours a dot.
+func (m *mark) SetTone(t look.Tone) {
+	if c := toneColorName(t); c != m.color {
+		m.color = c
+		m.Refresh()
 		redraws.Add(1)
 	}
 }
 
 // CreateRenderer implements fyne.Widget.
-func (d *dot) CreateRenderer() fyne.WidgetRenderer { return &dotRenderer{d} }
+func (m *mark) CreateRenderer() fyne.WidgetRenderer { return &markRenderer{m} }
 
-type dotRenderer struct{ d *dot }
+type markRenderer struct{ m *mark }
 
-const dotSize = 10
-
-func (r *dotRenderer) Layout(size fyne.Size) {
-	r.d.circle.Resize(fyne.NewSquareSize(dotSize))
-	r.d.circle.Move(fyne.NewPos((size.Width-dotSize)/2, (size.Height-dotSize)/2))
+func (r *markRenderer) Layout(size fyne.Size) {
+	r.m.shape.Resize(fyne.NewSquareSize(markSize))
+	r.m.shape.Move(fyne.NewPos((size.Width-markSize)/2, (size.Height-markSize)/2))
 }
-func (r *dotRenderer) MinSize() fyne.Size { return fyne.NewSquareSize(dotSize + 4) }
-func (r *dotRenderer) Refresh() {
-	r.d.circle.FillColor = toneColor(r.d.tone)
-	r.d.circle.Refresh()
+func (r *markRenderer) MinSize() fyne.Size { return fyne.NewSquareSize(r.m.room) }
+func (r *markRenderer) Refresh() {
+	r.m.fill(theme.Color(r.m.color))
+	r.m.shape.Refresh()
 }
-func (r *dotRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.d.circle} }
-func (r *dotRenderer) Destroy()                     {}
+func (r *markRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.m.shape} }
+func (r *markRenderer) Destroy()                     {}
 
 // badge is a small rounded label beside a name ("serving next"); hidden while empty.
 type badge struct {
@@ -181,13 +203,18 @@ func newNameCell() *nameCell {
 	return c
 }
 
-// Set shows the name and the badge ("" for none).
-func (c *nameCell) Set(name, badge string) {
-	if name == c.name.Text() && badge == c.badge.text.Text {
+// nameView is what a name cell shows: the name and its badge ("" for none).
+type nameView struct {
+	name, badge string
+}
+
+// Set shows v.
+func (c *nameCell) Set(v nameView) {
+	if v.name == c.name.Text() && v.badge == c.badge.text.Text {
 		return
 	}
-	c.name.Set(textView{text: name})
-	c.badge.SetText(badge)
+	c.name.Set(textView{text: v.name})
+	c.badge.SetText(v.badge)
 	c.Refresh() // the badge moves with the name
 }
 
@@ -233,7 +260,7 @@ func (r *nameRenderer) Destroy() {}
 // stateCell is a state: a dot and a text in the same tone.
 type stateCell struct {
 	widget.BaseWidget
-	dot  *dot
+	dot  *mark
 	text *textCell
 	box  *fyne.Container
 }

@@ -400,36 +400,3 @@ func newDimText(s string) fyne.CanvasObject {
 		ColorName: theme.ColorNameForeground, Inline: true, SizeName: theme.SizeNameCaptionText}})
 	return t
 }
-
-// swatch is a small square of a theme colour, vertically centred.
-type swatch struct {
-	widget.BaseWidget
-	color fyne.ThemeColorName
-	rect  *canvas.Rectangle
-}
-
-func newSwatch(c fyne.ThemeColorName) *swatch {
-	s := &swatch{color: c, rect: canvas.NewRectangle(theme.Color(c))}
-	s.rect.CornerRadius = 2
-	s.ExtendBaseWidget(s)
-	return s
-}
-
-// CreateRenderer implements fyne.Widget.
-func (s *swatch) CreateRenderer() fyne.WidgetRenderer { return &swatchRenderer{s} }
-
-type swatchRenderer struct{ s *swatch }
-
-const swatchSize = 10
-
-func (r *swatchRenderer) Layout(size fyne.Size) {
-	r.s.rect.Resize(fyne.NewSquareSize(swatchSize))
-	r.s.rect.Move(fyne.NewPos((size.Width-swatchSize)/2, (size.Height-swatchSize)/2))
-}
-func (r *swatchRenderer) MinSize() fyne.Size { return fyne.NewSquareSize(swatchSize + 2) }
-func (r *swatchRenderer) Refresh() {
-	r.s.rect.FillColor = theme.Color(r.s.color)
-	r.s.rect.Refresh()
-}
-func (r *swatchRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.s.rect} }
-func (r *swatchRenderer) Destroy()                     {}

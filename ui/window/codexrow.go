@@ -16,7 +16,7 @@ import (
 type codexRow struct {
 	opt       *DashboardOptions
 	box       *fyne.Container
-	dot       *dot
+	dot       *mark
 	state     *widget.Label
 	why       *textCell
 	configure *widget.Button

@@ -70,7 +70,7 @@ type Dashboard struct {
 	content fyne.CanvasObject
 	last    view
 
-	stateDot  *dot
+	stateDot  *mark
 	stateText *widget.Label
 	status    *widget.Label
 	resume    *widget.Button

@@ -34,12 +34,43 @@ func newTestDashboard(t *testing.T, src source.Source) (*Dashboard, fyne.Window)
 	return d, w
 }
 
+// accountRowCells are an accounts-table row's cells, by column.
+type accountRowCells struct {
+	name                        *nameCell
+	kind                        *textCell
+	state                       *stateCell
+	fiveHour, weekly            *quotaCell
+	resets, requests, lastError *textCell
+}
+
+// cellOfColumn is row r's cell in the column titled title.
+func cellOfColumn[R any](t *testing.T, r *tableRow[R], title string) fyne.CanvasObject {
+	t.Helper()
+	for i, c := range r.t.spec {
+		if c.title == title {
+			return r.cells[i]
+		}
+	}
+	t.Fatalf("no column %q", title)
+	return nil
+}
+
 // accountCells are the accounts table's rows on screen.
-func accountCells(c fyne.CanvasObject) []*accountRowCells {
-	var rows []*accountRowCells
+func accountCells(t *testing.T, c fyne.CanvasObject) []accountRowCells {
+	t.Helper()
+	var rows []accountRowCells
 	visit(c, func(o fyne.CanvasObject) {
-		if r, ok := o.(*accountRowCells); ok {
-			rows = append(rows, r)
+		if r, ok := o.(*tableRow[dashAccount]); ok {
+			rows = append(rows, accountRowCells{
+				name:      cellOfColumn(t, r, "Account").(*nameCell),
+				kind:      cellOfColumn(t, r, "Kind").(*textCell),
+				state:     cellOfColumn(t, r, "State").(*stateCell),
+				fiveHour:  cellOfColumn(t, r, "5-hour usage").(*quotaCell),
+				weekly:    cellOfColumn(t, r, "Weekly usage").(*quotaCell),
+				resets:    cellOfColumn(t, r, "Banked resets").(*textCell),
+				requests:  cellOfColumn(t, r, "Requests").(*textCell),
+				lastError: cellOfColumn(t, r, "Last error").(*textCell),
+			})
 		}
 	})
 	return rows
@@ -64,7 +95,7 @@ func TestDashboardShowsTheSnapshot(t *testing.T) {
 	if got := d.accountsSummary.Text; got != "3 configured · 1 ready · 1 resting · 1 needs sign-in" {
 		t.Errorf("accounts summary %q", got)
 	}
-	rows := accountCells(c)
+	rows := accountCells(t, c)
 	if len(rows) != 3 {
 		t.Fatalf("%d account rows", len(rows))
 	}
@@ -135,7 +166,7 @@ func TestDashboardFollowsTheSnapshot(t *testing.T) {
 			}
 		}
 	}
-	rows := accountCells(c)
+	rows := accountCells(t, c)
 	if rows[0].name.badge.text.Text != "served last" || rows[1].name.badge.text.Text != "serving next" {
 		t.Errorf("badges %q %q", rows[0].name.badge.text.Text, rows[1].name.badge.text.Text)
 	}
@@ -218,7 +249,7 @@ func TestDashboardFitsInASmallWindow(t *testing.T) {
 					t.Errorf("%s at x %v, %v wide (visible %v): not within the window's %v", what, p.X, o.Size().Width, o.Visible(), win.Width)
 				}
 			}
-			rows := accountCells(w.Content())
+			rows := accountCells(t, w.Content())
 			if len(rows) == 0 {
 				t.Fatal("no account row")
 			}
@@ -238,7 +269,7 @@ func TestDashboardFitsInASmallWindow(t *testing.T) {
 			if p := drv.AbsolutePositionForObject(d.middle); p.Y+d.middle.Size().Height > win.Height {
 				t.Errorf("the requests and Diagnostics end at %v, below the window's %v", p.Y+d.middle.Size().Height, win.Height)
 			}
-			if h, need := d.requests.list.Size().Height, 3*newRequestRowCells(d.requests.cols).MinSize().Height; h < need {
+			if h, need := d.requests.list.Size().Height, 3*d.requests.newRow().MinSize().Height; h < need {
 				t.Errorf("the requests list is %v high, three rows need %v", h, need)
 			}
 			if !open {
@@ -368,12 +399,12 @@ func TestFormats(t *testing.T) {
 
 // A request that waited for a resting pool says so in the recent-requests table.
 func TestRequestRowSaysHeld(t *testing.T) {
-	v := newRequestView(proxy.Trace{Status: 200, Outcome: proxy.OutcomeCompleted, HeldMs: 2140})
-	if v.status.text != "200 · held 2.1 s" {
-		t.Fatalf("status %q", v.status.text)
+	v := requestStatus(proxy.Trace{Status: 200, Outcome: proxy.OutcomeCompleted, HeldMs: 2140})
+	if v.text != "200 · held 2.1 s" {
+		t.Fatalf("status %q", v.text)
 	}
-	if v := newRequestView(proxy.Trace{Status: 429, Outcome: proxy.OutcomeError}); v.status.text != "429 error" {
-		t.Fatalf("status %q", v.status.text)
+	if v := requestStatus(proxy.Trace{Status: 429, Outcome: proxy.OutcomeError}); v.text != "429 error" {
+		t.Fatalf("status %q", v.text)
 	}
 }
 
@@ -498,12 +529,12 @@ func TestDashboardAccountAtItsLimitIsNotReady(t *testing.T) {
 	src.Snapshot.Accounts[0].Quota.PrimaryUsedPercent = 100
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
-	rows := accountCells(w.Content())
+	rows := accountCells(t, w.Content())
 	if got := rows[0].state.text.shown; got != (textView{"At 5-hour limit", look.Warn}) {
 		t.Errorf("an account at 100%% of its five-hour window shows %+v", got)
 	}
-	if rows[0].state.dot.tone != look.Warn {
-		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.tone)
+	if rows[0].state.dot.color != toneColorName(look.Warn) {
+		t.Errorf("its dot is %v, want the warning tone", rows[0].state.dot.color)
 	}
 	weekly := proxy.AccountStats{Kind: proxy.KindChatGPT, State: proxy.StateReady,
 		Quota: &proxy.Quota{PrimaryUsedPercent: 40, SecondaryUsedPercent: 100}}
@@ -556,7 +587,7 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 		PrimaryResetsAt: uitest.Now.Add(4 * time.Minute), SecondaryResetsAt: uitest.Now.Add(100 * time.Hour)}
 	d, w := newTestDashboard(t, src)
 	d.Refresh()
-	rows := accountCells(w.Content())
+	rows := accountCells(t, w.Content())
 	if len(rows) != 3 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -578,7 +609,7 @@ func TestDashboardColumnsFitTheirContent(t *testing.T) {
 	}
 	// At 800 wide the columns that go are the least important ones, and what stays is uncut.
 	w.Resize(fyne.NewSize(800, 500))
-	for _, r := range accountCells(w.Content()) {
+	for _, r := range accountCells(t, w.Content()) {
 		name := r.name.name.Text()
 		uncut(t, "at 800 wide, the name", r.name.name)
 		uncut(t, "at 800 wide, "+name+"'s state", r.state.text)

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 )
@@ -151,26 +152,11 @@ func quotaCellView(a proxy.AccountStats, weekly bool, now time.Time) quotaView {
 	return quotaView{bar: true, used: min(max(used/100, 0), 1), text: textView{text: quotaText(used, resets, now)}}
 }
 
-// quotaExtras is what an account's usage carries beside its two windows, in a few words: the
-// limits of metered features ("GPT-6 Sol 80% five-hour, 12% weekly") and the credits balance;
-// "" when none.
+// quotaExtras is what an account's usage carries beside its two windows, in a few words
+// (app.QuotaExtras: "GPT-6 Sol 80% five-hour, 12% weekly · credits 12.50"); "" when none.
 func quotaExtras(q *proxy.Quota) string {
-	if q == nil {
-		return ""
-	}
-	var parts []string
-	for _, a := range q.Additional {
-		parts = append(parts, fmt.Sprintf("%s %.0f%% five-hour, %.0f%% weekly", a.Name, a.PrimaryUsedPercent, a.SecondaryUsedPercent))
-	}
-	if c := q.Credits; c != nil {
-		switch {
-		case c.Unlimited:
-			parts = append(parts, "credits unlimited")
-		case c.HasCredits && c.Balance != "":
-			parts = append(parts, "credits "+c.Balance)
-		}
-	}
-	return strings.Join(parts, " · ")
+	pct := func(used float64, _ time.Time) string { return fmt.Sprintf("%.0f%%", used) }
+	return strings.Join(app.QuotaExtras(q, pct), " · ")
 }
 
 // modelText is "requested → resolved", or just the model when they agree.

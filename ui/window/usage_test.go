@@ -58,13 +58,13 @@ func TestUsageWindowShowsTheLedger(t *testing.T) {
 	// "Too few readings" is said once, under the table, however many rates are unknown; their
 	// cells show a dash (issue 32 Low: six times).
 	all := w.forecast.Text
-	for _, r := range w.burns.rows {
+	for _, r := range burnCells(w.burns) {
 		all += "\n" + r[0].Text() + "\n" + r[1].Text() + "\n" + r[2].Text()
 	}
 	if n := strings.Count(strings.ToLower(all), "too few readings"); n != 1 {
 		t.Errorf("%q %d times, want once", "too few readings", n)
 	}
-	if got := w.burns.rows[1][1].Text(); got != "–" {
+	if got := burnCells(w.burns)[1][1].Text(); got != "–" {
 		t.Errorf("team's unknown 5-hour rate reads %q", got)
 	}
 	if got := w.models.names(); strings.Join(got, ",") != "gpt-5.3-codex,gpt-5.4,gpt-5.4-mini" {
@@ -412,7 +412,7 @@ func TestUsageWindowShowsWholeNames(t *testing.T) {
 	w := u.usageWin
 	w.win.Resize(usageWindowSize)
 	var found bool
-	for _, r := range w.burns.rows {
+	for _, r := range burnCells(w.burns) {
 		if r[0].Text() == "team@example.com" && r[0].Visible() {
 			found = true
 			if need := fyne.MeasureText(r[0].Text(), theme.TextSize(), fyne.TextStyle{}).Width + 2*dense.Size(theme.SizeNameInnerPadding); r[0].Size().Width < need {
@@ -437,4 +437,17 @@ func TestUsageMessageSaysWhyTheLedgerFailed(t *testing.T) {
 	if v, _ := usageMessage(usageData{err: failed}); !strings.Contains(v.message, "permission denied") {
 		t.Errorf("failed to open: %q", v.message)
 	}
+}
+
+// burnCells are the quota burn's rows' cells, column by column, hidden rows included.
+func burnCells(b *burnTable) [][]*textCell {
+	var rows [][]*textCell
+	for _, l := range b.lines {
+		var cells []*textCell
+		for _, c := range l.cells {
+			cells = append(cells, c.(*textCell))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
 }

@@ -136,7 +136,7 @@ func (w *usageScreen) build() fyne.CanvasObject {
 
 	// The service tiers beside them (Fast mode is priority, priced at its multiple): a narrow
 	// table, so that the cost chart and the burn keep their room.
-	w.tiers = newUsageTableOf(tierColumns)
+	w.tiers = newUsageTableOf(tierSpec)
 	w.tiersNote = hint("")
 	w.tiersNote.Wrapping = fyne.TextWrapOff
 	w.tiersNote.Truncation = fyne.TextTruncateEllipsis
@@ -304,146 +304,62 @@ func (l *shiftUp) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	}
 }
 
-// usageColumnsFor are the columns of a top-models or top-projects table.
-func usageColumnsFor(name string) []column {
-	return []column{
-		{title: name, min: 120, weight: 3},
-		{title: "Tokens", min: 62, weight: 0.5, align: fyne.TextAlignTrailing},
-		{title: "Cost", min: 66, weight: 0.5, align: fyne.TextAlignTrailing},
-		{title: "Cache hit", min: 70, weight: 0.5, align: fyne.TextAlignTrailing},
+// usageSpecFor is a top-models or top-projects table, name being its first column's title.
+func usageSpecFor(name string) []tableColumn[usageRowView] {
+	return []tableColumn[usageRowView]{
+		{title: name, min: 120, weight: 3, cell: plainOf(func(r usageRowView) string { return r.name })},
+		{title: "Tokens", min: 62, weight: 0.5, align: fyne.TextAlignTrailing,
+			cell: plainOf(func(r usageRowView) string { return r.tokens })},
+		{title: "Cost", min: 66, weight: 0.5, align: fyne.TextAlignTrailing,
+			cell: plainOf(func(r usageRowView) string { return r.cost })},
+		{title: "Cache hit", min: 70, weight: 0.5, align: fyne.TextAlignTrailing,
+			cell: plainOf(func(r usageRowView) string { return r.cacheHit })},
 	}
+}
+
+// tierSpec is the service tiers table: narrower than the others, and without the cache hits,
+// which a tier does not change.
+var tierSpec = []tableColumn[usageRowView]{
+	{title: "Tier", min: 96, weight: 1, cell: plainOf(func(r usageRowView) string { return r.name })},
+	{title: "Tokens", min: 56, weight: 0.5, align: fyne.TextAlignTrailing,
+		cell: plainOf(func(r usageRowView) string { return r.tokens })},
+	{title: "Cost", min: 60, weight: 0.5, align: fyne.TextAlignTrailing,
+		cell: plainOf(func(r usageRowView) string { return r.cost })},
 }
 
 // usageTable lists up to usageTop models, projects or service tiers; unused rows hide.
-type usageTable struct {
-	cols  *columns
-	rows  [usageTop][]*textCell // a cell per column
-	lines [usageTop]*fyne.Container
-	none  *widget.RichText
-	box   *fyne.Container
+type usageTable = lineTable[usageRowView]
+
+func newUsageTable(name string) *usageTable { return newUsageTableOf(usageSpecFor(name)) }
+
+// newUsageTableOf is a table of spec that says "None in this period." while it has no rows.
+func newUsageTableOf(spec []tableColumn[usageRowView]) *usageTable {
+	return newLineTable(spec, false, usageTop, hint("None in this period."))
 }
 
-// tierColumns are the service tiers table's: narrower than the others, and without the cache
-// hits, which a tier does not change.
-var tierColumns = []column{
-	{title: "Tier", min: 96, weight: 1},
-	{title: "Tokens", min: 56, weight: 0.5, align: fyne.TextAlignTrailing},
-	{title: "Cost", min: 60, weight: 0.5, align: fyne.TextAlignTrailing},
-}
-
-func newUsageTable(name string) *usageTable { return newUsageTableOf(usageColumnsFor(name)) }
-
-// newUsageTableOf is a table of the given columns (the first three or four of a
-// usageRowView: name, tokens, cost, cache hits).
-func newUsageTableOf(spec []column) *usageTable {
-	t := &usageTable{cols: newColumns(spec...)}
-	objs := []fyne.CanvasObject{t.cols.header()}
-	for i := range t.rows {
-		cells := make([]fyne.CanvasObject, len(spec))
-		t.rows[i] = make([]*textCell, len(spec))
-		for j := range t.rows[i] {
-			align := fyne.TextAlignTrailing
-			if j == 0 {
-				align = fyne.TextAlignLeading
-			}
-			t.rows[i][j] = newTextCell(align)
-			cells[j] = t.rows[i][j]
-		}
-		t.lines[i] = t.cols.row(cells...)
-		t.lines[i].Hide()
-		objs = append(objs, t.lines[i])
-	}
-	t.none = hint("None in this period.")
-	objs = append(objs, t.none)
-	t.box = container.NewVBox(objs...)
-	return t
-}
-
-// Set shows rows (at most usageTop).
-func (t *usageTable) Set(rows []usageRowView) {
-	for i := range t.lines {
-		if i >= len(rows) {
-			setVisible(t.lines[i], false)
-			continue
-		}
-		r := rows[i]
-		for j, text := range []string{r.name, r.tokens, r.cost, r.cacheHit}[:len(t.rows[i])] {
-			t.rows[i][j].Set(textView{text: text})
-		}
-		setVisible(t.lines[i], true)
-	}
-	setVisible(t.none, len(rows) == 0)
-}
-
-// names are the first column's texts of the rows shown (tests).
-func (t *usageTable) names() []string {
-	var out []string
-	for i, l := range t.lines {
-		if l.Visible() {
-			out = append(out, t.rows[i][0].Text())
-		}
-	}
-	return out
-}
-
-// burnColumns widen to their content (the table is as wide as its names, up to
-// burnNameMax, and its titles): "dev@example.com" was cut at a fixed 80.
-var burnColumns = []column{
-	{title: "Account", min: 80, weight: 1},
-	{title: "5-hour window", min: 125, weight: 1, align: fyne.TextAlignTrailing},
-	{title: "Weekly window", min: 125, weight: 1, align: fyne.TextAlignTrailing},
+// burnSpec is the quota burn table, whose columns widen to their content (the table is as
+// wide as its names, up to burnNameMax, and its titles): "dev@example.com" was cut at a
+// fixed 80.
+var burnSpec = []tableColumn[burnRowView]{
+	{title: "Account", min: 80, weight: 1, widest: burnNameMax,
+		cell: plainOf(func(r burnRowView) string { return r.account })},
+	{title: "5-hour window", min: 125, weight: 1, align: fyne.TextAlignTrailing,
+		cell: textOf(func(r burnRowView) textView { return r.five })},
+	{title: "Weekly window", min: 125, weight: 1, align: fyne.TextAlignTrailing,
+		cell: textOf(func(r burnRowView) textView { return r.week })},
 }
 
 // burnNameMax is the most the quota burn's names take; a longer one is cut.
 const burnNameMax = 200
 
-// burnTable lists the ChatGPT accounts' tokens per 1% of their windows.
-type burnTable struct {
-	cols   *columns
-	header *fyne.Container
-	rows   [][3]*textCell
-	lines  []*fyne.Container
-	box    *fyne.Container
-}
+// burnTable lists the ChatGPT accounts' tokens per 1% of their windows, a row per account;
+// it hides while there are none.
+type burnTable = lineTable[burnRowView]
 
 func newBurnTable() *burnTable {
-	t := &burnTable{cols: newColumns(burnColumns...)}
-	t.cols.grow = true
-	t.header = t.cols.header()
-	t.box = container.NewVBox(t.header)
+	t := newLineTable(burnSpec, true, 0, nil)
+	t.cols.grow = true // beside the cost chart: as wide as its content, not its minimums
 	return t
-}
-
-// Set shows one row per account, adding rows as needed and hiding the rest.
-func (t *burnTable) Set(rows []burnRowView) {
-	for len(t.lines) < len(rows) {
-		var cells [3]*textCell
-		cells[0] = newTextCell(fyne.TextAlignLeading)
-		cells[1], cells[2] = newTextCell(fyne.TextAlignTrailing), newTextCell(fyne.TextAlignTrailing)
-		line := t.cols.row(cells[0], cells[1], cells[2])
-		t.rows, t.lines = append(t.rows, cells), append(t.lines, line)
-		t.box.Add(line)
-		redraws.Add(1)
-	}
-	widths := make([][]float32, len(rows))
-	for i, r := range rows {
-		widths[i] = []float32{min(cellWidth(r.account, fyne.TextStyle{}), burnNameMax),
-			cellWidth(r.five.text, fyne.TextStyle{}), cellWidth(r.week.text, fyne.TextStyle{})}
-	}
-	if t.cols.fit(contentWidths(burnColumns, widths)) {
-		t.box.Refresh() // its width follows the names; the header and the rows are laid out again
-	}
-	for i, line := range t.lines {
-		if i >= len(rows) {
-			setVisible(line, false)
-			continue
-		}
-		t.rows[i][0].Set(textView{text: rows[i].account})
-		t.rows[i][1].Set(rows[i].five)
-		t.rows[i][2].Set(rows[i].week)
-		setVisible(line, true)
-	}
-	setVisible(t.header, len(rows) > 0)
 }
 
 // ShowUsage opens the Usage window.

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // RunWindows is the window process (`codexrelay window NAME`, started by the tray process):
@@ -56,7 +57,7 @@ func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in 
 	defer cancel()
 	fa.Lifecycle().SetOnStarted(func() {
 		var warm fyne.Window
-		if first == "dashboard" {
+		if first == source.WindowDashboard {
 			warm = warmDashboard(fa)
 		}
 		b := <-ready

@@ -3,6 +3,8 @@ package window
 import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
+
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // The windows of the window process: each opens through showWindow and closes through
@@ -67,21 +69,22 @@ func (u *UI) hideWindow(w fyne.Window) {
 	}
 }
 
-// OpenWindow opens the window a tray action asked for: "dashboard", "usage", "accounts",
-// "settings", "configure-codex" (the dashboard with the confirmation) or "copy-codex-config"
-// (the dashboard, having copied the provider block). Anything else opens the dashboard.
+// OpenWindow opens the window a tray action asked for, one of source's Window names: the
+// dashboard, usage, accounts, settings, configure-codex (the dashboard with the confirmation)
+// or copy-codex-config (the dashboard, having copied the provider block). Anything else opens
+// the dashboard.
 func (u *UI) OpenWindow(name string) {
 	switch name {
-	case "usage":
+	case source.WindowUsage:
 		u.showUsage()
-	case "accounts":
+	case source.WindowAccounts:
 		u.showAccounts()
-	case "settings":
+	case source.WindowSettings:
 		u.showSettings()
-	case "configure-codex":
+	case source.WindowConfigureCodex:
 		u.refresh()
 		u.configureCodex()
-	case "copy-codex-config":
+	case source.WindowCopyCodexConfig:
 		u.ShowDashboard()
 		u.copyText(u.codexConfig())
 		dialog.ShowInformation("Codex config copied", "The provider block is on the clipboard while this window is open:\n"+
