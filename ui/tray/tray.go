@@ -16,6 +16,7 @@ import (
 	"github.com/codexrelay/codexrelay/assets"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
+	"github.com/codexrelay/codexrelay/ui/source"
 )
 
 // The tray icons, one per state of the relay.
@@ -93,8 +94,7 @@ func trayTooltip(v view) string {
 
 // trayActions are what the tray menu's items do (the tray process's, or a test's).
 type trayActions struct {
-	// open asks for a window of the window process: "dashboard", "usage", "accounts",
-	// "settings", "configure-codex".
+	// open asks for a window of the window process, by its name (source.Window*).
 	open                                 func(name string)
 	copyCodexConfig, pause, resume, quit func()
 	// redeem spends a banked reset of the named account (credits.go).
@@ -116,7 +116,7 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*menuItem
 	items := []*menuItem{status, requests}
 	if v.today != "" {
 		// Today's tokens and cost from the usage ledger; it opens the Usage window.
-		items = append(items, item(v.today, opener("usage")))
+		items = append(items, item(v.today, opener(source.WindowUsage)))
 	}
 	if it := updateItem(v.newer); it != nil {
 		items = append(items, it)
@@ -125,7 +125,7 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*menuItem
 
 	// One line per account, in priority order, with a dot in its state's colour.
 	for _, a := range v.snap.Accounts {
-		it := item(truncate(accountLine(a, v.snap, now), 90), opener("accounts"))
+		it := item(truncate(accountLine(a, v.snap, now), 90), opener(source.WindowAccounts))
 		_, tone := look.AccountState(a, now)
 		it.Icon = dotIcons()[tone] // an account at its limit is not green
 		items = append(items, it)
@@ -152,13 +152,13 @@ func trayMenu(v view, now time.Time, quitting bool, act trayActions) []*menuItem
 	quit.Quit = true // it drains the proxy first
 
 	return append(items,
-		item("Open Dashboard", opener("dashboard")),
-		item("Usage…", opener("usage")),
-		item("Accounts…", opener("accounts")),
-		item("Settings…", opener("settings")),
+		item("Open Dashboard", opener(source.WindowDashboard)),
+		item("Usage…", opener(source.WindowUsage)),
+		item("Accounts…", opener(source.WindowAccounts)),
+		item("Settings…", opener(source.WindowSettings)),
 		separator(),
 		item("Copy Codex config", act.copyCodexConfig),
-		item("Configure Codex…", opener("configure-codex")),
+		item("Configure Codex…", opener(source.WindowConfigureCodex)),
 		separator(),
 		pause,
 		separator(),

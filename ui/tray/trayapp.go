@@ -232,7 +232,7 @@ func (t *TrayApp) actions() trayActions {
 // tapped is a left click on the tray icon: the dashboard, in the window process. (Fyne's tray
 // opened its dashboard from the tray's D-Bus goroutine, outside Fyne's UI thread, and it
 // stayed blank; the window process shows it from its own UI thread.)
-func (t *TrayApp) tapped() { t.open("dashboard") }
+func (t *TrayApp) tapped() { t.open(source.WindowDashboard) }
 
 // Menu is the tray menu shown now.
 func (t *TrayApp) Menu() []*menuItem { return t.tray.menu }
@@ -267,7 +267,7 @@ func (t *TrayApp) resume() {
 func (t *TrayApp) copyCodexConfig() {
 	if err := t.copyText(t.relay.CodexConfig()); err != nil {
 		t.log.Debug("no clipboard without a window", "error", err)
-		t.open("copy-codex-config")
+		t.open(source.WindowCopyCodexConfig)
 		return
 	}
 	t.notes.add("Codex config copied",

@@ -64,7 +64,7 @@ func RunTray(relay *app.App, log *slog.Logger, inst *app.Instance, exe string) {
 	t.open = windows.Open
 	t.exit = systray.Quit
 	if inst != nil {
-		if err := inst.OnShow(func() { t.open("dashboard") }); err != nil {
+		if err := inst.OnShow(func() { t.open(source.WindowDashboard) }); err != nil {
 			log.Warn("a second launch cannot reach this one", "error", err)
 		}
 	}
@@ -96,7 +96,7 @@ func RunTray(relay *app.App, log *slog.Logger, inst *app.Instance, exe string) {
 		// First run, a port taken, a corrupt file, a local key that cannot be read or no tray
 		// icon: say so in a window, even where the tray is hard to find.
 		if !hostOK || len(relay.Accounts()) == 0 || !t.status().Running || relay.LoadWarning != nil || relay.LocalKeyError() != nil {
-			t.open("dashboard")
+			t.open(source.WindowDashboard)
 		}
 	}, func() {
 		windows.Close()
