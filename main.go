@@ -75,7 +75,7 @@ func trayProcess() int {
 		return 1
 	}
 	app.SetMemoryLimit(os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log})
+	relay, err := app.OpenRelay(app.Options{Logger: log}) // the tray process serves
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
 		return 1
@@ -105,7 +105,7 @@ func windowProcess(name string) int {
 		return 2
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log, NoRelay: true}) // it shows the tray's relay
+	relay, err := app.Open(app.Options{Logger: log}) // the store alone: it shows the tray's relay
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1

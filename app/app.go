@@ -35,14 +35,13 @@ type Options struct {
 	// DataDir is where the usage ledger lives (default: the settings folder when ConfigDir
 	// was given, else $XDG_DATA_HOME/codexrelay).
 	DataDir string
-	// NoRelay builds no proxy (Proxy is nil): for the window process, which shows the tray
-	// process's relay, read over the local API, and changes the settings and the keychain, which
-	// that relay follows. Such an App runs no service and redeems only through the running relay.
-	NoRelay bool
 }
 
-// App holds the settings, the keychain and the proxy (none with Options.NoRelay). Its methods
-// are safe for concurrent use.
+// App is a settings folder's store: the settings file, the keychain entries of its accounts
+// and local key, the Codex home it configures, and where its usage ledger lives. Every program
+// opens one (the command line, the window process, the tray); a program that serves also makes
+// the running relay over it (NewRelay), which follows what the store applies. Its methods are
+// safe for concurrent use.
 //
 // The settings file and the keychain are the one source of truth. Every change takes the
 // settings lock (shared by every Codex Relay process), reads the file again, applies its one
@@ -50,9 +49,8 @@ type Options struct {
 // file now says, as it does when Watch sees another process change it. No process ever saves
 // its own copy of the settings over the file.
 type App struct {
-	opt   Options
-	log   *slog.Logger
-	Proxy *proxy.Server // nil with Options.NoRelay
+	opt Options
+	log *slog.Logger
 	// LoadWarning is set when the settings file was corrupt: kept aside by the relay's own
 	// start, left in place by any other command.
 	LoadWarning error
@@ -68,18 +66,16 @@ type App struct {
 	reloadErr error                    // why the file could not be followed; nil while it is
 	onListen  []func()                 // called after a reload changed the listen address
 	onReload  []func()                 // called after each reload (OnReload)
-	svc       *Service                 // the relay service, the latest made (the pause routes')
-
-	usage usageState // the usage ledger while a service runs
-
-	credits creditState // banked resets: the proxy's credit hook and its listeners (credits.go)
+	// relay is the running relay this process made over the store (NewRelay), which follows
+	// each applied settings file; nil in a program that serves nothing.
+	relay *Relay
 
 	localKeyErr error // why the local key that is on cannot be read (applyLocalKey); nil when all is well
 	// freshKeyID is the local key a change of this process turned on as it created the
 	// settings file; freshKeyErr why it could not (localkey.go).
 	freshKeyID  string
 	freshKeyErr error
-	// userAgent is what the sign-in sends when no proxy runs here (NoRelay).
+	// userAgent is what the sign-in sends when no relay runs here.
 	userAgent string
 }
 
@@ -89,7 +85,7 @@ var errNoChange = errors.New("nothing to change")
 // DefaultConfigDir is where the settings file lives.
 func DefaultConfigDir() string { return filepath.Join(xdg.ConfigHome, "codexrelay") }
 
-// Open loads the settings and builds the proxy with the configured accounts. Secrets are read
+// Open loads a settings folder's store. It builds no relay (NewRelay does). Secrets are read
 // from the keychain lazily, on an account's first request.
 func Open(opt Options) (*App, error) {
 	if opt.ConfigDir == "" {
@@ -113,32 +109,15 @@ func Open(opt Options) (*App, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	// The catalog is built with the proxy (its refresh starts with its options, and the
-	// environment gives them first); everything else is applied as a reload applies it.
 	catOpt, err := catalogOptions(s, opt.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	a.userAgent = proxy.UserAgentFor(catOpt.ClientVersion)
-	if !opt.NoRelay {
-		a.Proxy = proxy.New(proxy.Options{Transport: opt.Transport, Logger: opt.Logger, Catalog: catOpt, LocalAPI: a.localAPI,
-			ChatGPTBackend: proxy.ChatGPTBackendOf(a.BaseURL(AccountMeta{Kind: string(proxy.KindChatGPT)}))})
-	}
-	a.settings.Catalog = s.Catalog
 	if _, problems := a.apply(s); len(problems) > 0 {
 		// %v: a field the file holds is not the command line's mistake.
 		return nil, fmt.Errorf("settings: %v", problems[0])
 	}
-	if a.Proxy == nil {
-		return a, nil
-	}
-	if err := a.LocalKeyError(); err != nil {
-		// Not a reason to stop: the repairs (local-key on|off, settings set local-api-key) and
-		// every command that needs no key run; the relay refuses clients until it is fixed.
-		a.log.Error("the local key cannot be read", "error", err)
-	}
-	a.loadPendingRedeems()
-	a.Proxy.SetSettingsGeneration(s.Generation)
 	return a, nil
 }
 
@@ -301,9 +280,16 @@ func (a *App) Reload() {
 		}
 	}
 	// Last: a program waiting for this generation on /health finds everything applied.
-	if a.Proxy != nil {
-		a.Proxy.SetSettingsGeneration(next.Generation)
+	if r := a.runningRelay(); r != nil {
+		r.Proxy.SetSettingsGeneration(next.Generation)
 	}
+}
+
+// runningRelay is the relay this process runs over the store, or nil.
+func (a *App) runningRelay() *Relay {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.relay
 }
 
 // apply makes next the settings in force (applyMu held) and reports whether the listen
@@ -316,49 +302,61 @@ func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
 	prev := a.settings
 	a.settings = next
 	a.reloadErr = nil
+	r := a.relay
 	a.mu.Unlock()
-	if a.Proxy == nil { // NoRelay: nothing runs here; the accounts' credentials are still read here
-		if !slices.Equal(prev.Accounts, next.Accounts) {
-			a.setAccounts(next.Accounts)
-		}
-		return prev.Listen != next.Listen, nil
+	var accounts []proxy.Account
+	var renewed []string
+	if !slices.Equal(prev.Accounts, next.Accounts) {
+		accounts, renewed = a.setAccounts(next.Accounts)
 	}
+	if r != nil {
+		problems = r.follow(prev, next, accounts, renewed)
+	}
+	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
+		a.log.Debug("settings applied", "generation", next.Generation)
+	}
+	return prev.Listen != next.Listen, problems
+}
 
+// follow applies to the proxy what changed from prev to next (the store's apply, under its
+// applyMu; NewRelay from the zero settings): accounts are the new account list with their
+// credentials (nil: unchanged), renewed those whose secret was replaced.
+func (r *Relay) follow(prev, next Settings, accounts []proxy.Account, renewed []string) (problems []error) {
 	if !sameCatalog(prev.Catalog, next.Catalog) {
-		a.applyCatalog(prev.Catalog, next)
+		r.applyCatalog(prev.Catalog, next)
 	}
 	if next.Timeouts != prev.Timeouts {
-		a.Proxy.SetTimeouts(next.Timeouts.proxy())
+		r.Proxy.SetTimeouts(next.Timeouts.proxy())
 	}
 	if next.HoldSeconds != prev.HoldSeconds {
-		a.Proxy.SetHold(next.Hold())
+		r.Proxy.SetHold(next.Hold())
 	}
 	if next.Strategy != prev.Strategy {
 		if err := checkFileSetting(SettingStrategy, next.Strategy); err != nil {
 			problems = append(problems, err)
 		} else {
-			a.Proxy.SetStrategy(next.Strategy)
+			r.Proxy.SetStrategy(next.Strategy)
 		}
 	}
 	if !reflect.DeepEqual(prev.Aliases, next.Aliases) {
-		if err := a.Proxy.SetAliases(next.Aliases); err != nil {
-			problems = append(problems, fmt.Errorf("%w (fix the aliases in %s)", err, a.SettingsPath()))
+		if err := r.Proxy.SetAliases(next.Aliases); err != nil {
+			problems = append(problems, fmt.Errorf("%w (fix the aliases in %s)", err, r.SettingsPath()))
 		}
 	}
 	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev || prev.LocalKeyID != next.LocalKeyID {
-		if err := a.applyLocalKey(next); err != nil && prev.Generation != 0 {
+		if err := r.applyLocalKey(next); err != nil && prev.Generation != 0 {
 			problems = append(problems, err) // a reload logs it; Open reports it as LocalKeyError
 		}
 	}
-	if !slices.Equal(prev.Accounts, next.Accounts) {
-		a.setAccounts(next.Accounts)
+	if accounts != nil {
+		r.Proxy.SetAccounts(accounts)
+		for _, id := range renewed {
+			r.Proxy.ResetAccount(id)
+		}
 	}
-	a.applyUsage(prev.Usage, next.Usage)
-	problems = append(problems, a.applyResetCredits(prev, next)...)
-	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
-		a.log.Debug("settings applied", "generation", next.Generation)
-	}
-	return prev.Listen != next.Listen, problems
+	r.applyUsage(prev.Usage, next.Usage)
+	problems = append(problems, r.applyResetCredits(prev, next)...)
+	return problems
 }
 
 func sameCatalog(a, b CatalogSettings) bool {
@@ -372,11 +370,11 @@ func equalBoolPtr(a, b *bool) bool {
 	return *a == *b
 }
 
-// catalogStats is the catalog's timing in force: the proxy's (the environment's overrides
-// included); with no proxy here (NoRelay), what a relay that starts now takes.
+// catalogStats is the catalog's timing in force: the relay's, when this process runs one (the
+// environment's overrides included); else what a relay that starts now takes.
 func (a *App) catalogStats() proxy.CatalogStats {
-	if a.Proxy != nil {
-		return a.Proxy.Stats().Catalog
+	if r := a.runningRelay(); r != nil {
+		return r.Proxy.Stats().Catalog
 	}
 	o, _ := catalogOptions(a.Settings(), a.opt.Getenv)
 	return proxy.CatalogStats{SWREnabled: o.StaleWhileRevalidate, StaleMaxAgeMs: o.StaleMaxAge.Milliseconds(), TTLMs: o.TTL.Milliseconds()}
@@ -385,12 +383,12 @@ func (a *App) catalogStats() proxy.CatalogStats {
 // applyCatalog applies the catalog settings that changed. A setting the file sets wins over
 // the environment (which only gives the values a start begins with); one the file no longer
 // sets falls back to the environment or the default.
-func (a *App) applyCatalog(prev CatalogSettings, next Settings) {
-	def, err := catalogOptions(Settings{Catalog: next.Catalog}, a.opt.Getenv)
+func (r *Relay) applyCatalog(prev CatalogSettings, next Settings) {
+	def, err := catalogOptions(Settings{Catalog: next.Catalog}, r.opt.Getenv)
 	if err != nil {
 		def, _ = catalogOptions(Settings{Catalog: next.Catalog}, func(string) string { return "" })
 	}
-	c := a.Proxy.Stats().Catalog
+	c := r.Proxy.Stats().Catalog
 	swr, staleMax, ttl := c.SWREnabled, time.Duration(c.StaleMaxAgeMs)*time.Millisecond, time.Duration(0)
 	n := next.Catalog
 	if !equalBoolPtr(prev.StaleWhileRevalidate, n.StaleWhileRevalidate) {
@@ -411,34 +409,34 @@ func (a *App) applyCatalog(prev CatalogSettings, next Settings) {
 			ttl = time.Duration(n.TTLMs) * time.Millisecond
 		}
 	}
-	a.Proxy.SetCatalogOptions(swr, staleMax, ttl)
+	r.Proxy.SetCatalogOptions(swr, staleMax, ttl)
 }
 
 // applyLocalKey reads the local key from the keychain and makes the proxy require it. A key
 // that is on but cannot be read locks clients out rather than letting them in without it, and
 // is reported by LocalKeyError until it is read again (or turned off, or made anew).
-func (a *App) applyLocalKey(next Settings) error {
-	key, err := a.readLocalKey(next)
-	a.mu.Lock()
-	a.localKeyErr = err
-	a.mu.Unlock()
+func (r *Relay) applyLocalKey(next Settings) error {
+	key, err := r.readLocalKey(next)
+	r.mu.Lock()
+	r.localKeyErr = err
+	r.mu.Unlock()
 	switch {
 	case err != nil:
-		a.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
+		r.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
 		return err
 	default:
-		a.Proxy.SetLocalAPIKey(key) // "" when off
+		r.Proxy.SetLocalAPIKey(key) // "" when off
 		return nil
 	}
 }
 
-// setAccounts hands accounts to the proxy. Credentials are kept per account ID; those of
-// removed accounts are dropped, and those whose secret was replaced (SecretRev) read the
-// keychain again and have their cooldown and sign-in state cleared.
-func (a *App) setAccounts(metas []AccountMeta) {
+// setAccounts keeps the credentials of the accounts metas lists, per account ID, and returns
+// the accounts as a relay serves them: those of removed accounts are dropped, and those whose
+// secret was replaced (SecretRev) read the keychain again (renewed: a relay clears their
+// cooldown and sign-in state).
+func (a *App) setAccounts(metas []AccountMeta) (accounts []proxy.Account, renewed []string) {
 	a.mu.Lock()
-	accounts := make([]proxy.Account, 0, len(metas))
-	var renewed []string
+	accounts = make([]proxy.Account, 0, len(metas))
 	keep := make(map[string]bool, len(metas))
 	for _, m := range metas {
 		keep[m.ID] = true
@@ -464,13 +462,7 @@ func (a *App) setAccounts(metas []AccountMeta) {
 		}
 	}
 	a.mu.Unlock()
-	if a.Proxy == nil {
-		return
-	}
-	a.Proxy.SetAccounts(accounts)
-	for _, id := range renewed {
-		a.Proxy.ResetAccount(id)
-	}
+	return accounts, renewed
 }
 
 // BaseURL is the upstream base URL an account is served from: its own, or its kind's default.

@@ -142,7 +142,7 @@ func TestAccountSurvivesRestartAndRelaysWithItsKey(t *testing.T) {
 		t.Fatal(errs)
 	}
 	// A new App is a restart: it must find the account and its key again.
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestChatGPTAccountRelaysWithKeychainToken(t *testing.T) {
 	k := testKeychain(t)
 	opt := testOptions(t, k)
 	up := newFakeUpstream(t)
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestAccountCommandsValidate(t *testing.T) {
 	if code, _, errs := runCLI(t, opt, "", "accounts", "disable", "one"); code != 0 {
 		t.Fatal(errs)
 	}
-	a, _ := Open(opt)
+	a, _ := OpenRelay(opt)
 	var names []string
 	for _, m := range a.Accounts() {
 		names = append(names, m.Name)
@@ -287,7 +287,7 @@ func TestCorruptSettingsAreKeptAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Release()
-	a, err := Open(Options{ConfigDir: dir, Getenv: func(string) string { return "" }, Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }})
+	a, err := OpenRelay(Options{ConfigDir: dir, Getenv: func(string) string { return "" }, Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestUnreadableSettingsStopTheApp(t *testing.T) {
 	dir := t.TempDir()
 	// A directory where the file should be cannot be read, even by root.
 	os.Mkdir(filepath.Join(dir, "settings.json"), 0o700)
-	_, err := Open(Options{ConfigDir: dir, Getenv: func(string) string { return "" }})
+	_, err := OpenRelay(Options{ConfigDir: dir, Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "cannot read the settings file") {
 		t.Fatalf("error %v", err)
 	}
@@ -315,7 +315,7 @@ func TestUnreadableSettingsStopTheApp(t *testing.T) {
 
 func TestEnvironmentOverrides(t *testing.T) {
 	env := map[string]string{"MODELS_CACHE_MS": "5000", "MODELS_STALE_WHILE_REVALIDATE": "false", "MODELS_STALE_MAX_AGE_MS": "9000", "CODEXRELAY_LISTEN": "127.0.0.1:9999"}
-	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 		t.Fatalf("catalog %+v listen %s", c, a.ListenAddr())
 	}
 	env["MODELS_CACHE_MS"] = "soon"
-	if _, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }}); err == nil || !strings.Contains(err.Error(), "MODELS_CACHE_MS") {
+	if _, err := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }}); err == nil || !strings.Contains(err.Error(), "MODELS_CACHE_MS") {
 		t.Fatalf("bad env value: %v", err)
 	}
 }
@@ -421,7 +421,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 			t.Errorf("%v: %d %q %q", c.args, code, out, errs)
 		}
 	}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 	if !a.Proxy.Stats().Catalog.SWREnabled || a.Proxy.Stats().Catalog.StaleMaxAgeMs != 120000 {
 		t.Fatalf("live: %+v", a.Proxy.Stats().Catalog)
 	}
-	b, _ := Open(opt)
+	b, _ := OpenRelay(opt)
 	if !b.Proxy.Stats().Catalog.SWREnabled || strings.Join(b.Settings().Aliases["fast"], ",") != "gpt-5-mini,gpt-4.1-mini" {
 		t.Fatalf("persisted: %+v %v", b.Proxy.Stats().Catalog, b.Settings().Aliases)
 	}
@@ -454,7 +454,7 @@ func TestServicePauseResumeAndRestartOnANewPort(t *testing.T) {
 	}
 	first, second := free(), free()
 	env := map[string]string{}
-	a, err := Open(Options{ConfigDir: keyOffFolder(t), Getenv: func(k string) string { return env[k] }})
+	a, err := OpenRelay(Options{ConfigDir: keyOffFolder(t), Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func TestBenchRelayProcessServesUntilStdinCloses(t *testing.T) {
 // is a usage error that changes nothing.
 func TestHoldSetting(t *testing.T) {
 	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,12 @@ const (
 var backupSecrets = []string{backupKey, backupAccess, backupRefresh, backupIDTok}
 
 // backupApp opens an App on a settings folder of its own over k, with a cheap scrypt cost.
-func backupApp(t *testing.T, k Keychain) *App {
+func backupApp(t *testing.T, k Keychain) *Relay {
 	t.Helper()
 	old := scryptWorkFactor
 	scryptWorkFactor = 10
 	t.Cleanup(func() { scryptWorkFactor = old })
-	a, err := Open(testOptions(t, k))
+	a, err := OpenRelay(testOptions(t, k))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func backupApp(t *testing.T, k Keychain) *App {
 
 // backupPool fills a with three accounts: an API key (chat API, custom base URL), a ChatGPT
 // sign-in, and a disabled API key, in the order chatgpt, key, off.
-func backupPool(t *testing.T, a *App) {
+func backupPool(t *testing.T, a *Relay) {
 	t.Helper()
 	if _, err := a.AddAccount(NewAccount{Name: "key", Kind: "openai", BaseURL: "https://api.example.com/v1", API: "chat"}, Secret{APIKey: backupKey}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ func TestCodexConfigMergeKeepsEverythingElse(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"CODEX_HOME": dir, "CODEXRELAY_LISTEN": "127.0.0.1:7455"}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }, Now: func() time.Time { return now }})
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ model = "gpt-5-mini"
 func TestImportCodexAuthFiles(t *testing.T) {
 	k := testKeychain(t)
 	dir := t.TempDir()
-	a, err := Open(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }})
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestImportCodexAuthFiles(t *testing.T) {
 
 func TestStartAtLogin(t *testing.T) {
 	dir := t.TempDir()
-	a, _ := Open(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }, AutostartDir: dir})
+	a, _ := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }, AutostartDir: dir})
 	if err := a.SetStartAtLogin(true); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestCodexCommands(t *testing.T) {
 	if code, _, errs := runCLI(t, opt, "", "accounts", "rename", "codex-api-key", "work"); code != 0 {
 		t.Fatal(errs)
 	}
-	a, _ := Open(opt)
+	a, _ := OpenRelay(opt)
 	t.Cleanup(func() {
 		for _, m := range a.Accounts() {
 			k.Delete(accountUser(m.ID))
@@ -216,7 +216,7 @@ func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"CODEX_HOME": dir, "CODEXRELAY_LISTEN": "127.0.0.1:7455"}
 	opt := Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(k string) string { return env[k] }}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,23 +26,23 @@ import (
 // until an answer (the redeem_request_id a retry reuses) live there. RedeemCredit in the
 // serving process redeems in place; in another process (the command line, the window process)
 // it asks the running relay through the local API (POST /relay/accounts/{name}/redeem-credit);
-// with no relay running it redeems itself and writes the ledger row itself (an App that builds
-// no proxy, Options.NoRelay, answers ErrNoRelay).
+// with no relay running it redeems itself, through a relay that never listens, and writes the
+// ledger row itself.
 
 // ResetCredits is the reset-credit policy the settings say.
 func (a *App) ResetCredits() string { return cmpOr(a.Settings().ResetCredits, proxy.ResetCreditsAsk) }
 
 // applyResetCredits is apply's part for the policy (Open applies the file through it too, so
 // it also hands the proxy the app's credit hook, once).
-func (a *App) applyResetCredits(prev, next Settings) []error {
-	a.credits.once.Do(func() {
-		a.Proxy.SetCreditHook(a.creditEvent)
-		a.Proxy.SetRedeemIntentHook(a.writePendingRedeem)
+func (r *Relay) applyResetCredits(prev, next Settings) []error {
+	r.credits.once.Do(func() {
+		r.Proxy.SetCreditHook(r.creditEvent)
+		r.Proxy.SetRedeemIntentHook(r.writePendingRedeem)
 	})
 	if prev.ResetCredits == next.ResetCredits {
 		return nil
 	}
-	if err := a.Proxy.SetResetCredits(next.ResetCredits); err != nil {
+	if err := r.Proxy.SetResetCredits(next.ResetCredits); err != nil {
 		return []error{checkFileSetting(SettingResetCredits, next.ResetCredits)}
 	}
 	return nil
@@ -58,31 +58,31 @@ type creditState struct {
 
 // OnCreditEvent has f told of each redemption, failed redemption and "ask" signal of the relay
 // this process runs (the tray turns them into notifications). f must not block.
-func (a *App) OnCreditEvent(f func(proxy.CreditEvent)) {
-	a.credits.mu.Lock()
-	a.credits.listeners = append(a.credits.listeners, f)
-	a.credits.mu.Unlock()
+func (r *Relay) OnCreditEvent(f func(proxy.CreditEvent)) {
+	r.credits.mu.Lock()
+	r.credits.listeners = append(r.credits.listeners, f)
+	r.credits.mu.Unlock()
 }
 
 // creditEvent is the proxy's credit hook: the kept intent, the ledger row, then the listeners.
-func (a *App) creditEvent(e proxy.CreditEvent) {
+func (r *Relay) creditEvent(e proxy.CreditEvent) {
 	if e.Kind == proxy.CreditRedeemed || e.Kind == proxy.CreditRedeemFailed {
-		a.keepPendingRedeem(e.Account)
+		r.keepPendingRedeem(e.Account)
 	}
 	if row, ok := eventRow(e); ok {
-		if l := a.Ledger(); l != nil {
+		if l := r.Ledger(); l != nil {
 			go func() { // the hook must not block a request on the database
 				if err := l.RecordEvent(context.Background(), row); err != nil {
-					a.log.Warn("usage ledger: a redemption was not recorded", "error", err)
+					r.log.Warn("usage ledger: a redemption was not recorded", "error", err)
 				}
 			}()
-		} else if !a.serving() {
-			a.recordEventAlone(row)
+		} else if !r.serving() {
+			r.recordEventAlone(row)
 		}
 	}
-	a.credits.mu.Lock()
-	ls := slices.Clone(a.credits.listeners)
-	a.credits.mu.Unlock()
+	r.credits.mu.Lock()
+	ls := slices.Clone(r.credits.listeners)
+	r.credits.mu.Unlock()
 	for _, f := range ls {
 		f(e)
 	}
@@ -127,10 +127,10 @@ func (a *App) recordEventAlone(row ledger.Event) {
 }
 
 // serving reports whether this process runs a relay service.
-func (a *App) serving() bool {
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	return a.usage.users > 0
+func (r *Relay) serving() bool {
+	r.usage.mu.Lock()
+	defer r.usage.mu.Unlock()
+	return r.usage.users > 0
 }
 
 // redeemTimeout bounds a redemption asked for by hand, read-back included.
@@ -145,22 +145,23 @@ const redeemTimeout = 90 * time.Second
 func (a *App) RedeemCredit(name string) (proxy.RedeemResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), redeemTimeout)
 	defer cancel()
-	if !a.serving() {
+	r := a.runningRelay()
+	if r == nil || !r.serving() {
 		if res, err, asked := a.redeemRemote(ctx, name); asked {
 			return res, err
 		}
 	}
-	if a.Proxy == nil {
-		return proxy.RedeemResult{}, ErrNoRelay // NoRelay: only the running relay redeems
+	if r == nil { // no relay of this folder serves: redeem here, through one that never listens
+		r = a.NewRelay()
 	}
-	return a.Proxy.RedeemCredit(ctx, name)
+	return r.Proxy.RedeemCredit(ctx, name)
 }
 
 // redeemRemote asks the relay running for this settings folder to redeem (a signed request,
 // no key sent: see RelayClient); asked is false when no relay of this folder serves (redeem
 // here). The relay's error answers match the proxy's errors again (localapi.Error).
 func (a *App) redeemRemote(ctx context.Context, name string) (res proxy.RedeemResult, err error, asked bool) {
-	rc, err := a.Relay(0) // ctx bounds it
+	rc, err := a.RunningRelay(0) // ctx bounds it
 	if err != nil || rc == nil {
 		return res, err, err != nil
 	}
@@ -190,11 +191,11 @@ const NotifyResetCredit = "reset_credit"
 const pendingRedeemName = "redeem-pending.json"
 
 // loadPendingRedeems hands the proxy the redemptions an earlier process kept.
-func (a *App) loadPendingRedeems() {
-	kept := a.readPendingRedeems()
-	for _, m := range a.Accounts() {
+func (r *Relay) loadPendingRedeems() {
+	kept := r.readPendingRedeems()
+	for _, m := range r.Accounts() {
 		if p, ok := kept[m.ID]; ok {
-			a.Proxy.SetPendingRedeem(m.Name, p)
+			r.Proxy.SetPendingRedeem(m.Name, p)
 		}
 	}
 }
@@ -215,18 +216,18 @@ func (a *App) readPendingRedeems() map[string]proxy.PendingRedeem {
 
 // keepPendingRedeem writes down, or clears, the account's redemption whose answer never
 // arrived, as the proxy holds it after a redemption ended.
-func (a *App) keepPendingRedeem(account string) {
-	if err := a.writePendingRedeem(account); err != nil {
-		a.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second banked reset", "error", err)
+func (r *Relay) keepPendingRedeem(account string) {
+	if err := r.writePendingRedeem(account); err != nil {
+		r.log.Warn("the redemption waiting for an answer could not be kept: a retry after a restart may spend a second banked reset", "error", err)
 	}
 }
 
 // writePendingRedeem writes down, or clears, the account's redemption as the proxy holds it:
 // the proxy's intent hook, before a consume is sent (so that a crash while it is on the wire
 // leaves the intent for the next process), and after each redemption.
-func (a *App) writePendingRedeem(account string) error {
+func (r *Relay) writePendingRedeem(account string) error {
 	id := ""
-	for _, m := range a.Accounts() {
+	for _, m := range r.Accounts() {
 		if m.Name == account {
 			id = m.ID
 		}
@@ -234,10 +235,10 @@ func (a *App) writePendingRedeem(account string) error {
 	if id == "" {
 		return nil
 	}
-	a.credits.fileMu.Lock()
-	defer a.credits.fileMu.Unlock()
-	kept := a.readPendingRedeems()
-	p, ok := a.Proxy.PendingRedeem(account)
+	r.credits.fileMu.Lock()
+	defer r.credits.fileMu.Unlock()
+	kept := r.readPendingRedeems()
+	p, ok := r.Proxy.PendingRedeem(account)
 	if _, had := kept[id]; !ok && !had {
 		return nil
 	}
@@ -246,7 +247,7 @@ func (a *App) writePendingRedeem(account string) error {
 	} else {
 		delete(kept, id)
 	}
-	path := filepath.Join(a.opt.ConfigDir, pendingRedeemName)
+	path := filepath.Join(r.opt.ConfigDir, pendingRedeemName)
 	var err error
 	if len(kept) == 0 {
 		if err = os.Remove(path); errors.Is(err, fs.ErrNotExist) {

@@ -22,7 +22,7 @@ import (
 
 func TestResetCreditsSetting(t *testing.T) {
 	opt := Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +44,11 @@ func TestResetCreditsSetting(t *testing.T) {
 		t.Fatalf("the table row's parse: %v", err)
 	}
 	// A new process follows the file from its start.
-	b, err := Open(opt)
+	b, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto || row.Show(b) != "auto" {
+	if b.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto || row.Show(b.App) != "auto" {
 		t.Fatalf("reopened: %s", b.Proxy.ResetCreditsMode())
 	}
 	// The default is not written.
@@ -148,12 +148,12 @@ func freeLoopback(t *testing.T) string {
 
 // creditApp is an App on a folder of the test's own, with one ChatGPT account "plus" whose
 // backend holds the banked resets c1 and c2, and a listen address nothing serves.
-func creditApp(t *testing.T) (*App, Options, *creditUpstream) {
+func creditApp(t *testing.T) (*Relay, Options, *creditUpstream) {
 	t.Helper()
 	k := testKeychain(t)
 	opt := testOptions(t, k)
 	up := newCreditUpstream(t, "c1", "c2")
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestALostRedemptionIsRetriedWithTheSameIDByTheNextProcess(t *testing.T) {
 // intent is let go after its answer.
 func retriesTheKeptIntent(t *testing.T, opt Options, up *creditUpstream) {
 	t.Helper()
-	next, err := Open(opt)
+	next, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestTheTestRequestWaitsForTheRelayToApplyTheImport(t *testing.T) {
 	os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte("model = \"gpt-5\"\n"), 0o600)
 	env := map[string]string{"CODEX_HOME": codexHome}
 	opt := Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(k string) string { return env[k] }}
-	relay, err := Open(opt)
+	relay, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestTheTestRequestWaitsForTheRelayToApplyTheImport(t *testing.T) {
 		relay.Proxy.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	window, err := Open(opt)
+	window, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

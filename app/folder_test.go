@@ -100,7 +100,7 @@ func TestTheInstanceDescriptionIsNeverWrittenThroughALink(t *testing.T) {
 // settings in force, and recreates a deleted folder.
 func TestThePollKeepsTheSettingsWhenTheFileGoesAway(t *testing.T) {
 	opt := testOptions(t, Keychain{})
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

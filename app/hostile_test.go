@@ -56,7 +56,7 @@ func httptestServer(t *testing.T, h http.HandlerFunc) string {
 }
 
 func TestTheCallbackPortGuardComparesNumbers(t *testing.T) {
-	a, _ := Open(testOptions(t, Keychain{}))
+	a, _ := OpenRelay(testOptions(t, Keychain{}))
 	for _, addr := range []string{"localhost:1455", "localhost:01455", "127.0.0.1:0001455"} {
 		if err := a.CheckListen(addr, false); err == nil || !strings.Contains(err.Error(), "sign-in callback") {
 			t.Errorf("%s: %v", addr, err)

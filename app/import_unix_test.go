@@ -13,7 +13,7 @@ import (
 
 func TestImportCodexReadsOnlyASmallRegularFile(t *testing.T) {
 	opt := testOptions(t, Keychain{})
-	a, _ := Open(opt)
+	a, _ := OpenRelay(opt)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -25,16 +25,16 @@ func TestPruningOneFolderNeverTouchesAnothersEntries(t *testing.T) {
 			t.Fatalf("add %s: %s %s", o.name, out, errs)
 		}
 	}
-	a, err := Open(optA)
+	a, err := OpenRelay(optA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(optB)
+	b, err := OpenRelay(optB)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Each account's entry names the folder that added it.
-	for _, app := range []*App{a, b} {
+	for _, app := range []*Relay{a, b} {
 		v, err := k.Get(accountUser(app.Accounts()[0].ID))
 		if err != nil || entryFolder(v) != folderKey(app.ConfigDir()) {
 			t.Fatalf("the entry of %s names %q (%v)", app.Accounts()[0].Name, entryFolder(v), err)
@@ -86,7 +86,7 @@ func TestPruningRefusesWhileTheSettingsFileIsMissing(t *testing.T) {
 	if code, out, errs := runCLI(t, opt, "sk-one\n", "accounts", "add", "--name", "one", "--kind", "openai", "--base-url", up.URL); code != 0 {
 		t.Fatalf("add: %s %s", out, errs)
 	}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestKeychainLostWhileRunning(t *testing.T) {
 func keychainLostChild(t *testing.T) {
 	k := testKeychain(t)
 	up := newFakeUpstream(t)
-	a, err := Open(Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(string) string { return "" }})
+	a, err := OpenRelay(Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSetKeyReplacesTheKeyInTheKeychain(t *testing.T) {
 	if code != 0 || out != want || strings.Contains(out+errs, "sk-") {
 		t.Fatalf("set-key: %d %q %q", code, out, errs)
 	}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

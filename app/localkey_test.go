@@ -46,7 +46,7 @@ func TestEachSettingsFolderKeepsItsOwnLocalKey(t *testing.T) {
 	}
 	// Each entry names its folder: neither folder counts the other's as a leftover.
 	for _, opt := range []Options{p1, p2} {
-		b, _ := Open(opt)
+		b, _ := OpenRelay(opt)
 		if own, _, err := b.KeychainLeftovers(); err != nil || len(own) != 0 {
 			t.Fatalf("leftovers of %s: %v %v", opt.ConfigDir, own, err)
 		}
@@ -60,7 +60,7 @@ func TestAnUnreadableLocalKeyCanBeRepaired(t *testing.T) {
 	k := testKeychain(t)
 	cleanKeychain(t, k)
 	opt := testOptions(t, k)
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestAnUnreadableLocalKeyCanBeRepaired(t *testing.T) {
 	}
 	k.Delete(localKeyUser(a.Settings().LocalKeyID))
 
-	b, err := Open(opt)
+	b, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatalf("Open with an unreadable key: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestAnUnreadableLocalKeyCanBeRepaired(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "new local key") {
 		t.Fatalf("settings set local-api-key true: %d %q %s", code, out, errs)
 	}
-	c, err := Open(opt)
+	c, err := OpenRelay(opt)
 	if err != nil || c.LocalKeyError() != nil {
 		t.Fatalf("after the repair: %v %v", err, c.LocalKeyError())
 	}
@@ -96,7 +96,7 @@ func TestAnUnreadableLocalKeyCanBeRepaired(t *testing.T) {
 	if code, _, errs := runCLI(t, opt, "", "local-key", "off"); code != 0 {
 		t.Fatalf("local-key off: %d %s", code, errs)
 	}
-	if d, _ := Open(opt); d.LocalKeyError() != nil || d.Settings().LocalAPIKey {
+	if d, _ := OpenRelay(opt); d.LocalKeyError() != nil || d.Settings().LocalAPIKey {
 		t.Fatalf("after off: %v", d.LocalKeyError())
 	}
 }
@@ -141,7 +141,7 @@ func TestTheFirstWriteOfANewInstallTurnsTheKeyOn(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "new install") {
 		t.Fatalf("accounts add first: %d %s", code, errs)
 	}
-	a, _ := Open(opt)
+	a, _ := OpenRelay(opt)
 	if key, err := a.LocalKey(); key == "" || err != nil {
 		t.Fatalf("after accounts add in a new install: %q %v", key, err)
 	}
@@ -150,7 +150,7 @@ func TestTheFirstWriteOfANewInstallTurnsTheKeyOn(t *testing.T) {
 	if made, err := a.LocalKeyForNewInstall(); made || err != nil {
 		t.Fatalf("an existing folder: %v %v", made, err)
 	}
-	if b, _ := Open(opt); b.Settings().Generation != gen {
+	if b, _ := OpenRelay(opt); b.Settings().Generation != gen {
 		t.Fatal("a start rewrote an existing settings file")
 	}
 	// An existing folder whose key is off stays so.
@@ -158,7 +158,7 @@ func TestTheFirstWriteOfANewInstallTurnsTheKeyOn(t *testing.T) {
 	if code, _, errs := runCLI(t, old, "", "settings", "set", "strategy", "round-robin"); code != 0 || strings.Contains(errs, "new install") {
 		t.Fatalf("an existing folder: %d %s", code, errs)
 	}
-	if b, _ := Open(old); b.Settings().LocalAPIKey {
+	if b, _ := OpenRelay(old); b.Settings().LocalAPIKey {
 		t.Fatal("a change to an existing folder turned the key on")
 	}
 }

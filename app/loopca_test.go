@@ -33,7 +33,7 @@ func TestCodexConfigPointsStatusAtThePool(t *testing.T) {
 	os.WriteFile(filepath.Join(codexHome, ".env"), []byte("OTHER=1\nexport SSL_CERT_FILE=\""+corp+"\"\n"), 0o600)
 
 	env := map[string]string{"CODEX_HOME": codexHome, "CODEXRELAY_LISTEN": "127.0.0.1:7455"}
-	a, err := Open(Options{ConfigDir: cfgDir, Keychain: k, Getenv: func(k string) string { return env[k] }})
+	a, err := OpenRelay(Options{ConfigDir: cfgDir, Keychain: k, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,8 @@ func (a *App) signInClient() *http.Client {
 		base = http.DefaultTransport
 	}
 	ua := a.userAgent
-	if a.Proxy != nil {
-		ua = a.Proxy.UserAgent() // with the version a client raised it to
+	if r := a.runningRelay(); r != nil {
+		ua = r.Proxy.UserAgent() // with the version a client raised it to
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, ua}}
 }

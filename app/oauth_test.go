@@ -190,14 +190,14 @@ func newCodexBackend(t *testing.T, valid func(string) bool) *codexBackend {
 	return b
 }
 
-func oauthApp(t *testing.T, iss *fakeIssuer, backend string) (*App, Options) {
+func oauthApp(t *testing.T, iss *fakeIssuer, backend string) (*Relay, Options) {
 	k := testKeychain(t)
 	env := map[string]string{"CODEXRELAY_AUTH_ISSUER": iss.URL, "CODEXRELAY_CHATGPT_BASE_URL": backend + "/backend-api/codex",
 		"CODEXRELAY_LOG_LEVEL": "debug"}
 	logs := &lockedBuffer{}
 	opt := Options{ConfigDir: keyOffFolder(t), Keychain: k, Getenv: func(k string) string { return env[k] },
 		CallbackAddr: "127.0.0.1:0", PollInterval: time.Millisecond, Logger: Logger(logs, func(k string) string { return env[k] })}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestConcurrentRequestsShareOneRefreshAndTheNewPairIsStoredFirst(t *testing.
 		t.Fatalf("keychain holds %+v", sec)
 	}
 	// A restart reads the rotated pair from the keychain.
-	b, _ := Open(opt)
+	b, _ := OpenRelay(opt)
 	c, _ := b.credsFor(m.ID).Credential(context.Background())
 	if c.Token != sec.AccessToken {
 		t.Fatal("the refreshed token did not survive a restart")

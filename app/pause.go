@@ -21,7 +21,7 @@ const pauseTimeout = 10 * time.Second
 
 // SetRelayPaused asks the relay running for this settings folder to pause (true) or resume.
 func (a *App) SetRelayPaused(pause bool) (localapi.PauseState, error) {
-	rc, err := a.Relay(pauseTimeout)
+	rc, err := a.RunningRelay(pauseTimeout)
 	if err != nil {
 		return localapi.PauseState{}, err
 	}

@@ -26,10 +26,10 @@ var ErrNotTheRelay = localapi.ErrNotTheRelay
 // ErrRelayTooOld is a running relay that signs nothing (a version before instance secrets).
 var ErrRelayTooOld = errors.New("the running Codex Relay is an older version that cannot prove it is this folder's: restart it")
 
-// Relay returns a client of the relay running for this settings folder, each request bounded
+// RunningRelay returns a client of the relay running for this settings folder, each request bounded
 // by timeout (0: by its context alone); nil when none runs or it does not serve; err when one
 // runs that cannot be talked to safely (ErrRelayTooOld).
-func (a *App) Relay(timeout time.Duration) (*RelayClient, error) {
+func (a *App) RunningRelay(timeout time.Duration) (*RelayClient, error) {
 	info := RunningInstance(a.ConfigDir())
 	switch {
 	case info == nil || info.Listen == "":

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/codexrelay/codexrelay/app/localapi"
 )
 
 // Service runs the proxy's listener for the tray app and `serve`: start, pause and resume,
@@ -12,7 +14,7 @@ import (
 // are safe for concurrent use; they return once the change is done (a stop waits for
 // in-flight requests to drain, up to DrainTimeout).
 type Service struct {
-	a           *App
+	r           *Relay
 	pinned      string // an address fixed for this process (serve --listen); "" follows the settings
 	allowRemote bool
 
@@ -41,27 +43,24 @@ type ServiceStatus struct {
 	Refusing string
 }
 
-// errNoProxy is the start of a service of an App that builds no proxy (Options.NoRelay).
-var errNoProxy = errors.New("this process runs no relay: the tray app or `codexrelay serve` does")
-
 // NewService returns a stopped service for the tray app: it listens where the settings (or
 // CODEXRELAY_LISTEN) say, and follows the listen setting while it runs.
-func (a *App) NewService() *Service { return a.newService("", false) }
+func (r *Relay) NewService() *Service { return r.newService("", false) }
 
 // NewServeService returns a stopped service for `serve`: listen, when not empty, fixes the
 // address for this process; allowRemote lets a non-loopback address be used with the local key.
-func (a *App) NewServeService(listen string, allowRemote bool) *Service {
-	return a.newService(listen, allowRemote)
+func (r *Relay) NewServeService(listen string, allowRemote bool) *Service {
+	return r.newService(listen, allowRemote)
 }
 
-func (a *App) newService(pinned string, allowRemote bool) *Service {
-	s := &Service{a: a, pinned: pinned, allowRemote: allowRemote}
-	a.OnListenChange(s.follow)
+func (r *Relay) newService(pinned string, allowRemote bool) *Service {
+	s := &Service{r: r, pinned: pinned, allowRemote: allowRemote}
+	r.OnListenChange(s.follow)
 	// `codexrelay pause` and `resume` (POST /relay/pause, /relay/resume) pause through the
 	// service, as the tray's menu does, so that its status and the instance file follow.
-	a.mu.Lock()
-	a.svc = s
-	a.mu.Unlock()
+	r.mu.Lock()
+	r.svc = s
+	r.mu.Unlock()
 	return s
 }
 
@@ -70,7 +69,7 @@ func (s *Service) Addr() string {
 	if s.pinned != "" {
 		return s.pinned
 	}
-	return s.a.ListenAddr()
+	return s.r.ListenAddr()
 }
 
 // pinnedBy names what fixes the address, or "".
@@ -78,8 +77,8 @@ func (s *Service) pinnedBy() string {
 	switch {
 	case s.pinned != "":
 		return "--listen " + s.pinned
-	case s.a.ListenPinned() != "":
-		return "CODEXRELAY_LISTEN=" + s.a.ListenPinned()
+	case s.r.ListenPinned() != "":
+		return "CODEXRELAY_LISTEN=" + s.r.ListenPinned()
 	}
 	return ""
 }
@@ -89,7 +88,7 @@ func (s *Service) Status() ServiceStatus {
 	s.mu.Lock()
 	st := s.status
 	s.mu.Unlock()
-	if err := s.a.LocalKeyError(); err != nil {
+	if err := s.r.LocalKeyError(); err != nil {
 		st.Refusing = err.Error()
 	}
 	return st
@@ -98,12 +97,9 @@ func (s *Service) Status() ServiceStatus {
 // Start listens on the configured address and serves in the background. A port that is
 // taken is reported at once in the returned error and in the status.
 func (s *Service) Start() error {
-	if s.a.Proxy == nil {
-		return errNoProxy
-	}
 	s.mu.Lock()
 	if !s.active {
-		s.a.startUsage()
+		s.r.startUsage()
 	}
 	s.active = true
 	err := s.startLocked(s.Addr())
@@ -118,24 +114,20 @@ func (s *Service) startLocked(addr string) error {
 		return nil
 	}
 	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning, Paused: s.status.Paused}
-	if s.a.Proxy == nil {
-		s.status.Err = errNoProxy
-		return errNoProxy
-	}
-	if err := s.a.CheckListen(addr, s.allowRemote); err != nil {
+	if err := s.r.CheckListen(addr, s.allowRemote); err != nil {
 		s.status.Err = err
 		return err
 	}
-	ln, err := s.a.Listen(addr)
+	ln, err := s.r.Listen(addr)
 	if err != nil {
 		s.status.Err = err
 		return err
 	}
-	s.a.Proxy.SetAllowRemote(s.allowRemote)
+	s.r.Proxy.SetAllowRemote(s.allowRemote)
 	if s.Instance != nil {
-		s.a.Proxy.SetInstanceSecret(s.Instance.Secret())
+		s.r.Proxy.SetInstanceSecret(s.Instance.Secret())
 	}
-	s.a.Proxy.SetListenAddr(ln.Addr().String()) // now, not when the goroutine gets to it
+	s.r.Proxy.SetListenAddr(ln.Addr().String()) // now, not when the goroutine gets to it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	s.cancel, s.done = cancel, done
@@ -143,7 +135,7 @@ func (s *Service) startLocked(addr string) error {
 	s.status.Addr = ln.Addr().String()
 	go func() {
 		defer close(done)
-		err := s.a.Proxy.Serve(ctx, ln, DrainTimeout)
+		err := s.r.Proxy.Serve(ctx, ln, DrainTimeout)
 		s.mu.Lock()
 		if s.done == done { // not replaced by a stop or restart
 			s.status.Running = false
@@ -153,11 +145,11 @@ func (s *Service) startLocked(addr string) error {
 		st := s.status
 		s.mu.Unlock()
 		if err != nil {
-			s.a.log.Error("proxy stopped", "error", err)
+			s.r.log.Error("proxy stopped", "error", err)
 			s.changed(st)
 		}
 	}()
-	s.a.log.Info("codex relay listening", "addr", s.status.Addr)
+	s.r.log.Info("codex relay listening", "addr", s.status.Addr)
 	return nil
 }
 
@@ -182,7 +174,7 @@ func (s *Service) Stop() {
 	s.active = false
 	s.stopLocked()
 	if wasActive {
-		s.a.stopUsage() // after the drain: the last requests' rows are written
+		s.r.stopUsage() // after the drain: the last requests' rows are written
 	}
 	st := s.status
 	s.mu.Unlock()
@@ -202,9 +194,7 @@ func (s *Service) Done() <-chan struct{} {
 // reports as "stream disconnected"); requests under way finish.
 func (s *Service) Pause() {
 	s.mu.Lock()
-	if s.a.Proxy != nil {
-		s.a.Proxy.SetPaused(true)
-	}
+	s.r.Proxy.SetPaused(true)
 	s.status.Paused, s.status.Running, s.status.Err = true, false, nil
 	st := s.status
 	s.mu.Unlock()
@@ -214,9 +204,7 @@ func (s *Service) Pause() {
 // Resume serves again after Pause.
 func (s *Service) Resume() error {
 	s.mu.Lock()
-	if s.a.Proxy != nil {
-		s.a.Proxy.SetPaused(false)
-	}
+	s.r.Proxy.SetPaused(false)
 	s.status.Paused = false
 	var err error
 	if s.cancel != nil {
@@ -233,13 +221,13 @@ func (s *Service) Resume() error {
 // SetListen validates and saves a new listen address, then moves the proxy to it (unless
 // paused). If the new address cannot be opened, nothing is saved and the old one serves on.
 func (s *Service) SetListen(addr string) error {
-	if err := s.a.CheckListen(addr, false); err != nil {
+	if err := s.r.CheckListen(addr, false); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	if s.cancel == nil || addr != s.status.Addr {
 		// Check the new port before giving up the old one.
-		ln, err := s.a.Listen(addr)
+		ln, err := s.r.Listen(addr)
 		if err != nil {
 			s.mu.Unlock()
 			return err
@@ -250,7 +238,7 @@ func (s *Service) SetListen(addr string) error {
 	s.mu.Unlock()
 	// The reload that follows the write moves the listener (follow); the second call only
 	// matters when the setting was already addr.
-	if err := s.a.update(func(st *Settings) error { st.Listen = addr; return nil }); err != nil {
+	if err := s.r.update(func(st *Settings) error { st.Listen = addr; return nil }); err != nil {
 		return err
 	}
 	s.follow()
@@ -269,7 +257,7 @@ func (s *Service) SetListen(addr string) error {
 // a warning. It runs on the goroutine that reloaded the settings and never waits for a drain.
 func (s *Service) follow() {
 	s.mu.Lock()
-	want, pin := s.a.Settings().Listen, s.pinnedBy()
+	want, pin := s.r.Settings().Listen, s.pinnedBy()
 	if want == "" {
 		want = DefaultListen
 	}
@@ -283,9 +271,9 @@ func (s *Service) follow() {
 		}
 	case s.cancel != nil && want == s.status.Addr:
 	case s.cancel != nil:
-		ln, err := s.a.Listen(want)
+		ln, err := s.r.Listen(want)
 		if err == nil {
-			err = s.a.CheckListen(want, s.allowRemote)
+			err = s.r.CheckListen(want, s.allowRemote)
 			ln.Close()
 		}
 		if err != nil {
@@ -305,7 +293,7 @@ func (s *Service) follow() {
 	s.mu.Unlock()
 	if st.Addr != prev.Addr || st.Running != prev.Running || st.Warning != prev.Warning || fmt.Sprint(st.Err) != fmt.Sprint(prev.Err) {
 		if st.Warning != "" {
-			s.a.log.Warn(st.Warning)
+			s.r.log.Warn(st.Warning)
 		}
 		s.changed(st)
 	}
@@ -324,10 +312,58 @@ func (s *Service) changed(st ServiceStatus) {
 		}
 		s.Instance.Serving(listen, st.Paused)
 	}
-	if s.a.Proxy != nil {
-		s.a.Proxy.Touch() // those who wait on the relay's changes (the windows) read the status again
-	}
+	s.r.Proxy.Touch() // those who wait on the relay's changes (the windows) read the status again
 	if s.OnChange != nil {
 		s.OnChange(st)
 	}
+}
+
+// The listener as the local API steers it (app/localapi's Control): the tray serves it on its
+// window port from its Service, and the window process reads it back (ServiceStatusOf).
+
+// ListenerControl steers a relay's listener: a *Service, or the tray's from a window process.
+type ListenerControl interface {
+	Status() ServiceStatus
+	Pause()
+	Resume() error
+	SetListen(addr string) error
+}
+
+// ControlAPI is c as the local API's pause and listener parts.
+func ControlAPI(c ListenerControl) localapi.Control { return controlAPI{c} }
+
+type controlAPI struct{ c ListenerControl }
+
+func (c controlAPI) SetPaused(pause bool) (localapi.PauseState, error) {
+	was := c.c.Status().Paused
+	var err error
+	if pause {
+		c.c.Pause()
+	} else {
+		err = c.c.Resume()
+	}
+	now := c.c.Status().Paused
+	return localapi.PauseState{Paused: now, Changed: was != now}, err
+}
+
+func (c controlAPI) Status() localapi.Status { return c.c.Status().API() }
+
+func (c controlAPI) SetListen(addr string) error { return c.c.SetListen(addr) }
+
+// API is st as the local API answers it (its error as text).
+func (st ServiceStatus) API() localapi.Status {
+	j := localapi.Status{Addr: st.Addr, Running: st.Running, Paused: st.Paused, Warning: st.Warning, Refusing: st.Refusing}
+	if st.Err != nil {
+		j.Error = st.Err.Error()
+	}
+	return j
+}
+
+// ServiceStatusOf is the status the local API answered.
+func ServiceStatusOf(j localapi.Status) ServiceStatus {
+	st := ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
+	if j.Error != "" {
+		st.Err = errors.New(j.Error)
+	}
+	return st
 }

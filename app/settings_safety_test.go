@@ -161,7 +161,7 @@ func TestTheRelaysStartKeepsACorruptFileAside(t *testing.T) {
 	path := filepath.Join(opt.ConfigDir, settingsName)
 	half := fixture(t, "half-written.json")
 	os.WriteFile(path, half, 0o600)
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil || !errors.Is(a.LoadWarning, ErrCorruptSettings) || !strings.Contains(a.LoadWarning.Error(), "kept as") {
 		t.Fatalf("open: %v %v", err, a.LoadWarning)
 	}
@@ -205,7 +205,7 @@ func TestALinkToAFileThatIsNotSettingsIsRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(opt)
+			_, err = OpenRelay(opt)
 			inst.Release()
 			if !errors.Is(err, ErrSettingsLink) {
 				t.Fatalf("the relay's start: %v", err)

@@ -194,14 +194,14 @@ func TestParallelAddsAndRemovesEndAsTheirCommandsSaid(t *testing.T) {
 
 // runningRelay is a relay as the tray runs it: the instance claimed, the listener started and
 // the settings file followed.
-func runningRelay(t *testing.T, opt Options) (*App, *Service) {
+func runningRelay(t *testing.T, opt Options) (*Relay, *Service) {
 	t.Helper()
 	inst, other, err := ClaimInstance(opt.ConfigDir, "tray")
 	if err != nil || other != nil {
 		t.Fatalf("claim: %v %v", other, err)
 	}
 	t.Cleanup(inst.Release)
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestARunningRelayFollowsTheCLI(t *testing.T) {
 	if code, out, _ := runCLI(t, opt, "", "accounts", "rename", "two", "deux"); code != 0 || !strings.Contains(out, `Renamed account "two" to "deux".`) {
 		t.Fatalf("rename: %q", out)
 	}
-	st := svc.a.Proxy.Stats().Accounts
+	st := svc.r.Proxy.Stats().Accounts
 	if len(st) != 1 || st[0].Name != "deux" || st[0].Requests != 3 {
 		t.Fatalf("after the rename: %+v", st)
 	}
@@ -329,8 +329,8 @@ func TestARunningRelayFollowsTheCLI(t *testing.T) {
 	runCLI(t, opt, "", "settings", "set", "strategy", "round-robin")
 	runCLI(t, opt, "", "settings", "set", "ttl-ms", "120000")
 	runCLI(t, opt, "", "aliases", "set", "fast", "gpt-5-mini")
-	cur := svc.a.Settings()
-	if cur.Strategy != "round-robin" || svc.a.Proxy.Stats().Catalog.TTLMs != 120000 || cur.Aliases["fast"][0] != "gpt-5-mini" {
+	cur := svc.r.Settings()
+	if cur.Strategy != "round-robin" || svc.r.Proxy.Stats().Catalog.TTLMs != 120000 || cur.Aliases["fast"][0] != "gpt-5-mini" {
 		t.Fatalf("settings not followed: %+v", cur)
 	}
 }
@@ -371,7 +371,7 @@ func TestARunningRelayMovesToANewListenAddress(t *testing.T) {
 
 func TestAPinnedAddressSaysARestartIsNeeded(t *testing.T) {
 	opt := testOptions(t, Keychain{})
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestTrayChangesKeepAccountsTheCLIAdded(t *testing.T) {
 	k := testKeychain(t)
 	cleanKeychain(t, k)
 	opt := testOptions(t, k)
-	tray, err := Open(opt)
+	tray, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestSymlinkedFilesKeepTheirLink(t *testing.T) {
 	if err := os.Symlink(rel, link); err != nil { // a relative link, as dotfile managers make them
 		t.Fatal(err)
 	}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +540,7 @@ func TestBackupsNeverCollide(t *testing.T) {
 	opt := testOptions(t, Keychain{})
 	fixed := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	opt.Now = func() time.Time { return fixed } // every write in the same second
-	a, _ := Open(opt)
+	a, _ := OpenRelay(opt)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	var backups []string
 	for i := range 3 {
@@ -701,7 +701,7 @@ func TestAnotherProcessesRefreshIsAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(opt)
+	b, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestCheckForUpdateOffByDefault(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }})
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,33 +53,33 @@ func (a *App) LedgerPath() string {
 }
 
 // Ledger is the open usage ledger (nil when none: off, not serving, or it failed to open).
-func (a *App) Ledger() *ledger.Ledger {
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	return a.usage.l
+func (r *Relay) Ledger() *ledger.Ledger {
+	r.usage.mu.Lock()
+	defer r.usage.mu.Unlock()
+	return r.usage.l
 }
 
 // LedgerError says why the ledger could not be opened (nil when it is open or off).
-func (a *App) LedgerError() error {
-	a.usage.mu.Lock()
-	defer a.usage.mu.Unlock()
-	return a.usage.err
+func (r *Relay) LedgerError() error {
+	r.usage.mu.Lock()
+	defer r.usage.mu.Unlock()
+	return r.usage.err
 }
 
 // startUsage opens the ledger for a service that starts (the first one opens it).
-func (a *App) startUsage() {
-	u := &a.usage
+func (r *Relay) startUsage() {
+	u := &r.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.users++
 	if u.users == 1 {
-		a.openLedgerLocked(a.Settings().Usage)
+		r.openLedgerLocked(r.Settings().Usage)
 	}
 }
 
 // stopUsage closes the ledger when the last service stops: what is queued is written.
-func (a *App) stopUsage() {
-	u := &a.usage
+func (r *Relay) stopUsage() {
+	u := &r.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.users == 0 {
@@ -87,46 +87,46 @@ func (a *App) stopUsage() {
 	}
 	u.users--
 	if u.users == 0 {
-		a.closeLedgerLocked()
+		r.closeLedgerLocked()
 	}
 }
 
 // applyUsage follows a change of the usage settings while the ledger is in use.
-func (a *App) applyUsage(prev, next UsageSettings) {
+func (r *Relay) applyUsage(prev, next UsageSettings) {
 	if reflect.DeepEqual(prev, next) {
 		return
 	}
-	u := &a.usage
+	u := &r.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.users == 0 {
 		return
 	}
-	a.closeLedgerLocked()
-	a.openLedgerLocked(next)
+	r.closeLedgerLocked()
+	r.openLedgerLocked(next)
 }
 
-func (a *App) openLedgerLocked(s UsageSettings) {
-	u := &a.usage
+func (r *Relay) openLedgerLocked(s UsageSettings) {
+	u := &r.usage
 	u.settings, u.err = s, nil
 	if s.Off {
 		return
 	}
-	opt := ledger.Options{Path: a.LedgerPath(), Now: a.opt.Now, Prices: s.Prices}
+	opt := ledger.Options{Path: r.LedgerPath(), Now: r.opt.Now, Prices: s.Prices}
 	if s.RetentionDays > 0 {
 		opt.Retention = time.Duration(s.RetentionDays) * 24 * time.Hour
 	}
 	l, err := ledger.Open(opt)
 	if err != nil {
 		u.err = fmt.Errorf("the usage ledger %s cannot be opened: %w; the relay serves without it", opt.Path, err)
-		a.log.Error("usage ledger unavailable", "path", opt.Path, "error", err)
+		r.log.Error("usage ledger unavailable", "path", opt.Path, "error", err)
 		return
 	}
 	if st := l.Stats(); st.Recovered != "" {
-		a.log.Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
+		r.log.Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
 	}
 	u.l = l
-	a.Proxy.SetTraceHook(func(t proxy.Trace) {
+	r.Proxy.SetTraceHook(func(t proxy.Trace) {
 		// Codex's own ChatGPT calls (its limits, plugins, settings) and routes the relay does
 		// not serve are no account's work: the ledger keeps what the accounts served.
 		if t.Route == proxy.RouteChatGPT || t.Route == proxy.RouteUnserved {
@@ -135,18 +135,18 @@ func (a *App) openLedgerLocked(s UsageSettings) {
 		l.Record(LedgerRow(t))
 	})
 	u.stop, u.sampled = make(chan struct{}), map[string]time.Time{}
-	go a.sampleQuotas(l, u.stop)
+	go r.sampleQuotas(l, u.stop)
 }
 
-func (a *App) closeLedgerLocked() {
-	u := &a.usage
+func (r *Relay) closeLedgerLocked() {
+	u := &r.usage
 	if u.l == nil {
 		return
 	}
-	a.Proxy.SetTraceHook(nil)
+	r.Proxy.SetTraceHook(nil)
 	close(u.stop)
 	if err := u.l.Close(); err != nil {
-		a.log.Error("usage ledger: closing", "error", err)
+		r.log.Error("usage ledger: closing", "error", err)
 	}
 	u.l = nil
 }
@@ -171,10 +171,10 @@ const quotaSampleEvery = 30 * time.Second
 
 // sampleQuotas looks at the relay's quota readings when its state changed (a reading is one
 // change), at most every quotaSampleEvery, until stop: an idle relay wakes it never.
-func (a *App) sampleQuotas(l *ledger.Ledger, stop chan struct{}) {
+func (r *Relay) sampleQuotas(l *ledger.Ledger, stop chan struct{}) {
 	for {
-		_, changed := a.Proxy.Changes()
-		a.sampleQuotasOnce(l)
+		_, changed := r.Proxy.Changes()
+		r.sampleQuotasOnce(l)
 		select {
 		case <-stop:
 			return
@@ -189,18 +189,18 @@ func (a *App) sampleQuotas(l *ledger.Ledger, stop chan struct{}) {
 }
 
 // sampleQuotasOnce records the quota readings fetched since the last look.
-func (a *App) sampleQuotasOnce(l *ledger.Ledger) {
-	for _, acc := range a.Proxy.Stats().Accounts {
+func (r *Relay) sampleQuotasOnce(l *ledger.Ledger) {
+	for _, acc := range r.Proxy.Stats().Accounts {
 		q := acc.Quota
 		if q == nil || q.FetchedAt.IsZero() {
 			continue
 		}
-		a.usage.mu.Lock()
-		seen := a.usage.sampled[acc.Name].Equal(q.FetchedAt)
-		if !seen && a.usage.sampled != nil {
-			a.usage.sampled[acc.Name] = q.FetchedAt
+		r.usage.mu.Lock()
+		seen := r.usage.sampled[acc.Name].Equal(q.FetchedAt)
+		if !seen && r.usage.sampled != nil {
+			r.usage.sampled[acc.Name] = q.FetchedAt
 		}
-		a.usage.mu.Unlock()
+		r.usage.mu.Unlock()
 		if seen {
 			continue
 		}
@@ -218,19 +218,19 @@ func ParseSince(s string, now time.Time) (time.Time, error) { return ledger.Pars
 // (it opens and closes with the relay service and the settings): without one to read, a read
 // returns localapi.ErrUsageOff (switched off), localapi.ErrUsageClosed (not open: this process
 // does not serve) or, wrapping ErrUsageClosed, why it failed to open.
-func (a *App) Usage() localapi.Usage { return ledgerUsage{a} }
+func (r *Relay) Usage() localapi.Usage { return ledgerUsage{r} }
 
-type ledgerUsage struct{ a *App }
+type ledgerUsage struct{ r *Relay }
 
 // ledger is the ledger to read now, or why there is none.
 func (u ledgerUsage) ledger() (*ledger.Ledger, error) {
-	if u.a.Settings().Usage.Off {
+	if u.r.Settings().Usage.Off {
 		return nil, localapi.ErrUsageOff
 	}
-	if err := u.a.LedgerError(); err != nil {
+	if err := u.r.LedgerError(); err != nil {
 		return nil, fmt.Errorf("%w: %w", localapi.ErrUsageClosed, err)
 	}
-	if l := u.a.Ledger(); l != nil {
+	if l := u.r.Ledger(); l != nil {
 		return l, nil
 	}
 	return nil, localapi.ErrUsageClosed

@@ -35,7 +35,7 @@ func TestUsageLedgerRecordsWhatTheRelayServes(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestUsageLedgerRecordsWhatTheRelayServes(t *testing.T) {
 // With the ledger off nothing is recorded and /relay/usage says so.
 func TestUsageLedgerOff(t *testing.T) {
 	opt := Options{ConfigDir: keyOffFolder(t), Getenv: func(string) string { return "" }}
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func seedLedger(t *testing.T, path string, now time.Time, rows ...ledger.Row) {
 // spreadsheet runs formulas and the table writes terminal escapes.
 func TestUsageOutputIsSafeToOpen(t *testing.T) {
 	opt := testOptions(t, Keychain{})
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestUsageOutputIsSafeToOpen(t *testing.T) {
 // 400 days, ignoring usage-retention-days. A report never prunes.
 func TestUsageReportsNeverPrune(t *testing.T) {
 	opt := testOptions(t, Keychain{})
-	a, err := Open(opt)
+	a, err := OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -440,15 +440,16 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 // signed request: see app.RelayClient); without one, or when what answers is not it, it reads
 // the ChatGPT quotas itself.
 func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
-	if rc, err := a.Relay(time.Second); rc != nil && err == nil {
+	if rc, err := a.RunningRelay(time.Second); rc != nil && err == nil {
 		if snap, err := rc.Stats(context.Background()); err == nil {
 			return snap.Accounts, true
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a.Proxy.RefreshQuotas(ctx)
-	return a.Proxy.Stats().Accounts, false
+	r := a.NewRelay() // it never listens: it reads the quotas, as a serving one does
+	r.Proxy.RefreshQuotas(ctx)
+	return r.Proxy.Stats().Accounts, false
 }
 
 // resets is the RESETS cell: how many banked resets, and when the first expires.

@@ -583,7 +583,7 @@ func (c *CLI) applied(a *app.App) {
 			fmt.Fprintf(c.Stdout, "Codex Relay is running (%s); it follows the settings file and serves with this when it serves again.\n", info)
 			return
 		}
-		rc, err := a.Relay(500 * time.Millisecond)
+		rc, err := a.RunningRelay(500 * time.Millisecond)
 		if err != nil {
 			fmt.Fprintf(c.Stdout, "Codex Relay is running, but whether it applied this is not known: %v.\n", err)
 			return

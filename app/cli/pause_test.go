@@ -24,7 +24,7 @@ func runningRelay(t *testing.T, opt app.Options) *app.Service {
 		}
 		return ""
 	}
-	a, err := app.Open(opt)
+	a, err := app.OpenRelay(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

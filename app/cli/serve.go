@@ -39,10 +39,11 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 		return fmt.Errorf("another Codex Relay is already running (%s): use that relay, or stop it first", other)
 	}
 	defer inst.Release()
-	a, err := c.open()
+	store, err := c.open()
 	if err != nil {
 		return err
 	}
+	a := store.NewRelay() // the one command that serves
 	sig, stopSignals := c.signals()
 	defer stopSignals()
 	svc := a.NewServeService(listen, allowRemote)
@@ -69,7 +70,7 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go a.Watch(ctx)
-	warnAtStart(a)
+	warnAtStart(store)
 	select {
 	case <-sig:
 		return nil

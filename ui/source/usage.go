@@ -32,7 +32,7 @@ var (
 
 // RelayUsage is the UsageSource of the running app relay: its ledger, looked up at each call
 // (app.App.Usage, which the local API's usage routes read too).
-func RelayUsage(relay *app.App) UsageSource { return relay.Usage() }
+func RelayUsage(relay *app.Relay) UsageSource { return relay.Usage() }
 
 // UsageRow is one prepared request (or a day's worth of them) for FixedUsage.
 type UsageRow struct {

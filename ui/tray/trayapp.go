@@ -23,7 +23,7 @@ import (
 // comes), then reads a view and hands the tray what changed; the menu's actions run on their
 // own goroutines and poke the loop. After Quit began to leave, the tray is never touched again.
 type TrayApp struct {
-	relay *app.App
+	relay *app.Relay
 	svc   *app.Service
 	log   *slog.Logger
 	src   source.Source
@@ -69,7 +69,7 @@ type TrayApp struct {
 }
 
 // NewTray builds the tray process's state for relay without starting anything.
-func NewTray(relay *app.App, log *slog.Logger) *TrayApp {
+func NewTray(relay *app.Relay, log *slog.Logger) *TrayApp {
 	t := &TrayApp{
 		relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
 		now: time.Now, elapsed: time.Now,
@@ -124,7 +124,7 @@ func (t *TrayApp) fetch() view {
 	st := t.relay.Settings()
 	v.notify = st.Notifications
 	v.today = t.today.line(st.Generation, v.snap.Requests.Total, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
-	v.newer = t.updates.check(t.relay, t.now(), t.changed)
+	v.newer = t.updates.check(t.relay.App, t.now(), t.changed)
 	return v
 }
 

@@ -23,7 +23,7 @@ import (
 // Relay is a real app in a temporary config folder, with env on top of the tests' own
 // variables. The Codex folder and the autostart folder are temporary too: no test writes to
 // the real home, and nothing reaches chatgpt.com or auth.openai.com.
-func Relay(t *testing.T, env map[string]string) *app.App {
+func Relay(t *testing.T, env map[string]string) *app.Relay {
 	t.Helper()
 	vars := map[string]string{
 		"CODEX_HOME": t.TempDir(),
@@ -40,7 +40,7 @@ func Relay(t *testing.T, env map[string]string) *app.App {
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"generation": 0, "accounts": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	relay, err := app.Open(app.Options{
+	relay, err := app.OpenRelay(app.Options{
 		ConfigDir:    dir,
 		Getenv:       func(k string) string { return vars[k] },
 		AutostartDir: t.TempDir(),
@@ -61,7 +61,7 @@ func NeedKeyring(t *testing.T) {
 
 // QuietListen points relay's listen address at a loopback port nothing listens on, so that a
 // redemption asked for in a test finds no running relay (none of the developer's).
-func QuietListen(t *testing.T, relay *app.App) {
+func QuietListen(t *testing.T, relay *app.Relay) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

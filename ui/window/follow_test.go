@@ -106,7 +106,7 @@ func TestTheWindowsAskOnlyForWhatChanged(t *testing.T) {
 
 	relay := uitest.Relay(t, nil)
 	fa := test.NewTempApp(t)
-	u := newWindowsUI(fa, relay, slog.New(slog.DiscardHandler), c)
+	u := newWindowsUI(fa, relay.App, slog.New(slog.DiscardHandler), c)
 	u.OpenWindow("dashboard")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -16,11 +16,11 @@ import (
 
 // newTestUI is the UI over a real app in a temporary config folder (uitest.Relay), on Fyne's
 // test driver. Slow calls run inline, so nothing races with the test.
-func newTestUI(t *testing.T, env map[string]string) (*UI, *app.App) {
+func newTestUI(t *testing.T, env map[string]string) (*UI, *app.Relay) {
 	t.Helper()
 	fa := test.NewTempApp(t)
 	relay := uitest.Relay(t, env)
-	u := New(fa, relay, slog.New(slog.DiscardHandler))
+	u := NewWithRelay(fa, relay, slog.New(slog.DiscardHandler))
 	u.async = func(f func()) { f() }
 	t.Cleanup(u.svc.Stop)
 	return u, relay

@@ -449,7 +449,7 @@ func TestSettingsWindowIsTheTable(t *testing.T) {
 			t.Errorf("%s has no field in the window", st.Name)
 			continue
 		}
-		want := st.Show(relay)
+		want := st.Show(relay.App)
 		switch st.Kind {
 		case app.SettingBool:
 			if f.check == nil || strconv.FormatBool(f.check.Checked) != want {

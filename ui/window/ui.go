@@ -81,23 +81,20 @@ type UI struct {
 	fixed *app.ServiceStatus
 }
 
-// New builds the UI for relay on the Fyne app fa without starting anything.
+// New builds the UI over a settings folder's store on the Fyne app fa without starting
+// anything. It shows no relay until it is given one: the tray's over the window API
+// (newWindowsUI), or one of this process (NewWithRelay).
 func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u := &UI{
 		fa: fa, relay: relay, log: log,
 		now:     time.Now,
 		elapsed: time.Now,
-		usage:   source.RelayUsage(relay),
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
 		codex:   relay.NewCodexFiles(),
 		shown:   map[fyne.Window]bool{},
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
-	}
-	if relay.Proxy != nil { // a window process's App has none (NoRelay): newWindowsUI gives it the tray's
-		u.svc, u.src = relay.NewService(), relay.Proxy
-		u.ctl = u.svc
 	}
 	if _, ok := fa.Settings().Theme().(appTheme); !ok { // (RunWindows sets it on the UI thread first)
 		fa.Settings().SetTheme(newTheme())
@@ -121,6 +118,16 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		Async:          func(f func()) { u.async(f) },
 		Changed:        u.changed,
 	})
+	return u
+}
+
+// NewWithRelay builds the UI over a relay this process runs, with its own listener (tests,
+// screenshots).
+func NewWithRelay(fa fyne.App, r *app.Relay, log *slog.Logger) *UI {
+	u := New(fa, r.App, log)
+	u.svc = r.NewService()
+	u.src, u.ctl, u.dash.src = r.Proxy, u.svc, r.Proxy
+	u.usage = source.RelayUsage(r)
 	return u
 }
 

@@ -31,9 +31,9 @@ func TestWindowProcessShowsTheTraysRelay(t *testing.T) {
 
 	// The window process has its own app over the same settings folder, as the CLI would,
 	// without a relay.
-	other, err := app.Open(app.Options{ConfigDir: relay.ConfigDir(), Getenv: func(string) string { return "" }, NoRelay: true})
-	if err != nil || other.Proxy != nil {
-		t.Fatalf("the window process's app: %v, a proxy %v", err, other.Proxy != nil)
+	other, err := app.Open(app.Options{ConfigDir: relay.ConfigDir(), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatalf("the window process's app: %v", err)
 	}
 	fa := test.NewTempApp(t)
 	u := newWindowsUI(fa, other, slog.New(slog.DiscardHandler), c)

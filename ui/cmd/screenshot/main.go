@@ -69,7 +69,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	relay := openRelay(dir)
-	u := window.New(fa, relay, slog.New(slog.DiscardHandler))
+	u := window.NewWithRelay(fa, relay, slog.New(slog.DiscardHandler))
 	show(u, relay, opt, dir, now)
 	if opt.size != "" {
 		resize(fa, opt.size)
@@ -93,7 +93,7 @@ func parseFlags() options {
 
 // openRelay opens an app whose settings, home and Codex folder are in dir, with its secrets in
 // go-keyring's in-memory mock and every network address one nothing listens on.
-func openRelay(dir string) *app.App {
+func openRelay(dir string) *app.Relay {
 	keyring.MockInit() // secrets in memory only
 	// A throw-away home, so that the paths on screen read ~/.codex/… as they would for you.
 	os.Setenv("HOME", dir)
@@ -108,7 +108,7 @@ func openRelay(dir string) *app.App {
 		"CODEXRELAY_CHATGPT_BASE_URL": "http://127.0.0.1:9/backend-api/codex",
 		"CODEXRELAY_AUTH_ISSUER":      "http://127.0.0.1:9",
 	}
-	relay, err := app.Open(app.Options{ConfigDir: filepath.Join(dir, "config"), Getenv: func(k string) string { return env[k] },
+	relay, err := app.OpenRelay(app.Options{ConfigDir: filepath.Join(dir, "config"), Getenv: func(k string) string { return env[k] },
 		AutostartDir: filepath.Join(dir, "autostart"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
@@ -117,7 +117,7 @@ func openRelay(dir string) *app.App {
 }
 
 // show opens opt.window over its fixture, read at now (dir is openRelay's).
-func show(u *window.UI, relay *app.App, opt options, dir string, now time.Time) {
+func show(u *window.UI, relay *app.Relay, opt options, dir string, now time.Time) {
 	running := app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true}
 	codexHome := filepath.Join(dir, ".codex")
 	switch opt.window {
@@ -226,7 +226,7 @@ func idToken(email string) string {
 }
 
 // addAccount stores an account like a in the app (its secret in the in-memory keychain).
-func addAccount(relay *app.App, a proxy.AccountStats) {
+func addAccount(relay *app.Relay, a proxy.AccountStats) {
 	na := app.NewAccount{Name: a.Name, Kind: string(a.Kind)}
 	sec := app.Secret{APIKey: "sk-shot-" + a.Name}
 	switch a.Kind {

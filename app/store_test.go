@@ -8,20 +8,19 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// The window process's App builds no proxy (NoRelay): it changes the settings and the accounts,
-// which the running relay follows, shows every setting, and what only a relay does either
-// travels to the running one or says that none runs, instead of failing on a missing proxy.
-func TestAnAppWithoutARelayChangesWhatTheRelayFollows(t *testing.T) {
+// The store alone (the window process's, the command line's): it changes the settings and the
+// accounts, which the running relay follows, shows every setting, and what only a relay does
+// travels to the running one; with none running, a redemption goes through a relay it makes
+// then, which never listens.
+func TestTheStoreAloneChangesWhatTheRelayFollows(t *testing.T) {
 	opt := testOptions(t, testKeychain(t))
 	relay, svc := runningRelay(t, opt)
-	wopt := opt
-	wopt.NoRelay = true
-	w, err := Open(wopt)
+	w, err := Open(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Proxy != nil {
-		t.Fatal("NoRelay built a proxy")
+	if w.runningRelay() != nil {
+		t.Fatal("Open made a relay")
 	}
 	for _, change := range []func() error{
 		func() error { return w.SetStrategy(proxy.StrategyRoundRobin) },
@@ -63,17 +62,17 @@ func TestAnAppWithoutARelayChangesWhatTheRelayFollows(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	// A redemption travels to the running relay (an API key holds no banked reset), and with
-	// none running it says so.
-	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) {
-		t.Fatalf("redeem through the running relay: %v", err)
-	}
-	if err := w.NewService().Start(); !errors.Is(err, errNoProxy) {
-		t.Fatalf("a service of an App without a relay: %v", err)
+	// A redemption travels to the running relay (an API key holds no banked reset); with none
+	// running, it is redeemed here, through a relay that never listens.
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) || w.runningRelay() != nil {
+		t.Fatalf("redeem through the running relay: %v (a relay made here: %v)", err, w.runningRelay() != nil)
 	}
 	svc.Stop()
-	if _, err := w.RedeemCredit("work"); !errors.Is(err, ErrNoRelay) {
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) {
 		t.Fatalf("redeem with no relay running: %v", err)
+	}
+	if r := w.runningRelay(); r == nil || r.serving() {
+		t.Fatalf("redeeming with no relay running made no relay here, or one that serves")
 	}
 	if got := w.Accounts(); len(got) != 1 || got[0].Name != "work" {
 		t.Errorf("accounts %+v", got)
