@@ -17,6 +17,20 @@ const (
 	Paused                // paused by the user
 )
 
+// Tone is the colour of the relay's state: the dashboard header's dot (the tray's icons are
+// drawn in the same tones).
+func (s State) Tone() Tone {
+	switch s {
+	case Serving:
+		return Good
+	case Degraded:
+		return Warn
+	case Paused:
+		return Dim
+	}
+	return Bad
+}
+
 func (s State) String() string {
 	switch s {
 	case Serving:

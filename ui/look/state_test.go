@@ -60,3 +60,12 @@ func TestNextChange(t *testing.T) {
 		t.Fatalf("NextChange %v, want 40m (a's rest ends; a reset in the past is no time)", d)
 	}
 }
+
+// The relay's state has one tone, wherever it is drawn.
+func TestStateTone(t *testing.T) {
+	for s, want := range map[look.State]look.Tone{look.Serving: look.Good, look.Degraded: look.Warn, look.Paused: look.Dim, look.Stopped: look.Bad} {
+		if got := s.Tone(); got != want {
+			t.Errorf("%v: tone %v, want %v", s, got, want)
+		}
+	}
+}

@@ -224,7 +224,7 @@ func (d *Dashboard) show(v view) {
 	snap := v.snap
 
 	s, word, detail := look.Header(snap, v.svc)
-	d.stateDot.SetTone(stateTone(s))
+	d.stateDot.SetTone(s.Tone())
 	setText(d.stateText, word)
 	setText(d.status, "·  "+detail)
 	setVisible(d.resume, v.svc.Paused && d.opt.Resume != nil)
@@ -302,19 +302,6 @@ func (d *Dashboard) relayout() {
 func (d *Dashboard) banners() string {
 	return fmt.Sprint(d.notice.Visible(), d.notice.Text, d.catalog.Visible(), d.catalog.Text, d.orphanRow.Visible(),
 		d.codex.box.Visible(), d.codex.result.Visible(), d.codex.result.Text, d.resume.Visible())
-}
-
-// stateTone is the colour of the relay's state s in the header's dot.
-func stateTone(s look.State) look.Tone {
-	switch s {
-	case look.Serving:
-		return look.Good
-	case look.Degraded:
-		return look.Warn
-	case look.Paused:
-		return look.Dim
-	}
-	return look.Bad
 }
 
 // accountsHeading is the accounts section's title, with the routing strategy that orders
