@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make idle: how much CPU the tray app spends when nothing happens, measured from
+# make idle: how much CPU (and memory, VmRSS) the tray app spends when nothing happens, measured from
 # /proc/PID/stat (utime + stime) over a minute, in two cases:
 #   - the dashboard open (brought to the front by a second launch, as a user would): the
 #     window process that shows it, and the tray process beside it;
@@ -31,6 +31,7 @@ hz=$(getconf CLK_TCK)
 # cpu PID: the process's user + system time so far, in clock ticks (fields 14 and 15 of
 # /proc/PID/stat, counted after the command name, which may hold spaces).
 cpu() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+rss() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
 # measure LABEL TARGET PID: the share of one core the process used over $secs seconds.
 measure() {
@@ -38,8 +39,8 @@ measure() {
   c0=$(cpu "$pid") t0=$(date +%s.%N)
   sleep "$secs"
   c1=$(cpu "$pid") t1=$(date +%s.%N)
-  awk -v l="$label" -v t="$target" -v c=$((c1 - c0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { d = t1 - t0; printf "%-16s %.3f%% of a core over %.0f s (%d ticks)", l, 100 * c / hz / d, d, c
+  awk -v l="$label" -v t="$target" -v c=$((c1 - c0)) -v hz="$hz" -v t0="$t0" -v t1="$t1" -v r="$(rss "$pid")" \
+    'BEGIN { d = t1 - t0; printf "%-16s %.3f%% of a core over %.0f s (%d ticks)   RSS %s MB", l, 100 * c / hz / d, d, c, r
              if (t != "-") printf "   target < %s%%", t
              print "" }'
 }
