@@ -50,6 +50,44 @@ print(json.dumps({"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
 PY
 }
 
+# relay_block BASE WEBSOCKETS [LINE]: the provider block `codexrelay codex-config --write` writes
+# (app/codex.go), with a fake local key, and LINE before the key.
+relay_block() {
+  cat <<EOF
+model_provider = "codexrelay"
+
+[model_providers.codexrelay]
+name = "Codex Relay"
+base_url = "$1/v1"
+wire_api = "responses"
+model_catalog_url = "$1/v1/models"
+supports_websockets = $2
+EOF
+  [ -z "${3:-}" ] || echo "$3"
+  echo 'experimental_bearer_token = "sk-capture-local-key"'
+}
+
+# keep_config W DIR: the case's config.toml, its key redacted, beside its records.
+keep_config() {
+  sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$1/home/.codex/config.toml" >"$2/config.toml"
+}
+
+# capture_up W DIR ARGS...: the capture server for a case, once it listens (its pid in $srv).
+capture_up() {
+  local w=$1 dir=$2
+  shift 2
+  "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -redact "$w/home=/home/user" "$@" 2>"$w/capture.log" &
+  srv=$!
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+}
+
+# check_paths NAME DIR: warns of machine paths the redaction left in a case's records.
+check_paths() {
+  if grep -rlE "$work|/tmp/|/work/" "$2" >/dev/null; then
+    echo "$1: WARNING: machine paths left in:"; grep -rlE "$work|/tmp/|/work/" "$2"
+  fi
+}
+
 # run CASE MODEL WEBSOCKETS SCENARIO AUTH: one `codex exec` against a fresh capture server.
 run() {
   local name=$1 model=$2 ws=$3 scenario=$4 auth=$5
@@ -78,18 +116,7 @@ openai_base_url = "$base/backend-api/codex"
 EOF
     chatgpt_auth 00000000-0000-4000-8000-00000000ca75 >"$w/home/.codex/auth.json"
   else
-    # What `codexrelay codex-config --write` writes (app/codex.go), with a fake local key.
-    cat >"$w/home/.codex/config.toml" <<EOF
-model_provider = "codexrelay"
-
-[model_providers.codexrelay]
-name = "Codex Relay"
-base_url = "$base/v1"
-wire_api = "responses"
-model_catalog_url = "$base/v1/models"
-supports_websockets = $ws
-experimental_bearer_token = "sk-capture-local-key"
-EOF
+    relay_block "$base" "$ws" >"$w/home/.codex/config.toml"
     if [ "$auth" = key-chatgpt ]; then
       # The block as codex-config --write writes it since Codex Relay serves web search and
       # image generation, with Codex signed in with ChatGPT: Codex then offers the web and
@@ -103,11 +130,9 @@ EOF
       base64 -d >"$w/home/project/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
     fi
   fi
-  sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$w/home/.codex/config.toml" >"$dir/config.toml"
-  "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -scenario "$scenario" \
-    "${tls[@]}" -redact "$w/home=/home/user" 2>"$w/capture.log" &
-  local srv=$!
-  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  keep_config "$w" "$dir"
+  local srv
+  capture_up "$w" "$dir" -scenario "$scenario" "${tls[@]}"
   local rc=0
   (cd "$w/home/project" && env HOME="$w/home" CODEX_HOME="$w/home/.codex" LANG=en_US.UTF-8 \
     HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost "${envs[@]}" \
@@ -116,9 +141,7 @@ EOF
   kill "$srv"; wait "$srv" 2>/dev/null || true
   echo "$name: codex exit $rc, answered '$(tail -n 1 "$w/codex.out" 2>/dev/null)', $(ls "$dir" | grep -c '^[0-9]') records"
   [ $rc = 0 ] || tail -n 5 "$w/codex.err"
-  if grep -rlE "$work|/tmp/|/work/" "$dir" >/dev/null; then
-    echo "$name: WARNING: machine paths left in:"; grep -rlE "$work|/tmp/|/work/" "$dir"
-  fi
+  check_paths "$name" "$dir"
 }
 
 # interrupt NAME: Codex's TUI over a WebSocket (the block codex-config writes) against the capture
@@ -128,24 +151,11 @@ interrupt() {
   mkdir -p "$w/home/.codex" "$w/home/project"
   rm -rf "$dir" && mkdir -p "$dir"
   local base="http://127.0.0.1:$port"
-  cat >"$w/home/.codex/config.toml" <<EOF
-model_provider = "codexrelay"
-
-[model_providers.codexrelay]
-name = "Codex Relay"
-base_url = "$base/v1"
-wire_api = "responses"
-model_catalog_url = "$base/v1/models"
-supports_websockets = true
-supports_standalone_web_search = true
-experimental_bearer_token = "sk-capture-local-key"
-EOF
-  sed "s/^experimental_bearer_token = .*/experimental_bearer_token = \"REDACTED\"/" "$w/home/.codex/config.toml" >"$dir/config.toml"
+  relay_block "$base" true "supports_standalone_web_search = true" >"$w/home/.codex/config.toml"
+  keep_config "$w" "$dir"
   printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/home/project" >>"$w/home/.codex/config.toml"
-  "$work/capture" -listen "127.0.0.1:$port" -out "$dir" -catalog "$out/models-bundled.json" -scenario slow -interrupt-answer "${INTERRUPT_ANSWER:-incomplete}" \
-    -redact "$w/home=/home/user" 2>"$w/capture.log" &
-  local srv=$!
-  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  local srv
+  capture_up "$w" "$dir" -scenario slow -interrupt-answer "${INTERRUPT_ANSWER:-incomplete}"
   tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
     HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
   screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
@@ -162,9 +172,7 @@ EOF
   pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
   sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
   echo "$name: $(ls "$dir" | grep -c '^[0-9]') records; the capture server saw: $(grep -E 'interrupted after|socket read' "$w/capture.log" | sed 's/^[0-9/]* [0-9:]* //' | tr '\n' ';')"
-  if grep -rlE "$work|/tmp/|/work/" "$dir" >/dev/null; then
-    echo "$name: WARNING: machine paths left in:"; grep -rlE "$work|/tmp/|/work/" "$dir"
-  fi
+  check_paths "$name" "$dir"
 }
 
 for c in "${cases[@]}"; do

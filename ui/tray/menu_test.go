@@ -1,9 +1,11 @@
 package tray
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The tray process has no Fyne app: ui/tray builds its menu with its own model (menu.go) and
@@ -13,7 +15,9 @@ func TestTrayImportsNoFyne(t *testing.T) {
 	if err != nil {
 		t.Skip("no go tool to list the imports with")
 	}
-	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

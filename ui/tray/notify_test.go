@@ -515,7 +515,14 @@ func TestOneRequestToAnExhaustedPoolIsOneNotification(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { tr.loop(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the tray's loop did not stop within 10 s of the end")
+		}
+	}()
 
 	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"gpt-5","input":"hi"}`))
 	if err != nil {

@@ -82,7 +82,8 @@ func RunTray(relay *app.Relay, log *slog.Logger, inst *app.Instance, exe string)
 		t.tray.backend = &systrayBackend{}
 		t.tray.shown, t.tray.state, t.tray.tooltip = "", -1, "" // push the first menu, icon and tooltip
 		t.mu.Unlock()
-		t.svc.OnChange = func(app.ServiceStatus) { t.changed() }
+		// The listener's status changes reach the loop as the relay's changes (Service touches
+		// the proxy), as the windows see them.
 		if err := t.svc.Start(); err != nil {
 			log.Error("proxy not started", "error", err) // the tray and the dashboard show it too
 		}

@@ -113,7 +113,17 @@ func TestTheWindowsAskOnlyForWhatChanged(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); c.follow(ctx) }()
 	go func() { defer wg.Done(); u.poll(ctx) }()
-	defer func() { cancel(); srv.CloseClientConnections(); wg.Wait() }()
+	defer func() {
+		cancel()
+		srv.CloseClientConnections()
+		stopped := make(chan struct{})
+		go func() { wg.Wait(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			t.Error("the window's follower and loop did not stop within 10 s of the end")
+		}
+	}()
 
 	wait := func(what string, cond func() bool) {
 		t.Helper()

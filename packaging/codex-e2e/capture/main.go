@@ -335,11 +335,7 @@ func serveSlowSocket(w http.ResponseWriter, r *http.Request) {
 	}()
 	write := func(ev map[string]any) bool { return c.Write(ctx, websocket.MessageText, responses.JSON(ev)) == nil }
 	for req := range creates {
-		mu.Lock()
-		served++
-		n := served
-		mu.Unlock()
-		id := fmt.Sprintf("resp_capture_%d", n)
+		n, id := nextResponse()
 		model, _ := req["model"].(string)
 		st := responses.Stream{ID: id, Model: model, CreatedAt: 1764460800, ParallelToolCalls: req["parallel_tool_calls"]}
 		if req["generate"] == false {
@@ -379,13 +375,18 @@ func serveSlowSocket(w http.ResponseWriter, r *http.Request) {
 // maxResponses bounds a run: later requests are answered "done", whatever they carry.
 const maxResponses = 8
 
-// answer scripts the response to one request as its stream of events.
-func answer(req map[string]any, h http.Header) []map[string]any {
+// nextResponse counts one more response served and returns its number and id.
+func nextResponse() (int, string) {
 	mu.Lock()
 	served++
 	n := served
 	mu.Unlock()
-	id := fmt.Sprintf("resp_capture_%d", n)
+	return n, fmt.Sprintf("resp_capture_%d", n)
+}
+
+// answer scripts the response to one request as its stream of events.
+func answer(req map[string]any, h http.Header) []map[string]any {
+	n, id := nextResponse()
 	model, _ := req["model"].(string)
 	input, _ := req["input"].([]any)
 	var items []map[string]any
