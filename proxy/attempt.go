@@ -75,6 +75,18 @@ func (x *exchange) newTry(m *member, tg *target) *accountTry {
 func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	// A client request counts once for each account it is sent to, however many tries there.
 	m.requests.Add(1)
+	if v, why := x.remakeCompactions(m, tg); v != served {
+		// m could not make its own compaction of the conversation: its failure, as an
+		// attempt's would be.
+		m.failures.Add(1)
+		switch v {
+		case unauthorized:
+			m.markNeedsLogin(why)
+		case transient, timedOut:
+			m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker)
+		}
+		return false, failure{reason: why}
+	}
 	tr := x.newTry(m, tg)
 	refreshed := false
 	for n := 0; n < 2; n++ {

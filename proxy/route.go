@@ -323,15 +323,16 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 }
 
 // preferSealer puts first among the candidates the account that sealed the multi-agent
-// content the request carries, when the first candidate would have to leave it out: leaving
-// out a sub-agent's task or a call's arguments loses work, where leaving out reasoning only
-// loses thought. When that account rests and is back within the hold bound, the request waits
-// for it (hold.go) rather than go elsewhere without the content.
+// content or the compaction the request carries, when the first candidate would have to leave
+// it out or re-make it: leaving out a sub-agent's task or a call's arguments loses work, a
+// compaction the conversation's memory, where leaving out reasoning only loses thought. When
+// that account rests and is back within the hold bound, the request waits for it (hold.go)
+// rather than go elsewhere without the content.
 func (x *exchange) preferSealer(cands []*member, target string, serves func(*member) bool) []*member {
 	if len(cands) == 0 || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, cands[0].key()) {
 		return cands // the cost of a conversation that never rotated: this look-up
 	}
-	key := x.multiAgentSealer()
+	key := x.preciousSealer()
 	if key == "" || key == cands[0].key() {
 		return cands
 	}
@@ -352,10 +353,11 @@ func (x *exchange) preferSealer(cands []*member, target string, serves func(*mem
 	return cands
 }
 
-// multiAgentSealer is the account that sealed the newest multi-agent content of the request's
-// input (a call's sealed arguments, an agent message's sealed block), "" when it carries
-// none the relay knows the sealer of. Worked out once per request.
-func (x *exchange) multiAgentSealer() string {
+// preciousSealer is the account that sealed the newest multi-agent content or compaction of
+// the request's input (a call's sealed arguments, an agent message's sealed block, a
+// compaction item), "" when it carries none the relay knows the sealer of. Worked out once per
+// request.
+func (x *exchange) preciousSealer() string {
 	if x.sealed.sealer != nil {
 		return *x.sealed.sealer
 	}
@@ -363,7 +365,8 @@ func (x *exchange) multiAgentSealer() string {
 	items := x.body.items()
 	for i := len(items) - 1; i >= 0 && owner == ""; i-- {
 		it := items[i]
-		if !bytes.Contains(it, sealedPrefix) || !bytes.Contains(it, functionCallType) && !bytes.Contains(it, agentMessageType) {
+		multiAgent := bytes.Contains(it, sealedPrefix) && (bytes.Contains(it, functionCallType) || bytes.Contains(it, agentMessageType))
+		if !multiAgent && !bytes.Contains(it, compactionType) {
 			continue
 		}
 		sealedIn(it, func(v []byte) {

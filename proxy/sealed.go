@@ -106,6 +106,9 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 	if bytes.Contains(output, sealedArgsKey) {
 		sealedTokens(output, learn)
 	}
+	if bytes.Contains(output, compactionType) && !x.sealed.remaking && x.req.route == routeResponses {
+		x.keepCompactions(m, output)
+	}
 }
 
 // inputFor is the "input" override for m: the request's input without what m must not or
@@ -128,13 +131,11 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 		return payload.Override{}, false
 	}
 	var foreign func(v []byte) bool // nil: no sealed part is left out
+	var remade func(v []byte) []byte
 	if sealing {
-		foreign = func(v []byte) bool {
-			f, known := x.s.seals.foreignTo(v, m.key())
-			return f || (!known && strip)
-		}
+		foreign, remade = x.foreignFor(m), x.remadeFor(m)
 	}
-	edits := inputEdits(all, classic, foreign)
+	edits := inputEdits(all, classic, foreign, remade)
 	if len(edits) == 0 {
 		return payload.Override{}, false
 	}
@@ -142,10 +143,31 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 	return payload.Override{Key: "input", Value: x.sealed.input(all, edits)}, true
 }
 
+// foreignFor says which sealed values are foreign to m: sealed by another account, or refused
+// by m; after m refused sealed content in this request, every value m is not known to have
+// sealed.
+func (x *exchange) foreignFor(m *member) func(v []byte) bool {
+	strip := x.sealed.stripFor == m.key()
+	return func(v []byte) bool {
+		f, known := x.s.seals.foreignTo(v, m.key())
+		return f || (!known && strip)
+	}
+}
+
+// remadeFor gives, for the sealed value of a compaction item foreign to m, m's own compaction
+// of the same conversation (compaction.go), or nil when there is none.
+func (x *exchange) remadeFor(m *member) func(v []byte) []byte {
+	return func(v []byte) []byte {
+		item, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), m.key(), x.s.now())
+		return item
+	}
+}
+
 // inputEdits are the edits of the input items all, in their order: the additional_tools items
 // when classic, and the items whose sealed parts foreign says are foreign (nil: none), with the
-// outputs of the calls left out.
-func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool) []itemEdit {
+// outputs of the calls left out; a foreign compaction item for which remade gives the account's
+// own is replaced by it.
+func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool, remade func([]byte) []byte) []itemEdit {
 	var edits []itemEdit
 	var calls []string
 	for i, it := range all {
@@ -156,7 +178,7 @@ func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool) []itemEdi
 		if foreign == nil || !mayBeSealed(it) {
 			continue
 		}
-		e, call := editSealed(it, foreign)
+		e, call := editSealed(it, foreign, remade)
 		if e.kind == "" {
 			continue
 		}
@@ -184,9 +206,15 @@ func withCallOutputs(all [][]byte, edits []itemEdit, calls []string) []itemEdit 
 	return edits
 }
 
-// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds.
+// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds, and
+// the compactions they replace with the serving account's own.
 func (x *exchange) countOmitted(edits []itemEdit) {
+	x.t.CompactionRemade = 0
 	for _, e := range edits {
+		if e.remade {
+			x.t.CompactionRemade++
+			continue
+		}
 		if !e.sealed {
 			continue
 		}
@@ -224,12 +252,14 @@ func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
 
 // itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
 // names what was left out (the item's type, or "TYPE content" for blocks left out of it),
-// sealed says it was left out for its sealed parts and blocks counts the blocks.
+// sealed says it was left out for its sealed parts and blocks counts the blocks; remade says
+// that a compaction was replaced by the serving account's own (item).
 type itemEdit struct {
 	i      int
 	item   []byte
 	kind   string
 	sealed bool
+	remade bool
 	blocks int
 }
 
@@ -237,12 +267,15 @@ func (a itemEdit) same(b itemEdit) bool { return a.i == b.i && bytes.Equal(a.ite
 
 // sealedParts is what a request worked out of the sealed parts it carries: stripped the
 // inputs built without foreign sealed parts (one per set of edits), stripFor the account that
-// refused sealed content and is retried without every sealed part it did not seal, and sealer
-// the account that sealed its multi-agent content (route.go; nil: not worked out yet).
+// refused sealed content and is retried without every sealed part it did not seal, sealer
+// the account that sealed its multi-agent content or compaction (route.go; nil: not worked out
+// yet), and remaking that a compaction is being re-made (compaction.go): what the answer seals
+// is not this request's.
 type sealedParts struct {
 	stripped []strippedInput
 	stripFor string
 	sealer   *string
+	remaking bool
 }
 
 // strippedInput is an input built with edits of a list of n items whose first is from.
@@ -258,7 +291,7 @@ type strippedInput struct {
 // sealed arguments are is left out, and its call_id comes back (its outputs follow it); else
 // the content blocks whose encrypted_content is foreign are left out of the item, at any
 // depth (an item with nothing left is left out). A zero kind: nothing changes.
-func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string) {
+func editSealed(item []byte, foreign func([]byte) bool, remade func([]byte) []byte) (e itemEdit, call string) {
 	o, err := payload.Parse(item)
 	if err != nil {
 		return itemEdit{}, ""
@@ -268,6 +301,11 @@ func editSealed(item []byte, foreign func([]byte) bool) (e itemEdit, call string
 		typ = "item"
 	}
 	if v, ok := o.Get("encrypted_content"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
+		if typ == "compaction" && remade != nil {
+			if own := remade(v); own != nil {
+				return itemEdit{item: own, kind: typ, remade: true}, ""
+			}
+		}
 		return itemEdit{kind: typ, sealed: true}, ""
 	}
 	if slices.ContainsFunc(sealedArgs(o), foreign) {

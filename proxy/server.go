@@ -64,6 +64,10 @@ type Options struct {
 	// SealedItems bounds how many account-sealed items (reasoning, compaction) the relay
 	// remembers the sealing account of (default 262144, about 40 bytes each).
 	SealedItems int
+	// CompactionBudget bounds the requests that produced compactions, kept (compressed) to
+	// re-make a compaction on another account after a rotation (default 64 MiB, all
+	// conversations together; compaction.go).
+	CompactionBudget int64
 	// Hold is the longest a request waits, with nothing sent, when every account rests and
 	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
 	// changes it at runtime.
@@ -127,8 +131,10 @@ type Server struct {
 	traceHook atomic.Pointer[func(Trace)]
 	tokens    tokenCounters
 	// seals remembers which account sealed each sealed item relayed (sealtable.go).
-	seals   *sealTable
-	sealOff atomic.Bool // SetSealedTracking(false)
+	seals *sealTable
+	// compactions keeps the requests that produced compactions (compaction.go).
+	compactions *compactionStore
+	sealOff     atomic.Bool // SetSealedTracking(false)
 	// turnStates remembers which account issued each x-codex-turn-state (turn.go).
 	turnStates *sealTable
 	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.
@@ -196,11 +202,12 @@ func New(opt Options) *Server {
 		opt.Transport = newTransport()
 	}
 	s := &Server{
-		opt:    opt,
-		log:    opt.Logger,
-		client: &http.Client{Transport: opt.Transport, CheckRedirect: noRedirects},
-		traces: newTraceRing(opt.TraceBufferSize),
-		seals:  newSealTable(opt.SealedItems),
+		opt:         opt,
+		log:         opt.Logger,
+		client:      &http.Client{Transport: opt.Transport, CheckRedirect: noRedirects},
+		traces:      newTraceRing(opt.TraceBufferSize),
+		seals:       newSealTable(opt.SealedItems),
+		compactions: newCompactionStore(opt.CompactionBudget),
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
 	}

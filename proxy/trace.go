@@ -47,8 +47,13 @@ type Trace struct {
 	// frame's client_metadata), issued by another account, was not sent to the serving one.
 	SealedOmitted      int            `json:"sealedOmitted,omitempty"`
 	SealedOmittedParts map[string]int `json:"sealedOmittedParts,omitempty"`
-	SealedRetry        bool           `json:"sealedRetry,omitempty"`
-	TurnStateOmitted   bool           `json:"turnStateOmitted,omitempty"`
+	// CompactionRemade counts the compaction items another account sealed that the serving
+	// account received as its own compaction of the same conversation, re-made from the
+	// request that produced them (compaction.go; an attempt of Kind "compaction" made it in this
+	// request, else an earlier one had).
+	CompactionRemade int  `json:"compactionRemade,omitempty"`
+	SealedRetry      bool `json:"sealedRetry,omitempty"`
+	TurnStateOmitted bool `json:"turnStateOmitted,omitempty"`
 	// ResponsesLite is the form a Responses Lite request went in to the serving account:
 	// "lite" (as the client sent it, with the marker) or "classic" (its tools moved to the
 	// top-level tools, for an account that takes no Lite body); "" for a request that is not
@@ -79,12 +84,15 @@ type Trace struct {
 	Path string `json:"path,omitempty"`
 }
 
-// Attempt is one upstream try of a request.
+// Attempt is one upstream try of a request. Kind says what a try that was not the request
+// itself did: "compaction" re-made the conversation's compaction on the account first
+// (compaction.go).
 type Attempt struct {
 	Account string  `json:"account"`
 	Status  int     `json:"status"` // HTTP status, 0 when no response arrived
 	Ms      float64 `json:"ms"`
 	Error   string  `json:"error,omitempty"`
+	Kind    string  `json:"kind,omitempty"`
 }
 
 // Latency is the trace's latencyBreakdown: preparation (body read, parse, model resolution),

@@ -1,0 +1,397 @@
+package proxy
+
+import (
+	"bytes"
+	"container/list"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Compaction. Codex compacts a long conversation remotely (compaction v2, openai/codex PR
+// #22809; proxy/testdata/codex-0.171/compact-*): a normal /responses request whose input ends
+// with {"type":"compaction_trigger"}, answered with one {"type":"compaction",
+// "encrypted_content":...} item that stands for the whole history before it. Codex then sends
+// that item, after the user messages it keeps, on every later request of the conversation. The
+// item is sealed to the account that made it (sealed.go): another account refuses it, and a
+// conversation sent there without it forgets everything the item stood for.
+//
+// So that the conversation's memory survives a rotation:
+//   - the sealing account is tried first, and waited for when it rests within the hold bound
+//     (preferSealer, route.go), as for multi-agent content;
+//   - when another account serves, the relay re-makes the compaction there: it kept the request
+//     that produced the item (the conversation the item stands for, as the client sent it),
+//     sends it to the serving account first, and puts that account's own compaction in the
+//     sealed item's place. What the client sent and keeps is never changed: only the upstream
+//     body differs, and the trace counts it (compactionRemade);
+//   - only when neither can be done (the kept request was forgotten, or the serving account
+//     could not compact it) is the item left out, and the trace names it (sealedOmittedParts
+//     "compaction"; the dashboard's request row says "compaction left out").
+//
+// What the relay keeps (compactionStore): for each conversation, the request of its latest
+// compaction and of the one before it (the latest's input holds that item: re-making the latest
+// on another account re-makes it first), zstd-compressed, bounded in bytes across the relay
+// (Options.CompactionBudget; the least recently used is forgotten first); and, per kept request,
+// the compaction each other account made of it, so that a conversation pays for a re-making
+// once per account.
+
+// compactionType is the type member of a compaction item, as raw JSON.
+var compactionType = []byte(`"compaction"`)
+
+// DefaultCompactionBudget bounds the compressed requests the relay keeps to re-make
+// compactions, all conversations together.
+const DefaultCompactionBudget = 64 << 20
+
+// keepPerConversation is how many compactions of one conversation the relay keeps the request
+// of: the latest, and the one whose item the latest's input holds.
+const keepPerConversation = 2
+
+// remakeDepth bounds how deep a re-making follows compactions inside compactions.
+const remakeDepth = keepPerConversation
+
+// cannotRetry is how long the relay waits before asking again an account that could not
+// compact a kept request (it answered the request as the client's mistake).
+const cannotRetry = 10 * time.Minute
+
+// compactionStore keeps the requests that produced compactions, by the seal table's digest of
+// the compaction item's sealed value.
+type compactionStore struct {
+	mu       sync.Mutex
+	entries  map[uint64]*compacted
+	sessions map[string][]uint64 // a conversation's kept compactions, the latest first
+	lru      list.List           // of *compacted, the most recently used first
+	size     int64               // compressed bytes kept
+	budget   int64
+	enc      *zstd.Encoder
+	dec      *zstd.Decoder
+}
+
+// compacted is one kept compaction: the conversation it belongs to, the account that sealed it,
+// the request that produced it (the HTTP form, compressed) and what each other account made of
+// that request.
+type compacted struct {
+	digest  uint64
+	session string
+	sealer  string
+	body    []byte
+	remade  map[string]remadeCompaction // by account key
+	el      *list.Element
+}
+
+// remadeCompaction is an account's own compaction of a kept request: its compaction item as
+// the account sent it, or, when it could not make one, until when not to ask it again.
+type remadeCompaction struct {
+	item    []byte
+	retryAt time.Time
+}
+
+func newCompactionStore(budget int64) *compactionStore {
+	if budget <= 0 {
+		budget = DefaultCompactionBudget
+	}
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(DefaultMaxBody)+1))
+	return &compactionStore{entries: map[uint64]*compacted{}, sessions: map[string][]uint64{}, budget: budget, enc: enc, dec: dec}
+}
+
+// keep records that sealer made the compaction whose sealed value has digest d, in the
+// conversation session, from the request body. A request too large for an eighth of the budget
+// is not kept (its compaction can then only be left out).
+func (cs *compactionStore) keep(d uint64, session, sealer string, body []byte) {
+	z := cs.enc.EncodeAll(body, make([]byte, 0, len(body)/4))
+	if int64(len(z)) > cs.budget/8 {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if old := cs.entries[d]; old != nil {
+		cs.drop(old)
+	}
+	e := &compacted{digest: d, session: session, sealer: sealer, body: z}
+	e.el = cs.lru.PushFront(e)
+	cs.entries[d] = e
+	cs.size += int64(len(z))
+	if session != "" {
+		kept := append([]uint64{d}, cs.sessions[session]...)
+		for _, old := range kept[min(len(kept), keepPerConversation):] {
+			if o := cs.entries[old]; o != nil {
+				cs.drop(o)
+			}
+		}
+		cs.sessions[session] = kept[:min(len(kept), keepPerConversation)]
+	}
+	for cs.size > cs.budget {
+		cs.drop(cs.lru.Back().Value.(*compacted))
+	}
+}
+
+// drop forgets e (cs.mu held).
+func (cs *compactionStore) drop(e *compacted) {
+	cs.lru.Remove(e.el)
+	delete(cs.entries, e.digest)
+	cs.size -= int64(len(e.body))
+	for _, it := range e.remade {
+		cs.size -= int64(len(it.item))
+	}
+	if ds, ok := cs.sessions[e.session]; ok {
+		kept := ds[:0]
+		for _, d := range ds {
+			if d != e.digest {
+				kept = append(kept, d)
+			}
+		}
+		if len(kept) == 0 {
+			delete(cs.sessions, e.session)
+		} else {
+			cs.sessions[e.session] = kept
+		}
+	}
+}
+
+// request is the kept request of the compaction with digest d, decompressed, and its sealer;
+// ok is false when none is kept.
+func (cs *compactionStore) request(d uint64) (body []byte, sealer string, ok bool) {
+	cs.mu.Lock()
+	e := cs.entries[d]
+	if e == nil {
+		cs.mu.Unlock()
+		return nil, "", false
+	}
+	cs.lru.MoveToFront(e.el)
+	z, sealer := e.body, e.sealer
+	cs.mu.Unlock()
+	body, err := cs.dec.DecodeAll(z, nil)
+	return body, sealer, err == nil
+}
+
+// remadeFor is account's own compaction of the kept compaction d: its item (nil: none), and
+// whether the relay should ask the account for one now (a request is kept, and the account
+// was not found unable lately).
+func (cs *compactionStore) remadeFor(d uint64, account string, now time.Time) (item []byte, ask bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	e := cs.entries[d]
+	if e == nil {
+		return nil, false
+	}
+	r, ok := e.remade[account]
+	if ok && r.item != nil {
+		cs.lru.MoveToFront(e.el)
+		return r.item, false
+	}
+	return nil, !ok || now.After(r.retryAt)
+}
+
+// setRemade records account's compaction item of the kept compaction d, or, with a nil item,
+// that the account could not make one (not asked again before retryAt).
+func (cs *compactionStore) setRemade(d uint64, account string, item []byte, retryAt time.Time) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	e := cs.entries[d]
+	if e == nil {
+		return
+	}
+	if e.remade == nil {
+		e.remade = map[string]remadeCompaction{}
+	}
+	cs.size += int64(len(item)) - int64(len(e.remade[account].item))
+	e.remade[account] = remadeCompaction{item: item, retryAt: retryAt}
+	for cs.size > cs.budget && cs.lru.Len() > 1 {
+		cs.drop(cs.lru.Back().Value.(*compacted))
+	}
+}
+
+// usage is the compressed bytes kept and the compactions they belong to.
+func (cs *compactionStore) usage() (bytes int64, entries int) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.size, len(cs.entries)
+}
+
+// compactionValue is the sealed value of a compaction item (raw JSON string), or nil when item
+// is no compaction item with one.
+func compactionValue(item []byte) []byte {
+	if !bytes.Contains(item, compactionType) {
+		return nil
+	}
+	o, err := payload.Parse(item)
+	if err != nil {
+		return nil
+	}
+	if typ, _ := stringMember(o, "type"); typ != "compaction" {
+		return nil
+	}
+	v, ok := o.Get("encrypted_content")
+	if !ok || payload.KindOf(v) != payload.KindString || len(v) <= 2 {
+		return nil
+	}
+	return v
+}
+
+// keepCompactions keeps the request that produced the compaction items of output (an output
+// item, an event holding one, or an array of them) that m sealed: the conversation they stand
+// for, for another account to re-make them from.
+func (x *exchange) keepCompactions(m *member, output []byte) {
+	var items [][]byte
+	switch o, err := payload.Parse(output); {
+	case err == nil:
+		if it, ok := o.Get("item"); ok { // an event
+			items = [][]byte{it}
+		} else {
+			items = [][]byte{output}
+		}
+	default:
+		items, _ = inputItems(output)
+	}
+	var body []byte
+	for _, it := range items {
+		v := compactionValue(it)
+		if v == nil {
+			continue
+		}
+		if body == nil {
+			body = x.body.whole().raw
+		}
+		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), body)
+	}
+}
+
+// remakeCompactions makes, on m, its own compaction of each compaction item of the request's
+// input that m cannot read and whose producing request the relay kept, so that the body built
+// for m carries it in the sealed item's place (editSealed). It reports served when there is
+// nothing (more) to make, or when m could not make it (the item is then left out); any other
+// verdict is m's failure, judged as an attempt's is, and the request moves on.
+func (x *exchange) remakeCompactions(m *member, tg *target) (verdict, string) {
+	if x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
+		return served, "" // the cost of a conversation that never rotated: this look-up
+	}
+	return x.remakeIn(m, tg, x.body.items(), 0)
+}
+
+// remakeIn re-makes on m the foreign compactions among items, at the depth given.
+func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (verdict, string) {
+	for _, it := range items {
+		v := compactionValue(it)
+		if v == nil {
+			continue
+		}
+		if foreign, _ := x.s.seals.foreignTo(v, m.key()); !foreign {
+			continue
+		}
+		d := x.s.seals.digest(v)
+		if _, ask := x.s.compactions.remadeFor(d, m.key(), x.s.now()); !ask {
+			continue
+		}
+		if vd, why := x.remake(m, tg, d, depth); vd != served {
+			return vd, why
+		}
+	}
+	return served, ""
+}
+
+// remake asks m for its own compaction of the kept compaction d: the kept request, with the
+// compactions it holds re-made first and what m cannot read of it left out, sent to m. The
+// item m answers is kept for the conversation's next requests to m.
+func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, string) {
+	body, _, ok := x.s.compactions.request(d)
+	if !ok {
+		return served, ""
+	}
+	obj, err := payload.Parse(body)
+	if err != nil {
+		return served, ""
+	}
+	raw, _ := obj.Get("input")
+	items, _ := inputItems(raw)
+	if depth < remakeDepth {
+		if v, why := x.remakeIn(m, tg, items, depth+1); v != served {
+			return v, why
+		}
+	}
+	ov := x.modelOverride(tg)
+	if edits := inputEdits(items, false, x.foreignFor(m), x.remadeFor(m)); len(edits) > 0 {
+		ov = append(ov, payload.Override{Key: "input", Value: (&sealedParts{}).input(items, edits)})
+	}
+	tr := &accountTry{m: m, tg: tg, wire: responsesWire,
+		body: builtBody{b: payload.Build(nil, obj, append(ov, backendRules(m)...))}}
+	x.sealed.remaking = true
+	defer func() { x.sealed.remaking = false }()
+	for refreshed := false; ; refreshed = true {
+		v, why, item := x.askCompaction(tr)
+		if n := len(x.t.Attempts); n > 0 && x.t.Attempts[n-1].Account == m.Name {
+			x.t.Attempts[n-1].Kind = AttemptCompaction
+		}
+		switch v {
+		case served:
+			retry := time.Time{}
+			if item == nil {
+				retry = x.s.now().Add(cannotRetry)
+				x.s.log.Info("the account could not re-make the conversation's compaction: it is left out", "id", x.t.ID,
+					"account", m.Name, "reason", why)
+			} else {
+				x.s.seals.learn(m.key(), x.req.session, compactionValue(item))
+			}
+			x.s.compactions.setRemade(d, m.key(), item, retry)
+			return served, ""
+		case resealed:
+			x.s.compactions.setRemade(d, m.key(), nil, x.s.now().Add(cannotRetry))
+			return served, ""
+		case unauthorized:
+			// A sign-in can be renewed: refresh once, then ask again.
+			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
+				if _, err := r.Refresh(x.r.Context(), tr.cred); err == nil {
+					continue
+				}
+			}
+		}
+		return v, "re-making the conversation's compaction: " + why
+	}
+}
+
+// AttemptCompaction is the Kind of an attempt that re-made a conversation's compaction on the
+// account before the request was sent to it.
+const AttemptCompaction = "compaction"
+
+// askCompaction sends a compaction request to its account and returns the compaction item
+// it answered (nil with served: the account answered, but with no compaction, or refused the
+// request as the client's mistake).
+func (x *exchange) askCompaction(tr *accountTry) (verdict, string, []byte) {
+	v, why, a := x.attempt(tr)
+	if v != served {
+		return v, why, nil
+	}
+	if a.resp.StatusCode/100 != 2 {
+		a.close()
+		return served, why, nil
+	}
+	if v, why = x.await(tr, a); v != served {
+		return v, why, nil
+	}
+	defer a.close()
+	out := a.plain
+	if out == nil {
+		final := a.final
+		if !a.whole {
+			var err error
+			if final, err = collectFinal(a.rd, a.first, nil); err != nil {
+				return transient, "the upstream stream ended before response.completed", nil
+			}
+		}
+		o, _ := payload.Parse(final.Data)
+		if r := responseObject(o); r != nil {
+			out, _ = r.Get("output")
+		}
+	} else if o, err := payload.Parse(out); err == nil {
+		out, _ = o.Get("output")
+	}
+	items, _ := inputItems(out)
+	for _, it := range items {
+		if compactionValue(it) != nil {
+			return served, "", bytes.Clone(it)
+		}
+	}
+	return served, "the account answered without a compaction", nil
+}

@@ -1,0 +1,203 @@
+package proxy_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/codexrelay/codexrelay/proxy"
+)
+
+// A compacting upstream does what the ChatGPT backend does with compaction v2
+// (testdata/codex-0.171/compact-*): a request whose input ends with {"type":"compaction_trigger"}
+// is answered with one compaction item that stands for the whole history before it, sealed to
+// the account; it refuses content sealed by another account; and it answers any other request
+// with what it knows: the facts of the input's plain text and of its own compactions. A
+// compaction's sealed value carries, readable only to its account in this fake, the facts the
+// history held (every word that starts with "FACT-").
+
+// compactionItem is account key's compaction of facts.
+func compactionItem(key string, n int, facts []string) string {
+	enc := "gAAAAB" + key + "cmp" + base64.RawURLEncoding.EncodeToString([]byte(strings.Join(facts, " ")))
+	return fmt.Sprintf(`{"type":"compaction","id":"cmp_%s_%d","encrypted_content":%q}`, key, n, enc)
+}
+
+// factsOf is what an account key can read of input: the FACT- words of its plain text and of
+// key's own compactions.
+func factsOf(key string, input []json.RawMessage) []string {
+	var facts []string
+	add := func(s string) {
+		for _, w := range strings.Fields(s) {
+			if strings.HasPrefix(w, "FACT-") {
+				facts = append(facts, w)
+			}
+		}
+	}
+	for _, raw := range input {
+		var it struct {
+			Type    string `json:"type"`
+			Output  string `json:"output"`
+			Enc     string `json:"encrypted_content"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		json.Unmarshal(raw, &it)
+		add(it.Output)
+		for _, c := range it.Content {
+			add(c.Text)
+		}
+		if own, ok := strings.CutPrefix(it.Enc, "gAAAAB"+key+"cmp"); ok {
+			b, _ := base64.RawURLEncoding.DecodeString(own)
+			add(string(b))
+		}
+	}
+	return facts
+}
+
+// compacter is the upstream handler of account key.
+func compacter(key string) func(w http.ResponseWriter, r *http.Request, n int) {
+	return func(w http.ResponseWriter, r *http.Request, n int) {
+		body := readRecorded(r)
+		if enc := foreignSealed(body, key); enc != "" {
+			status(400, refusal("code", enc))(w, r, n)
+			return
+		}
+		var req struct {
+			Input []json.RawMessage `json:"input"`
+		}
+		json.Unmarshal(body, &req)
+		facts := factsOf(key, req.Input)
+		item := `{"type":"message","id":"msg_` + key + `","status":"completed","role":"assistant","content":[{"type":"output_text","text":"I know: ` +
+			strings.Join(facts, " ") + `","annotations":[]}]}`
+		if last := req.Input[len(req.Input)-1]; strings.Contains(string(last), `"compaction_trigger"`) {
+			item = compactionItem(key, n, facts)
+		}
+		writeEvents(w, oneItemEvents(fmt.Sprintf("resp_%s_%d", key, n), item))
+	}
+}
+
+// oneItemEvents is a Responses stream that answers item.
+func oneItemEvents(id, item string) []string {
+	resp := func(status, output string) string {
+		return fmt.Sprintf(`{"id":%q,"object":"response","created_at":1764460800,"status":%q,"model":"gpt-5-codex","output":%s}`, id, status, output)
+	}
+	return []string{
+		"event: response.created\ndata: " + `{"type":"response.created","sequence_number":0,"response":` + resp("in_progress", "[]") + "}\n\n",
+		"event: response.output_item.done\ndata: " + `{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":` + item + "}\n\n",
+		"event: response.completed\ndata: " + `{"type":"response.completed","sequence_number":2,"response":` + resp("completed", "["+item+"]") + "}\n\n",
+	}
+}
+
+const (
+	userSays    = `{"type":"message","role":"user","content":[{"type":"input_text","text":"run the tool"}]}`
+	toolCall    = `{"type":"function_call","call_id":"call_1","name":"shell","arguments":"{}"}`
+	toolSaid    = `{"type":"function_call_output","call_id":"call_1","output":"the answer is FACT-PAPAYA"}`
+	trigger     = `{"type":"compaction_trigger"}`
+	userAsks    = `{"type":"message","role":"user","content":[{"type":"input_text","text":"what did the tool say?"}]}`
+	limitAnswer = `{"error":{"type":"usage_limit_reached","code":"usage_limit_reached","message":"The usage limit has been reached","resets_at":4102444800}}`
+)
+
+// compactOnA has account a compact a conversation whose tool said FACT-PAPAYA and returns its
+// compaction item as the client received it.
+func compactOnA(t *testing.T, r *relay) string {
+	t.Helper()
+	items, last := r.streamItems(t, turnBody(userSays, toolCall, toolSaid, trigger))
+	if last != "response.completed" || len(items) != 1 || !strings.Contains(items[0], `"type":"compaction"`) {
+		t.Fatalf("the compaction request got %s, items %v", last, items)
+	}
+	return items[0]
+}
+
+func TestCompactionRemadeOnTheAccountThatServesAfterARotation(t *testing.T) {
+	a := newUpstream(t, sequence(compacter("A"), status(429, limitAnswer)))
+	b := newUpstream(t, compacter("B"))
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatgptAccount("b", b))
+	cmp := compactOnA(t, r)
+
+	// A reaches its limit; the conversation goes on on B, which cannot read A's compaction.
+	next := turnBody(userSays, cmp, userAsks)
+	items, _ := r.streamItems(t, next)
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("B's answer forgot what the compaction stood for: %v", items)
+	}
+	tr := r.lastTrace(t, 2)
+	if tr.Account != "b" || tr.CompactionRemade != 1 || tr.SealedOmitted != 0 {
+		t.Fatalf("trace: account %q, compactionRemade %d, sealedOmitted %d %v", tr.Account, tr.CompactionRemade, tr.SealedOmitted, tr.SealedOmittedParts)
+	}
+	kinds := []string{}
+	for _, at := range tr.Attempts {
+		kinds = append(kinds, at.Account+":"+at.Kind)
+	}
+	if strings.Join(kinds, ",") != "a:,b:compaction,b:" {
+		t.Fatalf("attempts %v, want a's refusal, b's compaction, b's answer", kinds)
+	}
+	got := b.requests()
+	if len(got) != 2 {
+		t.Fatalf("b got %d requests, want the re-making and the turn", len(got))
+	}
+	// The re-making is the request that produced A's compaction, as the client sent it.
+	if remake := string(got[0].Body); !strings.Contains(remake, `"compaction_trigger"`) || !strings.Contains(remake, "FACT-PAPAYA") {
+		t.Fatalf("the re-making sent %s", remake)
+	}
+	// The turn carries B's own compaction in A's place; what the client sent is unchanged.
+	if turn := string(got[1].Body); strings.Contains(turn, "gAAAABAcmp") || !strings.Contains(turn, "gAAAABBcmp") {
+		t.Fatalf("b's turn carries %s", turn)
+	}
+
+	// The next request of the conversation reuses B's compaction: no second re-making.
+	items, _ = r.streamItems(t, turnBody(userSays, cmp, userAsks, items[0], userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") || len(b.requests()) != 3 {
+		t.Fatalf("the next turn: %v, b got %d requests", items, len(b.requests()))
+	}
+	if tr := r.lastTrace(t, 3); tr.CompactionRemade != 1 || len(tr.Attempts) != 1 {
+		t.Fatalf("the next turn's trace: compactionRemade %d, attempts %+v", tr.CompactionRemade, tr.Attempts)
+	}
+}
+
+func TestCompactionPrefersTheAccountThatSealedIt(t *testing.T) {
+	a := newUpstream(t, compacter("A"))
+	b := newUpstream(t, compacter("B"))
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatgptAccount("b", b))
+	cmp := compactOnA(t, r)
+	// B comes first now; the conversation's compaction is A's, and A can serve.
+	r.SetAccounts([]proxy.Account{chatgptAccount("b", b), chatgptAccount("a", a)})
+	items, _ := r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("answer %v", items)
+	}
+	if tr := r.lastTrace(t, 2); tr.Account != "a" || len(b.requests()) != 0 {
+		t.Fatalf("served by %q with b asked %d times; want the sealer, a", tr.Account, len(b.requests()))
+	}
+}
+
+func TestCompactionLeftOutWhenTheServingAccountCannotRemakeIt(t *testing.T) {
+	a := newUpstream(t, sequence(compacter("A"), status(429, limitAnswer)))
+	// B takes no compaction request (an upstream without compaction v2), and answers turns.
+	b := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if strings.Contains(string(readRecorded(r)), `"compaction_trigger"`) {
+			status(400, `{"error":{"type":"invalid_request_error","code":"invalid_value","param":"input","message":"Invalid value: 'compaction_trigger'."}}`)(w, r, n)
+			return
+		}
+		compacter("B")(w, r, n)
+	})
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatgptAccount("b", b))
+	cmp := compactOnA(t, r)
+	items, _ := r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("answer %v: B cannot know what A's compaction stood for", items)
+	}
+	tr := r.lastTrace(t, 2)
+	if tr.Account != "b" || tr.CompactionRemade != 0 || tr.SealedOmittedParts["compaction"] != 1 {
+		t.Fatalf("trace: account %q, compactionRemade %d, left out %v", tr.Account, tr.CompactionRemade, tr.SealedOmittedParts)
+	}
+	// B is not asked again for a while: the next turn leaves the compaction out at once.
+	n := len(b.requests())
+	r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if got := len(b.requests()) - n; got != 1 {
+		t.Fatalf("the next turn sent b %d requests, want 1", got)
+	}
+}
