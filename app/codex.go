@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // CodexHome is the Codex CLI's folder: $CODEX_HOME, else ~/.codex.
@@ -171,7 +173,20 @@ func (a *App) codexProvider(key string) map[string]any {
 	// reading the relay's model list): so the key is left out then, and Codex is exactly as
 	// before, less image generation (proxy/testdata/codex-0.171/README.md, "Which block").
 	// Signing Codex in later makes the dashboard and `codex-config` ask for a new write.
-	p := map[string]any{"name": "Codex Relay", "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
+	//
+	// name: Codex compacts a long conversation remotely (compaction v2: the backend's sealed
+	// summary, as it does signed in directly) only for a provider named "OpenAI"; under any
+	// other name it compacts locally, with a summary turn of its own
+	// (proxy/testdata/codex-0.171/README.md, "Compaction"). The relay keeps a remote compaction
+	// across a rotation (proxy/compaction.go), so the block says "OpenAI" whenever an account
+	// can make one: a ChatGPT sign-in or a Responses API key. A pool of Chat Completions
+	// accounts alone, which cannot, keeps the local compaction (and adding an account that can
+	// makes the dashboard and `codex-config` ask for a new write, as above).
+	name := "Codex Relay"
+	if a.poolCompactsRemotely() {
+		name = "OpenAI"
+	}
+	p := map[string]any{"name": name, "base_url": base, "wire_api": "responses", "model_catalog_url": base + "/models",
 		"supports_websockets": true, "supports_standalone_web_search": true}
 	if a.Settings().LocalAPIKey {
 		p["experimental_bearer_token"] = key
@@ -180,6 +195,17 @@ func (a *App) codexProvider(key string) map[string]any {
 		}
 	}
 	return p
+}
+
+// poolCompactsRemotely reports whether an enabled account can answer Codex's remote
+// compaction: a ChatGPT sign-in, or an API key whose upstream speaks the Responses API.
+func (a *App) poolCompactsRemotely() bool {
+	for _, m := range a.Accounts() {
+		if !m.Disabled && (m.Kind == string(proxy.KindChatGPT) || m.API != string(proxy.APIChat)) {
+			return true
+		}
+	}
+	return false
 }
 
 // codexSignedIn reports whether Codex has a login of its own in $CODEX_HOME/auth.json (a

@@ -293,3 +293,30 @@ func TestCodexConfigCarriesTheLocalKey(t *testing.T) {
 		t.Fatalf("the block without the key:\n%s", b)
 	}
 }
+
+// The block names the provider "OpenAI", which makes Codex compact remotely, once an account
+// can answer a remote compaction; a pool of Chat Completions accounts alone keeps Codex's local
+// compaction (proxy/testdata/codex-0.171/README.md, "Compaction").
+func TestCodexProviderNameFollowsWhetherThePoolCompactsRemotely(t *testing.T) {
+	env := map[string]string{"CODEX_HOME": t.TempDir()}
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func() any { return a.codexProvider("")["name"] }
+	if got := name(); got != "Codex Relay" {
+		t.Fatalf("an empty pool: name %v", got)
+	}
+	if _, err := a.AddAccount(NewAccount{Name: "llama", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1", API: "chat"}, Secret{APIKey: "sk-llama"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "Codex Relay" {
+		t.Fatalf("a Chat Completions pool: name %v, want Codex's local compaction", got)
+	}
+	if _, err := a.AddAccount(NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, Secret{APIKey: "sk-key"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "OpenAI" {
+		t.Fatalf("a Responses API key: name %v, want OpenAI (remote compaction)", got)
+	}
+}

@@ -268,6 +268,9 @@ func (x *exchange) remakeCompactions(m *member, tg *target) (verdict, string) {
 	if x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
 		return served, "" // the cost of a conversation that never rotated: this look-up
 	}
+	if m.Kind == KindOpenAI && m.API == APIChat {
+		return served, "" // a Chat Completions account makes no compaction: it is left out
+	}
 	return x.remakeIn(m, tg, x.body.items(), 0)
 }
 

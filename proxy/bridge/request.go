@@ -609,6 +609,10 @@ func responsesInputToMessages(raw json.RawMessage, drops *dropList) ([]*outMessa
 			msgs = append(msgs, &outMessage{Role: "tool", ToolCallID: it.CallID, Content: toolOutputToChat(it.Output, drops)})
 		case "reasoning":
 			// Model-internal (often encrypted): a chat upstream cannot use it.
+		case "compaction_trigger":
+			// A remote compaction asks for one sealed compaction item, which only a Responses
+			// upstream makes: without it the client would get an ordinary answer instead.
+			return nil, errors.New("a Chat Completions upstream cannot compact a conversation (compaction_trigger)")
 		default:
 			drops.add("item", it.Type)
 		}

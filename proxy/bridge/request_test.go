@@ -283,6 +283,7 @@ func TestResponsesToChatRequestErrors(t *testing.T) {
 		{"not an object", `"hi"`, "JSON object", false},
 		{"bad input", `{"input":5}`, "input must be", false},
 		{"bad instructions", `{"instructions":{},"input":"x"}`, "instructions", false},
+		{"a remote compaction", `{"input":[{"type":"message","role":"user","content":"hi"},{"type":"compaction_trigger"}]}`, "cannot compact", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
