@@ -6,7 +6,8 @@
 #   packaging/codex-e2e/capture.sh [CASE...]     (CODEX_VERSION=0.171.0, PORT=18471, OUT=...)
 #
 # Cases: http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web ws-interrupt
-# (default: all). ws-interrupt drives Codex's TUI under tmux and presses Esc mid-turn.
+# compact-local compact-remote compact-ws compact-chatgpt compact-manual (default: all). ws-interrupt
+# drives Codex's TUI under tmux and presses Esc mid-turn; compact-manual types /compact there.
 # Loopback only: HTTP(S)_PROXY points at a closed local port so that Codex's own calls elsewhere
 # (plugin sync, telemetry) fail on this machine; NO_PROXY lets it reach the capture server.
 # Records are redacted as they are written: the Authorization value becomes "Bearer REDACTED" and
@@ -17,7 +18,8 @@ codex_version=${CODEX_VERSION:-0.171.0}
 port=${PORT:-18471}
 out=${OUT:-$top/proxy/testdata/codex-${codex_version%.*}}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web ws-interrupt)
+[ ${#cases[@]} -gt 0 ] || cases=(http-lite ws-lite http-nonlite ws-nonlite multiagent chatgpt-ws chatgpt-http web ws-interrupt
+  compact-local compact-remote compact-ws compact-chatgpt compact-manual)
 
 cli="$top/bin/codex-cli-$codex_version"
 if [ ! -x "$cli/node_modules/.bin/codex" ]; then
@@ -51,13 +53,16 @@ PY
 }
 
 # relay_block BASE WEBSOCKETS [LINE]: the provider block `codexrelay codex-config --write` writes
-# (app/codex.go), with a fake local key, and LINE before the key.
+# (app/codex.go), with a fake local key, and LINE before the key; NAME is the provider's name
+# (default "Codex Relay", the name the cases before compact-* were recorded with), TOP a line
+# before the block.
 relay_block() {
+  [ -z "${TOP:-}" ] || printf '%s\n' "$TOP"
   cat <<EOF
 model_provider = "codexrelay"
 
 [model_providers.codexrelay]
-name = "Codex Relay"
+name = "${NAME:-Codex Relay}"
 base_url = "$1/v1"
 wire_api = "responses"
 model_catalog_url = "$1/v1/models"
@@ -110,10 +115,13 @@ run() {
     # Codex falls back to HTTP.
     [ "$auth" = chatgpt-http ] && tls+=(-refuse-websocket)
     # The built-in provider in ChatGPT mode, pointed at the capture server.
-    cat >"$w/home/.codex/config.toml" <<EOF
+    {
+      [ -z "${TOP:-}" ] || printf '%s\n' "$TOP"
+      cat <<EOF
 chatgpt_base_url = "$base/backend-api/"
 openai_base_url = "$base/backend-api/codex"
 EOF
+    } >"$w/home/.codex/config.toml"
     chatgpt_auth 00000000-0000-4000-8000-00000000ca75 >"$w/home/.codex/auth.json"
   else
     relay_block "$base" "$ws" >"$w/home/.codex/config.toml"
@@ -175,6 +183,45 @@ interrupt() {
   check_paths "$name" "$dir"
 }
 
+# compact_manual NAME: Codex's TUI over a WebSocket (the block with the name "OpenAI") against the
+# capture server's compact scenario: a turn, /compact, and a turn after it.
+compact_manual() {
+  local name=$1 w="$work/$1" dir="$out/$1" sess="capture-$$"
+  mkdir -p "$w/home/.codex" "$w/home/project"
+  rm -rf "$dir" && mkdir -p "$dir"
+  NAME=OpenAI relay_block "http://127.0.0.1:$port" true "supports_standalone_web_search = true" >"$w/home/.codex/config.toml"
+  keep_config "$w" "$dir"
+  # The project trusted, and the notice of the model's successor read: unread, Codex shows it at
+  # start and takes the first Enter as its answer.
+  printf '\n[projects."%s"]\ntrust_level = "trusted"\n\n[notice.model_migrations]\n"gpt-5.6-sol" = "gpt-6-sol"\n' "$w/home/project" \
+    >>"$w/home/.codex/config.toml"
+  local srv
+  capture_up "$w" "$dir" -scenario compact
+  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
+  screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
+  waitfor() { for _ in $(seq $(($2 * 4))); do screen | grep -qF -- "$1" && return 0; sleep 0.25; done; return 1; }
+  say() { tmux send-keys -t "$sess" "$1"; sleep 1; tmux send-keys -t "$sess" Enter; }
+  waitfor "Ask Codex" 60 || echo "$name: no prompt"
+  sleep 2 # the prompt shows a moment before it takes input
+  say "run echo hi and then say done"
+  waitfor "Worked for" 30 || echo "$name: the turn did not end"
+  say "/compact"
+  waitfor "Context compacted" 30 || echo "$name: Codex did not say the context was compacted"
+  say "what did the tool print?"
+  sleep 5
+  screen | grep -v '^\s*$' >"$w/screen.txt" || true
+  tmux kill-session -t "$sess" 2>/dev/null || true
+  pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
+  sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
+  echo "$name: $(ls "$dir" | grep -c '^[0-9]') records; Codex said 'Context compacted' $(grep -c 'Context compacted' "$w/screen.txt") time(s)"
+  check_paths "$name" "$dir"
+}
+
+# The compaction cases: Codex compacts once its usage passes the limit (the capture server
+# reports 1240 tokens until a compaction, then 200).
+limit='model_auto_compact_token_limit = 1000'
+
 for c in "${cases[@]}"; do
   case $c in
   http-lite) run "$c" gpt-5.6-sol false tool key ;;
@@ -186,6 +233,11 @@ for c in "${cases[@]}"; do
   chatgpt-http) run "$c" gpt-5.6-sol false tool chatgpt-http ;;
   web) run "$c" gpt-5.6-sol false web key-chatgpt ;;
   ws-interrupt) interrupt "$c" ;;
+  compact-local) TOP=$limit run "$c" gpt-5.6-sol false compact key ;;
+  compact-remote) TOP=$limit NAME=OpenAI run "$c" gpt-5.6-sol false compact key ;;
+  compact-ws) TOP=$limit NAME=OpenAI run "$c" gpt-5.6-sol true compact key ;;
+  compact-chatgpt) TOP=$limit run "$c" gpt-5.6-sol true compact chatgpt ;;
+  compact-manual) compact_manual "$c" ;;
   *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done

@@ -70,6 +70,7 @@ var (
 	httpState bool // the HTTP turn state was issued
 	wsState   bool // the WebSocket turn state was issued
 	waited    bool // spawn scenario: wait_agent was called
+	compacted bool // compact scenario: a compaction was answered
 )
 
 type redactFlag struct{}
@@ -225,6 +226,12 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(responses.JSON(map[string]any{"accounts": []any{map[string]any{"id": acct, "plan_type": "pro",
 			"workspace_backend_origin": "NO_CONSTRAINT", "account_routing_override": "NO_CONSTRAINT"}}, "account_ordering": []string{acct}}))
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses/compact"):
+		// compaction v1 (legacy): the compacted history as one JSON answer
+		n, id := nextResponse()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(responses.JSON(map[string]any{"id": id, "object": "response.compaction", "output": []any{map[string]any{"type": "compaction",
+			"id": fmt.Sprintf("cmp_capture_%d", n), "encrypted_content": fmt.Sprintf("gAAAABcapture-sealed-compaction-%d==", n)}}}))
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/alpha/search"):
 		// The web namespace's search (web.run): the backend answers the results as one text.
 		w.Header().Set("Content-Type", "application/json")
@@ -399,6 +406,19 @@ func answer(req map[string]any, h http.Header) []map[string]any {
 	switch {
 	case req["generate"] == false:
 		// a warm-up request: no output
+	case scenario == "compact" && responses.LastItemType(input) == "compaction_trigger":
+		// compaction v2: one item that stands for the whole history before it, sealed
+		items = append(items, map[string]any{"type": "compaction", "id": fmt.Sprintf("cmp_capture_%d", n),
+			"encrypted_content": fmt.Sprintf("gAAAABcapture-sealed-compaction-%d==", n)})
+		mu.Lock()
+		compacted = true
+		mu.Unlock()
+	case scenario == "compact" && strings.Contains(responses.LastUserText(input), "CONTEXT CHECKPOINT COMPACTION"):
+		// local compaction: the summary turn
+		items = append(items, message(n, "SUMMARY: the tool printed hi; nothing remains to do."))
+		mu.Lock()
+		compacted = true
+		mu.Unlock()
 	case sub || n > maxResponses || output && !wait:
 		items = append(items, message(n, "done"))
 	default:
@@ -411,8 +431,14 @@ func answer(req map[string]any, h http.Header) []map[string]any {
 		items = append(items, responses.Reasoning(fmt.Sprintf("rs_capture_%d", n), fmt.Sprintf("gAAAABcapture-sealed-reasoning-%d==", n)))
 		items = append(items, toolCall(req, n, want))
 	}
-	return responses.Stream{ID: id, Model: model, CreatedAt: 1764460800, ParallelToolCalls: req["parallel_tool_calls"],
-		Items: items, ArgumentDeltas: true}.Events()
+	st := responses.Stream{ID: id, Model: model, CreatedAt: 1764460800, ParallelToolCalls: req["parallel_tool_calls"],
+		Items: items, ArgumentDeltas: true}
+	mu.Lock()
+	if scenario == "compact" && compacted {
+		st.TotalTokens = 200 // under the run's compaction limit (1000): Codex compacts once
+	}
+	mu.Unlock()
+	return st.Events()
 }
 
 func message(n int, text string) map[string]any {
@@ -497,7 +523,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	catalogPath := flag.String("catalog", "", "the model catalog served on .../models")
 	flag.StringVar(&outDir, "out", "", "folder the records are written to")
-	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool), spawn (call spawn_agent), web (code mode calls web.run and image_gen.imagegen) or slow (a socket turn streamed slowly, to be interrupted)")
+	flag.StringVar(&scenario, "scenario", "tool", "tool (call the shell tool), spawn (call spawn_agent), web (code mode calls web.run and image_gen.imagegen) or slow (a socket turn streamed slowly, to be interrupted) or compact (a usage over 1000 tokens until the history is compacted, remotely or locally)")
 	flag.StringVar(&interruptAnswer, "interrupt-answer", "none", "with -scenario slow: what a response.interrupt is answered with (none | incomplete)")
 	flag.BoolVar(&rateLimits, "rate-limits", false, "send the x-codex-primary/secondary-* window headers on HTTP responses")
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer WebSocket handshakes 426 Upgrade Required (Codex then uses HTTP)")

@@ -13,6 +13,9 @@ type Stream struct {
 	// added with empty arguments, then function_call_arguments.delta and .done. Without it the
 	// call is added whole.
 	ArgumentDeltas bool
+	// TotalTokens is the usage's total_tokens (0: 1240); a client compacts its history when
+	// it passes the compaction limit.
+	TotalTokens int
 }
 
 // Events is the response's stream: created, in_progress, each item added (a message's text and
@@ -54,8 +57,12 @@ func (s Stream) response(status string, output []map[string]any) map[string]any 
 	r := map[string]any{"id": s.ID, "object": "response", "created_at": s.CreatedAt, "status": status, "model": s.Model,
 		"output": output, "parallel_tool_calls": s.ParallelToolCalls, "store": false}
 	if status == "completed" {
-		r["usage"] = map[string]any{"input_tokens": 1200, "input_tokens_details": map[string]any{"cached_tokens": 1024},
-			"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": 1240}
+		total := s.TotalTokens
+		if total == 0 {
+			total = 1240
+		}
+		r["usage"] = map[string]any{"input_tokens": total - 40, "input_tokens_details": map[string]any{"cached_tokens": 1024},
+			"output_tokens": 40, "output_tokens_details": map[string]any{"reasoning_tokens": 16}, "total_tokens": total}
 	}
 	return r
 }
