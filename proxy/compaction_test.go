@@ -1,12 +1,16 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -199,5 +203,90 @@ func TestCompactionLeftOutWhenTheServingAccountCannotRemakeIt(t *testing.T) {
 	r.streamItems(t, turnBody(userSays, cmp, userAsks))
 	if got := len(b.requests()) - n; got != 1 {
 		t.Fatalf("the next turn sent b %d requests, want 1", got)
+	}
+}
+
+// The real Codex's frames of a remote compaction over a socket (testdata/codex-0.171/compact-ws):
+// the turn, the compaction (previous_response_id, the tool's output and the trigger), then, after
+// A reached its limit, the new window that carries A's compaction, and the turn after its tool.
+// B, which serves the new window, gets its own compaction of the conversation, re-made from
+// the compaction request the relay replayed whole from the socket's conversation.
+func TestCodexCompactionOverASocketSurvivesARotation(t *testing.T) {
+	var mu sync.Mutex
+	limited := false
+	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		done := limited
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet:
+			http.NotFound(w, r) // no WebSocket: the relay serves the turns over HTTP
+		case done:
+			status(429, limitAnswer)(w, r, n)
+		default:
+			if strings.Contains(string(readRecorded(r)), `"compaction_trigger"`) {
+				mu.Lock()
+				limited = true // A's limit, once it compacted
+				mu.Unlock()
+			}
+			compacter("A")(w, r, n)
+		}
+	})
+	b := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method == http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		compacter("B")(w, r, n)
+	})
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatgptAccount("b", b))
+	c, _, err := websocket.Dial(context.Background(), strings.Replace(r.URL, "http", "ws", 1)+"/v1/responses", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	prev, compaction := "", ""
+	for _, capture := range loadCaptures(t, "compact-ws") {
+		if capture.Kind != "ws-frame" {
+			continue
+		}
+		var f map[string]json.RawMessage
+		json.Unmarshal(capture.Body, &f)
+		if _, ok := f["previous_response_id"]; ok {
+			f["previous_response_id"], _ = json.Marshal(prev)
+		}
+		var input []json.RawMessage
+		json.Unmarshal(f["input"], &input)
+		if n := len(input); n > 0 && strings.Contains(string(input[n-1]), `"type":"compaction"`) {
+			input[n-1] = json.RawMessage(compaction) // the new window carries the compaction Codex got
+			f["input"], _ = json.Marshal(input)
+		}
+		frame, _ := json.Marshal(f)
+		evs := turn(t, c, string(frame))
+		prev = responseID(t, evs)
+		for _, ev := range evs {
+			if item, _ := json.Marshal(ev["item"]); ev["type"] == "response.output_item.done" && strings.Contains(string(item), `"compaction"`) {
+				compaction = string(item)
+			}
+		}
+	}
+	if !strings.Contains(compaction, "gAAAABAcmp") {
+		t.Fatalf("Codex got no compaction of A's: %q", compaction)
+	}
+	var remade, carried bool
+	for _, got := range b.requests() {
+		body := string(got.Body)
+		if strings.Contains(body, "gAAAABAcmp") {
+			t.Fatalf("B was sent A's compaction: %.300s", body)
+		}
+		remade = remade || strings.Contains(body, `"compaction_trigger"`) && strings.Contains(body, `"custom_tool_call_output"`)
+		carried = carried || strings.Contains(body, "gAAAABBcmp")
+	}
+	if !remade || !carried {
+		t.Fatalf("B re-made the compaction: %v; B's own compaction in its turns: %v", remade, carried)
+	}
+	if tr := r.lastTrace(t, 4); tr.Account != "b" || tr.CompactionRemade != 1 {
+		t.Fatalf("the last turn: account %q, compactionRemade %d", tr.Account, tr.CompactionRemade)
 	}
 }
