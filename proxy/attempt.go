@@ -51,7 +51,7 @@ type accountTry struct {
 // account mends (a tally counts those: route.go).
 type failure struct {
 	reason         string
-	untranslatable bool
+	untranslatable error // why no body could be built for the account (nil: one was)
 	storeErr       string
 }
 
@@ -91,7 +91,7 @@ func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	refreshed := false
 	for n := 0; n < 2; n++ {
 		if tr.err != nil {
-			return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: true}
+			return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: tr.err}
 		}
 		if n > 0 && !refreshed {
 			t := time.NewTimer(x.s.opt.RetryBackoff)
@@ -237,7 +237,7 @@ func sendHTTP(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 	// ChatGPT accounts always stream; the others stream when the client does.
 	m, body := tr.m, tr.body
 	stream := x.req.stream || m.Kind == KindChatGPT
-	resp, c, err := x.s.send(x.r.Context(), m, tr.cred, tr.wire.path(), body.reader(), len(body.b), stream, x.upstreamHeaders(tr, false), tmo.Header)
+	resp, c, err := x.s.send(x.r.Context(), m, tr.cred, tr.wire.to(), body.reader(), len(body.b), stream, x.upstreamHeaders(tr, false), tmo.Header)
 	return sent{resp: resp, call: c, bytes: len(body.b)}, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/codexrelay/codexrelay/proxy"
 )
@@ -288,5 +290,52 @@ func TestCodexCompactionOverASocketSurvivesARotation(t *testing.T) {
 	}
 	if tr := r.lastTrace(t, 4); tr.Account != "b" || tr.CompactionRemade != 1 {
 		t.Fatalf("the last turn: account %q, compactionRemade %d", tr.Account, tr.CompactionRemade)
+	}
+}
+
+// Compaction v1 through the official SDK: a ChatGPT account gets it as a v2 compaction (the
+// trigger after the input) and the answer comes back in v1's shape; an API key gets it as it
+// came, on its own v1 route; a Chat Completions account cannot compact.
+func TestCompactionV1(t *testing.T) {
+	params := responses.ResponseCompactParams{Model: "gpt-5-codex",
+		Input: responses.ResponseCompactParamsInputUnion{OfString: openai.String("remember FACT-PAPAYA")}}
+
+	chatgpt := newUpstream(t, compacter("A"))
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", chatgpt))
+	client := r.sdk()
+	got, err := client.Responses.Compact(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Output) != 2 || got.Output[0].Type != "message" || got.Output[1].Type != "compaction" ||
+		!strings.HasPrefix(got.Output[1].EncryptedContent, "gAAAABAcmp") || got.Object != "response.compaction" || got.ID == "" {
+		t.Fatalf("v1 answer %s", got.RawJSON())
+	}
+	sent := chatgpt.requests()[0]
+	if sent.Path != "/backend-api/codex/responses" || !strings.HasSuffix(string(sent.Body), `{"type":"compaction_trigger"}]}`) &&
+		!strings.Contains(string(sent.Body), `{"type":"compaction_trigger"}]`) {
+		t.Fatalf("the ChatGPT account got %s %s", sent.Path, sent.Body)
+	}
+
+	key := newUpstream(t, status(200, `{"id":"cmp_1","object":"response.compaction","created_at":1,"output":[{"type":"compaction","id":"c1","encrypted_content":"gAAAABkey"}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`))
+	r = newRelay(t, proxy.Options{}, openaiAccount("key", key))
+	client = r.sdk()
+	if got, err = client.Responses.Compact(context.Background(), params); err != nil || got.Output[0].EncryptedContent != "gAAAABkey" {
+		t.Fatalf("API key: %v %s", err, got.RawJSON())
+	}
+	if sent := key.requests()[0]; sent.Path != "/v1/responses/compact" || strings.Contains(string(sent.Body), "compaction_trigger") {
+		t.Fatalf("the API key got %s %s", sent.Path, sent.Body)
+	}
+
+	chat := newUpstream(t, answerText("hi"))
+	chatAcct := openaiAccount("llama", chat)
+	chatAcct.API = proxy.APIChat
+	r = newRelay(t, proxy.Options{}, chatAcct)
+	resp := r.post(t, "/v1/responses/compact", `{"model":"gpt-5-codex","input":"hi"}`)
+	if e := decodeErr(t, resp); resp.StatusCode != 400 || e.Error.Code != "untranslatable_request" || !strings.Contains(e.Error.Message, "cannot compact") {
+		t.Fatalf("a Chat account: %d %+v", resp.StatusCode, e)
+	}
+	if len(chat.requests()) != 0 {
+		t.Fatal("the Chat account was sent the compaction")
 	}
 }

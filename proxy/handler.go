@@ -39,6 +39,7 @@ func (s *Server) routes() {
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"/v1", ""} {
 		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
+		mux.HandleFunc("POST "+prefix+"/responses/compact", s.handleCompact)
 		mux.HandleFunc("GET "+prefix+"/responses", s.handleResponsesSocket)
 		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
@@ -68,7 +69,7 @@ func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
 	x.t.Path = truncate(r.URL.Path, 200)
 	x.reject(&apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, " +
-			"POST /v1/chat/completions, GET /v1/models, and Codex's web search and image generation (POST /v1/alpha/search, " +
+			"POST /v1/responses/compact, POST /v1/chat/completions, GET /v1/models, and Codex's web search and image generation (POST /v1/alpha/search, " +
 			"/v1/images/generations, /v1/images/edits)"}, OutcomeRejected)
 }
 
@@ -146,6 +147,11 @@ func (s *Server) guard(r *http.Request) *apiError {
 // handleResponses serves POST /v1/responses.
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, routeResponses)
+}
+
+// handleCompact serves POST /v1/responses/compact, compaction v1 (compaction.go).
+func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, routeCompact)
 }
 
 // handleChat serves POST /v1/chat/completions.
@@ -355,6 +361,7 @@ const maxModelName = 256
 const (
 	routeResponses = "responses"
 	routeChat      = "chat"
+	routeCompact   = "compact" // POST /v1/responses/compact: a Responses body, answered whole
 )
 
 // reject answers e without having forwarded anything.

@@ -272,7 +272,7 @@ func (x *exchange) relayError(a *answer) {
 // relayPlain answers a non-streamed request with the upstream's answer, read whole.
 func (x *exchange) relayPlain(a *answer) {
 	x.noteUsage(a.plain)
-	if x.req.route == routeResponses {
+	if x.req.route != routeChat {
 		x.learnResponse(a.tr.m, a.plain)
 	}
 	if x.writeUpstreamBody(a) != nil {

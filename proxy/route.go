@@ -188,6 +188,7 @@ type tally struct {
 	tried          int
 	failures       []string
 	untranslatable int
+	untranslated   error // why the last such account could not take it
 	storeDown      int
 	storeErr       string // why the keychain could not be read, with advice
 }
@@ -195,8 +196,9 @@ type tally struct {
 // add counts m's failure f.
 func (tl *tally) add(m *member, f failure) {
 	tl.failures = append(tl.failures, m.Name+": "+f.reason)
-	if f.untranslatable {
+	if f.untranslatable != nil {
 		tl.untranslatable++
+		tl.untranslated = f.untranslatable
 	}
 	if f.storeErr != "" {
 		tl.storeDown++
@@ -293,10 +295,11 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 	s := x.s
 	model := p.targets[0].model
 	x.t.ResolvedModel = model
-	if trans := x.out.trans; trans != nil && trans.err != nil && tl.tried == tl.untranslatable {
-		// Every account needed a translation, and nothing usable was left of the request.
+	if tl.tried > 0 && tl.tried == tl.untranslatable {
+		// No account could take the request in its protocol: every one needed a translation
+		// that left nothing usable, or could not do what it asks (a compaction).
 		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+model+
-			" (they speak the other API): "+trans.err.Error()), OutcomeRejected)
+			": "+tl.untranslated.Error()), OutcomeRejected)
 		return
 	}
 	if tl.storeDown > 0 && tl.storeDown == tl.tried {

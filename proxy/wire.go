@@ -17,6 +17,9 @@ import (
 // phase.
 type wire struct {
 	name string
+	// path is where the wire's requests go under the account's base URL, when it is not the
+	// protocol's own (/responses, /chat/completions).
+	path string
 	// chat says that the account speaks Chat Completions: requests go to /chat/completions,
 	// and a 200 stream may carry an error object where its first chunk should be.
 	chat bool
@@ -56,6 +59,16 @@ var (
 		stream: (*exchange).relayResponsesFromChat, plain: (*exchange).plainResponsesFromChat}
 	// A WebSocket turn, Responses account over WebSocket: the frame is built when it is sent,
 	// as it depends on the upstream socket (socketwire.go); the events relay as a stream.
+	// Compaction v1 (POST /responses/compact), Responses account: the body goes as it is to the
+	// account's own v1 route, and its answer comes back whole.
+	compactWire = &wire{name: "compact", path: "/responses/compact", body: responsesBody, send: sendHTTP, plain: (*exchange).relayPlain}
+	// Compaction v1, ChatGPT account, which compacts only the v2 way: a Responses request whose
+	// input ends with the compaction trigger, its answer put in v1's shape (compaction.go).
+	compactOverV2 = &wire{name: "compact over v2", body: compactOverV2Body, send: sendHTTP, whole: (*exchange).answerWholeAsCompact}
+	// Compaction v1, Chat account: no compaction can be made there.
+	compactOverChat = &wire{name: "compact over chat", chat: true, body: func(*exchange, *accountTry) (builtBody, error) {
+		return builtBody{}, errNoChatCompaction
+	}, send: sendHTTP}
 	responsesOverSocket = &wire{name: "responses over websocket", body: func(*exchange, *accountTry) (builtBody, error) { return builtBody{}, nil },
 		send: sendSocket, recover: renewSocket, stream: (*exchange).relayStream}
 )
@@ -64,6 +77,12 @@ var (
 func (x *exchange) wireFor(m *member) *wire {
 	chatAccount := m.Kind == KindOpenAI && m.API == APIChat
 	switch {
+	case x.req.route == routeCompact && chatAccount:
+		return compactOverChat
+	case x.req.route == routeCompact && m.Kind == KindChatGPT:
+		return compactOverV2
+	case x.req.route == routeCompact:
+		return compactWire
 	case x.req.route == routeChat && chatAccount:
 		return chatWire
 	case x.req.route == routeChat:
@@ -84,9 +103,12 @@ func (w *wire) renew(x *exchange, code string, err error) (string, bool) {
 	return w.recover(x, code, err)
 }
 
-// path is where the wire's requests go, under the account's base URL.
-func (w *wire) path() string {
-	if w.chat {
+// to is where the wire's requests go, under the account's base URL.
+func (w *wire) to() string {
+	switch {
+	case w.path != "":
+		return w.path
+	case w.chat:
 		return "/chat/completions"
 	}
 	return "/responses"
