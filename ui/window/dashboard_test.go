@@ -408,6 +408,18 @@ func TestRequestRowSaysHeld(t *testing.T) {
 	}
 }
 
+// A request whose compaction another account sealed says what became of it: re-made on the
+// serving account, or left out (the conversation's memory before it lost).
+func TestRequestRowSaysWhatBecameOfTheCompaction(t *testing.T) {
+	if v := requestStatus(proxy.Trace{Status: 200, CompactionRemade: 1}); v.text != "200 · compaction re-made" {
+		t.Fatalf("status %q", v.text)
+	}
+	left := proxy.Trace{Status: 200, SealedOmitted: 2, SealedOmittedParts: map[string]int{"compaction": 1, "reasoning": 1}}
+	if v := requestStatus(left); v.text != "200 · compaction left out" {
+		t.Fatalf("status %q", v.text)
+	}
+}
+
 // A banner that appears pushes what is under it down instead of covering its first rows, and
 // the accounts table is as tall as its accounts (a floor of three rows left an empty band).
 func TestDashboardMakesRoomForBanners(t *testing.T) {

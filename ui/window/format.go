@@ -195,6 +195,14 @@ func statusText(t proxy.Trace) string {
 	if t.HeldMs > 0 { // it waited for a resting pool: "200 · held 2.1 s"
 		s += " · held " + strconv.FormatFloat(t.HeldMs/1000, 'f', 1, 64) + " s"
 	}
+	// What became of the conversation's compaction on an account that could not read it: the
+	// memory it stands for went with the request, or was lost.
+	switch {
+	case t.SealedOmittedParts["compaction"] > 0:
+		s += " · compaction left out"
+	case t.CompactionRemade > 0:
+		s += " · compaction re-made"
+	}
 	return s
 }
 
