@@ -15,6 +15,9 @@
 #                     shows the pool's limits, read from the relay over HTTPS (status_path)
 #   esc               Codex's TUI over a WebSocket, Esc mid-turn: the account's request ends
 #                     within 1 s (esc_path)
+#   compact           Codex over a WebSocket compacts on A (remotely: the provider named
+#                     "OpenAI"), A reaches its limit, and B, on which the relay re-makes the
+#                     compaction, still knows what the tool printed before it (compact_path)
 #
 # In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
 # tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
@@ -148,8 +151,12 @@ PY
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
 }
 
+# E2E_ONLY="compact esc" runs only the paths named.
+runs() { [ -z "${E2E_ONLY:-}" ] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
+
 fail=0
 for path in http socket-over-http socket web; do
+  runs "$path" || continue
   fakeflags=()
   [ "$path" = socket-over-http ] && fakeflags=(-refuse-websocket)
   [ "$path" = web ] && fakeflags=(-web)
@@ -319,7 +326,7 @@ PY
     echo "--- screen"; tail -n 40 "$pane" 2>/dev/null; echo "--- codex stderr"; tail -n 10 "$w/codex.err"; echo "--- relay log"; tail -n 20 "$w/relay.log"
   fi
 }
-status_path
+runs status && status_path
 
 # esc: Codex's TUI over a WebSocket (the configuration as written), A's backend streaming its
 # answer a word every 200 ms (over HTTP: the fake refuses the upgrade). Esc once the turn has
@@ -368,6 +375,56 @@ PY
     echo "--- screen"; tail -n 20 "$pane" 2>/dev/null; echo "--- relay log"; tail -n 20 "$w/relay.log"; echo "--- fake log"; tail -n 10 "$w/fake.log"
   fi
 }
-esc_path
+runs esc && esc_path
+
+# compact: Codex over a WebSocket with the block codex-config writes (the provider named
+# "OpenAI": Codex compacts remotely) and a compaction limit of 1000 tokens. A's tool call prints
+# FACT-7Q2 and reports 1240 tokens, so Codex compacts on A before it sends the output on; A then
+# reaches its limit. The new window carries A's sealed compaction, which B cannot read: the relay
+# re-makes it on B from the request that produced it, and B's answer still knows what the tool
+# printed, though the tool's output is no longer in what Codex sends (only the compaction
+# stands for it). Checks: Codex's answer names FACT-7Q2, A made the compaction, B re-made it and
+# never received A's sealed parts, and the trace says the compaction was re-made on b.
+compact_path() {
+  relay_up "$work/compact" -compact
+  sed -i '1i model_auto_compact_token_limit = 1000' "$CODEX_HOME/config.toml"
+  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
+    --dangerously-bypass-approvals-and-sandbox -m "$model" "run the tool, then say done and what it printed" >"$w/codex.out" 2>"$w/codex.err") || true
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
+  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
+  leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+  if python3 - "$(tail -n 1 "$w/codex.out" 2>/dev/null)" "$leaked" "$w/traces.json" "$logs/requests.jsonl" "$CODEX_HOME/config.toml" <<'PY'
+import json, sys
+answer, leaked, traces_f, reqs_f, cfg_f = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+try:
+    traces = list(reversed(json.load(open(traces_f))))
+except Exception:
+    traces = []
+reqs = [json.loads(l) for l in open(reqs_f) if l.strip()]
+turns = [t for t in traces if t.get("route") == "responses"]
+said = " ".join("%s:%s" % (r["account"], r["answer"]) for r in reqs if not r.get("warmup"))
+remade = [t for t in turns if t.get("compactionRemade")]
+kinds = " ".join("/".join("%s%s" % (a["account"], ":" + a["kind"] if a.get("kind") else "") for a in t.get("attempts", [])) for t in turns)
+named = 'name = "OpenAI"' in open(cfg_f).read()
+print("compact: codex answered '%s'; the backend answered: %s; relay attempts per turn: %s; turns with the compaction re-made: %s; "
+      "A's sealed parts B received: %d; provider named OpenAI: %s" % (answer, said, kinds,
+      " ".join(t.get("account") or "-" for t in remade) or "none", leaked, "yes" if named else "no"))
+problems = []
+if "FACT-7Q2" not in answer: problems.append("Codex's answer forgot what the tool printed before the compaction")
+if not named: problems.append("codex-config did not name the provider OpenAI")
+if not any(r["account"] == "A" and r["answer"] == "compaction" for r in reqs): problems.append("A never compacted")
+if not any(r["account"] == "B" and r["answer"] == "compaction" for r in reqs): problems.append("B never re-made the compaction")
+if leaked: problems.append("B received A's sealed parts")
+if not remade or remade[0].get("account") != "b": problems.append("no trace of the compaction re-made on b")
+for p in problems: print("  FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+  then :; else
+    fail=1
+    echo "--- codex stderr"; tail -n 20 "$w/codex.err"; echo "--- relay log"; tail -n 20 "$w/relay.log"; echo "--- fake log"; tail -n 30 "$w/fake.log"
+  fi
+}
+runs compact && compact_path
 
 [ $fail = 0 ] && echo "codex-e2e: passed" || { echo "codex-e2e: FAILED"; exit 1; }

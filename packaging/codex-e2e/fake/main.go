@@ -39,7 +39,16 @@
 //
 // With -slow, every turn streams a word every 200 ms until the relay ends it (serveSlow).
 //
-//	fake [-refuse-websocket] [-web] [-slow] PORTA PORTB LOGDIR
+// With -compact, the backend compacts as the ChatGPT backend does (compaction v2,
+// proxy/testdata/codex-0.171/compact-*): A's tool call runs `echo FACT-7Q2` and its answer
+// reports 1240 tokens (over the limit run.sh gives Codex, 1000), so Codex compacts before it
+// sends the tool's output on; a request whose input ends with {"type":"compaction_trigger"} is
+// answered with one compaction item sealed to the account, which carries (readable to that
+// account alone) the FACT- words the history held. A answers its compaction, then 429 to every
+// later request. B's answers say what it knows: "done: the tool printed FACT-..." from the
+// plain input and its own compactions, or "done: I do not know what the tool printed".
+//
+//	fake [-refuse-websocket] [-web] [-slow] [-compact] PORTA PORTB LOGDIR
 package main
 
 import (
@@ -53,6 +62,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,6 +89,7 @@ var (
 	refuseWS bool
 	web      bool                // A's tool call is responses.WebScript
 	slow     bool                // turns stream a word every 200 ms (serveSlow)
+	compact  bool                // compaction v2, and a fact to remember (-compact)
 	liteOf   = map[string]bool{} // model slug -> use_responses_lite
 	jsonlMu  sync.Mutex
 )
@@ -148,7 +160,10 @@ type verdict struct {
 	ForeignTurnState bool   `json:"foreign_turn_state,omitempty"`
 	ToolOutput       string `json:"tool_output,omitempty"`
 	Status           int    `json:"status"`
-	Answer           string `json:"answer"` // tool_call | done | no_tools | warmup | error code
+	Answer           string `json:"answer"` // tool_call | done | no_tools | warmup | compaction | error code
+	Said             string `json:"said,omitempty"`
+	// Tokens is the usage's total_tokens the answer reports (0: the stream's default).
+	Tokens int `json:"tokens,omitempty"`
 }
 
 func record(v verdict) {
@@ -251,7 +266,18 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 		a.states[newState] = true
 	}
 	a.mu.Unlock()
-	if a.name == "A" && n > 1 {
+	limitAfter := 1
+	if compact {
+		limitAfter = 2 // the turn's tool call, then the compaction
+		v.Tokens = 200
+	}
+	if compact && responses.LastItemType(input) == "compaction_trigger" && (a.name == "B" || n <= limitAfter) {
+		v.Answer = "compaction"
+		facts := strings.Join(a.facts(t.context), " ")
+		return id, []map[string]any{{"type": "compaction", "id": fmt.Sprintf("cmp_%s_%d", a.name, n),
+			"encrypted_content": a.prefix() + "-compaction-" + base64.RawURLEncoding.EncodeToString([]byte(facts))}}, newState, nil
+	}
+	if a.name == "A" && n > limitAfter {
 		e := errOf(429, "usage_limit_reached", "usage_limit_reached", "The usage limit has been reached")
 		e.body["plan_type"] = "pro"
 		e.body["resets_at"] = time.Now().Unix() + 86400
@@ -267,21 +293,58 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 	case a.name == "A":
 		call := toolCall(t.context, a.name, n)
 		v.Answer = "tool_call"
+		if compact {
+			v.Tokens = 1240 // over Codex's limit: it compacts
+		}
 		if call["type"] == "message" {
 			v.Answer = "no_tools"
 		}
 		return id, []map[string]any{reasoning, call}, newState, nil
 	}
 	v.Answer = "done"
-	return id, []map[string]any{reasoning, message(a.name, n, "done")}, newState, nil
+	text := "done"
+	if compact {
+		text = "done: I do not know what the tool printed"
+		if facts := a.facts(t.context); len(facts) > 0 {
+			text = "done: the tool printed " + strings.Join(facts, " ")
+		}
+	}
+	v.Said = text
+	return id, []map[string]any{reasoning, message(a.name, n, text)}, newState, nil
+}
+
+// factWord is a fact, wherever it stands (the exec tool's output is JSON inside text).
+var factWord = regexp.MustCompile(`FACT-[A-Z0-9]+`)
+
+// facts are the FACT- words the account can read in a conversation: in the tool outputs, and
+// in the compactions it sealed itself.
+func (a *account) facts(ctx []any) []string {
+	var out []string
+	add := func(s string) {
+		for _, w := range factWord.FindAllString(s, -1) {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	add(toolOutputs(ctx))
+	own := a.prefix() + "-compaction-"
+	for _, it := range ctx {
+		m, _ := it.(map[string]any)
+		if enc, _ := m["encrypted_content"].(string); m["type"] == "compaction" && strings.HasPrefix(enc, own) {
+			b, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(enc, own))
+			add(string(b))
+		}
+	}
+	return out
 }
 
 // events is the stream of a response to req: its turn state, if any, as a response.metadata
 // event (over a socket; HTTP sends it as a header).
-func events(id string, req map[string]any, items []map[string]any, state string) []map[string]any {
+func events(id string, req map[string]any, items []map[string]any, state string, tokens int) []map[string]any {
 	model, _ := req["model"].(string)
 	return responses.Stream{ID: id, Model: model, CreatedAt: time.Now().Unix(), ParallelToolCalls: req["parallel_tool_calls"],
-		Items: items, TurnState: state}.Events()
+		Items: items, TurnState: state, TotalTokens: tokens}.Events()
 }
 
 func message(acct string, n int, text string) map[string]any {
@@ -301,9 +364,13 @@ func toolCall(ctx []any, acct string, n int) map[string]any {
 	if !ok {
 		return message(acct, n, "I have no shell tool here.")
 	}
-	args := `{"cmd":"echo hi"}`
+	cmd := "echo hi"
+	if compact {
+		cmd = "echo FACT-7Q2"
+	}
+	args := `{"cmd":"` + cmd + `"}`
 	if t.Def["type"] == "custom" {
-		args = `const r = await tools.exec_command({cmd: "echo hi"}); text(r);`
+		args = `const r = await tools.exec_command({cmd: "` + cmd + `"}); text(r);`
 		if web {
 			args = responses.WebScript
 		}
@@ -507,7 +574,7 @@ func (a *account) serveHTTP(w http.ResponseWriter, r *http.Request, body []byte,
 	if state != "" {
 		w.Header().Set(stateHeader, state)
 	}
-	responses.WriteSSE(w, events(id, req, items, ""))
+	responses.WriteSSE(w, events(id, req, items, "", v.Tokens))
 }
 
 // serveSlow answers a turn with a message a word every 200 ms, for two minutes at most, and
@@ -624,7 +691,7 @@ func (a *account) serveSocket(w http.ResponseWriter, r *http.Request) {
 			evs = []map[string]any{{"type": "error", "status": e.status, "error": e.body}}
 		} else {
 			v.Status = 200
-			evs = events(id, req, items, state)
+			evs = events(id, req, items, state, v.Tokens)
 			h := append([]any{}, t.context...)
 			for _, it := range items {
 				h = append(h, it)
@@ -641,6 +708,7 @@ func main() {
 	flag.BoolVar(&refuseWS, "refuse-websocket", false, "answer the WebSocket upgrade 404")
 	flag.BoolVar(&web, "web", false, "A's tool call runs web.run and image_gen.imagegen (code mode)")
 	flag.BoolVar(&slow, "slow", false, "turns stream a word every 200 ms until the relay ends them (LOGDIR/cancelled)")
+	flag.BoolVar(&compact, "compact", false, "compaction v2, and A's tool prints a fact to remember (FACT-7Q2)")
 	flag.Parse()
 	if flag.NArg() != 3 {
 		log.Fatal("usage: fake [-refuse-websocket] [-web] [-slow] PORTA PORTB LOGDIR")
