@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,9 +18,9 @@ import (
 // workspace, and syncs plugins, apps, settings and analytics, always with its own ChatGPT
 // sign-in:
 //
-//   - GET /backend-api/wham/usage answers the pool's figures (poolUsage), so that /status
-//     shows what the pool can still serve and a limit is reached only when no account can
-//     serve;
+//   - GET /backend-api/wham/usage answers the user's own usage with the pool's windows over it
+//     (poolusage.go), so that /status shows what the pool can still serve and a limit is
+//     reached only when no account can serve;
 //   - GET /backend-api/wham/accounts/check answers the workspace discovery itself, without a
 //     routing constraint, so that Codex keeps its ChatGPT calls on the relay;
 //   - everything else under /backend-api/ goes as it came, with Codex's own sign-in, to the
@@ -53,20 +53,38 @@ func (s *Server) chatgptRoutes(mux *http.ServeMux) {
 	mux.HandleFunc(chatgptPrefix, s.handleChatGPTPassthrough)
 }
 
-// handlePoolUsage answers Codex's usage read with the pool's figures: the windows of the
-// ChatGPT account that would serve next (the most headroom of those that can serve now), so
-// that Codex's limit is reached only when no account can serve, and then the windows of the
-// account back first. With no ChatGPT account in the pool the call goes to the backend.
+// handlePoolUsage answers Codex's usage read with the pool's windows over the signed-in user's
+// own answer (poolusage.go). With no ChatGPT account in the pool, or none that can serve with
+// a fresh reading, the call goes to the backend as it came.
 func (s *Server) handlePoolUsage(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.poolUsage(s.now())
-	if !ok {
+	pw, ok := s.poolUsage(r.Context())
+	if !ok || pw.serving && !pw.servingCounted {
 		s.handleChatGPTPassthrough(w, r)
 		return
 	}
 	x := s.beginChatGPT(w, r)
 	defer x.end()
-	x.t.Account = u.account
-	x.writeJSON(http.StatusOK, u.body)
+	x.t.Account = strings.Join(pw.counted, ",")
+	if len(pw.unread) > 0 {
+		x.t.Error = "pooled without " + strings.Join(pw.unread, ", ") + ": no usage read in the last " + usageFresh.String()
+	}
+	status, own, header, got := s.ownUsage(r)
+	switch {
+	case !got:
+		// The backend could not be reached: the pool's windows alone (no plan, no credits).
+		x.writeRaw(http.StatusOK, pw.overlay(nil))
+	case status/100 != 2:
+		// The user's sign-in was refused (or the call was): Codex is told, as by the backend.
+		x.t.Error = "the ChatGPT backend answered the user's own usage " + strconv.Itoa(status)
+		for _, k := range []string{"Content-Type", "Www-Authenticate"} {
+			if v := header.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
+		x.writeRaw(status, own)
+	default:
+		x.writeRaw(http.StatusOK, pw.overlay(own))
+	}
 }
 
 // handleAccountsCheck answers Codex's workspace routing discovery for the account it is
@@ -131,88 +149,22 @@ func (s *Server) beginChatGPT(w http.ResponseWriter, r *http.Request) *exchange 
 // writeJSON answers v with status, and records it.
 func (x *exchange) writeJSON(status int, v any) {
 	b, _ := json.Marshal(v)
+	x.writeRaw(status, b)
+}
+
+// writeRaw answers the JSON body b with status, and records it.
+func (x *exchange) writeRaw(status int, b []byte) {
 	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
 	h.Set("Cache-Control", "no-store")
 	x.w.WriteHeader(status)
 	n, _ := x.w.Write(b)
 	x.t.Status, x.t.Bytes, x.t.Outcome = status, int64(n), OutcomeCompleted
-}
-
-// pooledUsage is the pool's usage answer and the account whose windows it shows.
-type pooledUsage struct {
-	account string
-	body    map[string]any
-}
-
-// poolUsage is the usage answer of the pool at now, in the backend's shape (whole numbers:
-// Codex reads the window fields as integers); ok is false when the pool has no ChatGPT account.
-// The windows are those of the account that can serve now with the most headroom (an account
-// whose usage was not read yet counts as untouched); when none can serve, those of the
-// account back first, with the limit reached. The reset credits are the pool's.
-func (s *Server) poolUsage(now time.Time) (pooledUsage, bool) {
-	var best, back *member
-	bestScore := math.Inf(1)
-	var backAt time.Time
-	credits, found := 0, false
-	for _, m := range s.pool.list() {
-		if m.Kind != KindChatGPT {
-			continue
-		}
-		found = true
-		if q := m.quotaCopy(); q != nil && q.ResetCredits != nil && !m.Disabled {
-			credits += *q.ResetCredits
-		}
-		if m.usable("", now) {
-			if sc := m.usedScore(); sc < bestScore {
-				best, bestScore = m, sc
-			}
-		} else if t := m.restsUntil(now); !t.IsZero() && (back == nil || t.Before(backAt)) {
-			back, backAt = m, t
-		}
+	if status >= 400 {
+		x.t.Outcome = OutcomeFailed
 	}
-	if !found {
-		return pooledUsage{}, false
-	}
-	serving := best != nil
-	if !serving {
-		best = back
-	}
-	rl := map[string]any{"allowed": serving, "limit_reached": !serving}
-	body := map[string]any{"rate_limit": rl, "additional_rate_limits": []any{},
-		"rate_limit_reset_credits": map[string]any{"available_count": credits}}
-	u := pooledUsage{body: body}
-	if best == nil { // every ChatGPT account is signed out or disabled
-		return u, true
-	}
-	u.account = best.Name
-	q := best.quotaCopy()
-	if q == nil {
-		q = &Quota{}
-	}
-	window := func(used float64, resets time.Time, secs int64) map[string]any {
-		w := map[string]any{"used_percent": int(math.Round(min(max(used, 0), 100))), "limit_window_seconds": secs}
-		if resets.After(now) {
-			w["reset_after_seconds"] = int64(resets.Sub(now).Seconds())
-			w["reset_at"] = resets.Unix()
-		}
-		return w
-	}
-	primaryUsed, primaryReset := q.PrimaryUsedPercent, q.PrimaryResetsAt
-	if !serving {
-		// Every account rests: the pool's five hours are spent until the first is back,
-		// whatever limit (its window, a rate limit, an outage's rest) made it rest.
-		primaryUsed, primaryReset = 100, backAt
-	}
-	rl["primary_window"] = window(primaryUsed, primaryReset, 5*3600)
-	rl["secondary_window"] = window(q.SecondaryUsedPercent, q.SecondaryResetsAt, 7*24*3600)
-	if q.PlanType != "" {
-		body["plan_type"] = q.PlanType
-	}
-	if c := q.Credits; c != nil {
-		body["credits"] = map[string]any{"has_credits": c.HasCredits, "unlimited": c.Unlimited, "balance": c.Balance}
-	}
-	return u, true
 }
 
 // quotaCopy is m's last usage read (nil: none yet), copied.

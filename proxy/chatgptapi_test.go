@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -36,22 +37,31 @@ func (r *relay) codexGet(t *testing.T, path string) *http.Response {
 type usageWindows struct {
 	PlanType  string `json:"plan_type"`
 	RateLimit struct {
-		Allowed      bool `json:"allowed"`
-		LimitReached bool `json:"limit_reached"`
-		Primary      *struct {
-			UsedPercent        int   `json:"used_percent"`
-			LimitWindowSeconds int   `json:"limit_window_seconds"`
-			ResetAfterSeconds  int   `json:"reset_after_seconds"`
-			ResetAt            int64 `json:"reset_at"`
-		} `json:"primary_window"`
-		Secondary *struct {
-			UsedPercent        int `json:"used_percent"`
-			LimitWindowSeconds int `json:"limit_window_seconds"`
-		} `json:"secondary_window"`
+		Allowed      bool         `json:"allowed"`
+		LimitReached bool         `json:"limit_reached"`
+		Primary      *usageWindow `json:"primary_window"`
+		Secondary    *usageWindow `json:"secondary_window"`
 	} `json:"rate_limit"`
+	Credits struct {
+		Balance string `json:"balance"`
+	} `json:"credits"`
 	ResetCredits struct {
 		Available int `json:"available_count"`
 	} `json:"rate_limit_reset_credits"`
+	Additional []struct {
+		LimitName string `json:"limit_name"`
+		RateLimit struct {
+			Primary   *usageWindow `json:"primary_window"`
+			Secondary *usageWindow `json:"secondary_window"`
+		} `json:"rate_limit"`
+	} `json:"additional_rate_limits"`
+}
+
+type usageWindow struct {
+	UsedPercent        int   `json:"used_percent"`
+	LimitWindowSeconds int   `json:"limit_window_seconds"`
+	ResetAfterSeconds  int   `json:"reset_after_seconds"`
+	ResetAt            int64 `json:"reset_at"`
 }
 
 func (r *relay) poolUsage(t *testing.T) usageWindows {
@@ -59,10 +69,25 @@ func (r *relay) poolUsage(t *testing.T) usageWindows {
 	resp := r.codexGet(t, "/backend-api/wham/usage")
 	b := readAll(t, resp)
 	var u usageWindows
-	if resp.StatusCode != 200 || json.Unmarshal(b, &u) != nil || u.RateLimit.Primary == nil || u.RateLimit.Secondary == nil {
+	if resp.StatusCode != 200 || json.Unmarshal(b, &u) != nil || u.RateLimit.Primary == nil {
 		t.Fatalf("usage: %d %s", resp.StatusCode, b)
 	}
 	return u
+}
+
+// ownUsage is the ChatGPT backend of the user Codex is signed in as: their own plan, credits,
+// banked resets and windows (80% of five hours, which the pool's replace).
+func ownUsage(t *testing.T) *upstream {
+	return newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Path != "/backend-api/wham/usage" || r.Header.Get("Authorization") != "Bearer codex-own-chatgpt-token" {
+			status(401, `{"detail":"Unauthorized"}`)(w, r, n)
+			return
+		}
+		status(200, `{"plan_type":"team","user_id":"user-1","rate_limit":{"allowed":true,"limit_reached":false,"primary_window":{"used_percent":80,"limit_window_seconds":18000,"reset_after_seconds":60,"reset_at":1}},`+
+			`"credits":{"has_credits":true,"unlimited":false,"balance":"12.50"},"rate_limit_reset_credits":{"available_count":3},`+
+			`"additional_rate_limits":[{"limit_name":"GPT-5.3-Codex-Spark","metered_feature":"codex_bengalfox","rate_limit":{"primary_window":{"used_percent":90,"limit_window_seconds":18000}}},`+
+			`{"limit_name":"theirs-only","metered_feature":"x","rate_limit":{"primary_window":{"used_percent":7,"limit_window_seconds":18000}}}]}`)(w, r, n)
+	})
 }
 
 func TestCodexReadsThePoolsLimits(t *testing.T) {
@@ -70,7 +95,7 @@ func TestCodexReadsThePoolsLimits(t *testing.T) {
 	reset := clk.Now().Add(3 * time.Hour)
 	limit := status(429, `{"error":{"code":"usage_limit_reached","message":"limit"}}`, "Retry-After", "600")
 	busy := newUpstream(t, limit)
-	withUsage(t, busy, 40.4, 40, reset)
+	withUsage(t, busy, 30, 40, reset)
 	var turns atomic.Int32 // half answers its first turn, then meets its limit
 	half := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if strings.HasSuffix(r.URL.Path, "/responses") && turns.Add(1) == 1 {
@@ -79,8 +104,10 @@ func TestCodexReadsThePoolsLimits(t *testing.T) {
 		}
 		limit(w, r, n)
 	})
-	withUsage(t, half, 50.6, 10, reset)
-	r := newRelay(t, proxy.Options{Now: clk.Now, LocalAPIKey: "sk-local"}, chatgptAccount("busy", busy), chatgptAccount("half", half))
+	withUsage(t, half, 5, 10, reset)
+	own := ownUsage(t)
+	r := newRelay(t, proxy.Options{Now: clk.Now, LocalAPIKey: "sk-local", ChatGPTBackend: own.URL + "/backend-api"},
+		chatgptAccount("busy", busy), chatgptAccount("half", half))
 	r.RefreshQuotas(context.Background())
 	turn := func() {
 		req, _ := http.NewRequest(http.MethodPost, r.URL+"/v1/responses", strings.NewReader(`{"model":"gpt-5","input":"hi"}`))
@@ -94,30 +121,38 @@ func TestCodexReadsThePoolsLimits(t *testing.T) {
 		resp.Body.Close()
 	}
 
-	// Both can serve: the one with the most headroom speaks for the pool, in whole numbers.
+	// Both can serve, one 30% used and one 5%: the pool has left what both have together
+	// against what they had, (70 + 95) / 200, in whole numbers; the plan, the credits and the
+	// banked resets are the signed-in user's own.
 	u := r.poolUsage(t)
-	if !u.RateLimit.Allowed || u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 40 || u.RateLimit.Secondary.UsedPercent != 40 ||
-		u.RateLimit.Primary.LimitWindowSeconds != 18000 || u.RateLimit.Secondary.LimitWindowSeconds != 604800 || u.PlanType != "plus" {
+	if !u.RateLimit.Allowed || u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 18 || u.RateLimit.Secondary.UsedPercent != 25 ||
+		u.RateLimit.Primary.LimitWindowSeconds != 18000 || u.RateLimit.Secondary.LimitWindowSeconds != 604800 ||
+		u.RateLimit.Primary.ResetAt != reset.Unix() || u.PlanType != "team" || u.Credits.Balance != "12.50" || u.ResetCredits.Available != 3 {
 		t.Fatalf("two accounts: %+v %+v %+v", u, *u.RateLimit.Primary, *u.RateLimit.Secondary)
 	}
-	if tr := r.lastTrace(t, 1); tr.Route != proxy.RouteChatGPT || tr.Path != "/backend-api/wham/usage" || tr.Account != "busy" || tr.Status != 200 {
+	if tr := r.lastTrace(t, 1); tr.Route != proxy.RouteChatGPT || tr.Path != "/backend-api/wham/usage" || tr.Account != "busy,half" || tr.Status != 200 {
 		t.Fatalf("trace %+v", tr)
 	}
-	// busy meets its limit and rests; half serves. half, which can still serve, speaks for
-	// the pool: the limit is not reached while an account can serve.
+	// The user's own feature limits: the pool has none of them, so they stay the user's.
+	if len(u.Additional) != 2 || u.Additional[0].RateLimit.Primary.UsedPercent != 90 || u.Additional[1].LimitName != "theirs-only" {
+		t.Fatalf("additional limits %+v", u.Additional)
+	}
+	// busy meets its limit and rests: half alone can serve, and speaks for the pool. The limit
+	// is not reached while an account can serve.
 	turn()
 	if st := r.account(t, "busy"); st.State != proxy.StateCooldown {
 		t.Fatalf("busy: %+v", st)
 	}
-	if u = r.poolUsage(t); !u.RateLimit.Allowed || u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 51 {
+	if u = r.poolUsage(t); !u.RateLimit.Allowed || u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 5 {
 		t.Fatalf("one resting: %+v %+v", u.RateLimit, *u.RateLimit.Primary)
 	}
 	// half meets its limit too: every account rests. The pool's limit is reached, and its
-	// window resets when the first account is back.
+	// windows reset when the first account is back.
 	turn()
 	u = r.poolUsage(t)
 	back := *r.account(t, "busy").CooldownUntil
-	if u.RateLimit.Allowed || !u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 100 || u.RateLimit.Primary.ResetAt != back.Unix() {
+	if u.RateLimit.Allowed || !u.RateLimit.LimitReached || u.RateLimit.Primary.UsedPercent != 100 || u.RateLimit.Primary.ResetAt != back.Unix() ||
+		u.RateLimit.Secondary.UsedPercent != 100 {
 		t.Fatalf("all resting: %+v %+v (first back %v)", u.RateLimit, *u.RateLimit.Primary, back)
 	}
 	// One is back: the pool can serve again.
@@ -129,6 +164,79 @@ func TestCodexReadsThePoolsLimits(t *testing.T) {
 	resp := r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi"}`)
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a model request without the local key: %d", resp.StatusCode)
+	}
+}
+
+// A weekly-only account has no five hours: the pool's week is its and the other's, its five
+// hours the other's alone (the weekly-only account has all of them), and no window is invented
+// where no account has one. A metered feature's own limit (GPT-5.3-Codex-Spark) is pooled by
+// its limit_name over the accounts that have it.
+func TestPooledUsageKeepsWindowLengthsAbsenceAndFeatureLimits(t *testing.T) {
+	clk := newClock()
+	weekly := newUpstream(t, answerText("w"))
+	week := clk.Now().Add(48 * time.Hour).Unix()
+	spark := clk.Now().Add(2 * time.Hour).Unix()
+	withUsageBody(t, weekly, `{"plan_type":"plus","rate_limit":{"primary_window":{"used_percent":60,"limit_window_seconds":604800,"reset_at":`+fmt.Sprint(week)+`},"secondary_window":null}}`)
+	sparky := newUpstream(t, answerText("s"))
+	withUsageBody(t, sparky, `{"plan_type":"pro","rate_limit":{"primary_window":{"used_percent":20,"limit_window_seconds":18000,"reset_at":`+fmt.Sprint(spark)+`},"secondary_window":{"used_percent":10,"limit_window_seconds":604800,"reset_at":`+fmt.Sprint(week+3600)+`}},`+
+		`"additional_rate_limits":[{"limit_name":"GPT-5.3-Codex-Spark","metered_feature":"codex_bengalfox","rate_limit":{"primary_window":{"used_percent":50,"limit_window_seconds":18000,"reset_at":`+fmt.Sprint(spark)+`}}}]}`)
+	own := ownUsage(t)
+	r := newRelay(t, proxy.Options{Now: clk.Now, ChatGPTBackend: own.URL + "/backend-api"}, chatgptAccount("weekly", weekly), chatgptAccount("sparky", sparky))
+	r.RefreshQuotas(context.Background())
+	u := r.poolUsage(t)
+	p, s := u.RateLimit.Primary, u.RateLimit.Secondary
+	// Five hours: weekly has all of them, sparky 80: (100 + 80) / 200 left. The week: (40 + 90) / 200.
+	if p.LimitWindowSeconds != 18000 || p.UsedPercent != 10 || p.ResetAt != spark || s == nil || s.LimitWindowSeconds != 604800 || s.UsedPercent != 35 || s.ResetAt != week {
+		t.Fatalf("windows %+v %+v", p, s)
+	}
+	if len(u.Additional) != 2 || u.Additional[0].LimitName != "GPT-5.3-Codex-Spark" || u.Additional[0].RateLimit.Primary.UsedPercent != 50 ||
+		u.Additional[0].RateLimit.Secondary != nil || u.Additional[1].LimitName != "theirs-only" || u.Additional[1].RateLimit.Primary.UsedPercent != 7 {
+		t.Fatalf("feature limits %+v", u.Additional)
+	}
+
+	// A pool of weekly-only accounts has the week alone: no five hours are invented.
+	r = newRelay(t, proxy.Options{Now: clk.Now, ChatGPTBackend: own.URL + "/backend-api"}, chatgptAccount("weekly", weekly))
+	r.RefreshQuotas(context.Background())
+	u = r.poolUsage(t)
+	if p := u.RateLimit.Primary; p.LimitWindowSeconds != 604800 || p.UsedPercent != 60 || u.RateLimit.Secondary != nil {
+		t.Fatalf("weekly only: %+v %+v", p, u.RateLimit.Secondary)
+	}
+}
+
+// A reading older than the freshness bound is read again before it speaks for the pool, and an
+// account never read is read then: it never counts as untouched headroom.
+func TestPooledUsageReadsWhatIsNotFresh(t *testing.T) {
+	clk := newClock()
+	used := atomic.Int64{}
+	used.Store(30)
+	up := newUpstream(t, answerText("a"))
+	inner := up.Config.Handler
+	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/backend-api/wham/usage" {
+			fmt.Fprintf(w, `{"rate_limit":{"primary_window":{"used_percent":%d,"limit_window_seconds":18000}}}`, used.Load())
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	own := ownUsage(t)
+	r := newRelay(t, proxy.Options{Now: clk.Now, ChatGPTBackend: own.URL + "/backend-api"}, chatgptAccount("a", up))
+	// Never read: read now.
+	if u := r.poolUsage(t); u.RateLimit.Primary.UsedPercent != 30 {
+		t.Fatalf("never read: %+v", *u.RateLimit.Primary)
+	}
+	used.Store(70)
+	if u := r.poolUsage(t); u.RateLimit.Primary.UsedPercent != 30 {
+		t.Fatalf("a fresh reading was read again: %+v", *u.RateLimit.Primary)
+	}
+	clk.Advance(proxy.QuotaInterval + 2*time.Minute)
+	if u := r.poolUsage(t); u.RateLimit.Primary.UsedPercent != 70 {
+		t.Fatalf("a stale reading: %+v", *u.RateLimit.Primary)
+	}
+	// An account whose usage cannot be read is not invented: the user's own answer goes as it came.
+	up.Close()
+	clk.Advance(proxy.QuotaInterval + 2*time.Minute)
+	if u := r.poolUsage(t); u.RateLimit.Primary.UsedPercent != 80 || u.PlanType != "team" {
+		t.Fatalf("unreadable: %+v", *u.RateLimit.Primary)
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,36 +80,59 @@ func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {
 	return parseUsage(body, s.now())
 }
 
+// usageAnswer is the ChatGPT backend's /wham/usage answer, as far as the relay reads an
+// account's (parseUsage) or writes the pool's windows over the signed-in user's own
+// (poolusage.go): the limit's windows and each metered feature's own (additional_rate_limits,
+// told apart by limit_name), each window with its length and reset, an absent one null.
+type usageAnswer struct {
+	PlanType  string      `json:"plan_type"`
+	RateLimit *usageLimit `json:"rate_limit"`
+	Credits   *struct {
+		HasCredits bool            `json:"has_credits"`
+		Unlimited  bool            `json:"unlimited"`
+		Balance    json.RawMessage `json:"balance"`
+	} `json:"credits"`
+	ResetCredits *struct {
+		Available *int `json:"available_count"`
+	} `json:"rate_limit_reset_credits"`
+	Additional []additionalLimit `json:"additional_rate_limits"`
+}
+
+// usageLimit is one limit's state and windows.
+type usageLimit struct {
+	Allowed      bool         `json:"allowed"`
+	LimitReached bool         `json:"limit_reached"`
+	Primary      *usageWindow `json:"primary_window"`
+	Secondary    *usageWindow `json:"secondary_window"`
+}
+
+// usageWindow is one window. Codex reads its fields as whole numbers: the relay writes them so.
+type usageWindow struct {
+	UsedPercent        float64 `json:"used_percent"`
+	LimitWindowSeconds int64   `json:"limit_window_seconds"`
+	ResetAfterSeconds  int64   `json:"reset_after_seconds"`
+	ResetAt            int64   `json:"reset_at"`
+}
+
+// additionalLimit is a metered feature's own limit (a research preview's model, say).
+type additionalLimit struct {
+	LimitName      string      `json:"limit_name"`
+	MeteredFeature string      `json:"metered_feature"`
+	RateLimit      *usageLimit `json:"rate_limit"`
+}
+
+const (
+	fiveHours = 5 * 3600
+	week      = 7 * 24 * 3600
+)
+
 // parseUsage reads the usage answer. Windows are told apart by their length (18000 s: five
-// hours, 604800 s: a week), else taken as primary and secondary.
+// hours, 604800 s: a week), else taken as primary and secondary; each keeps its length (an
+// answer that gives none: five hours for the first, a week for the second).
 func parseUsage(body []byte, now time.Time) (*Quota, error) {
-	type window struct {
-		UsedPercent        float64 `json:"used_percent"`
-		ResetAt            int64   `json:"reset_at"`
-		ResetAfterSeconds  int64   `json:"reset_after_seconds"`
-		LimitWindowSeconds int64   `json:"limit_window_seconds"`
-	}
-	type windows struct {
-		Primary   *window `json:"primary_window"`
-		Secondary *window `json:"secondary_window"`
-	}
-	var v struct {
-		RateLimit windows `json:"rate_limit"`
-		PlanType  string  `json:"plan_type"`
-		Credits   *struct {
-			HasCredits bool            `json:"has_credits"`
-			Unlimited  bool            `json:"unlimited"`
-			Balance    json.RawMessage `json:"balance"`
-		} `json:"credits"`
-		ResetCredits *struct {
-			Available *int `json:"available_count"`
-		} `json:"rate_limit_reset_credits"`
-		Additional []struct {
-			Name      string   `json:"limit_name"`
-			Feature   string   `json:"metered_feature"`
-			RateLimit *windows `json:"rate_limit"`
-		} `json:"additional_rate_limits"`
-	}
+	type window = usageWindow
+	type windows = usageLimit
+	var v usageAnswer
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, fmt.Errorf("usage: %v", err)
 	}
@@ -122,20 +146,25 @@ func parseUsage(body []byte, now time.Time) (*Quota, error) {
 		return time.Time{}
 	}
 	// read fills the two windows of ws: the weekly one is the secondary.
-	read := func(ws windows, pu *float64, pr *time.Time, su *float64, sr *time.Time) {
+	read := func(ws *windows, pu *float64, pr *time.Time, ps *int64, su *float64, sr *time.Time, ss *int64) {
+		if ws == nil {
+			return
+		}
 		for i, w := range []*window{ws.Primary, ws.Secondary} {
 			if w == nil {
 				continue
 			}
-			if weekly := w.LimitWindowSeconds >= 7*24*3600 || (w.LimitWindowSeconds == 0 && i == 1); weekly {
-				*su, *sr = w.UsedPercent, reset(w)
+			secs := min(max(w.LimitWindowSeconds, 0), 366*24*3600)
+			if weekly := secs >= week || (secs == 0 && i == 1); weekly {
+				*su, *sr, *ss = w.UsedPercent, reset(w), cmp.Or(secs, week)
 			} else {
-				*pu, *pr = w.UsedPercent, reset(w)
+				*pu, *pr, *ps = w.UsedPercent, reset(w), cmp.Or(secs, fiveHours)
 			}
 		}
 	}
 	q := &Quota{FetchedAt: now, PlanType: cleanText(v.PlanType, 32)}
-	read(v.RateLimit, &q.PrimaryUsedPercent, &q.PrimaryResetsAt, &q.SecondaryUsedPercent, &q.SecondaryResetsAt)
+	read(v.RateLimit, &q.PrimaryUsedPercent, &q.PrimaryResetsAt, &q.PrimaryWindowSeconds,
+		&q.SecondaryUsedPercent, &q.SecondaryResetsAt, &q.SecondaryWindowSeconds)
 	if c := v.Credits; c != nil {
 		q.Credits = &QuotaCredits{HasCredits: c.HasCredits, Unlimited: c.Unlimited}
 		// The backend writes the balance as a string ("12.5") or a number.
@@ -153,11 +182,12 @@ func parseUsage(body []byte, now time.Time) (*Quota, error) {
 		if len(q.Additional) == maxAdditionalQuotas {
 			break
 		}
-		if a.RateLimit == nil || cleanText(a.Name, 64) == "" {
+		if a.RateLimit == nil || cleanText(a.LimitName, 64) == "" {
 			continue
 		}
-		aq := AdditionalQuota{Name: cleanText(a.Name, 64), Feature: cleanText(a.Feature, 64)}
-		read(*a.RateLimit, &aq.PrimaryUsedPercent, &aq.PrimaryResetsAt, &aq.SecondaryUsedPercent, &aq.SecondaryResetsAt)
+		aq := AdditionalQuota{Name: cleanText(a.LimitName, 64), Feature: cleanText(a.MeteredFeature, 64)}
+		read(a.RateLimit, &aq.PrimaryUsedPercent, &aq.PrimaryResetsAt, &aq.PrimaryWindowSeconds,
+			&aq.SecondaryUsedPercent, &aq.SecondaryResetsAt, &aq.SecondaryWindowSeconds)
 		q.Additional = append(q.Additional, aq)
 	}
 	return q, nil

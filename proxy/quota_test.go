@@ -31,6 +31,18 @@ func withUsage(t *testing.T, u *upstream, primary, weekly float64, reset time.Ti
 	})
 }
 
+// withUsageBody makes u's usage answer body.
+func withUsageBody(t *testing.T, u *upstream, body string) {
+	inner := u.Config.Handler
+	u.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/backend-api/wham/usage" {
+			io.WriteString(w, body)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
 func TestQuotaIsReadAndRoutingPrefersHeadroom(t *testing.T) {
 	clk := newClock()
 	reset := clk.Now().Add(3 * time.Hour)

@@ -81,12 +81,16 @@ type AccountStats struct {
 }
 
 // Quota is a ChatGPT account's usage: the five-hour (primary) and weekly (secondary) windows.
+// A window's length is as the backend said it; 0 says the account has no such window (a
+// weekly-only plan has no five hours), and its used percent is then 0.
 type Quota struct {
-	PrimaryUsedPercent   float64   `json:"primary_used_percent"`
-	PrimaryResetsAt      time.Time `json:"primary_resets_at,omitzero"`
-	SecondaryUsedPercent float64   `json:"secondary_used_percent"`
-	SecondaryResetsAt    time.Time `json:"secondary_resets_at,omitzero"`
-	FetchedAt            time.Time `json:"fetched_at"`
+	PrimaryUsedPercent     float64   `json:"primary_used_percent"`
+	PrimaryResetsAt        time.Time `json:"primary_resets_at,omitzero"`
+	PrimaryWindowSeconds   int64     `json:"primary_window_seconds,omitempty"`
+	SecondaryUsedPercent   float64   `json:"secondary_used_percent"`
+	SecondaryResetsAt      time.Time `json:"secondary_resets_at,omitzero"`
+	SecondaryWindowSeconds int64     `json:"secondary_window_seconds,omitempty"`
+	FetchedAt              time.Time `json:"fetched_at"`
 	// What /wham/usage carries beside the two windows: the plan, the credits balance, how many
 	// banked resets are available, and the limits of metered features (a model family, say)
 	// that have windows of their own.
@@ -96,6 +100,15 @@ type Quota struct {
 	Additional   []AdditionalQuota `json:"additional,omitempty"`
 }
 
+// HasPrimary reports whether the account has a five-hour window (a reading that says no length
+// for either window, an older one, is taken to have both).
+func (q *Quota) HasPrimary() bool { return q.PrimaryWindowSeconds > 0 || q.SecondaryWindowSeconds == 0 }
+
+// HasSecondary reports whether the account has a weekly window (as HasPrimary).
+func (q *Quota) HasSecondary() bool {
+	return q.SecondaryWindowSeconds > 0 || q.PrimaryWindowSeconds == 0
+}
+
 // QuotaCredits is a ChatGPT account's credits balance (balance as the backend writes it).
 type QuotaCredits struct {
 	HasCredits bool   `json:"has_credits"`
@@ -103,14 +116,17 @@ type QuotaCredits struct {
 	Balance    string `json:"balance,omitempty"`
 }
 
-// AdditionalQuota is the windows of one metered feature's own limit.
+// AdditionalQuota is the windows of one metered feature's own limit (Name is its limit_name,
+// which tells the limits apart), with their lengths as in Quota.
 type AdditionalQuota struct {
-	Name                 string    `json:"name"`
-	Feature              string    `json:"feature,omitempty"`
-	PrimaryUsedPercent   float64   `json:"primary_used_percent"`
-	PrimaryResetsAt      time.Time `json:"primary_resets_at,omitzero"`
-	SecondaryUsedPercent float64   `json:"secondary_used_percent"`
-	SecondaryResetsAt    time.Time `json:"secondary_resets_at,omitzero"`
+	Name                   string    `json:"name"`
+	Feature                string    `json:"feature,omitempty"`
+	PrimaryUsedPercent     float64   `json:"primary_used_percent"`
+	PrimaryResetsAt        time.Time `json:"primary_resets_at,omitzero"`
+	PrimaryWindowSeconds   int64     `json:"primary_window_seconds,omitempty"`
+	SecondaryUsedPercent   float64   `json:"secondary_used_percent"`
+	SecondaryResetsAt      time.Time `json:"secondary_resets_at,omitzero"`
+	SecondaryWindowSeconds int64     `json:"secondary_window_seconds,omitempty"`
 }
 
 // counters are the proxy's running totals.

@@ -397,8 +397,13 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tRESETS\tBASE URL")
 	for i, r := range rows {
 		h5, wk := "-", "-"
-		if r.Quota != nil {
-			h5, wk = pct(r.Quota.PrimaryUsedPercent, r.Quota.PrimaryResetsAt), pct(r.Quota.SecondaryUsedPercent, r.Quota.SecondaryResetsAt)
+		if q := r.Quota; q != nil {
+			if q.HasPrimary() { // a weekly-only plan has no five hours: "-"
+				h5 = pct(q.PrimaryUsedPercent, q.PrimaryResetsAt)
+			}
+			if q.HasSecondary() {
+				wk = pct(q.SecondaryUsedPercent, q.SecondaryResetsAt)
+			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, resets(r.ResetCredits), r.BaseURL)
 	}

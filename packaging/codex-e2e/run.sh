@@ -256,9 +256,12 @@ PY
 done
 # status: Codex's TUI, signed in with ChatGPT, with the configuration codex-config writes: its
 # ChatGPT origin is the relay over HTTPS (a loopback authority Codex trusts through .env), so
-# /status shows the pool's limits. A serves the turn's tool call and meets its limit, B finishes;
-# /status then shows B's windows (the fake tells the accounts apart: A 12%, B 34% of five
-# hours), read from the relay, which answered the usage itself (its trace names the account).
+# /status shows the pool's limits over the user's own usage. A (a weekly-only plan: one window,
+# 12% of the week) serves the turn's tool call and meets its limit; B (34% of five hours, 17% of
+# the week, and a limit of its own for GPT-5.3-Codex-Spark, 50%) finishes. /status then shows
+# what the accounts that can serve have left, B alone: 66% of five hours, 83% of the week, 50% of
+# Spark's five hours; and the user's own credits (12.50, shown as 13), which no pool account
+# has. The relay answered the usage itself (its trace names the accounts it counted).
 
 # tui SESSION: Codex's TUI in tmux, in W's throw-away home; wait_for TEXT SECONDS waits until its
 # screen (saved in $pane) shows TEXT.
@@ -316,8 +319,13 @@ print("status: turns served by: %s; usage reads answered by the relay for: %s; /
     turns, " ".join(t.get("account") or "(passed through)" for t in usage), " | ".join(limits) or "-"))
 print("status: codex-config said: " + open(cfg_f).read().strip().splitlines()[-1])
 problems = [] if ok else [stage]
-if not usage or not all(t.get("account") in ("a", "b") for t in usage): problems.append("Codex's usage reads were not answered with the pool's")
-if not any(re.search(r"\b(34% used|66% left)", l) for l in limits): problems.append("/status does not show B's five hours (34% used) after A's limit")
+if not usage or not all(set((t.get("account") or "").split(",")) <= {"a", "b"} and t.get("account") for t in usage):
+    problems.append("Codex's usage reads were not answered with the pool's")
+want = {"5h limit": "66% left", "Weekly limit": "83% left", "GPT-5.3-Codex-Spark 5h limit": "50% left"}
+for label, left in want.items():
+    if not any(l.startswith(label + ":") and left in l for l in limits):
+        problems.append("/status does not show the pool's %s as %s after A's limit" % (label, left))
+if not re.search(r"Credits:\s+13 credits", pane): problems.append("/status does not show the user's own credits (13)")
 for p in problems: print("  FAIL: " + p)
 sys.exit(1 if problems else 0)
 PY

@@ -103,10 +103,15 @@ func usedUp(q *proxy.Quota) string {
 }
 
 // UsageShort is an account's two windows in a few words: "5 h 37% · week 62%" ("" without a
-// known quota).
+// known quota); a window the account does not have is left out ("week 62%").
 func UsageShort(q *proxy.Quota) string {
-	if q == nil {
+	switch {
+	case q == nil:
 		return ""
+	case !q.HasPrimary():
+		return fmt.Sprintf("week %.0f%%", q.SecondaryUsedPercent)
+	case !q.HasSecondary():
+		return fmt.Sprintf("5 h %.0f%%", q.PrimaryUsedPercent)
 	}
 	return fmt.Sprintf("5 h %.0f%% · week %.0f%%", q.PrimaryUsedPercent, q.SecondaryUsedPercent)
 }

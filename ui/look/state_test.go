@@ -69,3 +69,21 @@ func TestStateTone(t *testing.T) {
 		}
 	}
 }
+
+// An account's usage in a few words names the windows it has: a weekly-only plan has no five
+// hours to show.
+func TestUsageShortLeavesOutAnAbsentWindow(t *testing.T) {
+	for _, c := range []struct {
+		q    *proxy.Quota
+		want string
+	}{
+		{&proxy.Quota{PrimaryUsedPercent: 37, SecondaryUsedPercent: 62, PrimaryWindowSeconds: 18000, SecondaryWindowSeconds: 604800}, "5 h 37% · week 62%"},
+		{&proxy.Quota{SecondaryUsedPercent: 62, SecondaryWindowSeconds: 604800}, "week 62%"},
+		{&proxy.Quota{PrimaryUsedPercent: 37, SecondaryUsedPercent: 62}, "5 h 37% · week 62%"}, // an older reading: both
+		{nil, ""},
+	} {
+		if got := look.UsageShort(c.q); got != c.want {
+			t.Errorf("UsageShort(%+v) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}

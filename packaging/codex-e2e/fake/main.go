@@ -4,7 +4,12 @@
 //
 //   - GET /backend-api/codex/models?client_version=V: the catalog entries of gpt-5.6-sol (a
 //     Responses Lite model) and gpt-5.5 exactly as Codex 0.171 bundles them (models.json);
-//   - GET /backend-api/wham/usage: the account's two rate-limit windows;
+//   - GET /backend-api/wham/usage: A's one window (a weekly-only plan: 12% of the week, 100%
+//     once A is at its limit), B's two (34% of five hours, 17% of the week) and B's own limit
+//     of GPT-5.3-Codex-Spark (50% of five hours); and, for a sign-in of neither account (the
+//     user Codex itself is signed in as, whose calls the relay passes on to A's port), that
+//     user's own answer: plan plus, a credits balance of 12.50, 3 banked resets, and windows
+//     (80% of five hours, 40% of the week) the relay replaces with the pool's;
 //   - POST /backend-api/codex/responses (SSE) and GET with Upgrade (WebSocket, one JSON event per
 //     text frame; later frames carry previous_response_id and only the new items; generate:false
 //     warm-ups are answered with an empty response). With -refuse-websocket the upgrade is
@@ -497,6 +502,15 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "the e2e fake refreshes no token"})
 		return
 	}
+	if r.Method == "GET" && p == "/backend-api/wham/usage" && !a.authorized(r.Header) && r.Header.Get("Chatgpt-Account-Id") != "" {
+		now := time.Now().Unix()
+		writeJSON(w, 200, map[string]any{"plan_type": "plus", "rate_limit": map[string]any{"allowed": true, "limit_reached": false,
+			"primary_window":   map[string]any{"used_percent": 80, "limit_window_seconds": 18000, "reset_after_seconds": 600, "reset_at": now + 600},
+			"secondary_window": map[string]any{"used_percent": 40, "limit_window_seconds": 604800, "reset_after_seconds": 6000, "reset_at": now + 6000}},
+			"credits": map[string]any{"has_credits": true, "unlimited": false, "balance": "12.50"}, "rate_limit_reset_credits": map[string]any{"available_count": 3},
+			"additional_rate_limits": []any{}})
+		return
+	}
 	if !a.authorized(r.Header) {
 		log.Printf("[%s] #%d REFUSED credential (chatgpt-account-id %q)", a.name, k, r.Header.Get("Chatgpt-Account-Id"))
 		writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Your authentication token is not valid for this account.", "type": "invalid_request_error", "code": "token_invalid"}})
@@ -511,20 +525,27 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(catalog)
 	case r.Method == "GET" && p == "/backend-api/wham/usage":
-		used := map[string]int{"A": 12, "B": 34}[a.name] // told apart in /status
-		a.mu.Lock()
-		spent := a.name == "A" && a.real > 1
-		a.mu.Unlock()
-		if spent {
-			used = 100
-		}
 		now := time.Now().Unix()
 		win := func(pct, secs, left int) map[string]any {
 			return map[string]any{"used_percent": pct, "limit_window_seconds": secs, "reset_after_seconds": left, "reset_at": now + int64(left)}
 		}
-		writeJSON(w, 200, map[string]any{"plan_type": "pro", "rate_limit": map[string]any{"allowed": used < 100, "limit_reached": used >= 100,
-			"primary_window": win(used, 18000, 9000), "secondary_window": win(used/2, 604800, 300000)},
-			"credits": map[string]any{"has_credits": false, "unlimited": false, "balance": "0"}, "additional_rate_limits": []any{}})
+		if a.name == "A" { // a weekly-only plan: one window, the week
+			a.mu.Lock()
+			used := 12
+			if a.real > 1 {
+				used = 100
+			}
+			a.mu.Unlock()
+			writeJSON(w, 200, map[string]any{"plan_type": "pro", "rate_limit": map[string]any{"allowed": used < 100, "limit_reached": used >= 100,
+				"primary_window": win(used, 604800, 300000), "secondary_window": nil},
+				"credits": map[string]any{"has_credits": false, "unlimited": false, "balance": "0"}, "additional_rate_limits": []any{}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"plan_type": "pro", "rate_limit": map[string]any{"allowed": true, "limit_reached": false,
+			"primary_window": win(34, 18000, 9000), "secondary_window": win(17, 604800, 300000)},
+			"credits": map[string]any{"has_credits": false, "unlimited": false, "balance": "0"},
+			"additional_rate_limits": []any{map[string]any{"limit_name": "GPT-5.3-Codex-Spark", "metered_feature": "codex_bengalfox",
+				"rate_limit": map[string]any{"allowed": true, "limit_reached": false, "primary_window": win(50, 18000, 7000), "secondary_window": nil}}}})
 	case r.Method == "GET" && p == "/backend-api/wham/rate-limit-reset-credits":
 		writeJSON(w, 200, map[string]any{"credits": []any{}, "available_count": 0})
 	case r.Method == "GET" && p == "/backend-api/codex/responses" && strings.EqualFold(r.Header.Get("Upgrade"), "websocket"):
