@@ -41,7 +41,8 @@ func (a *App) NewRelay() *Relay {
 	catOpt, _ := catalogOptions(cur, a.opt.Getenv) // Open refused a file whose options fail
 	r := &Relay{App: a}
 	r.Proxy = proxy.New(proxy.Options{Transport: a.opt.Transport, Logger: a.log, Catalog: catOpt, LocalAPI: r.localAPI,
-		ChatGPTBackend: proxy.ChatGPTBackendOf(a.BaseURL(AccountMeta{Kind: string(proxy.KindChatGPT)}))})
+		ChatGPTBackend: proxy.ChatGPTBackendOf(a.BaseURL(AccountMeta{Kind: string(proxy.KindChatGPT)})),
+		CompactionDir:  a.CompactionDir()})
 	accounts, _ := a.setAccounts(cur.Accounts)
 	r.follow(Settings{Catalog: cur.Catalog}, cur, accounts, nil)
 	if err := a.LocalKeyError(); err != nil {

@@ -52,6 +52,13 @@ func (a *App) LedgerPath() string {
 	return ledger.DefaultPath()
 }
 
+// CompactionDir is where the serving relay keeps the requests that produced the conversations'
+// compactions, so that a compaction survives a rotation after a restart (proxy/compaction.go):
+// beside the usage database.
+func (a *App) CompactionDir() string {
+	return filepath.Join(filepath.Dir(a.LedgerPath()), "compactions")
+}
+
 // Ledger is the open usage ledger (nil when none: off, not serving, or it failed to open).
 func (r *Relay) Ledger() *ledger.Ledger {
 	r.usage.mu.Lock()

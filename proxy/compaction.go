@@ -3,10 +3,17 @@ package proxy
 import (
 	"bytes"
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,7 +46,11 @@ import (
 // on another account re-makes it first), zstd-compressed, bounded in bytes across the relay
 // (Options.CompactionBudget; the least recently used is forgotten first); and, per kept request,
 // the compaction each other account made of it, so that a conversation pays for a re-making
-// once per account.
+// once per account. With Options.CompactionDir the kept requests are files there instead of
+// memory (mode 0600, in a folder only the user can open), each with the account that sealed
+// it and its sealed value, so that a conversation resumed after a restart of the relay still
+// has its memory: a relay that starts serving reads them back, and its seal table learns again
+// who sealed each (the accounts' own re-makings are made again once).
 
 // compactionType is the type member of a compaction item, as raw JSON.
 var compactionType = []byte(`"compaction"`)
@@ -62,6 +73,8 @@ const cannotRetry = 10 * time.Minute
 // compactionStore keeps the requests that produced compactions, by the seal table's digest of
 // the compaction item's sealed value.
 type compactionStore struct {
+	dir      string    // where the kept requests are files ("": in memory)
+	opened   sync.Once // the folder was read back (open)
 	mu       sync.Mutex
 	entries  map[uint64]*compacted
 	sessions map[string][]uint64 // a conversation's kept compactions, the latest first
@@ -79,7 +92,9 @@ type compacted struct {
 	digest  uint64
 	session string
 	sealer  string
-	body    []byte
+	body    []byte                      // the compressed request, in memory (nil: in file)
+	file    string                      // its file ("": in memory)
+	size    int64                       // the compressed request's bytes
 	remade  map[string]remadeCompaction // by account key
 	el      *list.Element
 }
@@ -100,23 +115,47 @@ func newCompactionStore(budget int64) *compactionStore {
 	return &compactionStore{entries: map[uint64]*compacted{}, sessions: map[string][]uint64{}, budget: budget, enc: enc, dec: dec}
 }
 
-// keep records that sealer made the compaction whose sealed value has digest d, in the
-// conversation session, from the request body. A request too large for an eighth of the budget
-// is not kept (its compaction can then only be left out).
-func (cs *compactionStore) keep(d uint64, session, sealer string, body []byte) {
+// keep records that sealer made the compaction whose sealed value (raw JSON) has digest d, in
+// the conversation session, from the request body. A request too large for an eighth of the
+// budget is not kept (its compaction can then only be left out).
+func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []byte) {
+	cs.mu.Lock()
+	e := cs.entries[d]
+	if e != nil && e.sealer == sealer {
+		cs.lru.MoveToFront(e.el) // kept already: a stream names its items twice (done, completed)
+	}
+	cs.mu.Unlock()
+	if e != nil && e.sealer == sealer {
+		return
+	}
 	z := cs.enc.EncodeAll(body, make([]byte, 0, len(body)/4))
 	if int64(len(z)) > cs.budget/8 {
 		return
 	}
+	e = &compacted{digest: d, session: session, sealer: sealer, body: z, size: int64(len(z))}
+	if cs.dir != "" {
+		if err := cs.write(e, value); err != nil {
+			return // not kept: the compaction can then only be left out
+		}
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	cs.add(e)
+}
+
+// add puts e in the store as its latest, forgetting what the conversation's bound and the
+// budget say to (cs.mu held).
+func (cs *compactionStore) add(e *compacted) {
+	d, session := e.digest, e.session
 	if old := cs.entries[d]; old != nil {
+		if old.file == e.file {
+			old.file = "" // the new one was written over it
+		}
 		cs.drop(old)
 	}
-	e := &compacted{digest: d, session: session, sealer: sealer, body: z}
 	e.el = cs.lru.PushFront(e)
 	cs.entries[d] = e
-	cs.size += int64(len(z))
+	cs.size += e.size
 	if session != "" {
 		kept := append([]uint64{d}, cs.sessions[session]...)
 		for _, old := range kept[min(len(kept), keepPerConversation):] {
@@ -135,7 +174,10 @@ func (cs *compactionStore) keep(d uint64, session, sealer string, body []byte) {
 func (cs *compactionStore) drop(e *compacted) {
 	cs.lru.Remove(e.el)
 	delete(cs.entries, e.digest)
-	cs.size -= int64(len(e.body))
+	cs.size -= e.size
+	if e.file != "" {
+		os.Remove(e.file)
+	}
 	for _, it := range e.remade {
 		cs.size -= int64(len(it.item))
 	}
@@ -164,8 +206,14 @@ func (cs *compactionStore) request(d uint64) (body []byte, sealer string, ok boo
 		return nil, "", false
 	}
 	cs.lru.MoveToFront(e.el)
-	z, sealer := e.body, e.sealer
+	z, file, sealer := e.body, e.file, e.sealer
 	cs.mu.Unlock()
+	if file != "" {
+		var err error
+		if _, z, err = readCompaction(file, true); err != nil {
+			return nil, "", false
+		}
+	}
 	body, err := cs.dec.DecodeAll(z, nil)
 	return body, sealer, err == nil
 }
@@ -258,7 +306,7 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 		if body == nil {
 			body = x.body.whole().raw
 		}
-		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), body)
+		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), v, body)
 	}
 }
 
@@ -494,4 +542,126 @@ func isUserMessage(item []byte) bool {
 	typ, _ := stringMember(o, "type")
 	role, _ := stringMember(o, "role")
 	return (typ == "message" || typ == "") && role == "user"
+}
+
+// A kept request's file: one line of JSON (compactionHeader), then the compressed request. Its
+// name is a digest of the compaction's sealed value, stable across restarts (the seal table's
+// digests are not).
+
+type compactionHeader struct {
+	Sealer  string          `json:"sealer"`
+	Session string          `json:"session"`
+	Value   json.RawMessage `json:"value"` // the compaction item's sealed value
+	Made    time.Time       `json:"made"`
+}
+
+const compactionExt = ".compaction"
+
+// maxCompactionHeader bounds a file's first line (a sealed value is a few kilobytes).
+const maxCompactionHeader = 1 << 20
+
+// write writes e's file, atomically, under a name made of value, and records it in e, whose
+// body then lives in the file alone.
+func (cs *compactionStore) write(e *compacted, value []byte) error {
+	sum := sha256.Sum256(value)
+	head, _ := json.Marshal(compactionHeader{Sealer: e.sealer, Session: e.session, Value: value, Made: time.Now().UTC()})
+	f, err := os.CreateTemp(cs.dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(append(head, '\n'), e.body...))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	name := filepath.Join(cs.dir, hex.EncodeToString(sum[:16])+compactionExt)
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	e.file, e.body = name, nil
+	return nil
+}
+
+// readCompaction reads a kept request's file: its header, and with body its compressed
+// request. A file that is not a regular one of the relay's making is refused.
+func readCompaction(name string, body bool) (compactionHeader, []byte, error) {
+	var h compactionHeader
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return h, nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return h, nil, errors.New("not a regular file")
+	}
+	first := make([]byte, 64<<10)
+	n, err := io.ReadFull(f, first)
+	first = first[:n]
+	i := bytes.IndexByte(first, '\n')
+	for i < 0 && err == nil && len(first) < maxCompactionHeader { // a long sealed value
+		more := make([]byte, len(first))
+		n, err = io.ReadFull(f, more)
+		first = append(first, more[:n]...)
+		i = bytes.IndexByte(first, '\n')
+	}
+	if i < 0 {
+		return h, nil, errors.New("not a kept compaction")
+	}
+	if err := json.Unmarshal(first[:i], &h); err != nil || h.Sealer == "" || payload.KindOf(h.Value) != payload.KindString {
+		return h, nil, errors.New("not a kept compaction")
+	}
+	if !body {
+		return h, nil, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, DefaultMaxBody))
+	return h, append(first[i+1:], rest...), err
+}
+
+// open makes the store keep its requests in dir (made, mode 0700, if missing) and reads back
+// what an earlier relay kept there, the most recent last, within the budget: each is told to
+// learn (who sealed which value, in which conversation). Once; "" keeps them in memory.
+func (cs *compactionStore) open(dir string, learn func(sealer, session string, value []byte) uint64) error {
+	var err error
+	cs.opened.Do(func() {
+		if dir == "" {
+			return
+		}
+		if err = os.MkdirAll(dir, 0o700); err != nil {
+			return
+		}
+		var names []string
+		if names, err = filepath.Glob(filepath.Join(dir, "*"+compactionExt)); err != nil {
+			return
+		}
+		type kept struct {
+			name string
+			h    compactionHeader
+			size int64
+		}
+		var all []kept
+		for _, n := range names {
+			st, serr := os.Lstat(n)
+			if serr != nil || !st.Mode().IsRegular() {
+				continue
+			}
+			h, _, rerr := readCompaction(n, false)
+			if rerr != nil {
+				os.Remove(n) // not one of ours, or cut short: of no use
+				continue
+			}
+			all = append(all, kept{n, h, st.Size()})
+		}
+		slices.SortFunc(all, func(a, b kept) int { return a.h.Made.Compare(b.h.Made) })
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		cs.dir = dir
+		for _, k := range all {
+			d := learn(k.h.Sealer, k.h.Session, k.h.Value)
+			cs.add(&compacted{digest: d, session: k.h.Session, sealer: k.h.Sealer, file: k.name, size: k.size})
+		}
+	})
+	return err
 }

@@ -5,10 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/openai/openai-go/v3"
@@ -337,5 +341,57 @@ func TestCompactionV1(t *testing.T) {
 	}
 	if len(chat.requests()) != 0 {
 		t.Fatal("the Chat account was sent the compaction")
+	}
+}
+
+// A conversation compacted on A before the relay stopped still has its memory after it starts
+// again with A at its limit: the request that produced the compaction was kept on disk, with
+// who sealed it.
+func TestCompactionSurvivesARestartOfTheRelay(t *testing.T) {
+	dir := t.TempDir()
+	var limited atomic.Bool
+	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if limited.Load() {
+			status(429, limitAnswer)(w, r, n)
+			return
+		}
+		compacter("A")(w, r, n)
+	})
+	b := newUpstream(t, compacter("B"))
+	serve := func() (*relay, func()) {
+		s := proxy.New(proxy.Options{CompactionDir: dir})
+		s.SetAccounts([]proxy.Account{chatgptAccount("a", a), chatgptAccount("b", b)})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ctx, ln, time.Second) }()
+		return &relay{Server: s, URL: "http://" + ln.Addr().String()}, func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the relay did not stop")
+			}
+		}
+	}
+	r, stop := serve()
+	cmp := compactOnA(t, r)
+	stop()
+	if files, _ := os.ReadDir(dir); len(files) != 1 {
+		t.Fatalf("kept on disk: %v", files)
+	}
+
+	limited.Store(true)
+	r, stop = serve()
+	defer stop()
+	items, _ := r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("after the restart, B's answer forgot what the compaction stood for: %v", items)
+	}
+	if tr := r.lastTrace(t, 1); tr.Account != "b" || tr.CompactionRemade != 1 {
+		t.Fatalf("trace: account %q, compactionRemade %d", tr.Account, tr.CompactionRemade)
 	}
 }

@@ -114,6 +114,12 @@ func (t *sealTable) learn(owner, session string, content []byte) {
 	t.count[id]++
 }
 
+// learnSealer is learn that gives back the value's digest (the compaction store's key).
+func (t *sealTable) learnSealer(owner, session string, content []byte) uint64 {
+	t.learn(owner, session, content)
+	return t.digest(content)
+}
+
 // refuse records that account refused content, which nobody is known to have sealed, in the
 // conversation session: from now on it is foreign to that account, and to that account only.
 func (t *sealTable) refuse(account, session string, content []byte) {

@@ -68,6 +68,10 @@ type Options struct {
 	// re-make a compaction on another account after a rotation (default 64 MiB, all
 	// conversations together; compaction.go).
 	CompactionBudget int64
+	// CompactionDir, when set, is where those requests are kept, as files (mode 0600), so that
+	// a conversation's compaction survives a restart of the relay: a relay that starts serving
+	// reads back what an earlier one kept there ("": memory only).
+	CompactionDir string
 	// Hold is the longest a request waits, with nothing sent, when every account rests and
 	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
 	// changes it at runtime.
@@ -456,6 +460,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	s.SetListenAddr(ln.Addr().String())
 	stopRefresh := s.catalog.startSchedule()
 	defer stopRefresh()
+	if err := s.compactions.open(s.opt.CompactionDir, s.seals.learnSealer); err != nil {
+		s.log.Warn("the compactions kept on disk cannot be read: conversations compacted before are kept in memory from now on", "error", err)
+	}
 	s.serving.Add(1)
 	defer s.serving.Add(-1)
 	stopQuota := s.startQuotaLoop()
