@@ -23,8 +23,11 @@
 //	          bodies), lite.go (Responses Lite), tier.go (service tiers), sealed.go (content
 //	          sealed to an account: what a request leaves out of an account's input),
 //	          sealtable.go (which account sealed what), sealscan.go (finding sealed values in
-//	          JSON bytes), turn.go (Codex's headers and turn state), limit.go (limits inside a
-//	          200 stream), upstream.go and call.go (upstream requests and their deadlines)
+//	          JSON bytes), compaction.go (a conversation's compaction across a rotation: kept,
+//	          preferred, re-made), compactstore.go (the requests behind compactions, in memory
+//	          or on disk), compactv1.go (POST /v1/responses/compact), turn.go (Codex's headers
+//	          and turn state), limit.go (limits inside a 200 stream), upstream.go and call.go
+//	          (upstream requests and their deadlines)
 //	respond   respond.go (relaying an answer), sink.go (where a stream goes, where it comes
 //	          from), drain.go (reusing connections), usage.go (tokens), redact.go (upstream text)
 //
@@ -33,6 +36,7 @@
 // keeps between turns). Beside the phases: server.go (the Server and its options), errors.go
 // (the OpenAI error shape, and what an upstream's error means), stats.go, trace.go and
 // metrics.go (what is shown), models.go (GET /v1/models), pause.go (pausing from another
-// process), quota.go (usage windows), credits.go, creditsclient.go and creditsredeem.go (banked
+// process), quota.go (usage windows), poolusage.go (the pool's windows over the signed-in user's
+// usage, for Codex's /status), credits.go, creditsclient.go and creditsredeem.go (banked
 // resets), sysinfo.go (the system the user agent names).
 package proxy
