@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -234,10 +233,15 @@ type sent struct {
 
 // sendHTTP is the send function of the HTTP wires: the try's body posted to the wire's path.
 func sendHTTP(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
-	// ChatGPT accounts always stream; the others stream when the client does.
-	m, body := tr.m, tr.body
-	stream := x.req.stream || m.Kind == KindChatGPT
-	resp, c, err := x.s.send(x.r.Context(), m, tr.cred, tr.wire.to(), body.reader(), len(body.b), stream, x.upstreamHeaders(tr, false), tmo.Header)
+	// ChatGPT accounts always stream; the others stream when the client does; a document never.
+	m, body, h := tr.m, tr.body, http.Header(nil)
+	stream := !tr.wire.document && (x.req.stream || m.Kind == KindChatGPT)
+	if tr.wire.document {
+		h = x.backendHeaders()
+	} else {
+		h = x.upstreamHeaders(tr, false)
+	}
+	resp, c, err := x.s.send(x.r.Context(), m, tr.cred, tr.wire.to(x), body.reader(), len(body.b), stream, h, tmo.Header)
 	return sent{resp: resp, call: c, bytes: len(body.b)}, err
 }
 
@@ -258,7 +262,7 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 	}()
 	broke := func(what string, err error) (verdict, string) {
 		err = c.explain(err)
-		if why, ok := tr.wire.renew(x, "", err); ok {
+		if why, ok := tr.wire.renew(x, nil, err); ok {
 			return fallback, what + why
 		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
@@ -292,12 +296,9 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 		}
 		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
 	}
-	if code, msg, resetsAt, failed := x.streamFailure(tr, &first); failed {
+	if w, failed := x.streamFailure(tr, &first, "stream failed at once"); failed {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
-		if why, ok := tr.wire.renew(x, code, nil); ok {
-			return fallback, why
-		}
-		if v, reason := x.classifyCode(tr, code, msg, resetsAt); v != served {
+		if v, reason := x.judgeEvent(tr, w); v != served {
 			return v, reason
 		}
 		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
@@ -345,70 +346,49 @@ func (a *answer) close() {
 	a.call.end()
 }
 
-// classifyStatus decides what a non-2xx upstream answer means for the account and the request.
-// An answer that is the client's own mistake is served: its body, redacted, comes back for
+// classifyStatus judges a non-2xx upstream answer (judge.go) and applies what it rests. An
+// answer that is the client's own mistake is served: its body, redacted, comes back for
 // respond to relay.
 func (x *exchange) classifyStatus(tr *accountTry, resp *http.Response) (verdict, string, []byte) {
-	m := tr.m
 	// The upstream's text enters here: nothing of it goes further unredacted.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	body = redact(body, tr.cred.Token)
-	code, msg, resetsAt := parseUpstreamError(body)
-	status := resp.StatusCode
-	reason := fmt.Sprintf("HTTP %d", status)
-	if code != "" {
-		reason += " " + code
+	j := x.s.judgeFor(tr.m, saidHTTP(resp, body))
+	x.s.rest(tr.m, tr.cred, tr.tg.model, j)
+	v, reason := x.act(tr, j)
+	if v == served {
+		return served, reason, body // the client's own mistake
 	}
-	if msg != "" {
-		reason += ": " + truncate(msg, 200)
-	}
-	now := x.s.now()
-	switch {
-	case status/100 == 3:
-		// Never followed (the credential would go wherever it points), never relayed.
-		reason = fmt.Sprintf("HTTP %d: the upstream redirects (not followed): check the account's base URL", status)
-		if u, err := resp.Location(); err == nil {
-			reason = fmt.Sprintf("HTTP %d: the upstream redirects to %s (not followed): check the account's base URL", status, u.Host)
-		}
-		m.fail(now, false, reason, x.s.opt.Breaker)
-		return nextAccount, reason, nil
-	case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired || classify(code) == errQuota:
-		// A limit, whatever the status it came with (a spend limit is a 400 or a 403, say).
-		x.s.restForLimit(m, tr.cred, code, resp.Header.Get("Retry-After"), resetsAt, reason)
-		return nextAccount, reason, nil
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return unauthorized, reason, nil
-	case status == http.StatusNotFound:
-		m.blockModel(tr.tg.model, now.Add(modelBlockFor), reason)
-		return nextAccount, reason, nil
-	case status == http.StatusRequestTimeout || status >= 500:
-		return transient, reason, nil
-	case status == http.StatusBadRequest && sealedRefusal(code, msg) && x.refused(m, x.body.items):
-		return resealed, reason + " (sealed by another account: retried without it)", nil
-	}
-	return served, reason, body // the client's own mistake
+	return v, reason, nil
 }
 
-// classifyCode decides what a failure event at the start of a 200 stream means. Quota and
-// rate limits cool the account down, overloads are transient, anything else (a prompt too
-// long, say) is the client's and is relayed.
-func (x *exchange) classifyCode(tr *accountTry, code, msg string, resetsAt int64) (verdict, string) {
-	m := tr.m
-	reason := "stream failed at once: " + code
-	if msg != "" {
-		reason += ": " + truncate(msg, 200)
+// act is what the attempt does after a judgment: move on, retry, renew the credential, retry
+// without sealed content, or relay.
+func (x *exchange) act(tr *accountTry, j judgment) (verdict, string) {
+	switch j.class {
+	case limited, noModel, redirected:
+		return nextAccount, j.reason
+	case refused:
+		return unauthorized, j.reason
+	case flaky:
+		return transient, j.reason
+	case unsealed:
+		if x.refused(tr.m, x.body.items) {
+			return resealed, j.reason + " (sealed by another account: retried without it)"
+		}
 	}
-	if sealedRefusal(code, msg) && x.refused(m, x.body.items) {
-		return resealed, reason + " (sealed by another account: retried without it)"
+	return served, j.reason
+}
+
+// judgeEvent judges a failure a stream said in its event w, unless the wire mends it itself (a
+// socket at its time limit, fallback), and applies what it rests.
+func (x *exchange) judgeEvent(tr *accountTry, w said) (verdict, string) {
+	j := x.s.judgeFor(tr.m, w)
+	if why, ok := tr.wire.renew(x, &j, nil); ok {
+		return fallback, why
 	}
-	switch classify(code) {
-	case errQuota:
-		x.s.restForLimit(m, tr.cred, code, "", resetsAt, reason)
-		return nextAccount, reason
-	case errTransient:
-		return transient, reason
-	}
-	return served, reason
+	x.s.rest(tr.m, tr.cred, tr.tg.model, j)
+	return x.act(tr, j)
 }
 
 // record adds the attempt on m that began at start to the trace.

@@ -1,16 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // Backend calls: what Codex asks of the ChatGPT backend itself, not of a model. Code mode's
@@ -39,10 +35,9 @@ var backendCalls = []struct{ path, route string }{
 	{"/images/edits", RouteImages},
 }
 
-// maxBackendAnswer bounds a backend call's answer (an image comes back as base64 in JSON).
-const maxBackendAnswer = 64 << 20
-
-// handleBackend serves one backend call (path, e.g. /alpha/search) as route.
+// handleBackend serves one backend call (path, e.g. /alpha/search) as route: by the same
+// dispatch and rotation as a model request (route.go, attempt.go), over the document wire
+// (wire.go), to the pool's ChatGPT accounts.
 func (s *Server) handleBackend(path, route string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := s.begin(w, r, route)
@@ -52,185 +47,56 @@ func (s *Server) handleBackend(path, route string) http.HandlerFunc {
 			x.reject(e, OutcomeRejected)
 			return
 		}
-		defer putBodyBuffer(body)
 		x.t.ClientBytes = int64(len(body))
-		if !json.Valid(body) {
-			x.reject(errInvalid("invalid_json", "", "the request body is not valid JSON"), OutcomeRejected)
+		buf := x.out.hold(body)
+		obj, err := payload.Parse(body)
+		if err != nil {
+			x.reject(errInvalid("invalid_json", "", "the request body is not a JSON object"), OutcomeRejected)
 			return
 		}
-		x.t.Model = backendModel(body)
-		x.t.ResolvedModel = x.t.Model
-		x.t.Session = turnThread(r.Header.Get("X-Codex-Turn-Metadata"))
-		x.t.LatencyBreakdown.PreparationMs = stat.Ms(s.now().Sub(x.times.start))
-		x.backendCall(path, body)
+		x.req = &clientRequest{route: routeDocument, obj: obj, path: path, model: backendModel(obj),
+			session: turnThread(r.Header.Get("X-Codex-Turn-Metadata"))}
+		x.body = &clientBody{obj: obj, raw: body, buf: buf}
+		x.t.Model, x.t.ResolvedModel, x.t.Session = x.req.model, x.req.model, x.req.session
+		x.prepared()
+		x.dispatch(&plan{targets: []target{{model: x.req.model}}, accounts: isChatGPT})
 	}
 }
 
-// backendCall tries the ChatGPT accounts in order until one answers.
-func (x *exchange) backendCall(path string, body []byte) {
-	s := x.s
-	isChatGPT := func(m *member) bool { return m.Kind == KindChatGPT }
-	cands := s.pool.candidates("", x.t.Session, s.now(), isChatGPT)
-	if len(cands) == 0 {
-		x.reject(x.noBackendAccount(), OutcomeRejected)
+func isChatGPT(m *member) bool { return m.Kind == KindChatGPT }
+
+// documentBody is the document wire's body: the client's as it came.
+func documentBody(x *exchange, _ *accountTry) (builtBody, error) {
+	w := x.body.whole()
+	return builtBody{b: w.raw, buf: w.buf}, nil
+}
+
+// relayDocument answers a backend call with the account's answer, read whole: its status, type
+// and body. A 2xx answer (an image comes back as megabytes of base64) is redacted of the
+// account's own credential alone; an error answer was redacted whole where it entered
+// (classifyStatus).
+func (x *exchange) relayDocument(a *answer) {
+	a.plain = redactSecrets(a.plain, a.tr.cred.Token)
+	if x.writeUpstreamBody(a) != nil {
+		x.clientGone()
 		return
 	}
-	var failures []string
-	for i, m := range cands {
-		if i > 0 {
-			if !s.pool.current(m) || !m.usable("", s.now()) {
-				continue // removed, or rested meanwhile (a workspace's limit: restWorkspace)
-			}
-			s.c.rotations.Add(1)
-			s.log.Info("rotating to the next account", "id", x.t.ID, "to", m.Name, "route", x.t.Route, "reason", failures[len(failures)-1])
-		}
-		m.requests.Add(1)
-		done, why := x.backendTry(m, path, body)
-		if done {
-			return
-		}
-		if x.r.Context().Err() != nil {
-			x.t.Status, x.t.Outcome = 499, OutcomeCanceled
-			return
-		}
-		failures = append(failures, m.Name+": "+why)
-	}
-	e := &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
-		Message: "every ChatGPT account failed this " + x.t.Route + ": " + strings.Join(failures, "; ")}
-	if !s.pool.anyUsableOf(s.now(), isChatGPT) {
-		e = x.noBackendAccount()
-		e.Message = "every ChatGPT account failed this " + x.t.Route + ": " + strings.Join(failures, "; ") + ". " + e.Message
-	}
-	x.reject(e, OutcomeError)
-}
-
-// backendTry sends the call to m, renewing a refused sign-in once. done: the client has its
-// answer (the upstream's, or its own mistake); otherwise why m could not serve.
-func (x *exchange) backendTry(m *member, path string, body []byte) (done bool, why string) {
-	s, ctx := x.s, x.r.Context()
-	for renewed := false; ; renewed = true {
-		start := s.now()
-		if x.times.firstSend.IsZero() {
-			x.times.firstSend = start
-		}
-		cred, err := m.Credentials.Credential(ctx)
-		m.sawCredential(cred)
-		if err != nil {
-			why = "credential unavailable: " + err.Error()
-			if errors.Is(err, ErrNeedsLogin) {
-				m.markNeedsLogin(why)
-			} else {
-				m.setLastError(why)
-			}
-			x.record(m, start, 0, why)
-			return false, why
-		}
-		newBody := func() io.ReadCloser { return io.NopCloser(bytes.NewReader(body)) }
-		resp, c, err := s.send(ctx, m, cred, path, newBody, len(body), false, x.backendHeaders(), 0)
-		x.t.UpstreamBytes += int64(len(body))
-		if err != nil {
-			why = describeTransportError(err, cred.Token)
-			x.record(m, start, 0, why)
-			m.failures.Add(1)
-			m.fail(s.now(), isTimeout(err), why, s.opt.Breaker)
-			return false, why
-		}
-		c.live(s.Timeouts().StreamIdle)
-		answer, rerr := io.ReadAll(io.LimitReader(c.body(resp.Body), maxBackendAnswer+1))
-		resp.Body.Close()
-		c.end()
-		if rerr == nil && len(answer) > maxBackendAnswer {
-			rerr = fmt.Errorf("the answer is larger than %d MiB", maxBackendAnswer>>20)
-		}
-		if rerr != nil {
-			why = "the upstream answer broke off: " + describeTransportError(rerr, cred.Token)
-			x.record(m, start, resp.StatusCode, why)
-			m.failures.Add(1)
-			m.fail(s.now(), isTimeout(rerr), why, s.opt.Breaker)
-			return false, why
-		}
-		// The upstream's text enters here: nothing of it goes further unredacted.
-		answer = redact(answer, cred.Token)
-		status := resp.StatusCode
-		if status/100 == 2 {
-			x.record(m, start, status, "")
-			x.backendAnswer(m, resp, answer)
-			return true, ""
-		}
-		code, msg, resetsAt := parseUpstreamError(answer)
-		why = fmt.Sprintf("HTTP %d", status)
-		if code != "" {
-			why += " " + code
-		}
-		if msg != "" {
-			why += ": " + truncate(msg, 200)
-		}
-		x.record(m, start, status, why)
-		now := s.now()
-		switch {
-		case status == http.StatusUnauthorized || status == http.StatusForbidden && classify(code) != errQuota:
-			m.failures.Add(1)
-			if r, ok := m.Credentials.(Refresher); ok && !renewed {
-				if _, err := r.Refresh(ctx, cred); err == nil {
-					continue
-				}
-			}
-			m.markNeedsLogin(why)
-			return false, why
-		case status == http.StatusTooManyRequests || status == http.StatusPaymentRequired || classify(code) == errQuota:
-			s.restForLimit(m, cred, code, resp.Header.Get("Retry-After"), resetsAt, why)
-			m.failures.Add(1)
-			return false, why
-		case status/100 == 3 || status == http.StatusNotFound || status == http.StatusRequestTimeout || status >= 500:
-			// An outage, or an account whose backend has no such route: the next one may.
-			m.failures.Add(1)
-			m.fail(now, false, why, s.opt.Breaker)
-			return false, why
-		}
-		// The client's own mistake (a prompt the backend refuses, say): relayed as it came.
-		x.t.Error = why
-		x.backendAnswer(m, resp, answer)
-		return true, ""
-	}
-}
-
-// backendAnswer relays m's answer: its status and body, with the headers that describe it.
-func (x *exchange) backendAnswer(m *member, resp *http.Response, answer []byte) {
-	s := x.s
-	h := x.w.Header()
-	ct := resp.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/json"
-	}
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", fmt.Sprint(len(answer)))
-	x.w.WriteHeader(resp.StatusCode)
-	n, _ := x.w.Write(answer)
-	x.t.Bytes = int64(n)
-	x.t.Status, x.t.Account = resp.StatusCode, m.Name
 	x.t.Outcome = OutcomeCompleted
-	if resp.StatusCode >= 400 {
-		x.t.Outcome = OutcomeFailed
-		return
-	}
-	x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(s.now().Sub(x.times.firstSend))
-	m.succeeded()
-	if x.t.Session != "" {
-		s.pool.remember(x.t.Session, m.key(), s.now())
-	}
 }
 
-// backendHeaders are the client's headers that go with a backend call, by the rule model
-// requests follow (turn.go): the turn's metadata, the image turn id and the like.
-func (x *exchange) backendHeaders() http.Header {
-	h := http.Header{}
-	conn := x.r.Header.Get("Connection")
-	for k, v := range x.r.Header {
-		if forwarded(k, conn) {
-			h[k] = v
+// documentFailed answers a backend call that no ChatGPT account served: the failures, and
+// what the pool can do (noBackendAccount).
+func (x *exchange) documentFailed(tl *tally) {
+	failures := "every ChatGPT account failed this " + x.t.Route + ": " + strings.Join(tl.failures, "; ")
+	if tl.tried == 0 || !x.s.pool.anyUsableOf(x.s.now(), isChatGPT) {
+		e := x.noBackendAccount()
+		if tl.tried > 0 {
+			e.Message = failures + ". " + e.Message
 		}
+		x.reject(e, OutcomeError)
+		return
 	}
-	return h
+	x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error", Message: failures}, OutcomeError)
 }
 
 // noBackendAccount is the answer when no ChatGPT account can take a backend call now.
@@ -271,12 +137,9 @@ func (p *pool) anyUsableOf(now time.Time, serves func(*member) bool) bool {
 }
 
 // backendModel is the model a backend call names ("" for none).
-func backendModel(body []byte) string {
-	var v struct {
-		Model string `json:"model"`
-	}
-	json.Unmarshal(body, &v)
-	return truncate(v.Model, maxModelName)
+func backendModel(obj *payload.Object) string {
+	m, _ := stringMember(obj, "model")
+	return truncate(m, maxModelName)
 }
 
 // turnThread is the thread id of Codex's x-codex-turn-metadata: the conversation a backend
@@ -290,4 +153,17 @@ func turnThread(meta string) string {
 	}
 	json.Unmarshal([]byte(meta), &v)
 	return truncate(v.ThreadID, 256)
+}
+
+// backendHeaders are the client's headers that go with a backend call, by the rule model
+// requests follow (turn.go): the turn's metadata, the image turn id and the like.
+func (x *exchange) backendHeaders() http.Header {
+	h := http.Header{}
+	conn := x.r.Header.Get("Connection")
+	for k, v := range x.r.Header {
+		if forwarded(k, conn) {
+			h[k] = v
+		}
+	}
+	return h
 }

@@ -95,7 +95,7 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 // nothing (more) to make, or when m could not make it (the item is then left out); any other
 // verdict is m's failure, judged as an attempt's is, and the request moves on.
 func (x *exchange) remakeCompactions(m *member, tg *target) (verdict, string) {
-	if x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
+	if x.req.route != routeResponses || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
 		return served, "" // the cost of a conversation that never rotated: this look-up
 	}
 	if m.Kind == KindOpenAI && m.API == APIChat {

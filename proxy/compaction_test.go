@@ -71,6 +71,10 @@ func factsOf(key string, input []json.RawMessage) []string {
 // compacter is the upstream handler of account key.
 func compacter(key string) func(w http.ResponseWriter, r *http.Request, n int) {
 	return func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // a usage read, a socket: not this fake's
+			return
+		}
 		body := readRecorded(r)
 		if enc := foreignSealed(body, key); enc != "" {
 			status(400, refusal("code", enc))(w, r, n)

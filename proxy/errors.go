@@ -44,60 +44,15 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.Write(append(b, '\n'))
 }
 
-// errClass is what an upstream error code means for the account.
-type errClass int
-
-const (
-	errClient    errClass = iota // the request's own problem (a prompt too long, say): relayed
-	errQuota                     // a quota or rate limit: the account cools down, the next one serves
-	errTransient                 // an overload or server error: retried, then the next account
-)
-
-// classify is the one table of upstream error codes, used for error answers and for failure
-// events alike.
-//
-// Quota: the account cannot serve until its limit resets: it rests (for the Retry-After or the
-// reset the upstream names, else defaultCooldown) and the request moves on.
-//   - rate_limit_exceeded, usage_limit_reached, insufficient_quota, quota_exceeded,
-//     usage_not_included: the backend's limits and plan.
-//   - slow_down: a rate limit under another name (the backend asks the client to back off);
-//     another account is not slowed by it.
-//   - credit_balance_exhausted: the account's credits (pay-as-you-go beyond the plan) are spent.
-//   - organization_spend_limit_exceeded, project_spend_limit_exceeded,
-//     organization_usage_limit_exceeded: an API key's organization or project reached the
-//     spending limit its owner set; another key, of another organization, can serve.
-//   - workspace_*: a limit of the ChatGPT workspace (a Team or Enterprise plan's pooled limit):
-//     every account of that workspace rests with it (restWorkspace).
-//
-// Transient: an overload or server error, and flex_unavailable (the flex tier has no capacity
-// now: the same account is tried once more, then the next; a ChatGPT account is never sent
-// flex: tier.go).
-func classify(code string) errClass {
-	switch code {
-	case "rate_limit_exceeded", "usage_limit_reached", "insufficient_quota", "quota_exceeded", "usage_not_included",
-		"slow_down", "credit_balance_exhausted", "organization_spend_limit_exceeded", "project_spend_limit_exceeded",
-		"organization_usage_limit_exceeded":
-		return errQuota
-	case "", "server_error", "server_is_overloaded", "overloaded", "internal_error", "service_unavailable", "flex_unavailable":
-		return errTransient
-	}
-	if workspaceLimit(code) {
-		return errQuota
-	}
-	return errClient
-}
-
-// workspaceLimit reports whether code is a limit of the whole ChatGPT workspace.
-func workspaceLimit(code string) bool { return strings.HasPrefix(code, "workspace_") }
-
 // upstreamError is the error object of an upstream answer or event, in its several shapes:
 // {"error":{...}}, {"response":{"error":{...}}} and a bare {"code","message"}.
 type upstreamError struct {
 	Code            any    `json:"code"`
 	Type            string `json:"type"`
 	Message         string `json:"message"`
-	ResetsAt        int64  `json:"resets_at"`
-	ResetsInSeconds int64  `json:"resets_in_seconds"`
+	// Numbers as floats: a value too large for an int64 still reads (and rests for the cap).
+	ResetsAt        float64 `json:"resets_at"`
+	ResetsInSeconds float64 `json:"resets_in_seconds"`
 	// A Retry-After carried in the body (a stream's failure event has no headers): seconds.
 	RetryAfter        float64 `json:"retry_after"`
 	RetryAfterSeconds float64 `json:"retry_after_seconds"`
@@ -118,7 +73,26 @@ func (e *upstreamError) code() string {
 	return ""
 }
 
+// parseUpstreamError reads an upstream's error object: its code, its message, and when its
+// limit resets (unix seconds; 0: it said not), as of the wall clock.
 func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
+	e := parseErrorBody(body)
+	if e.resetsAt == 0 && e.resetIn > 0 {
+		e.resetsAt = restEnd(time.Now(), "", 0, e.resetIn, time.Time{}).Unix()
+	}
+	return e.code, e.msg, e.resetsAt
+}
+
+// errorBody is what an upstream's error object says: its code and message, and when its limit
+// resets: at a time (resetsAt, unix seconds) or after a while (resetIn, seconds).
+type errorBody struct {
+	code, msg string
+	resetsAt  int64
+	resetIn   float64
+}
+
+// parseErrorBody reads an upstream's error object, in its several shapes.
+func parseErrorBody(body []byte) errorBody {
 	var v struct {
 		Error    json.RawMessage `json:"error"`
 		Response struct {
@@ -127,7 +101,7 @@ func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
 		upstreamError
 	}
 	if json.Unmarshal(body, &v) != nil {
-		return "", strings.TrimSpace(string(body[:min(len(body), 200)])), 0
+		return errorBody{msg: strings.TrimSpace(string(body[:min(len(body), 200)]))}
 	}
 	e := &v.upstreamError
 	if len(v.Error) > 0 {
@@ -142,15 +116,14 @@ func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
 	} else if v.Response.Error != nil {
 		e = v.Response.Error
 	}
-	resetsAt = e.ResetsAt
-	if resetsAt == 0 && e.ResetsInSeconds > 0 {
-		resetsAt = time.Now().Unix() + e.ResetsInSeconds
+	out := errorBody{code: e.code(), msg: e.Message}
+	if e.ResetsAt > 0 {
+		out.resetsAt = int64(min(e.ResetsAt, 1<<53)) // far enough: restEnd caps it
 	}
-	if ra := max(e.RetryAfter, e.RetryAfterSeconds); resetsAt == 0 && ra > 0 {
-		resetsAt = time.Now().Add(time.Duration(ra * float64(time.Second))).Unix()
-		if resetsAt <= time.Now().Unix() {
-			resetsAt++ // under a second: rest until the next second, not the default
-		}
+	if e.ResetsInSeconds > 0 {
+		out.resetIn = e.ResetsInSeconds
+	} else if ra := max(e.RetryAfter, e.RetryAfterSeconds); ra > 0 {
+		out.resetIn = ra
 	}
-	return e.code(), e.Message, resetsAt
+	return out
 }

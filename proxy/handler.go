@@ -241,7 +241,8 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *ex
 // clientRequest is a parsed client body: the top-level members as raw bytes plus the few
 // fields the relay routes on. The large input or messages array is never decoded.
 type clientRequest struct {
-	route   string // "responses" or "chat"
+	route   string // "responses", "chat", "compact" or "document"
+	path    string // a document's path under the account's base URL (/alpha/search, ...)
 	obj     *payload.Object
 	model   string
 	stream  bool
@@ -361,7 +362,8 @@ const maxModelName = 256
 const (
 	routeResponses = "responses"
 	routeChat      = "chat"
-	routeCompact   = "compact" // POST /v1/responses/compact: a Responses body, answered whole
+	routeCompact   = "compact"  // POST /v1/responses/compact: a Responses body, answered whole
+	routeDocument  = "document" // a backend call (backend.go): a body that goes as it came, answered whole
 )
 
 // reject answers e without having forwarded anything.

@@ -53,7 +53,7 @@ func (x *exchange) holdForPool(p *plan) bool {
 	var back time.Time
 	for i := range p.targets {
 		tg := &p.targets[i]
-		if s.pool.anyUsable(tg.model, now) {
+		if p.usable(&s.pool, tg, now) {
 			return false
 		}
 		t := s.pool.backAt(now, func(m *member) bool { return p.serves(m, tg) })

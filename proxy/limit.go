@@ -47,23 +47,20 @@ func carriesNoOutput(ev sse.Event) bool {
 }
 
 // streamFailure reads a failure from a stream's event: a failure event (the wire's own test),
-// or a terminal event whose response failed or stopped for a limit. The event's data is
-// redacted in place when it is one; ok is false for any other event.
-func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event) (code, msg string, resetsAt int64, ok bool) {
-	if tr.wire.firstFails(*ev) {
-		ev.Data = redact(ev.Data, tr.cred.Token)
-		code, msg, resetsAt = parseUpstreamError(ev.Data)
-		return code, msg, resetsAt, true
-	}
-	if !terminalFailed(ev.Name, ev.Data) {
-		return "", "", 0, false
+// or a terminal event whose response failed or stopped for a limit; where says where it came
+// (for the reason). The event's data is redacted in place when it is one; ok is false for any
+// other event.
+func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event, where string) (w said, ok bool) {
+	if !tr.wire.firstFails(*ev) && !terminalFailed(ev.Name, ev.Data) {
+		return said{}, false
 	}
 	ev.Data = redact(ev.Data, tr.cred.Token)
-	code, msg, resetsAt = parseUpstreamError(ev.Data)
-	if code == "" {
-		code = incompleteReason(ev.Data)
+	w = saidEvent(where, ev.Data)
+	if tr.wire.firstFails(*ev) {
+		code, _, _ := parseUpstreamError(ev.Data)
+		w.code = code // a failure event's code is its own, not its response's incomplete reason
 	}
-	return code, msg, resetsAt, true
+	return w, true
 }
 
 // terminalFailed reports whether a response.completed or response.incomplete event says the
@@ -83,7 +80,8 @@ func terminalFailed(name string, data []byte) bool {
 		return false
 	}
 	hasError := len(v.Response.Error) > 0 && string(v.Response.Error) != "null"
-	return v.Response.Status == "failed" || hasError || classify(incompleteReason(data)) == errQuota
+	cl, _ := codeClass(incompleteReason(data))
+	return v.Response.Status == "failed" || hasError || cl == limited
 }
 
 // incompleteReason is a terminal event's response.incomplete_details.reason ("": none).
@@ -99,38 +97,26 @@ func incompleteReason(data []byte) string {
 	return v.Response.IncompleteDetails.Reason
 }
 
-// finalFails classifies the terminal event of an answer read whole (the client asked for no
+// finalFails judges the terminal event of an answer read whole (the client asked for no
 // stream): nothing of it reached the client, so a limit or an overload anywhere in it, after
 // output items included, moves the request on like one at the start.
 func (x *exchange) finalFails(tr *accountTry, a *answer) (verdict, string) {
-	code, msg, resetsAt, ok := x.streamFailure(tr, &a.final)
+	w, ok := x.streamFailure(tr, &a.final, "stream failed at once")
 	if !ok {
 		return served, ""
 	}
-	return x.classifyCode(tr, code, msg, resetsAt)
+	return x.judgeEvent(tr, w)
 }
 
-// restIfLimited rests the account serving a when a terminal event relayed after output says it
-// is at its limit: the answer has begun and cannot move, the next request can.
+// restIfLimited rests the account serving a (or its workspace) when a terminal event relayed
+// after output says it is at its limit: the answer has begun and cannot move, the next request
+// can.
 func (x *exchange) restIfLimited(a *answer, name string, data []byte) {
-	m := a.tr.m
 	if !isFailureEvent(name) && !terminalFailed(name, data) {
 		return
 	}
-	code, msg, resetsAt := parseUpstreamError(redact(data, a.tr.cred.Token))
-	if code == "" {
-		code = incompleteReason(data)
+	m := a.tr.m
+	if j := x.s.judgeFor(m, saidEvent("limit reached after output", redact(data, a.tr.cred.Token))); j.class == limited {
+		x.s.rest(m, a.tr.cred, a.tr.tg.model, j)
 	}
-	if classify(code) != errQuota {
-		return
-	}
-	now := x.s.now()
-	if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
-		resetsAt = t.Unix()
-	}
-	reason := "limit reached after output: " + code
-	if msg != "" {
-		reason += ": " + truncate(msg, 200)
-	}
-	m.coolDown(cooldownEnd(now, "", resetsAt), reason)
 }

@@ -114,3 +114,62 @@ func TestAWorkspaceLimitRestsTheWholeWorkspace(t *testing.T) {
 		t.Fatalf("b, of another workspace: %+v", st)
 	}
 }
+
+// A workspace's limit that arrives after output (the answer has begun and cannot move) rests
+// the whole workspace too, as one before output does: one judge, one writer of rests.
+func TestAWorkspaceLimitAfterOutputRestsTheWholeWorkspace(t *testing.T) {
+	after := func(w http.ResponseWriter, r *http.Request, n int) {
+		writeEvents(w, []string{
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"half an answer\"}\n\n",
+			"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"workspace_usage_limit_reached\",\"message\":\"the workspace is at its limit\"}}}\n\n",
+		})
+	}
+	a1 := newUpstream(t, after)
+	a2 := newUpstream(t, answerText("from a2"))
+	team := func(name string, u *upstream) proxy.Account {
+		acc := chatgptAccount(name, u)
+		acc.Credentials = proxy.Static{Token: "access-" + name, AccountID: "ws-team"}
+		return acc
+	}
+	r := newRelay(t, proxy.Options{}, team("a1", a1), team("a2", a2))
+	r.RefreshQuotas(t.Context())
+	resp := r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi","stream":true}`)
+	io.Copy(io.Discard, resp.Body)
+	r.lastTrace(t, 1)
+	for _, n := range []string{"a1", "a2"} {
+		if st := r.account(t, n); st.State != proxy.StateCooldown {
+			t.Fatalf("%s, of the workspace at its limit: %+v", n, st)
+		}
+	}
+}
+
+// However far an upstream asks an account to rest (a Retry-After or a body's retry_after that
+// overflows a duration, infinity), the account rests for the longest rest, never for none.
+func TestTheLongestRestIsTheCap(t *testing.T) {
+	for _, c := range []struct{ name, header, body string }{
+		{"header 1e10", "1e10", `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`},
+		{"header 9.3e9", "9.3e9", `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`},
+		{"header Inf", "Inf", `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`},
+		{"header 20 digits", "99999999999999999999", `{"error":{"code":"rate_limit_exceeded","message":"slow down"}}`},
+		{"body retry_after", "", `{"error":{"code":"rate_limit_exceeded","message":"slow down","retry_after":1e10}}`},
+		{"body resets_in_seconds", "", `{"error":{"code":"rate_limit_exceeded","message":"slow down","resets_in_seconds":9300000000000000000}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := newClock()
+			hdr := []string{}
+			if c.header != "" {
+				hdr = []string{"Retry-After", c.header}
+			}
+			a := newUpstream(t, status(429, c.body, hdr...))
+			b := newUpstream(t, answerText("b"))
+			r := newRelay(t, proxy.Options{Now: clk.Now}, openaiAccount("a", a), openaiAccount("b", b))
+			resp := r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi"}`)
+			io.Copy(io.Discard, resp.Body)
+			r.lastTrace(t, 1)
+			st := r.account(t, "a")
+			if st.State != proxy.StateCooldown || st.CooldownUntil == nil || st.CooldownUntil.Sub(clk.Now()) < 7*24*time.Hour {
+				t.Fatalf("a rests until %v (now %v): want the longest rest", st.CooldownUntil, clk.Now())
+			}
+		})
+	}
+}

@@ -3,9 +3,7 @@ package proxy
 import (
 	"cmp"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,35 +107,6 @@ func (m *member) usable(model string, now time.Time) bool {
 		delete(m.modelBlocked, model)
 	}
 	return true
-}
-
-// restForLimit rests m after an upstream said it is at a limit (code, with the Retry-After
-// header's value and the reset the answer named, 0 for none): until the Retry-After, else that
-// reset, else the reset of its spent usage window, else defaultCooldown. A workspace limit
-// rests the workspace's other accounts with it (restWorkspace).
-func (s *Server) restForLimit(m *member, cred Credential, code, retryAfter string, resetsAt int64, reason string) {
-	now := s.now()
-	if t := m.quotaReset(now); resetsAt == 0 && !t.IsZero() {
-		resetsAt = t.Unix()
-	}
-	until := cooldownEnd(now, retryAfter, resetsAt)
-	m.coolDown(until, reason)
-	s.restWorkspace(m, cred, code, until, reason)
-}
-
-// restWorkspace rests, until then, every other ChatGPT account of the workspace whose limit m
-// met (code is a workspace_* limit): the accounts whose credential names the same
-// chatgpt-account-id, as their last use or usage read showed it. An account of the workspace
-// not used yet in this process is rested once it meets the limit itself.
-func (s *Server) restWorkspace(m *member, cred Credential, code string, until time.Time, reason string) {
-	if !workspaceLimit(code) || cred.AccountID == "" {
-		return
-	}
-	for _, o := range s.pool.list() {
-		if o != m && o.Kind == m.Kind && o.workspace() == cred.AccountID {
-			o.coolDown(until, reason+" (a limit of the workspace "+m.Name+" shares)")
-		}
-	}
 }
 
 // sawCredential notes the workspace (chatgpt-account-id) of the credential m was last used with.
@@ -525,30 +494,4 @@ func (p *pool) unavailable(model string, now time.Time) *apiError {
 	}
 	return &apiError{Status: 503, Type: "server_error", Code: "no_usable_account",
 		Message: msg + ". Enable an account or sign in again (`codexrelay accounts list`)."}
-}
-
-// cooldownEnd picks when a rate-limited account may be tried again: Retry-After (seconds or
-// HTTP date), else the reset time the upstream named, else the default.
-func cooldownEnd(now time.Time, retryAfter string, resetsAt int64) time.Time {
-	if retryAfter != "" {
-		if n, err := strconv.ParseFloat(strings.TrimSpace(retryAfter), 64); err == nil && n >= 0 {
-			return now.Add(min(time.Duration(n*float64(time.Second)), maxCooldownLength))
-		}
-		if t, err := http.ParseTime(retryAfter); err == nil && t.After(now) {
-			return minTime(t, now.Add(maxCooldownLength))
-		}
-	}
-	if resetsAt > 0 {
-		if t := time.Unix(resetsAt, 0); t.After(now) {
-			return minTime(t, now.Add(maxCooldownLength))
-		}
-	}
-	return now.Add(defaultCooldown)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

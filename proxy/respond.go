@@ -338,18 +338,13 @@ func (x *exchange) answerWholeAsChat(a *answer) {
 func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 	final := a.final
 	if final.Name == "response.failed" || final.Name == "error" {
-		code, msg, resetsAt := parseUpstreamError(redact(final.Data, a.tr.cred.Token))
-		status := http.StatusBadRequest
-		switch classify(code) {
-		case errQuota:
-			status = http.StatusTooManyRequests
-		case errTransient:
-			status = http.StatusBadGateway
-		}
+		w := saidEvent("the response failed", redact(final.Data, a.tr.cred.Token))
+		j := x.s.judgeFor(a.tr.m, w)
+		msg := w.msg
 		if msg == "" {
 			msg = "the upstream failed the response"
 		}
-		x.reject(&apiError{Status: status, Type: "upstream_error", Code: code, Message: msg, ResetsAt: resetsAt}, OutcomeFailed)
+		x.reject(&apiError{Status: j.clientStatus(), Type: "upstream_error", Code: w.code, Message: msg, ResetsAt: w.resetsAt}, OutcomeFailed)
 		return nil, false
 	}
 	x.noteUsage(final.Data)

@@ -35,6 +35,9 @@ func (x *exchange) relay() {
 type plan struct {
 	catalog *catalogState
 	targets []target
+	// accounts, when set, are the only accounts that may take the request (a backend call's:
+	// the ChatGPT accounts).
+	accounts func(*member) bool
 }
 
 // target is one model of a plan: its name, its catalog entry (nil: none), and the tools filter
@@ -68,8 +71,11 @@ func (x *exchange) route() (plan, *apiError) {
 	return p, nil
 }
 
-// serves reports whether the catalog lets m take target tg.
-func (p *plan) serves(m *member, tg *target) bool { return p.catalog.serves(m.Name, tg.model) }
+// serves reports whether m may take target tg: an account of the plan's, which the catalog lets
+// take the model.
+func (p *plan) serves(m *member, tg *target) bool {
+	return (p.accounts == nil || p.accounts(m)) && p.catalog.serves(m.Name, tg.model)
+}
 
 // servesAny reports whether the catalog lets m take one of the plan's targets.
 func (p *plan) servesAny(m *member) bool {
@@ -81,10 +87,20 @@ func (p *plan) servesAny(m *member) bool {
 	return false
 }
 
-// anyUsable reports whether an account of the pool can take one of the plan's targets now.
+// anyUsable reports whether an account that serves one of the plan's targets can take it now.
 func (p *plan) anyUsable(pl *pool, now time.Time) bool {
-	for _, tg := range p.targets {
-		if pl.anyUsable(tg.model, now) {
+	for i := range p.targets {
+		if p.usable(pl, &p.targets[i], now) {
+			return true
+		}
+	}
+	return false
+}
+
+// usable reports whether an account that serves target tg can take it now.
+func (p *plan) usable(pl *pool, tg *target, now time.Time) bool {
+	for _, m := range pl.list() {
+		if p.serves(m, tg) && m.usable(tg.model, now) {
 			return true
 		}
 	}
@@ -295,6 +311,10 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 	s := x.s
 	model := p.targets[0].model
 	x.t.ResolvedModel = model
+	if x.req.route == routeDocument {
+		x.documentFailed(tl)
+		return
+	}
 	if tl.tried > 0 && tl.tried == tl.untranslatable {
 		// No account could take the request in its protocol: every one needed a translation
 		// that left nothing usable, or could not do what it asks (a compaction).

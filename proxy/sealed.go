@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"slices"
-	"strings"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
@@ -405,20 +404,4 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		x.t.SealedRetry = true
 	}
 	return found
-}
-
-// sealedRefusal reports whether an upstream error says that it could not read sealed content:
-// code invalid_encrypted_content; or a message saying that encrypted content could not be
-// verified or decrypted (upstreams that send code null), or that encrypted function content
-// could not be decrypted or decoded (multi-agent content, code invalid_request_body).
-func sealedRefusal(code, msg string) bool {
-	if code == "invalid_encrypted_content" {
-		return true
-	}
-	l := strings.ToLower(msg)
-	if !strings.Contains(l, "encrypted") {
-		return false
-	}
-	return strings.Contains(l, "could not be verified") || strings.Contains(l, "could not be decrypted") ||
-		strings.Contains(l, "could not be decoded")
 }

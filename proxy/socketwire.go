@@ -132,17 +132,19 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 
 // renewSocket is the socket wire's recover: what an upstream socket does that a new socket to
 // the same account mends, with the conversation replayed, before the client notices.
-func renewSocket(x *exchange, code string, err error) (string, bool) {
+func renewSocket(x *exchange, j *judgment, err error) (string, bool) {
 	up := x.via.turn.sc.up
 	switch {
-	case code == "" && up != nil && up.reused && !isTimeout(err):
+	case j == nil && up != nil && up.reused && !isTimeout(err):
 		// An upstream may close a socket left idle between turns: the same account again,
 		// on a new socket, is no failure of it.
 		return " (on a socket kept from an earlier turn: retried on a new one)", true
-	case code == "previous_response_not_found" && x.t.Incremental && !x.via.turn.keepPrev:
+	case j == nil:
+		return "", false
+	case j.class == lostPrevious && x.t.Incremental && !x.via.turn.keepPrev:
 		up.close()
 		return "the upstream socket lost the conversation: replayed on a new one", true
-	case code == "websocket_connection_limit_reached" && !x.via.turn.renewed:
+	case j.class == socketEnded && !x.via.turn.renewed:
 		// The upstream ends each socket after its time limit (60 minutes); once a turn.
 		x.via.turn.renewed = true
 		up.close()

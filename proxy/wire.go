@@ -20,6 +20,9 @@ type wire struct {
 	// path is where the wire's requests go under the account's base URL, when it is not the
 	// protocol's own (/responses, /chat/completions).
 	path string
+	// document says that the request is a backend call: it goes to its own path as it came,
+	// with the client's headers that go with any call, and its answer is one document.
+	document bool
 	// chat says that the account speaks Chat Completions: requests go to /chat/completions,
 	// and a 200 stream may carry an error object where its first chunk should be.
 	chat bool
@@ -29,10 +32,10 @@ type wire struct {
 	// sendSocket). It returns errNoSocket when the wire cannot reach the account at all (the
 	// same account is then tried by the wire wireFor picks next).
 	send func(x *exchange, tr *accountTry, tmo Timeouts) (sent, error)
-	// recover, when set, says whether an answer that broke before its first event (code "",
-	// err the break) or failed in it (code) is the wire's own matter, mended by sending again
-	// to the same account (a new upstream socket), and why. Nil: never.
-	recover func(x *exchange, code string, err error) (why string, ok bool)
+	// recover, when set, says whether an answer that broke before its first event (j nil, err
+	// the break) or failed in it (j the judgment) is the wire's own matter, mended by sending
+	// again to the same account (a new upstream socket), and why. Nil: never.
+	recover func(x *exchange, j *judgment, err error) (why string, ok bool)
 	// stream relays an upstream stream to a streaming client: the held events, the first real
 	// one, then the rest as it comes.
 	stream func(x *exchange, a *answer)
@@ -69,6 +72,9 @@ var (
 	compactOverChat = &wire{name: "compact over chat", chat: true, body: func(*exchange, *accountTry) (builtBody, error) {
 		return builtBody{}, errNoChatCompaction
 	}, send: sendHTTP}
+	// A backend call (web search, image generation), ChatGPT account: its body goes as it came,
+	// its answer is one document (backend.go).
+	documentWire        = &wire{name: "document", document: true, body: documentBody, send: sendHTTP, plain: (*exchange).relayDocument}
 	responsesOverSocket = &wire{name: "responses over websocket", body: func(*exchange, *accountTry) (builtBody, error) { return builtBody{}, nil },
 		send: sendSocket, recover: renewSocket, stream: (*exchange).relayStream}
 )
@@ -77,6 +83,8 @@ var (
 func (x *exchange) wireFor(m *member) *wire {
 	chatAccount := m.Kind == KindOpenAI && m.API == APIChat
 	switch {
+	case x.req.route == routeDocument:
+		return documentWire
 	case x.req.route == routeCompact && chatAccount:
 		return compactOverChat
 	case x.req.route == routeCompact && m.Kind == KindChatGPT:
@@ -96,16 +104,18 @@ func (x *exchange) wireFor(m *member) *wire {
 }
 
 // renew asks the wire's recover, if it has one.
-func (w *wire) renew(x *exchange, code string, err error) (string, bool) {
+func (w *wire) renew(x *exchange, j *judgment, err error) (string, bool) {
 	if w.recover == nil {
 		return "", false
 	}
-	return w.recover(x, code, err)
+	return w.recover(x, j, err)
 }
 
 // to is where the wire's requests go, under the account's base URL.
-func (w *wire) to() string {
+func (w *wire) to(x *exchange) string {
 	switch {
+	case w.document:
+		return x.req.path
 	case w.path != "":
 		return w.path
 	case w.chat:
