@@ -47,9 +47,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // upstreamError is the error object of an upstream answer or event, in its several shapes:
 // {"error":{...}}, {"response":{"error":{...}}} and a bare {"code","message"}.
 type upstreamError struct {
-	Code            any    `json:"code"`
-	Type            string `json:"type"`
-	Message         string `json:"message"`
+	Code    any    `json:"code"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
 	// Numbers as floats: a value too large for an int64 still reads (and rests for the cap).
 	ResetsAt        float64 `json:"resets_at"`
 	ResetsInSeconds float64 `json:"resets_in_seconds"`
