@@ -46,13 +46,6 @@ func ChatGPTBackendOf(codexBase string) string {
 	return strings.TrimSuffix(strings.TrimRight(codexBase, "/"), "/codex")
 }
 
-// chatgptRoutes registers the ChatGPT backend's routes on mux.
-func (s *Server) chatgptRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+chatgptPrefix+"wham/usage", s.handlePoolUsage)
-	mux.HandleFunc("GET "+chatgptPrefix+"wham/accounts/check", s.handleAccountsCheck)
-	mux.HandleFunc(chatgptPrefix, s.handleChatGPTPassthrough)
-}
-
 // handlePoolUsage answers Codex's usage read with the pool's windows over the signed-in user's
 // own answer (poolusage.go). With no ChatGPT account in the pool, or none that can serve with
 // a fresh reading, the call goes to the backend as it came.
@@ -71,8 +64,9 @@ func (s *Server) handlePoolUsage(w http.ResponseWriter, r *http.Request) {
 	status, own, header, got := s.ownUsage(r)
 	switch {
 	case !got:
-		// The backend could not be reached: the pool's windows alone (no plan, no credits).
-		x.writeRaw(http.StatusOK, pw.overlay(nil))
+		// The pool's figures go only over a sign-in the backend accepted (routes.go, signIn).
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_error",
+			Message: "the ChatGPT backend could not be reached to check Codex's sign-in, so the pool's usage is not given"}, OutcomeError)
 	case status/100 != 2:
 		// The user's sign-in was refused (or the call was): Codex is told, as by the backend.
 		x.t.Error = "the ChatGPT backend answered the user's own usage " + strconv.Itoa(status)
@@ -107,6 +101,13 @@ func (s *Server) handleAccountsCheck(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleChatGPTPassthrough(w http.ResponseWriter, r *http.Request) {
 	x := s.beginChatGPT(w, r)
 	defer x.end()
+	if !plainPath(r.URL.EscapedPath()) {
+		// An encoded "..", or an encoded slash, would reach another route of chatgpt.com than
+		// the one named (ServeMux cleans only what it decodes).
+		x.reject(errInvalid("invalid_path", "", "the path "+truncate(r.URL.EscapedPath(), 200)+
+			" has a dot segment or an encoded slash: Codex Relay passes on only plain paths"), OutcomeRejected)
+		return
+	}
 	target, err := url.Parse(s.opt.ChatGPTBackend)
 	if err != nil || target.Host == "" {
 		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "no_chatgpt_backend",
@@ -211,3 +212,15 @@ func (w *statusWriter) code() int {
 
 // Unwrap lets http.ResponseController reach the connection (flushes of a streamed answer).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// plainPath reports whether an escaped path's segments, decoded, are names: none is "." or
+// "..", and none holds a slash or a backslash.
+func plainPath(escaped string) bool {
+	for _, seg := range strings.Split(escaped, "/") {
+		dec, err := url.PathUnescape(seg)
+		if err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
+			return false
+		}
+	}
+	return true
+}

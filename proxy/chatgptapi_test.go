@@ -302,3 +302,27 @@ func TestCodexsChatGPTCallsAreNotThePoolsRequests(t *testing.T) {
 		t.Fatalf("requests %+v", st)
 	}
 }
+
+// The pool's figures go only over a sign-in the ChatGPT backend accepted: a refused sign-in is
+// told as the backend told it, and with the backend out of reach nothing of the pool is given.
+func TestPooledUsageOnlyOverAnAcceptedSignIn(t *testing.T) {
+	up := newUpstream(t, answerText("a"))
+	withUsage(t, up, 30, 40, time.Now().Add(time.Hour))
+	own := ownUsage(t)
+	r := newRelay(t, proxy.Options{ChatGPTBackend: own.URL + "/backend-api"}, chatgptAccount("a", up))
+	req, _ := http.NewRequest(http.MethodGet, r.URL+"/backend-api/wham/usage", nil)
+	req.Header.Set("Authorization", "Bearer someone-else")
+	req.Header.Set("Chatgpt-Account-Id", "acct-x")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := readAll(t, resp); resp.StatusCode != 401 || strings.Contains(string(b), "rate_limit") {
+		t.Fatalf("a refused sign-in: %d %s", resp.StatusCode, b)
+	}
+	own.Close()
+	resp = r.codexGet(t, "/backend-api/wham/usage")
+	if b := readAll(t, resp); resp.StatusCode != http.StatusBadGateway || strings.Contains(string(b), "rate_limit") {
+		t.Fatalf("the backend out of reach: %d %s", resp.StatusCode, b)
+	}
+}

@@ -35,31 +35,6 @@ import (
 // ChatGPT backend's own routes for a Codex whose chatgpt_base_url is the relay (its limits
 // are the pool's).
 
-func (s *Server) routes() {
-	mux := http.NewServeMux()
-	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/responses", s.handleResponses)
-		mux.HandleFunc("POST "+prefix+"/responses/compact", s.handleCompact)
-		mux.HandleFunc("GET "+prefix+"/responses", s.handleResponsesSocket)
-		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
-		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
-		mux.HandleFunc("GET "+prefix+"/models/{id...}", s.handleModel)
-		for _, b := range backendCalls {
-			mux.HandleFunc("POST "+prefix+b.path, s.handleBackend(b.path, b.route))
-		}
-	}
-	s.chatgptRoutes(mux)
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /metrics", s.handleMetrics)
-	if s.opt.LocalAPI != nil {
-		local := s.opt.LocalAPI(s)
-		mux.Handle("/relay/", local)
-		mux.Handle("/relay", local)
-	}
-	mux.HandleFunc("/", s.handleUnknown)
-	s.mux = mux
-}
-
 // handleUnknown answers a route the relay does not serve, in the OpenAI error shape with what
 // it serves, and names it in a trace (route "unserved"), so that what a newer Codex asks and
 // the relay lacks shows in the dashboard instead of failing unseen.
@@ -68,9 +43,7 @@ func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
 	defer x.end()
 	x.t.Path = truncate(r.URL.Path, 200)
 	x.reject(&apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
-		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves POST /v1/responses, " +
-			"POST /v1/responses/compact, POST /v1/chat/completions, GET /v1/models, and Codex's web search and image generation (POST /v1/alpha/search, " +
-			"/v1/images/generations, /v1/images/edits)"}, OutcomeRejected)
+		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves " + s.served}, OutcomeRejected)
 }
 
 // RouteUnserved is the trace route of a request to a route the relay does not serve.
@@ -81,20 +54,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// No answer is ever to be read as anything but what its Content-Type says (a page that
 	// loads a route as a script or a style gets nothing it can use).
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, pattern := s.mux.Handler(r)
+	row := s.rows[pattern]
+	if pattern == "/" && r.URL.Path != "/" {
+		// A route's path with a method it does not take: its row says who may hear the 405.
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
+				row = s.rows[p]
+				break
+			}
+		}
+	}
+	if row == nil {
+		row = s.rows["/"]
+	}
 	r, e := s.admitSigned(w, r)
 	if e == nil {
-		e = s.guard(r)
+		e = s.guard(r, row)
 	}
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if s.paused.Load() && !strings.HasPrefix(r.URL.Path, "/relay/") && r.URL.Path != "/health" && r.URL.Path != "/metrics" {
+	if s.paused.Load() && row.paused {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "relay_paused",
 			Message: "Codex Relay is paused: choose Resume in its tray menu, or run `codexrelay resume`, to serve requests again"})
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
+	if pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -111,9 +98,11 @@ func (s *Server) SetPaused(on bool) {
 
 // guard protects the loopback port from web pages: a Host that is not a loopback name (DNS
 // rebinding) and any Origin header (a browser's cross-site request) are refused. No CORS
-// allowance is ever sent. Then the local API key, when one is set, is checked in constant time;
-// a request signed with the instance secret (admitSigned) needs none.
-func (s *Server) guard(r *http.Request) *apiError {
+// allowance is ever sent. Then the route's row says who may call it (routes.go): the local API
+// key, when one is set, is checked in constant time (a request signed with the instance
+// secret, admitSigned, needs none); a route of Codex's own sign-in never passes the local key
+// on.
+func (s *Server) guard(r *http.Request, row *routeRow) *apiError {
 	key := s.keyHash.Load()
 	if !((s.opt.AllowRemote || s.allowRemote.Load()) && key != nil) && !loopbackHost(r.Host) {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_host",
@@ -128,20 +117,36 @@ func (s *Server) guard(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "forbidden_origin",
 			Message: "Codex Relay does not answer requests from web pages (Sec-Fetch-Site: " + site + ")"}
 	}
-	// The ChatGPT backend's routes carry Codex's own sign-in, never the local key, and spend
-	// nothing of the pool (chatgptapi.go).
-	if key != nil && r.URL.Path != "/health" && !strings.HasPrefix(r.URL.Path, chatgptPrefix) && !InstanceSigned(r) {
-		got := r.Header.Get("X-Api-Key")
-		if a := r.Header.Get("Authorization"); got == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			got = strings.TrimSpace(a[7:])
-		}
-		h := sha256.Sum256([]byte(got))
-		if got == "" || subtle.ConstantTimeCompare(h[:], key[:]) != 1 {
+	switch row.access {
+	case localKey:
+		if key != nil && !InstanceSigned(r) && !isKey(key, presentedKey(r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))) {
 			return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
 				Message: "missing or wrong local API key: send the relay's local key as a bearer token (see Settings or `codexrelay codex-config`)"}
 		}
+	case signIn:
+		// What goes on to chatgpt.com never carries the local key, whoever sent it there.
+		if key != nil && isKey(key, r.Header.Get("X-Api-Key")) {
+			r.Header.Del("X-Api-Key")
+		}
+		if key != nil && isKey(key, presentedKey("", r.Header.Get("Authorization"))) {
+			r.Header.Del("Authorization")
+		}
 	}
 	return nil
+}
+
+// presentedKey is the key a client presents: X-Api-Key, else a bearer token.
+func presentedKey(apiKey, authorization string) string {
+	if apiKey == "" && len(authorization) > 7 && strings.EqualFold(authorization[:7], "bearer ") {
+		apiKey = strings.TrimSpace(authorization[7:])
+	}
+	return apiKey
+}
+
+// isKey reports, in constant time, whether got is the key whose digest is key.
+func isKey(key *[32]byte, got string) bool {
+	h := sha256.Sum256([]byte(got))
+	return got != "" && subtle.ConstantTimeCompare(h[:], key[:]) == 1
 }
 
 // handleResponses serves POST /v1/responses.

@@ -134,6 +134,10 @@ type Server struct {
 	// traceHook sees every finished request's trace.
 	traceHook atomic.Pointer[func(Trace)]
 	tokens    tokenCounters
+	// rows are the route table's rows by the mux patterns they registered, and served what
+	// the unknown_route answer names (routes.go).
+	rows   map[string]*routeRow
+	served string
 	// seals remembers which account sealed each sealed item relayed (sealtable.go).
 	seals *sealTable
 	// compactions keeps the requests that produced compactions (compaction.go).
