@@ -274,10 +274,19 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 		return transient, what
 	}
 	var err error
-	if a.rd == nil && !isEventStream(a.resp.Header) {
-		// A plain answer is read whole before any of it is relayed.
+	if tr.wire.document {
+		// A backend call's answer is relayed as it comes (relayDocument), not held.
 		c.live(a.timeouts.StreamIdle)
-		if a.plain, err = io.ReadAll(io.LimitReader(c.body(a.resp.Body), maxEventBytes)); err != nil {
+		return served, ""
+	}
+	if a.rd == nil && !isEventStream(a.resp.Header) {
+		// A plain answer is read whole before any of it is relayed, within the relay's
+		// memory budget.
+		c.live(a.timeouts.StreamIdle)
+		if a.plain, err = x.readWhole(c.body(a.resp.Body), a.resp.ContentLength, maxEventBytes); err != nil {
+			if errors.Is(err, errRelayBusy) {
+				return nextAccount, "no room in the relay's memory budget for the answer"
+			}
 			return broke("the upstream answer broke off", err)
 		}
 		return served, ""

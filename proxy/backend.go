@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"cmp"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -42,7 +44,7 @@ func (s *Server) handleBackend(path, route string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		x := s.begin(w, r, route)
 		defer x.end()
-		body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, nil)
+		body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, nil, x.hold)
 		if e != nil {
 			x.reject(e, OutcomeRejected)
 			return
@@ -71,14 +73,25 @@ func documentBody(x *exchange, _ *accountTry) (builtBody, error) {
 	return builtBody{b: w.raw, buf: w.buf}, nil
 }
 
-// relayDocument answers a backend call with the account's answer, read whole: its status, type
-// and body. A 2xx answer (an image comes back as megabytes of base64) is redacted of the
-// account's own credential alone; an error answer was redacted whole where it entered
-// (classifyStatus).
+// relayDocument relays a backend call's 2xx answer as it comes (an image comes back as
+// megabytes of base64, which the relay does not hold: memory.go), with the account's own
+// credential masked wherever it appears and nothing else looked for in it; an error answer was
+// read and redacted whole where it entered (classifyStatus).
 func (x *exchange) relayDocument(a *answer) {
-	a.plain = redactSecrets(a.plain, a.tr.cred.Token)
-	if x.writeUpstreamBody(a) != nil {
-		x.clientGone()
+	h := x.w.Header()
+	copyRelayHeaders(h, a.resp.Header)
+	h.Set("Content-Type", cmp.Or(a.resp.Header.Get("Content-Type"), "application/json"))
+	x.w.WriteHeader(a.resp.StatusCode)
+	x.t.Status = a.resp.StatusCode
+	mw := newMaskWriter(x.w, a.tr.cred.Token)
+	_, err := io.Copy(mw, a.call.body(a.resp.Body))
+	if err == nil {
+		err = mw.Close()
+	}
+	x.t.Bytes = mw.n
+	if err != nil {
+		x.t.Error = "the answer broke off: " + describeTransportError(a.call.explain(err), a.tr.cred.Token)
+		x.t.Outcome = OutcomeInterrupted
 		return
 	}
 	x.t.Outcome = OutcomeCompleted

@@ -221,3 +221,22 @@ func TestAnUnservedRouteIsNamedInATrace(t *testing.T) {
 		t.Fatalf("trace %+v", tr)
 	}
 }
+
+// A backend call's answer is relayed as it comes, with the account's own credential masked if
+// the upstream echoed it; what else it carries (base64) goes as it came.
+func TestABackendAnswerIsRelayedWithTheAccountsTokenMasked(t *testing.T) {
+	big := strings.Repeat("QUJD", 256<<10) // 1 MiB of base64
+	up := newUpstream(t, status(200, `{"created":1,"data":[{"b64_json":"`+big+`"}],"note":"for access-b-0123456789"}`))
+	acct := chatgptAccount("b", up)
+	acct.Credentials = proxy.Static{Token: "access-b-0123456789", AccountID: "acct-b"}
+	r := newRelay(t, proxy.Options{}, acct)
+	resp := r.post(t, "/v1/images/generations", `{"prompt":"draw","model":"gpt-image-2"}`)
+	got := readAll(t, resp)
+	if resp.StatusCode != 200 || strings.Contains(string(got), "access-b-0123456789") || !strings.Contains(string(got), `"note":"for ****6789"`) ||
+		!strings.Contains(string(got), big) {
+		t.Fatalf("%d, %d bytes, token masked: %v", resp.StatusCode, len(got), !strings.Contains(string(got), "access-b"))
+	}
+	if tr := r.lastTrace(t, 1); tr.Bytes != int64(len(got)) || tr.Outcome != proxy.OutcomeCompleted {
+		t.Fatalf("trace %+v", tr)
+	}
+}

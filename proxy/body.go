@@ -39,7 +39,10 @@ type bodyLimits struct {
 // bytes (so a small compressed bomb cannot expand past it). A body that stalls (no byte for
 // lim.idle) or trickles past lim.total is cut with 408. feed, when not nil, sees the (decoded)
 // body received so far after each read, so that it can be validated while the rest arrives.
-func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error) ([]byte, *apiError) {
+//
+// hold counts the buffer it fills against the relay's memory budget (memory.go), as it grows;
+// an error from it is the answer.
+func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error, hold func(int64) *apiError) ([]byte, *apiError) {
 	limit := lim.size
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -81,12 +84,23 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallW
 	if r.ContentLength > 0 && enc == "" {
 		size = int(r.ContentLength) + 1 // +1: a body longer than announced still shows
 	}
+	if e := hold(int64(size)); e != nil {
+		return nil, e
+	}
 	buf := getBodyBuffer(size)
+	held := size
 	n := 0
 	for {
 		if n == len(buf) {
 			buf = append(buf, 0)[:n] // grow
 			buf = buf[:cap(buf)]
+		}
+		if len(buf) > held {
+			if e := hold(int64(len(buf) - held)); e != nil {
+				putBodyBuffer(buf)
+				return nil, e
+			}
+			held = len(buf)
 		}
 		m, err := src.Read(buf[n:])
 		if m > 0 {

@@ -168,7 +168,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
-	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, x.admit.parser.Feed)
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, x.admit.parser.Feed, x.hold)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return
@@ -208,7 +208,9 @@ type exchange struct {
 	// What the request owns while it runs, a group each:
 	out    upstreamBodies // the bodies built for the accounts and the buffers they are in (body.go)
 	sealed sealedParts    // what it worked out of the sealed parts it carries (sealed.go)
-	wait   poolWait       // how it waited for a resting pool (hold.go, creditsrequest.go)
+	// memHeld is what it holds of the relay's memory budget (memory.go).
+	memHeld int64
+	wait    poolWait // how it waited for a resting pool (hold.go, creditsrequest.go)
 }
 
 // exchangeTimes are when an exchange began, and when its first upstream attempt started (for
@@ -384,6 +386,7 @@ func (x *exchange) end() {
 		s.idle()
 	}
 	x.out.release()
+	x.releaseMemory()
 	if x.out.cache != nil {
 		st := x.out.cache.Stats()
 		x.t.Serialization = Serialization{Hits: int64(st.Hits), Misses: int64(st.Misses), Direct: int64(st.Direct + x.out.unchanged)}

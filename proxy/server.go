@@ -72,6 +72,9 @@ type Options struct {
 	// a conversation's compaction survives a restart of the relay: a relay that starts serving
 	// reads back what an earlier one kept there ("": memory only).
 	CompactionDir string
+	// MemoryBudget bounds the bytes the requests in flight hold whole at once, all together:
+	// their bodies, and the answers read before they are relayed (default 256 MiB; memory.go).
+	MemoryBudget int64
 	// Hold is the longest a request waits, with nothing sent, when every account rests and
 	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
 	// changes it at runtime.
@@ -142,7 +145,9 @@ type Server struct {
 	seals *sealTable
 	// compactions keeps the requests that produced compactions (compaction.go).
 	compactions *compactionStore
-	sealOff     atomic.Bool // SetSealedTracking(false)
+	// mem is the budget of what requests hold at once (memory.go).
+	mem     *memBudget
+	sealOff atomic.Bool // SetSealedTracking(false)
 	// turnStates remembers which account issued each x-codex-turn-state (turn.go).
 	turnStates *sealTable
 	// hold is the longest wait for a resting pool (ns); holding counts requests waiting.
@@ -216,6 +221,7 @@ func New(opt Options) *Server {
 		traces:      newTraceRing(opt.TraceBufferSize),
 		seals:       newSealTable(opt.SealedItems),
 		compactions: newCompactionStore(opt.CompactionBudget),
+		mem:         newMemBudget(opt.MemoryBudget),
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
 	}

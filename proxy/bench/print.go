@@ -78,6 +78,16 @@ func (r ProxyResult) Print(w io.Writer) {
 	c := r.Conversation
 	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
 		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)
+	for _, l := range []struct {
+		what string
+		l    BackendLoad
+	}{{fmt.Sprintf("%d image edits of %s at once", r.Backend.Edits.Concurrent, mb(int64(r.Backend.Edits.BodyBytes))), r.Backend.Edits},
+		{fmt.Sprintf("%d images of %s at once", r.Backend.Answers.Concurrent, mb(int64(r.Backend.Answers.AnswerBytes))), r.Backend.Answers}} {
+		fmt.Fprintf(tw, "%s\tanswered %d, 503 with Retry-After %d, failed %d [none failed]; relay peak RSS %s [< 512 MB], bare proxy %s; relay RSS after %s\n",
+			l.what, l.l.Answered, l.l.Unavailable, l.l.Failed, mb(l.l.PeakRSSBytes), mb(l.l.BarePeakRSSBytes), mb(l.l.RSSAfterBytes))
+	}
+	im := r.Backend.Image
+	fmt.Fprintf(tw, "a %s image answer\tdirect %.1f ms, through the relay %.1f ms: added %.1f ms [< 100]\n", mb(int64(im.Bytes)), im.DirectMs, im.RelayMs, im.AddedMs)
 	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
 		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
 	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",

@@ -72,7 +72,9 @@ func BareProxy(upstream string) http.Handler {
 // at upstream (a base URL ending in /v1), no scheduled catalog refresh.
 func Relay(upstream string) *proxy.Server {
 	relay := proxy.New(proxy.Options{Catalog: proxy.CatalogOptions{RefreshInterval: -1}})
-	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: upstream, Credentials: proxy.Static{Token: "sk-bench"}}})
+	// The ChatGPT account, second, takes the backend calls (image generation) alone.
+	relay.SetAccounts([]proxy.Account{{Name: "bench", Kind: proxy.KindOpenAI, BaseURL: upstream, Credentials: proxy.Static{Token: "sk-bench"}},
+		{Name: "bench-images", Kind: proxy.KindChatGPT, BaseURL: upstream, Credentials: proxy.Static{Token: "bench-chatgpt-token", AccountID: "acct-bench"}}})
 	return relay
 }
 
@@ -133,6 +135,8 @@ type ProxyResult struct {
 	Sealed SealedResult `json:"sealed"`
 	// Rotation is the large request rotated, leaving out what the first account sealed.
 	Rotation RotationResult `json:"rotation"`
+	// Backend is Codex's image calls: memory across concurrent ones, one image's added time.
+	Backend BackendResult `json:"backend"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -182,7 +186,7 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.rotation, r.stream, r.conversation, r.loads, r.soak} {
+	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.rotation, r.stream, r.conversation, r.loads, r.backend, r.soak} {
 		if err := phase(); err != nil {
 			return res, err
 		}
@@ -603,6 +607,10 @@ func (u *benchUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	body := head[:n]
 	if !bytes.Contains(body, []byte(`"model":"bench-rotate"`)) {
 		io.Copy(io.Discard, r.Body)
+	}
+	if strings.HasSuffix(r.URL.Path, "/images/generations") || strings.HasSuffix(r.URL.Path, "/images/edits") {
+		u.image(w, r, body)
+		return
 	}
 	if r.Method == http.MethodGet {
 		io.WriteString(w, `{"object":"list","data":[{"id":"bench-small"},{"id":"bench-ticks"},{"id":"bench-slow"},{"id":"bench-sealed"},{"id":"bench-rotate"},{"id":"gpt-5-codex"}]}`)

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// What requests hold at once stays within the budget: a request that would pass it waits for
+// room, which the others give back when they end, and past the wait gets 503 relay_busy with a
+// Retry-After.
+func TestMemoryBudgetIsSharedAcrossRequests(t *testing.T) {
+	s := New(Options{MemoryBudget: 1 << 20})
+	s.mem.wait = 200 * time.Millisecond
+	exch := func() *exchange { return &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)} }
+	a, b := exch(), exch()
+	if e := a.hold(700 << 10); e != nil {
+		t.Fatal(e)
+	}
+	// b waits while a holds: a ends within the wait, and b gets its room.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); time.Sleep(20 * time.Millisecond); a.releaseMemory() }()
+	if e := b.hold(700 << 10); e != nil {
+		t.Fatalf("b did not get the room a gave back: %v", e)
+	}
+	wg.Wait()
+	// c waits past the wait: 503 with a Retry-After.
+	c := exch()
+	e := c.hold(700 << 10)
+	if e == nil || e.Status != 503 || e.Code != "relay_busy" || e.RetryAfter <= 0 {
+		t.Fatalf("c: %+v", e)
+	}
+	b.releaseMemory()
+	// A request larger than the whole budget is held to the budget, never refused for its size.
+	d := exch()
+	if e := d.hold(5 << 20); e != nil || d.memHeld != 1<<20 {
+		t.Fatalf("d: %+v, held %d", e, d.memHeld)
+	}
+	d.releaseMemory()
+}
+
+// An answer relayed as it comes has the account's credential masked, wherever the writes cut
+// it.
+func TestMaskWriterMasksAcrossWrites(t *testing.T) {
+	secret := "access-token-1234567890"
+	text := "a" + secret + "b" + strings.Repeat("x", 100) + secret + secret + "end"
+	for cut := 1; cut < 40; cut++ {
+		var out bytes.Buffer
+		m := newMaskWriter(&out, secret)
+		for i := 0; i < len(text); i += cut {
+			m.Write([]byte(text[i:min(i+cut, len(text))]))
+		}
+		m.Close()
+		want := strings.ReplaceAll(text, secret, mask(secret))
+		if out.String() != want {
+			t.Fatalf("cut %d: %q, want %q", cut, out.String(), want)
+		}
+	}
+}
