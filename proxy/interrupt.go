@@ -65,9 +65,8 @@ func (sc *socketConn) control(f frame) bool {
 	switch typ {
 	case frameInterrupt:
 		if t.interrupted.CompareAndSwap(false, true) {
-			if id, ok := stringMember(obj, "response_id"); ok && id != "" && t.respID.Load() == nil {
-				t.respID.Store(&id)
-			}
+			// The frame's response_id is the client's word: the turn's id is the upstream's
+			// (or, before its first event, the relay's: interrupted).
 			t.stop()
 			if up := t.upstream.Load(); up != nil {
 				// The account stops generating now, whatever the turn is waiting on; the next
@@ -108,6 +107,12 @@ func (x *exchange) interrupted(w *socketWriter) {
 	x.t.Error = "interrupted by the client (response.interrupt)"
 	if w.err != nil || t.terminal || x.via.turn.sc.ctx.Err() != nil {
 		return
+	}
+	if t.responseID() == "" {
+		// Interrupted before the upstream named its response: the relay names it, and the
+		// conversation keeps it under that name (never under an id the client made up).
+		id := "resp_" + x.t.ID
+		t.respID.Store(&id)
 	}
 	model, _ := stringMember(t.obj, "model")
 	resp, _ := json.Marshal(map[string]any{"id": t.responseID(), "object": "response", "status": "incomplete",

@@ -162,3 +162,45 @@ func TestAnInterruptClosesTheUpstreamSocketAndASteerReachesIt(t *testing.T) {
 		t.Fatalf("a steer between turns: %v", ev)
 	}
 }
+
+// An interrupt that names a response the relay never relayed, before the upstream's first
+// event: the turn's response is named by the relay, never by the client's word, and the
+// conversation continues from that name.
+func TestAnInterruptBeforeTheFirstEventNamesNoResponseOfTheClients(t *testing.T) {
+	stopped := make(chan struct{})
+	var once sync.Once
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch {
+		case r.Method == http.MethodGet:
+			http.NotFound(w, r) // no WebSocket: the turns go over HTTP
+			return
+		case strings.Contains(string(readRecorded(r)), "again"):
+			answerText("after")(w, r, n)
+			return
+		}
+		<-r.Context().Done() // no first event: the relay cancels it
+		once.Do(func() { close(stopped) })
+	})
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", up))
+	c := r.dial(t)
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte(createFrame("", userItem("count slowly"))))
+	eventually(t, "the upstream request", func() bool {
+		for _, rec := range up.requests() {
+			if strings.HasSuffix(rec.Path, "/responses") && len(rec.Body) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.interrupt","response_id":"resp_made_up","mode":"discard_partial_items"}`))
+	waitClosed(t, stopped, "the upstream request to end")
+	end := last(readUntil(t, c, "response.incomplete"))["response"].(map[string]any)
+	id, _ := end["id"].(string)
+	if id == "" || id == "resp_made_up" {
+		t.Fatalf("the interrupted response is named %q", id)
+	}
+	if next := turn(t, c, createFrame(id, userItem("again"))); outputText(next) != "after" {
+		t.Fatalf("the next turn, from %s: %v", id, next)
+	}
+}
