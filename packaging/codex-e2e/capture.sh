@@ -152,6 +152,23 @@ EOF
   check_paths "$name" "$dir"
 }
 
+# tui_up: Codex's TUI (gpt-5.6-sol) in tmux session $sess, in W's throw-away home, beside the
+# capture server; screen prints what it shows, waitfor TEXT SECONDS waits until it shows TEXT.
+# tui_down keeps its screen (W/screen.txt), and stops it, the app-server daemon it leaves and
+# the capture server ($srv).
+tui_up() {
+  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
+    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
+}
+screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
+waitfor() { for _ in $(seq $(($2 * 4))); do screen | grep -qF -- "$1" && return 0; sleep 0.25; done; return 1; }
+tui_down() {
+  screen | grep -v '^\s*$' >"$w/screen.txt" || true
+  tmux kill-session -t "$sess" 2>/dev/null || true
+  pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
+  sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
+}
+
 # interrupt NAME: Codex's TUI over a WebSocket (the block codex-config writes) against the capture
 # server's slow scenario; Esc once the answer streams, then a second prompt on the same session.
 interrupt() {
@@ -164,10 +181,7 @@ interrupt() {
   printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/home/project" >>"$w/home/.codex/config.toml"
   local srv
   capture_up "$w" "$dir" -scenario slow -interrupt-answer "${INTERRUPT_ANSWER:-incomplete}"
-  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
-    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
-  screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
-  waitfor() { for _ in $(seq $(($2 * 4))); do screen | grep -qF -- "$1" && return 0; sleep 0.25; done; return 1; }
+  tui_up
   waitfor "Ask Codex" 60 || echo "$name: no prompt"
   tmux send-keys -t "$sess" "count slowly"; sleep 0.5; tmux send-keys -t "$sess" Enter
   # Codex 0.171 sends response.interrupt for a turn that has streamed a while; one Esc'd within a
@@ -175,10 +189,7 @@ interrupt() {
   sleep 15
   tmux send-keys -t "$sess" Escape
   waitfor "interrupted" 15 || echo "$name: Codex did not say the turn was interrupted"
-  screen | grep -v '^\s*$' >"$w/screen.txt" || true
-  tmux kill-session -t "$sess" 2>/dev/null || true
-  pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
-  sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
+  tui_down
   echo "$name: $(ls "$dir" | grep -c '^[0-9]') records; the capture server saw: $(grep -E 'interrupted after|socket read' "$w/capture.log" | sed 's/^[0-9/]* [0-9:]* //' | tr '\n' ';')"
   check_paths "$name" "$dir"
 }
@@ -197,10 +208,7 @@ compact_manual() {
     >>"$w/home/.codex/config.toml"
   local srv
   capture_up "$w" "$dir" -scenario compact
-  tmux new-session -d -s "$sess" -x 160 -y 50 "cd '$w/home/project' && env HOME='$w/home' CODEX_HOME='$w/home/.codex' LANG=en_US.UTF-8 TERM=xterm-256color \
-    HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost '$codex' -m gpt-5.6-sol; sleep 30"
-  screen() { tmux capture-pane -p -t "$sess" -S -100 2>/dev/null; }
-  waitfor() { for _ in $(seq $(($2 * 4))); do screen | grep -qF -- "$1" && return 0; sleep 0.25; done; return 1; }
+  tui_up
   say() { tmux send-keys -t "$sess" "$1"; sleep 1; tmux send-keys -t "$sess" Enter; }
   waitfor "Ask Codex" 60 || echo "$name: no prompt"
   sleep 2 # the prompt shows a moment before it takes input
@@ -210,10 +218,7 @@ compact_manual() {
   waitfor "Context compacted" 30 || echo "$name: Codex did not say the context was compacted"
   say "what did the tool print?"
   sleep 5
-  screen | grep -v '^\s*$' >"$w/screen.txt" || true
-  tmux kill-session -t "$sess" 2>/dev/null || true
-  pkill -f "$w/home/.codex/packages/app-server-daemon" 2>/dev/null || true
-  sleep 0.5; kill "$srv"; wait "$srv" 2>/dev/null || true
+  tui_down
   echo "$name: $(ls "$dir" | grep -c '^[0-9]') records; Codex said 'Context compacted' $(grep -c 'Context compacted' "$w/screen.txt") time(s)"
   check_paths "$name" "$dir"
 }

@@ -151,6 +151,19 @@ PY
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
 }
 
+# codex_exec PROMPT: `codex exec` in W's working folder, its answer in W/codex.out; Codex's calls
+# elsewhere (a signed-in Codex's plugin sync and telemetry) go to a closed local port: nothing
+# leaves the machine. Then the relay's traces are kept (W/traces.json), the relay and the fake
+# stop, and leaked counts what of A's sealed parts reached B.
+codex_exec() {
+  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
+    --dangerously-bypass-approvals-and-sandbox -m "$model" "$1" >"$w/codex.out" 2>"$w/codex.err") || true
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
+  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
+  leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+}
+
 # E2E_ONLY="compact esc" runs only the paths named.
 runs() { [ -z "${E2E_ONLY:-}" ] || [[ " $E2E_ONLY " == *" $1 "* ]]; }
 
@@ -170,14 +183,7 @@ for path in http socket-over-http socket web; do
   if [ "$path" = web ]; then
     base64 -d >"$w/cwd/red.png" <<<"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
   fi
-  # Codex's calls elsewhere (a signed-in Codex's plugin sync and telemetry) go to a closed
-  # local port: nothing leaves the machine.
-  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
-    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
-    --dangerously-bypass-approvals-and-sandbox -m "$model" "run echo hi, then say done" >"$w/codex.out" 2>"$w/codex.err") || true
-  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
-  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
-  leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+  codex_exec "run echo hi, then say done"
   answer=$(tail -n 1 "$w/codex.out" 2>/dev/null || true)
   if python3 - "$path" "$answer" "$leaked" "$w/traces.json" "$logs/requests.jsonl" "$logs/backend.jsonl" <<'PY'
 import json, re, sys
@@ -396,12 +402,7 @@ runs esc && esc_path
 compact_path() {
   relay_up "$work/compact" -compact
   sed -i '1i model_auto_compact_token_limit = 1000' "$CODEX_HOME/config.toml"
-  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
-    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
-    --dangerously-bypass-approvals-and-sandbox -m "$model" "run the tool, then say done and what it printed" >"$w/codex.out" 2>"$w/codex.err") || true
-  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
-  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
-  leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+  codex_exec "run the tool, then say done and what it printed"
   if python3 - "$(tail -n 1 "$w/codex.out" 2>/dev/null)" "$leaked" "$w/traces.json" "$logs/requests.jsonl" "$CODEX_HOME/config.toml" <<'PY'
 import json, sys
 answer, leaked, traces_f, reqs_f, cfg_f = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
