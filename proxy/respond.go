@@ -213,9 +213,13 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 			continue
 		}
 		if bytes.Equal(data, chatDone) {
-			emit(rs.End())
+			end := rs.End()
+			emit(end)
 			x.sink().flush()
 			x.t.Outcome = OutcomeCompleted
+			if n := len(end); n > 0 && end[n-1].Name != "response.failed" {
+				x.keepServed(head.ID, rs.Output())
+			}
 			return
 		}
 		x.noteChunkUsage(ev.Data)
@@ -309,7 +313,12 @@ func (x *exchange) plainResponsesFromChat(a *answer) {
 	x.noteUsage(a.plain)
 	head := x.madeResponse("", "completed")
 	head.Model = "" // the upstream's
-	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, *head))
+	resp, err := bridge.ChatCompletionToResponse(a.plain, *head)
+	x.writeTranslated(resp, err)
+	if err == nil && x.t.Outcome == OutcomeCompleted {
+		_, output := responseItems(resp)
+		x.keepServed(head.ID, output)
+	}
 }
 
 // writeTranslated answers with a translated answer, or says it could not be translated.
