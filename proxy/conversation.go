@@ -128,6 +128,29 @@ func (c *conversation) commitLocked(base int, input, output [][]byte, id string,
 	}
 }
 
+// evict forgets response id, whose continuation the upstream refused, as the API does: a turn
+// that names it again gets previous_response_not_found (socket.go), and the items only it
+// reached go.
+func (c *conversation) evict(id string) {
+	b := c.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := c.ends[id]; !ok || c.el == nil {
+		return
+	}
+	delete(c.ends, id)
+	keep := 0
+	for _, n := range c.ends {
+		keep = max(keep, n)
+	}
+	for _, it := range c.items[keep:] {
+		c.size -= int64(len(it))
+		b.used -= int64(len(it))
+	}
+	clear(c.items[keep:])
+	c.items = c.items[:keep]
+}
+
 // lastParams is the parameters of the last completed response.create (nil: none, or
 // forgotten for the bound).
 func (c *conversation) lastParams() *payload.Object {

@@ -424,11 +424,17 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 		x.interrupted(w)
 	}
 	w.finish(x)
-	if t.completedID != "" {
+	switch {
+	case t.completedID != "":
 		// The input items are parts of the frame: copied, the frame is let go. Only a turn
 		// that completed leaves its parameters (in the conversation, inside its budget).
 		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, t.params)
 		sc.lastID = t.completedID
+	case t.prev != "" && x.t.Outcome == OutcomeFailed && !t.interrupted.Load():
+		// The upstream refused the continuation: as the API does, the connection forgets the
+		// response it continued, and a turn that names it again is previous_response_not_found
+		// rather than that conversation replayed as if nothing had failed.
+		sc.conv.evict(t.prev)
 	}
 }
 
