@@ -32,61 +32,70 @@ type chatMessage struct {
 	} `json:"tool_calls"`
 }
 
-// toolLoopChat answers like a Chat Completions server in a tool loop: a call of the shell tool
-// (id call_<n>) to a conversation that ends with a user message, text quoting the result to one
-// that ends with a tool's result; like every OpenAI-style server it refuses a tool result whose
-// call is not in the conversation. It streams when asked to.
-func toolLoopChat(w http.ResponseWriter, r *http.Request, n int) {
-	var req struct {
-		Model    string        `json:"model"`
-		Stream   bool          `json:"stream"`
-		Messages []chatMessage `json:"messages"`
-	}
-	json.Unmarshal(readRecorded(r), &req)
-	calls := map[string]bool{}
-	for _, m := range req.Messages {
-		for _, c := range m.ToolCalls {
-			calls[c.ID] = true
+// chatRequest is what a fake Chat server reads of a request.
+type chatRequest struct {
+	Model          string            `json:"model"`
+	Stream         bool              `json:"stream"`
+	Messages       []chatMessage     `json:"messages"`
+	Tools          []json.RawMessage `json:"tools"`
+	ResponseFormat json.RawMessage   `json:"response_format"`
+}
+
+// chatServer answers like a Chat Completions server, with what reply says to the n-th request:
+// text, or a call of the shell tool with arguments {"cmd":"ls"} (call, its id, not empty); like
+// every OpenAI-style server it refuses a tool result whose call is not in the conversation. It
+// streams when asked to.
+func chatServer(reply func(req chatRequest, n int) (text, call string)) func(w http.ResponseWriter, r *http.Request, n int) {
+	return func(w http.ResponseWriter, r *http.Request, n int) {
+		var req chatRequest
+		json.Unmarshal(readRecorded(r), &req)
+		calls := map[string]bool{}
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				calls[c.ID] = true
+			}
+			if m.Role == "tool" && !calls[m.ToolCallID] {
+				status(400, `{"error":{"message":"No tool call found for function call output with call_id `+m.ToolCallID+`.","type":"invalid_request_error","code":null}}`)(w, r, n)
+				return
+			}
 		}
-		if m.Role == "tool" && !calls[m.ToolCallID] {
-			status(400, `{"error":{"message":"No tool call found for function call output with call_id `+m.ToolCallID+`.","type":"invalid_request_error","code":null}}`)(w, r, n)
+		text, call := reply(req, n)
+		usage := `{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}`
+		toolCall := `{"id":"` + call + `","type":"function","function":{"name":"shell","arguments":"{\"cmd\":\"ls\"}"}}`
+		if !req.Stream {
+			msg, finish := `{"role":"assistant","content":`+mustJSON(text)+`}`, "stop"
+			if call != "" {
+				msg, finish = `{"role":"assistant","content":null,"tool_calls":[`+toolCall+`]}`, "tool_calls"
+			}
+			status(200, fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","created":1764460800,"model":%s,"choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":%s}`,
+				n, mustJSON(req.Model), msg, finish, usage))(w, r, n)
 			return
 		}
-	}
-	lastMsg := req.Messages[len(req.Messages)-1]
-	text, call := "", ""
-	if lastMsg.Role == "tool" {
-		text = fmt.Sprintf("the tool said: %v", lastMsg.Content)
-	} else {
-		call = fmt.Sprintf("call_%d", n)
-	}
-	usage := `{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}`
-	if !req.Stream {
-		msg := fmt.Sprintf(`{"role":"assistant","content":%q}`, text)
-		finish := "stop"
-		if call != "" {
-			msg = `{"role":"assistant","content":null,"tool_calls":[{"id":"` + call + `","type":"function","function":{"name":"shell","arguments":"{\"cmd\":\"ls\"}"}}]}`
-			finish = "tool_calls"
+		chunk := func(delta, finish string) string {
+			return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1764460800,"model":%s,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n",
+				n, mustJSON(req.Model), delta, finish)
 		}
-		status(200, fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","created":1764460800,"model":%q,"choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":%s}`,
-			n, req.Model, msg, finish, usage))(w, r, n)
-		return
+		evs := []string{chunk(`{"role":"assistant","content":""}`, "null")}
+		if call != "" {
+			evs = append(evs, chunk(`{"tool_calls":[{"index":0,`+toolCall[1:]+`]}`, "null"), chunk(`{}`, `"tool_calls"`))
+		} else {
+			evs = append(evs, chunk(mustJSON(map[string]string{"content": text}), "null"), chunk(`{}`, `"stop"`))
+		}
+		evs = append(evs, fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1764460800,"model":%s,"choices":[],"usage":%s}`+"\n\n", n, mustJSON(req.Model), usage),
+			"data: [DONE]\n\n")
+		writeEvents(w, evs)
 	}
-	chunk := func(delta, finish string) string {
-		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1764460800,"model":%q,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n",
-			n, req.Model, delta, finish)
-	}
-	evs := []string{chunk(`{"role":"assistant","content":""}`, "null")}
-	if call != "" {
-		evs = append(evs, chunk(`{"tool_calls":[{"index":0,"id":"`+call+`","type":"function","function":{"name":"shell","arguments":"{\"cmd\":\"ls\"}"}}]}`, "null"),
-			chunk(`{}`, `"tool_calls"`))
-	} else {
-		evs = append(evs, chunk(mustJSON(map[string]string{"content": text}), "null"), chunk(`{}`, `"stop"`))
-	}
-	evs = append(evs, fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1764460800,"model":%q,"choices":[],"usage":%s}`+"\n\n", n, req.Model, usage),
-		"data: [DONE]\n\n")
-	writeEvents(w, evs)
 }
+
+// toolLoopChat is a Chat server in a tool loop: a call of the shell tool (id call_<n>) to a
+// conversation that ends with a user message, text quoting the result to one that ends with a
+// tool's result.
+var toolLoopChat = chatServer(func(req chatRequest, n int) (string, string) {
+	if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+		return fmt.Sprintf("the tool said: %v", last.Content), ""
+	}
+	return "", fmt.Sprintf("call_%d", n)
+})
 
 func chatAccount(name string, u *upstream) proxy.Account {
 	a := openaiAccount(name, u)
