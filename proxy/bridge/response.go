@@ -3,7 +3,6 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 )
 
 // A Response object has 31 members (the OpenResponses schema's ResponseResource; all required
@@ -18,7 +17,7 @@ import (
 // touching its input, and is not changed afterwards: one Echo serves every object and event of
 // a response. A nil *Echo is a request that set nothing.
 type Echo struct {
-	values [numEchoed][]byte
+	values [numEchoed]compactJSON
 }
 
 // echoed is an index into echoSpec.
@@ -80,7 +79,8 @@ var echoSpec = [numEchoed]struct{ key, kinds, def string }{
 
 // NewEcho reads the echo of a request from its top-level members: member returns a member's
 // raw JSON value (valid JSON, as a parsed request's members are) and whether the request has
-// it. Only the echoed members are asked for.
+// it. Only the echoed members are asked for, and their values are kept, not copied: they must
+// outlive the Echo.
 func NewEcho(member func(key string) ([]byte, bool)) *Echo {
 	e := &Echo{}
 	for i, spec := range echoSpec {
@@ -88,13 +88,17 @@ func NewEcho(member func(key string) ([]byte, bool)) *Echo {
 		if !ok || !ofKind(raw, spec.kinds) {
 			continue
 		}
-		switch echoed(i) {
-		case echoText:
-			raw = textEcho(raw)
-		case echoReasoning:
-			raw = reasoningEcho(raw)
+		switch {
+		case echoed(i) == echoText:
+			e.values[i] = textEcho(raw)
+		case echoed(i) == echoReasoning:
+			e.values[i] = reasoningEcho(raw)
+		case bytes.ContainsAny(raw, "\r\n"):
+			// A line break would cut an SSE event: compacted once, not for each event.
+			e.values[i], _ = compacted(raw)
+		default:
+			e.values[i] = raw // valid, as member promises; spaces are harmless
 		}
-		e.values[i] = raw
 	}
 	return e
 }
@@ -112,11 +116,11 @@ func EchoOf(request []byte) *Echo {
 }
 
 // value is the echoed member i, as the request sent it or the API's default.
-func (e *Echo) value(i echoed) json.RawMessage {
+func (e *Echo) value(i echoed) compactJSON {
 	if e != nil && e.values[i] != nil {
 		return e.values[i]
 	}
-	return json.RawMessage(echoSpec[i].def)
+	return compactJSON(echoSpec[i].def)
 }
 
 // ofKind reports whether raw is a JSON value of one of kinds (see echoSpec). A number is an
@@ -149,7 +153,7 @@ func ofKind(raw []byte, kinds string) bool {
 
 // textEcho is the text member a Response repeats: the request's format (text by default) and
 // its verbosity when it gave one.
-func textEcho(raw []byte) []byte {
+func textEcho(raw []byte) compactJSON {
 	var t struct {
 		Format    json.RawMessage `json:"format"`
 		Verbosity json.RawMessage `json:"verbosity"`
@@ -168,7 +172,7 @@ func textEcho(raw []byte) []byte {
 
 // reasoningEcho is the reasoning member a Response repeats: the request's effort and summary,
 // null when it gave none.
-func reasoningEcho(raw []byte) []byte {
+func reasoningEcho(raw []byte) compactJSON {
 	var r struct {
 		Effort  json.RawMessage `json:"effort"`
 		Summary json.RawMessage `json:"summary"`
@@ -282,10 +286,5 @@ func (r *Response) object(output []any, usage any) ordered {
 // ResponseEvent is the data of a response lifecycle event that carries r (response.created,
 // response.incomplete, response.failed, ...): {"type", "sequence_number", "response"}.
 func ResponseEvent(name string, seq int64, r *Response) []byte {
-	b := append([]byte(`{"type":`), strconv.Quote(name)...)
-	b = append(b, `,"sequence_number":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"response":`...)
-	b = append(b, r.JSON()...)
-	return append(b, '}')
+	return mustJSON(ordered{{"type", name}, {"sequence_number", seq}, {"response", compactJSON(r.JSON())}})
 }

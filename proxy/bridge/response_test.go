@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -51,6 +52,14 @@ func TestEchoAsSentAndDefaults(t *testing.T) {
 				t.Errorf("%v\n%s", err, got)
 			}
 		})
+	}
+	// A parameter written over several lines is echoed on one: a line break would cut the SSE
+	// event that carries it.
+	pretty := EchoOf([]byte("{\"tools\": [\n  {\"type\": \"function\",\n   \"name\": \"f\"}\n],\n\"metadata\": {\"a\":\n\"b\"}}"))
+	ev := ResponseEvent("response.created", 0, &Response{ID: "resp_1", Status: "in_progress", Echo: pretty})
+	if bytes.ContainsAny(ev, "\r\n") || !bytes.Contains(ev, []byte(`"tools":[{"type":"function","name":"f"}]`)) ||
+		!bytes.Contains(ev, []byte(`"metadata":{"a":"b"}`)) {
+		t.Errorf("a pretty-printed parameter: %s", ev)
 	}
 	// A nil Echo is a request that set nothing; a body that is no object too.
 	for _, e := range []*Echo{nil, EchoOf([]byte(`[1]`))} {

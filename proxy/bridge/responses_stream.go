@@ -344,7 +344,7 @@ func (r *ResponsesStream) response(status string, errObj *ResponseError, incompl
 		r.final = make([]json.RawMessage, len(output))
 		for i, it := range output {
 			r.final[i] = mustJSON(it)
-			output[i] = r.final[i]
+			output[i] = compactJSON(r.final[i])
 		}
 	}
 	var usage any
