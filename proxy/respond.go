@@ -213,13 +213,10 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 			continue
 		}
 		if bytes.Equal(data, chatDone) {
-			end := rs.End()
-			emit(end)
+			emit(rs.End())
 			x.sink().flush()
 			x.t.Outcome = OutcomeCompleted
-			if n := len(end); n > 0 && end[n-1].Name != "response.failed" {
-				x.keepServed(head.ID, rs.Output())
-			}
+			x.keepServed(head.ID, rs.Output()) // completed or incomplete: either can be continued
 			return
 		}
 		x.noteChunkUsage(ev.Data)
