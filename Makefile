@@ -47,9 +47,18 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/.staticcheck/staticcheck $@ && rmdir bin/.staticcheck
 
+# npm's openai, the official Node SDK, for the relay's SDK test (proxy/sdknode_test.go), installed into
+# bin/ once at the version named here: 6.x is the last line that runs on Node 20 (7.x wants Node 22).
+OPENAI_NODE_VERSION := 6.49.0
+OPENAI_NODE := bin/openai-node-$(OPENAI_NODE_VERSION)
+$(OPENAI_NODE)/node_modules/openai/package.json:
+	@command -v npm >/dev/null 2>&1 || bash packaging/install-deps.sh test
+	mkdir -p $(OPENAI_NODE)
+	cd $(OPENAI_NODE) && npm install --silent --no-audit --no-fund --save-exact "openai@$(OPENAI_NODE_VERSION)" >/dev/null
+
 # Every test, with the race detector, inside a private D-Bus session with a real Secret Service.
-unit:
-	.ci/with-keyring $(GO) test -race -count=1 ./...
+unit: $(OPENAI_NODE)/node_modules/openai/package.json
+	OPENAI_NODE_MODULES=$(CURDIR)/$(OPENAI_NODE)/node_modules .ci/with-keyring $(GO) test -race -count=1 ./...
 
 # A few seconds of each fuzz target (request parser, array splitter, SSE reader, both bridges); `make fuzz`
 # runs them longer. The short run counts executions, not seconds: with a duration, Go 1.26's fuzzing

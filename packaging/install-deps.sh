@@ -3,7 +3,8 @@
 # Checks each package with dpkg first, so a machine that has everything installs nothing
 # and needs no network. Works as root (CI) or through sudo.
 #   install-deps.sh build   cgo headers for Fyne (go-gl, glfw) and software OpenGL
-#   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb, tmux (codex-e2e drives the Codex TUI)
+#   install-deps.sh test    build + Secret Service (gnome-keyring), D-Bus, Xvfb, tmux (codex-e2e drives the Codex TUI),
+#                           and Node.js with npm when there is no node (the relay's Node SDK test, codex-e2e's Codex)
 #   install-deps.sh cross   build + the mingw-w64 cross compiler (make cross: the Windows build)
 #   install-deps.sh package test + the .deb's install test (curl) and the MSI's tools (wixl; msitools: msiinfo, msiextract)
 #   install-deps.sh shot    test + what screenshots and make idle need (imagemagick, xdotool, a tray host, gdbus)
@@ -24,6 +25,10 @@ case "${1:-build}" in
   package) want+=("${test[@]}" "${package[@]}") ;;
   shot) want+=("${test[@]}" "${shot[@]}") ;;
   *) echo "usage: $0 build|test|cross|package|shot" >&2; exit 2 ;;
+esac
+# A node from anywhere (Debian, NodeSource, nvm) will do: Debian's is installed only when there is none.
+case "${1:-build}" in
+  test | package | shot) command -v node >/dev/null 2>&1 || want+=(nodejs npm) ;;
 esac
 
 missing=()

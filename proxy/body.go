@@ -291,7 +291,10 @@ func (b *clientBody) firstItem(mark []byte) []byte {
 
 func (b *clientBody) meta() map[string]string { return nil }
 
-func (b *clientBody) follows() string { return "" }
+func (b *clientBody) follows() string {
+	prev, _ := stringMember(b.obj, "previous_response_id")
+	return prev
+}
 
 // upstreamBodies are the bodies a request built for the accounts it tried (through its
 // serialization cache, so that attempts with the same variant share one), and the pooled

@@ -29,6 +29,9 @@ type conversation struct {
 	// budget and el account for this conversation in the relay-wide budget.
 	budget *convBudget
 	el     *list.Element
+	// served says that the conversation is one of the responses the relay served over HTTP
+	// (served.go): its ids are in the budget's index, and forgotten it is let go whole.
+	served bool
 }
 
 // maxConversationBytes bounds one connection's history. A conversation over it is forgotten:
@@ -41,10 +44,15 @@ const maxConversationBytes = 64 << 20
 const defaultConversationBudget = 512 << 20
 
 func newConversation(b *convBudget) *conversation {
-	c := &conversation{ends: map[string]int{}, budget: b}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.newConversation()
+}
+
+// newConversation is a new conversation in b, most recently used. Called with b.mu held.
+func (b *convBudget) newConversation() *conversation {
+	c := &conversation{ends: map[string]int{}, budget: b}
 	c.el = b.lru.PushFront(c)
-	b.mu.Unlock()
 	return c
 }
 
@@ -67,6 +75,12 @@ func (c *conversation) commit(base int, input, output [][]byte, id string, param
 	b := c.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c.commitLocked(base, input, output, id, params)
+}
+
+// commitLocked is commit, called with the budget's lock held.
+func (c *conversation) commitLocked(base int, input, output [][]byte, id string, params *payload.Object) {
+	b := c.budget
 	if c.el == nil {
 		return // closed
 	}
@@ -102,14 +116,39 @@ func (c *conversation) commit(base int, input, output [][]byte, id string, param
 		b.forget(c)
 	}
 	// Past the relay-wide bound, the least recently used conversations go first, this one last.
-	for e := b.lru.Back(); b.used > b.limit && e != nil; e = e.Prev() {
+	for e := b.lru.Back(); b.used > b.limit && e != nil; {
+		prev := e.Prev() // before forget, which takes a served conversation out of the list
 		if o := e.Value.(*conversation); o != c && o.size > 0 {
 			b.forget(o)
 		}
+		e = prev
 	}
 	if b.used > b.limit {
 		b.forget(c)
 	}
+}
+
+// evict forgets response id, whose continuation the upstream refused, as the API does: a turn
+// that names it again gets previous_response_not_found (socket.go), and the items only it
+// reached go.
+func (c *conversation) evict(id string) {
+	b := c.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := c.ends[id]; !ok || c.el == nil {
+		return
+	}
+	delete(c.ends, id)
+	keep := 0
+	for _, n := range c.ends {
+		keep = max(keep, n)
+	}
+	for _, it := range c.items[keep:] {
+		c.size -= int64(len(it))
+		b.used -= int64(len(it))
+	}
+	clear(c.items[keep:])
+	c.items = c.items[:keep]
 }
 
 // lastParams is the parameters of the last completed response.create (nil: none, or
@@ -144,6 +183,9 @@ type convBudget struct {
 	perConn int64
 	// forgotten counts histories dropped for the bound.
 	forgotten int64
+	// served indexes the conversations of the responses the relay served over HTTP by
+	// response id (served.go).
+	served map[string]*conversation
 }
 
 // forget drops c's history. Called with b.mu held.
@@ -154,6 +196,19 @@ func (b *convBudget) forget(c *conversation) {
 	b.used -= c.size
 	c.size = 0
 	c.params, c.paramsSize = nil, 0
+	if c.served {
+		// Nothing holds a served conversation but the index: it leaves it, and the list. Requests
+		// replaying its items may still read them: they are let go, not cleared.
+		for id := range c.ends {
+			delete(b.served, id)
+		}
+		c.items, c.ends = nil, map[string]int{}
+		if c.el != nil {
+			b.lru.Remove(c.el)
+			c.el = nil
+		}
+		return
+	}
 	clear(c.items)
 	c.items = c.items[:0]
 	clear(c.ends)

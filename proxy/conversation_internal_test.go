@@ -103,3 +103,25 @@ func TestSocketKeepsItsItemsNotItsFrames(t *testing.T) {
 		t.Fatal("the parameters are parts of the frame")
 	}
 }
+
+// A connection forgets a response whose continuation the upstream refused: its end, and the
+// items only it reached, with their bytes.
+func TestConversationEvict(t *testing.T) {
+	b := &convBudget{limit: 1000, perConn: 1000}
+	c := newConversation(b)
+	c.commit(0, [][]byte{[]byte("aaaa")}, [][]byte{[]byte("bb")}, "r1", nil)
+	c.commit(2, [][]byte{[]byte("cccc")}, [][]byte{[]byte("dd")}, "r2", nil)
+	c.evict("r2")
+	if _, ok := c.upTo("r2"); ok {
+		t.Fatal("r2 survived its eviction")
+	}
+	if h, ok := c.upTo("r1"); !ok || len(h) != 2 || len(c.items) != 2 || b.used != 6 || c.size != 6 {
+		t.Fatalf("after evicting r2: r1 %v, %d items, used %d", ok, len(c.items), b.used)
+	}
+	c.evict("r9") // unknown: nothing happens
+	c.evict("r1")
+	if len(c.items) != 0 || b.used != 0 {
+		t.Fatalf("after evicting r1: %d items, used %d", len(c.items), b.used)
+	}
+	c.close()
+}

@@ -182,6 +182,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 		return
 	}
 	x.req, x.body = req, &clientBody{obj: req.obj, raw: body, buf: buf}
+	x.followServed()
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
 	x.relay()

@@ -3,13 +3,12 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
@@ -108,21 +107,15 @@ func (x *exchange) interrupted(w *socketWriter) {
 	if w.err != nil || t.terminal || x.via.turn.sc.ctx.Err() != nil {
 		return
 	}
-	if t.responseID() == "" {
-		// Interrupted before the upstream named its response: the relay names it, and the
-		// conversation keeps it under that name (never under an id the client made up).
-		id := "resp_" + x.t.ID
-		t.respID.Store(&id)
-	}
-	model, _ := stringMember(t.obj, "model")
-	resp, _ := json.Marshal(map[string]any{"id": t.responseID(), "object": "response", "status": "incomplete",
-		"incomplete_details": map[string]string{"reason": "interrupted"}, "model": model, "output": []any{}})
-	ev := []byte(`{"type":"response.incomplete","sequence_number":` + strconv.FormatInt(w.events, 10) + `,"response":` + string(resp) + `}`)
+	// The response whole, as the API ends an interrupted one; named by the relay when the
+	// interrupt came before the upstream named it.
+	r := x.madeResponse(t.responseID(), "incomplete")
+	r.IncompleteReason = "interrupted"
 	t.ended.Store(true) // before the client can answer it
-	if w.sc.send(ev) {
+	if w.sc.send(bridge.ResponseEvent("response.incomplete", w.events, r)) {
 		// Codex continues the conversation from the interrupted response (its next turn names
 		// it in previous_response_id: testdata/codex-0.171/ws-interrupt): the conversation
 		// keeps it, its partial output discarded (mode discard_partial_items).
-		t.terminal, t.completedID, t.output = true, t.responseID(), nil
+		t.terminal, t.completedID, t.output = true, r.ID, nil
 	}
 }

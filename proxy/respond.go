@@ -117,7 +117,7 @@ func (x *exchange) relayStream(a *answer) {
 		why := x.brokeOff(a, err, "response.completed")
 		x.t.Outcome, x.t.Error = OutcomeInterrupted, why
 		if terminal == "" {
-			x.sink().event("response.failed", failedEvent(events, responseID, "server_error", why), nil)
+			x.sink().event("response.failed", x.failedEvent(events, responseID, "server_error", why), nil)
 			x.sink().flush()
 		}
 	}
@@ -180,7 +180,8 @@ var chatDone = []byte("[DONE]")
 // first chunk was read already.
 func (x *exchange) relayResponsesFromChat(a *answer) {
 	rd := a.rd
-	rs := bridge.NewResponsesStream(x.req.model, "resp_"+x.t.ID, x.times.start.Unix())
+	head := x.madeResponse("", "in_progress")
+	rs := bridge.NewResponsesStream(*head, x.s.now)
 	emit := func(evs []bridge.Event) bool {
 		for _, e := range evs {
 			if !x.emit(e.Name, e.Data, nil) {
@@ -215,6 +216,7 @@ func (x *exchange) relayResponsesFromChat(a *answer) {
 			emit(rs.End())
 			x.sink().flush()
 			x.t.Outcome = OutcomeCompleted
+			x.keepServed(head.ID, rs.Output()) // completed or incomplete: either can be continued
 			return
 		}
 		x.noteChunkUsage(ev.Data)
@@ -306,7 +308,14 @@ func (x *exchange) plainChatFromResponses(a *answer) {
 // plainResponsesFromChat answers a Responses client from a whole Chat Completions answer.
 func (x *exchange) plainResponsesFromChat(a *answer) {
 	x.noteUsage(a.plain)
-	x.writeTranslated(bridge.ChatCompletionToResponse(a.plain, "resp_"+x.t.ID, x.times.start.Unix()))
+	head := x.madeResponse("", "completed")
+	head.Model = "" // the upstream's
+	resp, err := bridge.ChatCompletionToResponse(a.plain, *head)
+	x.writeTranslated(resp, err)
+	if err == nil && x.t.Outcome == OutcomeCompleted {
+		_, output := responseItems(resp)
+		x.keepServed(head.ID, output)
+	}
 }
 
 // writeTranslated answers with a translated answer, or says it could not be translated.
@@ -403,21 +412,13 @@ func (x *exchange) chatBrokeOff(why string) {
 	x.sink().flush()
 }
 
-// failedEvent is the data of a response.failed event in the shape the Codex CLI and the SDKs
-// read.
-func failedEvent(seq int64, responseID, code, message string) []byte {
-	if responseID == "" {
-		responseID = "resp_relay_failed"
-	}
-	data, _ := json.Marshal(map[string]any{
-		"type":            "response.failed",
-		"sequence_number": seq,
-		"response": map[string]any{
-			"id": responseID, "object": "response", "status": "failed", "output": []any{},
-			"error": map[string]string{"code": code, "message": message},
-		},
-	})
-	return data
+// failedEvent is the data of the response.failed event the relay ends a stream with when the
+// upstream did not: the response (responseID; "": one of the relay's making) whole, failed with
+// code and message.
+func (x *exchange) failedEvent(seq int64, responseID, code, message string) []byte {
+	r := x.madeResponse(responseID, "failed")
+	r.Error = &bridge.ResponseError{Code: code, Message: message}
+	return bridge.ResponseEvent("response.failed", seq, r)
 }
 
 // responseIDOf reads the response id of a response.created event's data.

@@ -317,7 +317,12 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 	}
 	if tl.tried > 0 && tl.tried == tl.untranslatable {
 		// No account could take the request in its protocol: every one needed a translation
-		// that left nothing usable, or could not do what it asks (a compaction).
+		// that left nothing usable, or could not do what it asks (a compaction), or the answer
+		// is the API's own (previous_response_not_found).
+		if ae, ok := tl.untranslated.(*apiError); ok {
+			x.reject(ae, OutcomeRejected)
+			return
+		}
 		x.reject(errInvalid("untranslatable_request", "", "this request cannot be sent to the accounts that serve "+model+
 			": "+tl.untranslated.Error()), OutcomeRejected)
 		return

@@ -50,8 +50,9 @@ type Options struct {
 	Catalog CatalogOptions
 	// TraceBufferSize is how many recent traces /relay/traces keeps (default 500).
 	TraceBufferSize int
-	// ConversationBudget bounds the conversations the WebSocket connections keep, all together
-	// (default 512 MiB); past it the least recently used connection's is forgotten.
+	// ConversationBudget bounds the conversations the WebSocket connections keep, and those of
+	// the responses the relay served over HTTP (served.go), all together (default 512 MiB);
+	// past it the least recently used is forgotten.
 	ConversationBudget int64
 	// MaxSockets bounds the client WebSockets open at once (default 256); SocketReadBudget the
 	// bytes of client frames being read or waiting to be answered, all sockets together

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
@@ -364,16 +365,20 @@ func (sc *socketConn) appendTurn(obj *payload.Object, size int) {
 // conversation (instructions, tools, the input so far), which the relay keeps itself; the
 // response it answers is the one the next turn follows.
 func (sc *socketConn) warmUp(t *socketTurn) {
-	id := "resp_relay_warmup_" + strconv.FormatUint(sc.s.seq.Add(1), 10)
+	id := "resp_" + runID + "_warmup_" + strconv.FormatUint(sc.s.seq.Add(1), 10)
 	model, _ := stringMember(t.obj, "model")
-	resp := fmt.Sprintf(`{"id":%q,"object":"response","created_at":%d,"status":%%q,"model":%s,"output":[],"usage":{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}}`,
-		id, sc.s.now().Unix(), payload.AppendString(nil, model))
+	now := sc.s.now().Unix()
+	r := &bridge.Response{ID: id, Model: model, CreatedAt: now, Status: "in_progress", Echo: bridge.NewEcho(t.obj.Get)}
 	t.params = withoutInput(t.obj)
-	sc.send([]byte(`{"type":"response.created","sequence_number":0,"response":` + fmt.Sprintf(resp, "in_progress") + `}`))
-	sc.send([]byte(`{"type":"response.completed","sequence_number":1,"response":` + fmt.Sprintf(resp, "completed") + `}`))
+	sc.send(bridge.ResponseEvent("response.created", 0, r))
+	r.Status, r.CompletedAt, r.Usage = "completed", now, zeroUsage
+	sc.send(bridge.ResponseEvent("response.completed", 1, r))
 	sc.conv.commit(len(t.base), cloneItems(t.input), nil, id, t.params)
 	sc.lastID = id
 }
+
+// zeroUsage is the usage of a response no model generated.
+var zeroUsage = []byte(`{"input_tokens":0,"input_tokens_details":{"cached_tokens":0},"output_tokens":0,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":0}`)
 
 // run runs one turn as a request through the relay's phases, with the socket as its client.
 func (sc *socketConn) run(t *socketTurn, size int) {
@@ -419,11 +424,17 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 		x.interrupted(w)
 	}
 	w.finish(x)
-	if t.completedID != "" {
+	switch {
+	case t.completedID != "":
 		// The input items are parts of the frame: copied, the frame is let go. Only a turn
 		// that completed leaves its parameters (in the conversation, inside its budget).
 		sc.conv.commit(len(t.base), cloneItems(t.input), t.output, t.completedID, t.params)
 		sc.lastID = t.completedID
+	case t.prev != "" && x.t.Outcome == OutcomeFailed && !t.interrupted.Load():
+		// The upstream refused the continuation: as the API does, the connection forgets the
+		// response it continued, and a turn that names it again is previous_response_not_found
+		// rather than that conversation replayed as if nothing had failed.
+		sc.conv.evict(t.prev)
 	}
 }
 

@@ -709,3 +709,37 @@ func TestSocketUnknownPreviousOfAStoredResponse(t *testing.T) {
 		t.Fatalf("HTTP body: %s", body)
 	}
 }
+
+// A continuation the upstream refused is forgotten, as the API forgets it: the next turn that
+// names the same response is previous_response_not_found, not that conversation replayed as if
+// nothing had failed. The connection's earlier responses stay.
+func TestSocketRefusedContinuationIsEvicted(t *testing.T) {
+	up := newWSUpstream(t)
+	up.answer = func(n int, c *websocket.Conn, f map[string]any) bool {
+		if n != 2 {
+			return false
+		}
+		c.Write(context.Background(), websocket.MessageText, []byte(`{"type":"error","status":400,"error":{"type":"invalid_request_error","code":"invalid_prompt","message":"The prompt was refused."}}`))
+		return true
+	}
+	r := newRelay(t, proxy.Options{}, up.account("a"))
+	c := r.dial(t)
+	first := responseID(t, turn(t, c, createFrame("", userItem("one"))))
+	second := responseID(t, turn(t, c, createFrame(first, userItem("two"))))
+	ev := last(turn(t, c, createFrame(second, userItem("refused"))))
+	if e, _ := ev["error"].(map[string]any); ev["type"] != "error" || e["code"] != "invalid_prompt" {
+		t.Fatalf("the refused turn answered %v", ev)
+	}
+	ev = last(turn(t, c, createFrame(second, userItem("again"))))
+	if e, _ := ev["error"].(map[string]any); ev["type"] != "error" || e["code"] != "previous_response_not_found" {
+		t.Fatalf("the evicted response answered %v", ev)
+	}
+	if n := len(up.got()); n != 3 {
+		t.Fatalf("the upstream got %d frames, want 3 (nothing for the evicted response)", n)
+	}
+	// The response before it is still there: a fork from it is served, replayed on a new socket
+	// or incremental, whichever the relay chooses.
+	if got := outputText(turn(t, c, createFrame(first, userItem("fork")))); got == "" {
+		t.Fatal("the earlier response was forgotten too")
+	}
+}

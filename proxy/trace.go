@@ -37,6 +37,10 @@ type Trace struct {
 	// Incremental says that a WebSocket turn went upstream as the client sent it (new items
 	// after previous_response_id) rather than with the conversation replayed.
 	Incremental bool `json:"incremental,omitempty"`
+	// Replayed says what an HTTP request that continued a response the relay served (from a
+	// Chat Completions account) was sent in place of its previous_response_id: the items the
+	// relay kept of that conversation (served.go).
+	Replayed *Replay `json:"replayed,omitempty"`
 	// SealedOmitted counts the sealed parts another account sealed (reasoning and compaction
 	// items, multi-agent function calls with their outputs, content blocks of an agent
 	// message) that were left out of what the serving account received, and

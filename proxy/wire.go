@@ -170,7 +170,9 @@ func chatOverResponsesBody(x *exchange, tr *accountTry) (builtBody, error) {
 
 func responsesOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if prev := x.body.follows(); prev != "" {
-		return builtBody{}, fmt.Errorf("a Chat Completions account cannot continue response %q, which only the upstream that stored it knows", prev)
+		// Neither the relay nor a Chat account holds it: serving the new items alone would
+		// answer without the earlier turns (served.go).
+		return builtBody{}, errPreviousNotFound(prev)
 	}
 	t := x.translate(bridge.ResponsesToChatRequest)
 	if t.err != nil {

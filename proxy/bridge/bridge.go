@@ -144,21 +144,63 @@ func (o ordered) withString(key, s string) ordered {
 	return append(o, member{key, s})
 }
 
-func (o ordered) MarshalJSON() ([]byte, error) {
-	buf := []byte{'{'}
+func (o ordered) MarshalJSON() ([]byte, error) { return o.appendTo(nil) }
+
+// appendTo appends the object to buf. Its compactJSON, ordered and []any values are written as
+// they are, without the scan encoding/json gives every Marshaler's output: a response object
+// written per event repeats the request's tools, which can be large.
+func (o ordered) appendTo(buf []byte) ([]byte, error) {
+	buf = append(buf, '{')
 	for i, m := range o {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		buf = strconv.AppendQuote(buf, m.key)
 		buf = append(buf, ':')
-		v, err := marshal(m.value)
-		if err != nil {
+		var err error
+		if buf, err = appendValue(buf, m.value); err != nil {
 			return nil, err
 		}
-		buf = append(buf, v...)
 	}
 	return append(buf, '}'), nil
+}
+
+// appendValue appends the JSON of v to buf.
+func appendValue(buf []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case compactJSON:
+		return append(buf, v...), nil
+	case ordered:
+		return v.appendTo(buf)
+	case []any:
+		buf = append(buf, '[')
+		for i, e := range v {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendValue(buf, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	}
+	b, err := marshal(v)
+	return append(buf, b...), err
+}
+
+// compactJSON is a JSON value known to be valid and compact (no newline can break an SSE
+// event): written as it is.
+type compactJSON []byte
+
+// compacted is raw as compactJSON: validated and compacted once. ok is false when raw is not
+// valid JSON.
+func compacted(raw []byte) (compactJSON, bool) {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
 }
 
 // marshal is json.Marshal without HTML escaping: prompts are full of "<" and ">", which
@@ -175,7 +217,7 @@ func marshal(v any) ([]byte, error) {
 
 // mustJSON marshals values built by this package, which always marshal.
 func mustJSON(v any) []byte {
-	b, err := marshal(v)
+	b, err := appendValue(nil, v)
 	if err != nil {
 		panic("bridge: cannot marshal: " + err.Error())
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // upstreamResponse is what the bridge reads of a final Responses response object, whole or from
@@ -112,11 +113,13 @@ func ResponseToChatCompletion(response []byte, model string) ([]byte, error) {
 }
 
 // ChatCompletionToResponse translates a chat.completion object (the body of a non-stream chat
-// answer) into a Responses response object with the given id and created time (Unix seconds;
-// 0 keeps the upstream's). The output is what ResponsesStream would have built from the same
-// answer streamed: a message item for the text and refusal, then one function_call item per
-// tool call. An error body returns an *UpstreamError.
-func ChatCompletionToResponse(chat []byte, responseID string, created int64) ([]byte, error) {
+// answer) into a Responses response object: the one head names (its ID, Model, CreatedAt and the
+// Echo of its request; a CreatedAt of 0 keeps the upstream's created, an empty Model the
+// upstream's model), completed at head.CompletedAt when it completed. The output is what
+// ResponsesStream would have built from the same answer streamed: a message item for the text
+// and refusal, then one function_call item per tool call. An error body returns an
+// *UpstreamError.
+func ChatCompletionToResponse(chat []byte, head Response) ([]byte, error) {
 	var cc struct {
 		Created int64  `json:"created"`
 		Model   string `json:"model"`
@@ -135,10 +138,14 @@ func ChatCompletionToResponse(chat []byte, responseID string, created int64) ([]
 	if !isNull(cc.Error) {
 		return nil, upstreamError(cc.Error)
 	}
-	if created == 0 {
-		created = cc.Created
+	if head.CreatedAt == 0 {
+		head.CreatedAt = cc.Created
 	}
-	r := NewResponsesStream(cc.Model, responseID, created)
+	if head.Model == "" {
+		head.Model = cc.Model
+	}
+	completed := time.Unix(head.CompletedAt, 0)
+	r := NewResponsesStream(head, func() time.Time { return completed })
 	stop := ""
 	for _, choice := range cc.Choices {
 		if choice.Index != 0 {

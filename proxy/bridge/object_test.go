@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -107,13 +108,13 @@ const chatCompletion = `{
 }`
 
 func TestChatCompletionToResponseGolden(t *testing.T) {
-	got, err := ChatCompletionToResponse([]byte(chatCompletion), "resp_abc", 1700000000)
+	got, err := ChatCompletionToResponse([]byte(chatCompletion), Response{ID: "resp_abc", CreatedAt: 1700000000, CompletedAt: 1700000005})
 	if err != nil {
 		t.Fatal(err)
 	}
 	usage := `{"input_tokens":100,"input_tokens_details":{"cached_tokens":40},"output_tokens":50,"output_tokens_details":{"reasoning_tokens":20},"total_tokens":150}`
-	want := `{"id":"resp_abc","object":"response","created_at":1700000000,"status":"completed","error":null,
-		"incomplete_details":null,"model":"gpt-4o","output":[` + msgDone + `,` + callADone + `,` + callBDone + `],"usage":` + usage + `}`
+	want := responseWith("resp_abc", "gpt-4o", 1700000000, "completed", "1700000005",
+		"["+msgDone+","+callADone+","+callBDone+"]", usage, defaultEcho)
 	assertJSONEqual(t, "response", got, []byte(want))
 
 	// The same answer streamed gives the same final response (but the model, which the stream
@@ -123,9 +124,7 @@ func TestChatCompletionToResponseGolden(t *testing.T) {
 		Response json.RawMessage `json:"response"`
 	}
 	json.Unmarshal(events[len(events)-1].Data, &streamed)
-	assertJSONEqual(t, "streamed response", streamed.Response, []byte(
-		`{"id":"resp_abc","object":"response","created_at":1700000000,"status":"completed","error":null,
-		"incomplete_details":null,"model":"client-model","output":[`+msgDone+`,`+callADone+`,`+callBDone+`],"usage":`+usage+`}`))
+	assertJSONEqual(t, "streamed response", streamed.Response, []byte(strings.Replace(want, `"gpt-4o"`, `"client-model"`, 1)))
 
 	// The SDK reads it.
 	var resp responses.Response
@@ -141,29 +140,30 @@ func TestChatCompletionToResponseGolden(t *testing.T) {
 func TestChatCompletionToResponseCases(t *testing.T) {
 	// Cut by the token limit, content as parts, created taken from the upstream, no usage.
 	got, err := ChatCompletionToResponse([]byte(`{"created":7,"model":"m","choices":[{"index":0,"finish_reason":"length",
-		"message":{"role":"assistant","content":[{"type":"text","text":"Once"},{"type":"text","text":" upon"}]}}]}`), "resp_x", 0)
+		"message":{"role":"assistant","content":[{"type":"text","text":"Once"},{"type":"text","text":" upon"}]}}]}`), Response{ID: "resp_x", CompletedAt: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertJSONEqual(t, "incomplete", got, []byte(`{"id":"resp_x","object":"response","created_at":7,"status":"incomplete","error":null,
-		"incomplete_details":{"reason":"max_output_tokens"},"model":"m","output":[{"id":"msg_x_0","type":"message","status":"incomplete",
-		"role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[],"logprobs":[]}]}],"usage":null}`))
+	assertJSONEqual(t, "incomplete", got, []byte(strings.Replace(responseWith("resp_x", "m", 7, "incomplete", "null",
+		`[{"id":"msg_x_0","type":"message","status":"incomplete","role":"assistant","content":[{"type":"output_text","text":"Once upon","annotations":[],"logprobs":[]}]}]`,
+		"null", defaultEcho), `"incomplete_details":null`, `"incomplete_details":{"reason":"max_output_tokens"}`, 1)))
 
 	// An empty answer is an empty message; a refusal is a refusal part.
-	got, err = ChatCompletionToResponse([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null,"refusal":"No."}}]}`), "resp_y", 1)
+	got, err = ChatCompletionToResponse([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null,"refusal":"No."}}]}`),
+		Response{ID: "resp_y", CreatedAt: 1, CompletedAt: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertJSONEqual(t, "refusal", got, []byte(`{"id":"resp_y","object":"response","created_at":1,"status":"completed","error":null,
-		"incomplete_details":null,"model":"","output":[{"id":"msg_y_0","type":"message","status":"completed",
-		"role":"assistant","content":[{"type":"refusal","refusal":"No."}]}],"usage":null}`))
+	assertJSONEqual(t, "refusal", got, []byte(responseWith("resp_y", "", 1, "completed", "2",
+		`[{"id":"msg_y_0","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"No."}]}]`,
+		"null", defaultEcho)))
 
-	_, err = ChatCompletionToResponse([]byte(`{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}`), "r", 1)
+	_, err = ChatCompletionToResponse([]byte(`{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}`), Response{ID: "r"})
 	var ue *UpstreamError
 	if !errors.As(err, &ue) || ue.Code != "insufficient_quota" || ue.Message != "quota" {
 		t.Errorf("error body: err = %#v", err)
 	}
-	if _, err := ChatCompletionToResponse([]byte(`nope`), "r", 1); err == nil {
+	if _, err := ChatCompletionToResponse([]byte(`nope`), Response{ID: "r"}); err == nil {
 		t.Error("malformed body accepted")
 	}
 }

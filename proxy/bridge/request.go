@@ -412,6 +412,12 @@ func chatFormatToResponses(raw json.RawMessage) (any, bool) {
 	return nil, false
 }
 
+// ErrPreviousResponse is returned (wrapped, with the id) for a Responses request that continues
+// a stored response (previous_response_id): a Chat Completions upstream keeps no responses, so
+// the caller must replay the conversation up to it in the input instead, or answer that the
+// response is not found.
+var ErrPreviousResponse = errors.New("bridge: a Chat Completions upstream cannot continue a stored response: previous_response_id")
+
 // ResponsesToChatRequest translates a Responses request body into a Chat Completions request
 // body.
 //
@@ -422,7 +428,7 @@ func chatFormatToResponses(raw json.RawMessage) (any, bool) {
 // model-internal). Only function tools can be declared in chat; other tools (custom, namespace,
 // web_search, ...) are left out and named in dropped, as are parameters chat does not have. An
 // error means that the body cannot be served at all (not a JSON object, nothing translatable
-// in input: ErrNothingUsable): answer 400.
+// in input: ErrNothingUsable; a previous_response_id: ErrPreviousResponse): answer 400.
 func ResponsesToChatRequest(resp []byte) (chat []byte, dropped []string, err error) {
 	in, err := decodeObject(resp, "responses request")
 	if err != nil {
@@ -502,8 +508,12 @@ func ResponsesToChatRequest(resp []byte) (chat []byte, dropped []string, err err
 			if json.Unmarshal(raw, &list) != nil || len(list) > 0 {
 				drops.add("param", "include")
 			}
+		case "previous_response_id":
+			// The earlier turns are nowhere in the request: dropping the id would answer a
+			// different conversation (and a tool result would come without its call).
+			return nil, nil, fmt.Errorf("%w %s", ErrPreviousResponse, raw)
 		default:
-			drops.add("param", key) // previous_response_id, truncation, background, metadata, ...
+			drops.add("param", key) // truncation, background, metadata, ...
 		}
 	}
 	if len(messages) == 0 {

@@ -181,7 +181,7 @@ func TestResponsesToChatRequestGolden(t *testing.T) {
 	"stream": true,
 	"include": ["reasoning.encrypted_content"],
 	"prompt_cache_key": "abc",
-	"previous_response_id": "resp_0",
+	"previous_response_id": null,
 	"text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}, "strict": true}, "verbosity": "low"},
 	"max_output_tokens": 500,
 	"temperature": 1, "top_p": 1
@@ -223,7 +223,7 @@ func TestResponsesToChatRequestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertJSONEqual(t, "request", got, []byte(want))
-	assertDropped(t, dropped, []string{"param:include", "item:web_search_call", "param:previous_response_id",
+	assertDropped(t, dropped, []string{"param:include", "item:web_search_call",
 		"param:text.verbosity", "tool:custom apply_patch", "tool:namespace mcp__fs", "tool:web_search"})
 }
 
@@ -284,6 +284,9 @@ func TestResponsesToChatRequestErrors(t *testing.T) {
 		{"bad input", `{"input":5}`, "input must be", false},
 		{"bad instructions", `{"instructions":{},"input":"x"}`, "instructions", false},
 		{"a remote compaction", `{"input":[{"type":"message","role":"user","content":"hi"},{"type":"compaction_trigger"}]}`, "cannot compact", false},
+		// Never dropped: the earlier turns would vanish, and a tool result come without its call.
+		{"a continuation", `{"previous_response_id":"resp_0","input":[{"type":"function_call_output","call_id":"c","output":"ok"}]}`,
+			`previous_response_id "resp_0"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,6 +296,9 @@ func TestResponsesToChatRequestErrors(t *testing.T) {
 			}
 			if errors.Is(err, ErrNothingUsable) != tt.nothingUsable {
 				t.Errorf("errors.Is(err, ErrNothingUsable) = %v, want %v", !tt.nothingUsable, tt.nothingUsable)
+			}
+			if errors.Is(err, ErrPreviousResponse) != strings.Contains(tt.resp, "previous_response_id") {
+				t.Errorf("errors.Is(err, ErrPreviousResponse) = %v", errors.Is(err, ErrPreviousResponse))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Event is one Responses stream event to send: its SSE event name and its data (a JSON object
@@ -26,10 +27,9 @@ type Event struct {
 // (text after tool calls opens a new one); each tool call is a function_call item, done at the
 // end because chat upstreams may interleave the arguments of several calls.
 type ResponsesStream struct {
-	id      string
-	model   string
-	created int64
-	ids     itemIDs
+	head Response         // the response's id, model, created_at and echo
+	now  func() time.Time // when the response completed
+	ids  itemIDs
 
 	seq     int
 	started bool
@@ -41,6 +41,7 @@ type ResponsesStream struct {
 	last  *respItem         // the function call that the last tool call delta went to
 	usage *chatUsage        // the upstream usage, once a chunk has carried it
 	stop  string            // the upstream finish_reason
+	final []json.RawMessage // the output items of the terminal event, once sent
 }
 
 // respItem is one output item of a Responses answer built from chat: a message or a function
@@ -64,15 +65,19 @@ type respPart struct {
 	text    strings.Builder
 }
 
-// NewResponsesStream returns a ResponsesStream for a response with the given model (the one the
-// client asked for), id ("resp_..."; item ids are made from it) and created time (Unix seconds).
-func NewResponsesStream(model string, responseID string, created int64) *ResponsesStream {
+// NewResponsesStream returns a ResponsesStream for the response head names: its ID ("resp_...";
+// item ids are made from it), Model (the one the client asked for), CreatedAt (Unix seconds)
+// and the Echo of its request, which every response object of the stream carries. now tells
+// the time the response completed (nil: time.Now).
+func NewResponsesStream(head Response, now func() time.Time) *ResponsesStream {
+	if now == nil {
+		now = time.Now
+	}
 	return &ResponsesStream{
-		id:      responseID,
-		model:   model,
-		created: created,
-		ids:     newItemIDs(responseID),
-		calls:   map[int]*respItem{},
+		head:  Response{ID: head.ID, Model: head.Model, CreatedAt: head.CreatedAt, Echo: head.Echo},
+		now:   now,
+		ids:   newItemIDs(head.ID),
+		calls: map[int]*respItem{},
 	}
 }
 
@@ -256,7 +261,7 @@ func (r *ResponsesStream) Fail(code, message string) []Event {
 	}
 	events := r.closeAll(r.Start(), "incomplete")
 	r.ended = true
-	errObj := ordered{{"code", code}, {"message", message}}
+	errObj := &ResponseError{Code: code, Message: message}
 	return append(events, r.emit("response.failed", member{"response", r.response("failed", errObj, "")}))
 }
 
@@ -328,32 +333,35 @@ func (r *ResponsesStream) emit(name string, fields ...member) Event {
 }
 
 // response returns the response object as it stands. errObj is the error of a failed
-// response; incompleteReason the reason of an incomplete one.
-func (r *ResponsesStream) response(status string, errObj any, incompleteReason string) ordered {
-	output := []any{}
-	for _, it := range r.items {
-		output = append(output, it.json())
+// response; incompleteReason the reason of an incomplete one. A response that ended keeps its
+// output items, as Output gives them.
+func (r *ResponsesStream) response(status string, errObj *ResponseError, incompleteReason string) ordered {
+	output := make([]any, len(r.items))
+	for i, it := range r.items {
+		output[i] = it.json()
 	}
-	var incomplete any
-	if incompleteReason != "" {
-		incomplete = ordered{{"reason", incompleteReason}}
+	if r.ended {
+		r.final = make([]json.RawMessage, len(output))
+		for i, it := range output {
+			r.final[i] = mustJSON(it)
+			output[i] = compactJSON(r.final[i])
+		}
 	}
 	var usage any
 	if r.usage != nil {
 		usage = r.usage.toResponses()
 	}
-	return ordered{
-		{"id", r.id},
-		{"object", "response"},
-		{"created_at", r.created},
-		{"status", status},
-		{"error", errObj},
-		{"incomplete_details", incomplete},
-		{"model", r.model},
-		{"output", output},
-		{"usage", usage},
+	head := r.head
+	head.Status, head.Error, head.IncompleteReason = status, errObj, incompleteReason
+	if status == "completed" {
+		head.CompletedAt = max(r.now().Unix(), head.CreatedAt)
 	}
+	return head.object(output, usage)
 }
+
+// Output is the output items of the response the terminal event carried (End, Fail), each as
+// its JSON; nil before.
+func (r *ResponsesStream) Output() []json.RawMessage { return r.final }
 
 // json returns the item as it stands.
 func (it *respItem) json() ordered {

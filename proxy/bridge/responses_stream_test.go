@@ -7,8 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 // chatChunks is a realistic upstream Chat Completions stream: text, then two tool calls whose
@@ -47,7 +50,7 @@ func assertEvents(t *testing.T, got []Event, want []wantEvent) {
 // runResponsesStream feeds chunks to a new ResponsesStream (Start first) and ends it.
 func runResponsesStream(t *testing.T, chunks []string) []Event {
 	t.Helper()
-	r := NewResponsesStream("client-model", "resp_abc", 1700000000)
+	r := NewResponsesStream(Response{ID: "resp_abc", Model: "client-model", CreatedAt: 1700000000}, testNow)
 	events := r.Start()
 	for _, c := range chunks {
 		evs, err := r.Chunk([]byte(c))
@@ -68,10 +71,33 @@ const (
 	callBDone = `{"id":"fc_abc_2","type":"function_call","status":"completed","arguments":"{}","call_id":"call_b","name":"weather"}`
 )
 
-// responseObject is the response object the test streams carry, with the given fields.
+// testNow is the clock of the test streams: they complete 5 seconds after they were created.
+func testNow() time.Time { return time.Unix(1700000005, 0) }
+
+// responseObject is the response object the test streams carry, with the given fields: a
+// request that set no parameter echoes the API's defaults.
 func responseObject(status, output, usage string) string {
-	return `{"id":"resp_abc","object":"response","created_at":1700000000,"status":"` + status +
-		`","error":null,"incomplete_details":null,"model":"client-model","output":` + output + `,"usage":` + usage + `}`
+	completed := "null"
+	if status == "completed" {
+		completed = "1700000005"
+	}
+	return responseWith("resp_abc", "client-model", 1700000000, status, completed, output, usage, defaultEcho)
+}
+
+// defaultEcho is what a Response repeats of a request that set no parameter, in the API's
+// member order (responseWith splits it around model, output and usage).
+const defaultEcho = `"background":false,"frequency_penalty":0,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,` +
+	`"parallel_tool_calls":true,"presence_penalty":0,"previous_response_id":null,"prompt_cache_key":null,` +
+	`"reasoning":{"effort":null,"summary":null},"safety_identifier":null,"service_tier":"default","store":true,` +
+	`"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_logprobs":0,"top_p":1,` +
+	`"truncation":"disabled","metadata":{}`
+
+// responseWith is a whole response object; echo holds the echoed members (member order does
+// not matter to assertJSONEqual).
+func responseWith(id, model string, created int64, status, completedAt, output, usage, echo string) string {
+	return `{"id":"` + id + `","object":"response","created_at":` + strconv.FormatInt(created, 10) + `,"status":"` + status +
+		`","completed_at":` + completedAt + `,"error":null,"incomplete_details":null,"model":"` + model + `","output":` + output +
+		`,"usage":` + usage + `,` + echo + `}`
 }
 
 func TestResponsesStreamGoldenTools(t *testing.T) {
@@ -104,7 +130,7 @@ func TestResponsesStreamGoldenTools(t *testing.T) {
 func TestResponsesStreamGoldenLengthRefusal(t *testing.T) {
 	// Chunk without Start (the start events come first), text then refusal in one message,
 	// cut by the token limit, no usage. Other choices and unknown delta fields are ignored.
-	r := NewResponsesStream("client-model", "resp_abc", 1700000000)
+	r := NewResponsesStream(Response{ID: "resp_abc", Model: "client-model", CreatedAt: 1700000000}, testNow)
 	var events []Event
 	for _, c := range []string{
 		`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi","reasoning_content":"hmm"}},{"index":1,"delta":{"content":"other choice"}}]}`,
@@ -148,7 +174,7 @@ func TestResponsesStreamGoldenLengthRefusal(t *testing.T) {
 }
 
 func TestResponsesStreamFail(t *testing.T) {
-	r := NewResponsesStream("client-model", "resp_abc", 1700000000)
+	r := NewResponsesStream(Response{ID: "resp_abc", Model: "client-model", CreatedAt: 1700000000}, testNow)
 	events := r.Start()
 	evs, err := r.Chunk([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_x","function":{"name":"f","arguments":"{\"a\""}}]}}]}`))
 	if err != nil {
@@ -333,8 +359,8 @@ func checkWellFormed(t *testing.T, events []Event, failed bool) {
 }
 
 // FuzzResponsesStream feeds arbitrary chunk payloads (separated by newlines) and checks that
-// the stream never panics and is always well formed: after a Chunk error the relay calls Fail,
-// else End.
+// the stream never panics and is always well formed, each response object whole: after a Chunk
+// error the relay calls Fail, else End.
 func FuzzResponsesStream(f *testing.F) {
 	f.Add(strings.Join(chatChunks, "\n"))
 	f.Add(`{"choices":[{"delta":{"tool_calls":[{"id":"c1","function":{"name":"a"}}]}}]}` + "\n" +
@@ -343,7 +369,7 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Add(`{"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n" + `{"error":{"message":"x"}}`)
 	f.Add("{\"choices\":[{\"delta\":{\"content\":\"\\u003c\\ud800\"}}]}\n[DONE]\nnull")
 	f.Fuzz(func(t *testing.T, input string) {
-		r := NewResponsesStream("m", "resp_f", 1)
+		r := NewResponsesStream(Response{ID: "resp_f", Model: "m", CreatedAt: 1}, nil)
 		events := r.Start()
 		failed := false
 		for _, chunk := range bytes.Split([]byte(input), []byte("\n")) {
@@ -362,5 +388,12 @@ func FuzzResponsesStream(f *testing.F) {
 			events = append(events, r.End()...)
 		}
 		checkWellFormed(t, events, failed)
+		datas := make([][]byte, len(events))
+		for i, e := range events {
+			datas[i] = e.Data
+		}
+		if _, err := testkit.CheckResponseEvents(datas); err != nil {
+			t.Fatalf("a response object is not whole: %v", err)
+		}
 	})
 }

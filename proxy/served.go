@@ -1,0 +1,194 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Responses the relay served itself, continued over HTTP. A Responses client answered by a Chat
+// Completions account gets a response the relay made (the bridge): no upstream stores it, yet
+// the OpenAI SDKs continue a conversation over HTTP by naming the last response in
+// previous_response_id and sending only the new items (a tool's result, say). So the relay keeps,
+// for each response it made for an HTTP request that did not say store:false (as the API keeps
+// only stored ones), the conversation up to it: the whole input it was asked with (the
+// conversation it continued, and the request's own input items) and the output items it
+// produced, byte for byte. They live in the conversations' budget the WebSocket connections use
+// (conversation.go): one conversation at most maxConversationBytes, all of them together
+// Options.ConversationBudget, the least recently used forgotten first.
+//
+// A request that names a response the relay holds gets that conversation replayed in its input,
+// without previous_response_id, whatever account serves it (servedBody), and the trace says what
+// was replayed (Trace.Replayed). One that names a response the relay does not hold goes as it
+// came to a Responses account, which keeps its own; a Chat Completions account answers it
+// previous_response_not_found (responsesOverChatBody), as the API does for a response it does
+// not know, rather than serve it without its earlier turns.
+//
+// Conversations branch: continuing the last response of a conversation extends it; continuing
+// an earlier one (a retry, a fork) starts a conversation of its own from the items up to it,
+// which share their bytes with the first (counted in each, as the budget cannot tell).
+
+// followServed makes the client's body of an HTTP Responses request that continues a response the
+// relay served the conversation up to it, replayed.
+func (x *exchange) followServed() {
+	cb, ok := x.body.(*clientBody)
+	if !ok || x.req.route != routeResponses {
+		return
+	}
+	prev, _ := stringMember(cb.obj, "previous_response_id")
+	if prev == "" {
+		return
+	}
+	base, ok := x.s.convBudget().servedUpTo(prev)
+	if !ok {
+		return
+	}
+	sb := &servedBody{client: cb, prev: prev, base: base}
+	joined := joinItems(base, cb.items())
+	sb.raw = payload.Build(nil, cb.obj, []payload.Override{{Key: "previous_response_id"}, {Key: "input", Value: joined}})
+	o, err := payload.Parse(sb.raw)
+	if err != nil {
+		panic("proxy: a replayed body does not parse: " + err.Error()) // built from parsed parts
+	}
+	sb.obj = o
+	x.body = sb
+	x.t.Replayed = &Replay{PreviousResponseID: truncate(prev, 100), Items: len(base), Bytes: int64(itemsLen(base))}
+}
+
+// servedBody is an HTTP request that continues a response the relay served: the client's body
+// with the conversation up to previous_response_id replayed in its input, a request of its own.
+type servedBody struct {
+	client *clientBody
+	prev   string   // the response it continues
+	base   [][]byte // the conversation up to prev, as kept
+	obj    *payload.Object
+	raw    []byte
+	split  [][]byte
+}
+
+func (b *servedBody) whole() wholeBody { return wholeBody{obj: b.obj, raw: b.raw} }
+
+func (b *servedBody) items() [][]byte {
+	if b.split == nil {
+		b.split = append(append(make([][]byte, 0, len(b.base)+len(b.client.items())), b.base...), b.client.items()...)
+	}
+	return b.split
+}
+
+func (b *servedBody) firstItem([]byte) []byte {
+	if items := b.items(); len(items) > 0 {
+		return items[0]
+	}
+	return nil
+}
+
+func (b *servedBody) meta() map[string]string { return nil }
+
+func (b *servedBody) follows() string { return "" }
+
+// Replay is what a request was sent in place of its previous_response_id: the items of the
+// conversation the relay kept up to that response, and their bytes.
+type Replay struct {
+	PreviousResponseID string `json:"previousResponseId"`
+	Items              int    `json:"items"`
+	Bytes              int64  `json:"bytes"`
+}
+
+// errPreviousNotFound is the answer to a request that continues a response nobody holds, in
+// the API's words.
+func errPreviousNotFound(id string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "previous_response_not_found",
+		Param: "previous_response_id", Message: fmt.Sprintf("Previous response with id '%s' not found.", truncate(id, 100))}
+}
+
+// keepServed keeps the response id the relay made for an HTTP Responses request, with the
+// output items it produced (in memory of their own), unless the request said store:false.
+func (x *exchange) keepServed(id string, output []json.RawMessage) {
+	if x.via.turn != nil || x.req.route != routeResponses {
+		return // a socket's turns are its connection's conversation
+	}
+	if raw, ok := x.req.obj.Get("store"); ok && payload.KindOf(raw) == payload.KindFalse {
+		return
+	}
+	var prev string
+	var base, input [][]byte
+	switch b := x.body.(type) {
+	case *servedBody:
+		prev, base, input = b.prev, b.base, b.client.items()
+	case *clientBody:
+		input = b.items()
+	default:
+		return
+	}
+	out := make([][]byte, len(output))
+	for i, it := range output {
+		out[i] = it
+	}
+	x.s.convBudget().keepServed(prev, base, cloneItems(input), out, id)
+}
+
+// servedUpTo returns the items of the conversation up to response id, when the relay holds it.
+func (b *convBudget) servedUpTo(id string) ([][]byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.served[id]
+	if c == nil {
+		return nil, false
+	}
+	n, ok := c.ends[id]
+	if !ok {
+		return nil, false
+	}
+	b.lru.MoveToFront(c.el)
+	return c.items[:n:n], true
+}
+
+// keepServed records response id, served for a request that continued prev ("": none) with
+// base, the conversation up to prev, replayed: the request's own input items and the output
+// are appended to prev's conversation when prev is still its last response, else they start a
+// conversation of their own from base.
+func (b *convBudget) keepServed(prev string, base, input, output [][]byte, id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.served == nil {
+		b.served = map[string]*conversation{}
+	}
+	if _, dup := b.served[id]; dup {
+		return // ids are made once; a second record of one would cross two conversations
+	}
+	c := b.served[prev]
+	if c == nil || c.ends[prev] != len(c.items) {
+		c = b.newConversation()
+		c.served = true
+		input = append(append(make([][]byte, 0, len(base)+len(input)), base...), input...)
+	}
+	// An id costs its entry, whatever its items weigh: a conversation of responses with no
+	// items stays inside the bound too.
+	c.size += servedEntryBytes
+	b.used += servedEntryBytes
+	b.served[id] = c // before commit, which may forget c at once (it is then out of the index)
+	c.commitLocked(len(c.items), input, output, id, nil)
+}
+
+// servedEntryBytes is what the budget counts for each response a served conversation holds,
+// besides its items.
+const servedEntryBytes = 128
+
+// responseItems reads the id and the output items (copied) of a response object.
+func responseItems(resp []byte) (string, []json.RawMessage) {
+	o, err := payload.Parse(resp)
+	if err != nil {
+		return "", nil
+	}
+	id, _ := stringMember(o, "id")
+	out, _ := o.Get("output")
+	items, _ := payload.Elements(out)
+	kept := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		kept[i] = bytes.Clone(it)
+	}
+	return id, kept
+}
