@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,9 +180,10 @@ func (a *App) codexProvider(key string) map[string]any {
 	// other name it compacts locally, with a summary turn of its own
 	// (proxy/testdata/codex-0.171/README.md, "Compaction"). The relay keeps a remote compaction
 	// across a rotation (proxy/compaction.go), so the block says "OpenAI" whenever an account
-	// can make one: a ChatGPT sign-in or a Responses API key. A pool of Chat Completions
-	// accounts alone, which cannot, keeps the local compaction (and adding an account that can
-	// makes the dashboard and `codex-config` ask for a new write, as above).
+	// can make one: a ChatGPT sign-in, or an API key of OpenAI's own Responses API (or Azure's).
+	// A pool without one (Chat Completions servers, another Responses server, which may not
+	// know the compaction request) keeps the local compaction; adding an account that can makes
+	// the dashboard and `codex-config` ask for a new write, as above.
 	name := "Codex Relay"
 	if a.poolCompactsRemotely() {
 		name = "OpenAI"
@@ -198,10 +200,17 @@ func (a *App) codexProvider(key string) map[string]any {
 }
 
 // poolCompactsRemotely reports whether an enabled account can answer Codex's remote
-// compaction: a ChatGPT sign-in, or an API key whose upstream speaks the Responses API.
+// compaction: a ChatGPT sign-in, or an API key of OpenAI's (or Azure OpenAI's) Responses API.
 func (a *App) poolCompactsRemotely() bool {
 	for _, m := range a.Accounts() {
-		if !m.Disabled && (m.Kind == string(proxy.KindChatGPT) || m.API != string(proxy.APIChat)) {
+		if m.Disabled {
+			continue
+		}
+		if m.Kind == string(proxy.KindChatGPT) {
+			return true
+		}
+		u, err := url.Parse(m.BaseURL)
+		if err == nil && m.API != string(proxy.APIChat) && (u.Hostname() == "api.openai.com" || strings.HasSuffix(u.Hostname(), ".openai.azure.com")) {
 			return true
 		}
 	}

@@ -313,10 +313,16 @@ func TestCodexProviderNameFollowsWhetherThePoolCompactsRemotely(t *testing.T) {
 	if got := name(); got != "Codex Relay" {
 		t.Fatalf("a Chat Completions pool: name %v, want Codex's local compaction", got)
 	}
-	if _, err := a.AddAccount(NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, Secret{APIKey: "sk-key"}); err != nil {
+	if _, err := a.AddAccount(NewAccount{Name: "vllm", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, Secret{APIKey: "sk-vllm"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "Codex Relay" {
+		t.Fatalf("another Responses server: name %v, want Codex's local compaction", got)
+	}
+	if _, err := a.AddAccount(NewAccount{Name: "key", Kind: "openai", BaseURL: "https://api.openai.com/v1"}, Secret{APIKey: "sk-key"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := name(); got != "OpenAI" {
-		t.Fatalf("a Responses API key: name %v, want OpenAI (remote compaction)", got)
+		t.Fatalf("an OpenAI API key: name %v, want OpenAI (remote compaction)", got)
 	}
 }
