@@ -34,6 +34,13 @@ func (a *App) listenOn(addr string) error {
 		}
 		ln.Close()
 	}
+	return a.SaveListen(addr)
+}
+
+// SaveListen writes the listen setting as it is, checking neither the address nor its port:
+// for the relay's Service (app/relay), which checked both and may hold the port itself.
+// Everyone else saves it through its row (Set), which checks.
+func (a *App) SaveListen(addr string) error {
 	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
 }
 
@@ -97,16 +104,6 @@ func (a *App) SetResetCredits(mode string) error { return a.Set(SettingResetCred
 // SetStartAtLogin installs or removes the login item that starts the tray app (autostart.go).
 func (a *App) SetStartAtLogin(on bool) error {
 	return a.Set(SettingStartAtLogin, strconv.FormatBool(on))
-}
-
-// checkFileSetting checks a value the settings file holds against its row ("" is the
-// setting's default), for apply: a hand-edited file is refused in the same words.
-func checkFileSetting(name SettingName, v string) error {
-	if v == "" {
-		return nil
-	}
-	st, _ := LookupSetting(string(name))
-	return st.Check(v)
 }
 
 // SetAlias makes name an alias of targets (tried in order); no targets removes it.

@@ -64,11 +64,22 @@ func (a *App) signInClient() *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	ua := a.userAgent
-	if r := a.runningRelay(); r != nil {
-		ua = r.Proxy.UserAgent() // with the version a client raised it to
+	a.mu.Lock()
+	ua, of := a.userAgent, a.userAgentOf
+	a.mu.Unlock()
+	if of != nil {
+		ua = of()
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, ua}}
+}
+
+// UserAgentFrom has the sign-in and the token refresh send the user agent f gives: the running
+// relay's (app/relay gives its proxy's, which follows the version a client raised it to), so
+// that they carry the identity of the relay's other upstream calls.
+func (a *App) UserAgentFrom(f func() string) {
+	a.mu.Lock()
+	a.userAgentOf = f
+	a.mu.Unlock()
 }
 
 type identity struct {

@@ -18,8 +18,8 @@ import (
 // (its check), how it is written (Show) and how the settings window edits it (its section,
 // kind, choices and unit); `codexrelay settings`, `settings set` and its help, App.Set and the
 // typed setters (live.go) and the settings window all go through it. A new setting is its
-// field in Settings, its row here, and its effect in apply (app.go) when a running relay must
-// follow it.
+// field in Settings, its row here, and its effect in the relay's follow (app/relay/follow.go) when
+// a running relay must follow it.
 
 // A SettingName names a setting the same way everywhere: `codexrelay settings`, `settings set`
 // and its help, the settings window, and the Field of a FieldError about its value.

@@ -1,14 +1,14 @@
-package app
+package relay
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -19,17 +19,7 @@ import (
 // and the local API's usage routes answer from it (Usage). A ledger that cannot be opened is
 // reported and the relay serves without one.
 
-// UsageSettings configure the usage ledger.
-type UsageSettings struct {
-	// Off stops recording (the database is kept).
-	Off bool `json:"off,omitempty"`
-	// RetentionDays is how long request rows are kept (default 400); daily totals stay.
-	RetentionDays int `json:"retention_days,omitempty"`
-	// Prices override the built-in price table, by model, in USD per million tokens.
-	Prices map[string]ledger.Price `json:"prices,omitempty"`
-}
-
-// usageState is the App's ledger while a service runs.
+// usageState is the relay's ledger while a service runs.
 type usageState struct {
 	mu       sync.Mutex
 	l        *ledger.Ledger
@@ -37,19 +27,7 @@ type usageState struct {
 	err      error
 	stop     chan struct{}
 	sampled  map[string]time.Time // per account, the quota reading last recorded
-	settings UsageSettings
-}
-
-// LedgerPath is the usage database: next to the settings when a settings folder was given
-// (tests, portable set-ups), else $XDG_DATA_HOME/codexrelay/usage.db.
-func (a *App) LedgerPath() string {
-	if a.opt.DataDir != "" {
-		return filepath.Join(a.opt.DataDir, "usage.db")
-	}
-	if a.opt.ConfigDir != DefaultConfigDir() {
-		return filepath.Join(a.opt.ConfigDir, "usage.db")
-	}
-	return ledger.DefaultPath()
+	settings app.UsageSettings
 }
 
 // Ledger is the open usage ledger (nil when none: off, not serving, or it failed to open).
@@ -92,7 +70,7 @@ func (r *Relay) stopUsage() {
 }
 
 // applyUsage follows a change of the usage settings while the ledger is in use.
-func (r *Relay) applyUsage(prev, next UsageSettings) {
+func (r *Relay) applyUsage(prev, next app.UsageSettings) {
 	if reflect.DeepEqual(prev, next) {
 		return
 	}
@@ -106,24 +84,24 @@ func (r *Relay) applyUsage(prev, next UsageSettings) {
 	r.openLedgerLocked(next)
 }
 
-func (r *Relay) openLedgerLocked(s UsageSettings) {
+func (r *Relay) openLedgerLocked(s app.UsageSettings) {
 	u := &r.usage
 	u.settings, u.err = s, nil
 	if s.Off {
 		return
 	}
-	opt := ledger.Options{Path: r.LedgerPath(), Now: r.opt.Now, Prices: s.Prices}
+	opt := ledger.Options{Path: r.LedgerPath(), Now: r.Now, Prices: s.Prices}
 	if s.RetentionDays > 0 {
 		opt.Retention = time.Duration(s.RetentionDays) * 24 * time.Hour
 	}
 	l, err := ledger.Open(opt)
 	if err != nil {
 		u.err = fmt.Errorf("the usage ledger %s cannot be opened: %w; the relay serves without it", opt.Path, err)
-		r.log.Error("usage ledger unavailable", "path", opt.Path, "error", err)
+		r.Log().Error("usage ledger unavailable", "path", opt.Path, "error", err)
 		return
 	}
 	if st := l.Stats(); st.Recovered != "" {
-		r.log.Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
+		r.Log().Warn("usage ledger was damaged and set aside", "detail", st.Recovered)
 	}
 	u.l = l
 	r.Proxy.SetTraceHook(func(t proxy.Trace) {
@@ -146,7 +124,7 @@ func (r *Relay) closeLedgerLocked() {
 	r.Proxy.SetTraceHook(nil)
 	close(u.stop)
 	if err := u.l.Close(); err != nil {
-		r.log.Error("usage ledger: closing", "error", err)
+		r.Log().Error("usage ledger: closing", "error", err)
 	}
 	u.l = nil
 }
@@ -209,10 +187,6 @@ func (r *Relay) sampleQuotasOnce(l *ledger.Ledger) {
 			SecondaryUsedPercent: q.SecondaryUsedPercent, SecondaryResetsAt: q.SecondaryResetsAt})
 	}
 }
-
-// ParseSince reads a --since or ?since= value: a duration back from now ("7d", "36h", "90m")
-// or a date ("2026-11-01", from its start in UTC).
-func ParseSince(s string, now time.Time) (time.Time, error) { return ledger.ParseSince(s, now) }
 
 // Usage is the usage ledger as the local API's usage routes read it, looked up at each read
 // (it opens and closes with the relay service and the settings): without one to read, a read

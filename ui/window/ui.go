@@ -25,6 +25,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
@@ -36,7 +37,7 @@ type UI struct {
 	relay *app.App
 	// svc is an in-process listener (tests, screenshots); ctl is what the windows ask of the
 	// listener: svc, or the tray process through the window API.
-	svc *app.Service
+	svc *relay.Service
 	ctl source.RelayControl
 	log *slog.Logger
 	src source.Source
@@ -123,7 +124,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 
 // NewWithRelay builds the UI over a relay this process runs, with its own listener (tests,
 // screenshots).
-func NewWithRelay(fa fyne.App, r *app.Relay, log *slog.Logger) *UI {
+func NewWithRelay(fa fyne.App, r *relay.Relay, log *slog.Logger) *UI {
 	u := New(fa, r.App, log)
 	u.svc = r.NewService()
 	u.src, u.ctl, u.dash.src = r.Proxy, u.svc, r.Proxy
