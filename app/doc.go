@@ -12,7 +12,7 @@
 //
 // By job (doc_test.go holds this index to the folder):
 //
-//	settings.go, settingstable.go, live.go   the file, its table of settings (a setting is its row) and the setters
+//	settings.go, settingstable.go, aliases.go  the file, its table of settings (a setting is its row, App.Set its one setter), the aliases
 //	app.go, config.go, memory.go             Open, Reload and Follow: the store, the catalog's options, the memory limit
 //	watch.go                                 following the settings file and its folder
 //	accounts.go, fields.go, credentials.go   the account store and each account's credential

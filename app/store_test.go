@@ -24,13 +24,13 @@ func TestTheStoreAloneChangesWhatTheRelayFollows(t *testing.T) {
 		t.Fatal("Open made a relay")
 	}
 	for _, change := range []func() error{
-		func() error { return w.SetStrategy(proxy.StrategyRoundRobin) },
-		func() error { return w.SetStaleWhileRevalidate(false) },
+		func() error { return w.Set(SettingStrategy, proxy.StrategyRoundRobin) },
+		func() error { return w.Set(SettingSWR, "false") },
 		func() error { return w.Set(SettingStaleMaxAge, "2400000") },
 		func() error { return w.Set(SettingTTL, "1200000") },
-		func() error { return w.SetTimeout(TimeoutHeader, 30*time.Second) },
-		func() error { return w.SetHold(5) },
-		func() error { return w.SetResetCredits(proxy.ResetCreditsOff) },
+		func() error { return w.Set(TimeoutHeader.Setting(), "30000") },
+		func() error { return w.Set(SettingHold, "5") },
+		func() error { return w.Set(SettingResetCredits, proxy.ResetCreditsOff) },
 		func() error { return w.SetAlias("fast", []string{"gpt-5"}) },
 		func() error { _, err := w.SetLocalKey(true); return err },
 		func() error {

@@ -70,7 +70,7 @@ func QuietListen(t *testing.T, relay *relay.Relay) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	if err := relay.SetListen(addr); err != nil {
+	if err := relay.Set(app.SettingListen, addr); err != nil {
 		t.Fatal(err)
 	}
 }
