@@ -106,13 +106,13 @@ func windowProcess(name string) int {
 		return 2
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log}) // the store alone: it shows the tray's relay
+	store, err := app.Open(app.Options{Logger: log}) // the store alone: it shows the tray's relay
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1
 	}
 	// The app has Codex Relay's ID and name, and no preferences file (window.NewApp).
-	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), relay, log, name, os.Stdin, os.Stdout); err != nil {
+	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), store, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 2
 	}

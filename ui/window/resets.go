@@ -68,7 +68,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 // does it: relay.RedeemCredit travels there).
 func (a *accountsWindow) redeem(name string) {
 	a.u.async(func() {
-		res, err := relay.RedeemCredit(a.u.relay, name)
+		res, err := relay.RedeemCredit(a.u.store, name)
 		fyne.Do(func() {
 			if err != nil {
 				a.fail(errors.New(look.RedeemFailure(name, err)))

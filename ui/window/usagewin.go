@@ -204,7 +204,7 @@ func (w *usageScreen) reload() {
 // turnLedgerOn switches the ledger on (off the UI thread: saving waits for the settings lock).
 func (w *usageScreen) turnLedgerOn() {
 	w.u.async(func() {
-		err := w.u.relay.Set(app.SettingUsageLedger, "true")
+		err := w.u.store.Set(app.SettingUsageLedger, "true")
 		fyne.Do(func() {
 			if err != nil {
 				w.u.showError(w.win, err)
