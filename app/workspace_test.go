@@ -27,6 +27,7 @@ func memberLogin(user, email, access string) string {
 // first run finds which account holds the login Codex has now.
 func TestTwoMembersOfOneWorkspaceAreTwoAccounts(t *testing.T) {
 	k := testKeychain(t)
+	cleanKeychain(t, k)
 	codexHome := t.TempDir()
 	opt := testOptions(t, k)
 	opt.Getenv = func(name string) string {
@@ -39,11 +40,6 @@ func TestTwoMembersOfOneWorkspaceAreTwoAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, m := range a.Accounts() {
-			k.Delete(accountUser(m.ID))
-		}
-	})
 	exp := time.Now().Add(time.Hour).Unix()
 	access := func(n string) string { return jwt(map[string]any{"exp": exp, "n": n}) }
 	login := func(name, content string) string {
