@@ -7,7 +7,6 @@ import (
 
 	"fyne.io/fyne/v2"
 
-	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 )
@@ -65,10 +64,10 @@ func joinNonEmpty(sep string, parts ...string) string {
 }
 
 // redeem spends a banked reset of the named account, off the UI thread (the relay process
-// does it: relay.RedeemCredit travels there).
+// does it: the request travels there).
 func (a *accountsWindow) redeem(name string) {
 	a.u.async(func() {
-		res, err := relay.RedeemCredit(a.u.store, name)
+		res, err := a.u.redeem(name)
 		fyne.Do(func() {
 			if err != nil {
 				a.fail(errors.New(look.RedeemFailure(name, err)))

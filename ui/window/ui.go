@@ -80,6 +80,9 @@ type UI struct {
 	codex *app.CodexFiles
 	// fixed, when set, is a status shown instead of the listener's (ShowFixed).
 	fixed *app.ServiceStatus
+	// redeem spends a banked reset where the relay runs: the tray's (relay.RedeemCredit over the
+	// store), or the one of this process (NewWithRelay).
+	redeem func(name string) (proxy.RedeemResult, error)
 }
 
 // New builds the UI over a settings folder's store on the Fyne app fa without starting
@@ -93,6 +96,7 @@ func New(fa fyne.App, store *app.App, log *slog.Logger) *UI {
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
 		codex:   store.NewCodexFiles(),
+		redeem:  func(name string) (proxy.RedeemResult, error) { return relay.RedeemCredit(store, name) },
 		shown:   map[fyne.Window]bool{},
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
@@ -129,6 +133,7 @@ func NewWithRelay(fa fyne.App, r *relay.Relay, log *slog.Logger) *UI {
 	u.svc = r.NewService()
 	u.src, u.ctl, u.dash.src = r.Proxy, u.svc, r.Proxy
 	u.usage = source.RelayUsage(r)
+	u.redeem = r.RedeemCredit
 	return u
 }
 
