@@ -76,7 +76,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=2m
 
-## bench: every benchmark (seed 000, seed 001, the relay's overhead); figures in README.md
+## bench: every benchmark (seed 000, seed 001, the relay's overhead); figures in docs/performance.md
 bench: build
 	./$(BIN) bench serialization --samples 500 --items 10000 --attempts 3
 	./$(BIN) bench catalog --samples 50 --concurrent 8 --delay-ms 50

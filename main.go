@@ -17,6 +17,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/cli"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/ui/tray"
 	"github.com/codexrelay/codexrelay/ui/window"
 )
@@ -75,19 +76,19 @@ func trayProcess() int {
 		return 1
 	}
 	app.SetMemoryLimit(os.Getenv)
-	relay, err := app.OpenRelay(app.Options{Logger: log}) // the tray process serves
+	r, err := relay.Open(app.Options{Logger: log}) // the tray process serves
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay:", err)
 		return 1
 	}
 	// A new install starts with the local key on; the first run writes it into Codex's
 	// configuration (the window process reads the tray's state with a token of its own).
-	if made, err := relay.LocalKeyForNewInstall(); err != nil {
+	if made, err := r.LocalKeyForNewInstall(); err != nil {
 		log.Warn(err.Error())
 	} else if made {
 		log.Info("a new install: the relay's local API key is on (codexrelay codex-config --write gives it to Codex)")
 	}
-	tray.RunTray(relay, log, inst, exe)
+	tray.RunTray(r, log, inst, exe)
 	return 0
 }
 
@@ -105,13 +106,13 @@ func windowProcess(name string) int {
 		return 2
 	}
 	log := app.Logger(os.Stderr, os.Getenv)
-	relay, err := app.Open(app.Options{Logger: log}) // the store alone: it shows the tray's relay
+	store, err := app.Open(app.Options{Logger: log}) // the store alone: it shows the tray's relay
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1
 	}
 	// The app has Codex Relay's ID and name, and no preferences file (window.NewApp).
-	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), relay, log, name, os.Stdin, os.Stdout); err != nil {
+	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), store, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 2
 	}

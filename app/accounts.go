@@ -144,8 +144,9 @@ func (a *App) AddAccount(na NewAccount, sec Secret) (AccountMeta, error) {
 }
 
 // addOrRenew adds a login as a new account named after name (made unique with -2, -3...),
-// or, when an account has the same ChatGPT account id (or the same API key), gives that
-// account the new login.
+// or, when an account holds the same login (the same user in the same ChatGPT workspace, or
+// the same API key), gives that account the new login. Two members of one Team workspace are
+// two accounts.
 func (a *App) addOrRenew(name string, na NewAccount, sec Secret) (AccountMeta, Outcome, error) {
 	for _, m := range a.Accounts() {
 		c := a.credsFor(m.ID)
@@ -160,7 +161,7 @@ func (a *App) addOrRenew(name string, na NewAccount, sec Secret) (AccountMeta, O
 		case na.Kind == string(proxy.KindOpenAI) && held.APIKey == sec.APIKey,
 			na.Kind == string(proxy.KindChatGPT) && held.AccessToken == sec.AccessToken:
 			return m, Unchanged, nil
-		case na.Kind == string(proxy.KindChatGPT) && sec.AccountID != "" && held.AccountID == sec.AccountID:
+		case na.Kind == string(proxy.KindChatGPT) && sameChatGPTLogin(held, m.Email, sec, na.Email):
 			m, err := a.replaceSecret(m.ID, sec)
 			return m, Renewed, err
 		}

@@ -40,8 +40,8 @@ type Options struct {
 // App is a settings folder's store: the settings file, the keychain entries of its accounts
 // and local key, the Codex home it configures, and where its usage ledger lives. Every program
 // opens one (the command line, the window process, the tray); a program that serves also makes
-// the running relay over it (NewRelay), which follows what the store applies. Its methods are
-// safe for concurrent use.
+// the running relay over it (app/relay), which follows what the store applies (Follow). Its
+// methods are safe for concurrent use.
 //
 // The settings file and the keychain are the one source of truth. Every change takes the
 // settings lock (shared by every Codex Relay process), reads the file again, applies its one
@@ -64,19 +64,21 @@ type App struct {
 	settings  Settings                 // as last applied
 	creds     map[string]*accountCreds // by account ID
 	reloadErr error                    // why the file could not be followed; nil while it is
-	onListen  []func()                 // called after a reload changed the listen address
 	onReload  []func()                 // called after each reload (OnReload)
-	// relay is the running relay this process made over the store (NewRelay), which follows
-	// each applied settings file; nil in a program that serves nothing.
-	relay *Relay
+	// followers are told what each applied settings file changed (Follow): the running relay
+	// this process made over the store (app/relay), if any. The store knows them only so.
+	followers []*follower
 
-	localKeyErr error // why the local key that is on cannot be read (applyLocalKey); nil when all is well
 	// freshKeyID is the local key a change of this process turned on as it created the
 	// settings file; freshKeyErr why it could not (localkey.go).
 	freshKeyID  string
 	freshKeyErr error
-	// userAgent is what the sign-in sends when no relay runs here.
-	userAgent string
+	// userAgent is what the sign-in sends (oauth.go): the build's own, or the one a follower
+	// gives (UserAgentFrom).
+	userAgent   string
+	userAgentOf func() string
+
+	pendingMu sync.Mutex // redeem-pending.json (credits.go)
 }
 
 // errNoChange is a change that finds nothing to do: update writes nothing and reports no error.
@@ -85,8 +87,8 @@ var errNoChange = errors.New("nothing to change")
 // DefaultConfigDir is where the settings file lives.
 func DefaultConfigDir() string { return filepath.Join(xdg.ConfigHome, "codexrelay") }
 
-// Open loads a settings folder's store. It builds no relay (NewRelay does). Secrets are read
-// from the keychain lazily, on an account's first request.
+// Open loads a settings folder's store. It builds no relay (app/relay does, over it). Secrets
+// are read from the keychain lazily, on an account's first request.
 func Open(opt Options) (*App, error) {
 	if opt.ConfigDir == "" {
 		opt.ConfigDir = DefaultConfigDir()
@@ -114,7 +116,7 @@ func Open(opt Options) (*App, error) {
 		return nil, err
 	}
 	a.userAgent = proxy.UserAgentFor(catOpt.ClientVersion)
-	if _, problems := a.apply(s); len(problems) > 0 {
+	if problems := a.apply(s); len(problems) > 0 {
 		// %v: a field the file holds is not the command line's mistake.
 		return nil, fmt.Errorf("settings: %v", problems[0])
 	}
@@ -123,6 +125,23 @@ func Open(opt Options) (*App, error) {
 
 // Log is the app's structured logger.
 func (a *App) Log() *slog.Logger { return a.log }
+
+// Now is the store's clock (Options.Now).
+func (a *App) Now() time.Time { return a.opt.Now() }
+
+// Transport is what sends the upstream requests (Options.Transport; nil: the real network).
+func (a *App) Transport() http.RoundTripper { return a.opt.Transport }
+
+// CatalogOptions are the model catalog's options as the catalog settings c and the
+// environment give them (MODELS_*, which wins); an environment value that is not valid is left
+// out (Open refuses it).
+func (a *App) CatalogOptions(c CatalogSettings) proxy.CatalogOptions {
+	o, err := catalogOptions(Settings{Catalog: c}, a.opt.Getenv)
+	if err != nil {
+		o, _ = catalogOptions(Settings{Catalog: c}, func(string) string { return "" })
+	}
+	return o
+}
 
 // ConfigDir is the folder of the settings file.
 func (a *App) ConfigDir() string { return a.opt.ConfigDir }
@@ -162,14 +181,6 @@ func (a *App) ListenAddr() string {
 
 // ListenPinned is the listen address the environment fixes (CODEXRELAY_LISTEN), or "".
 func (a *App) ListenPinned() string { return a.opt.Getenv("CODEXRELAY_LISTEN") }
-
-// OnListenChange registers f to be called (on the reloading goroutine) after the listen
-// setting changed.
-func (a *App) OnListenChange(f func()) {
-	a.mu.Lock()
-	a.onListen = append(a.onListen, f)
-	a.mu.Unlock()
-}
 
 // OnReload registers f to be called (on the reloading goroutine) after each reload of the
 // settings file, whether it applied new settings or found the file unreadable: a window that
@@ -244,12 +255,10 @@ func (a *App) update(change func(*Settings) error) error {
 	return nil
 }
 
-// Reload reads the settings file and applies what changed to the running proxy: accounts
-// (added, removed, renamed, enabled, disabled, moved, a replaced secret), the local key, the
-// strategy, the aliases and the catalog settings; the listen address is handed to whoever
-// serves (OnListenChange). A file that cannot be read is reported (ReloadError) and the last
-// good settings stay in force. In-flight requests are not disturbed. The hooks run before the
-// proxy reports the new generation, and never wait for a drain.
+// Reload reads the settings file and applies what changed: the store's own state (the
+// accounts' credentials), then each follower's (the running relay's proxy and listener, see
+// Follow). A file that cannot be read is reported (ReloadError) and the last good settings
+// stay in force. The OnReload hooks run last, after the apply lock is let go.
 func (a *App) Reload() {
 	a.applyMu.Lock()
 	next, err := a.followSettings()
@@ -267,167 +276,76 @@ func (a *App) Reload() {
 	}
 	defer a.reloaded() // after applyMu is let go
 	defer a.applyMu.Unlock()
-	moved, problems := a.apply(next)
-	for _, err := range problems {
+	for _, err := range a.apply(next) {
 		a.log.Error("settings: a part of the file is ignored", "error", err)
 	}
-	if moved {
-		a.mu.Lock()
-		hooks := slices.Clone(a.onListen)
-		a.mu.Unlock()
-		for _, f := range hooks {
-			f()
-		}
-	}
-	// Last: a program waiting for this generation on /health finds everything applied.
-	if r := a.runningRelay(); r != nil {
-		r.Proxy.SetSettingsGeneration(next.Generation)
-	}
 }
 
-// runningRelay is the relay this process runs over the store, or nil.
-func (a *App) runningRelay() *Relay {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.relay
-}
-
-// apply makes next the settings in force (applyMu held) and reports whether the listen
-// address changed, and the parts it could not apply (a reload logs them and keeps the rest;
-// Open refuses the file). Each part is applied only when it changed, so that an unrelated
-// change does not, say, invalidate the model catalog. Open applies a file through here too,
-// from the zero settings.
-func (a *App) apply(next Settings) (listenMoved bool, problems []error) {
+// apply makes next the settings in force (applyMu held), hands each follower what changed,
+// and returns the parts they could not apply (a reload logs them and keeps the rest; Open,
+// which applies the file through here from the zero settings, refuses it).
+func (a *App) apply(next Settings) (problems []error) {
 	a.mu.Lock()
 	prev := a.settings
 	a.settings = next
 	a.reloadErr = nil
-	r := a.relay
+	followers := slices.Clone(a.followers)
 	a.mu.Unlock()
-	var accounts []proxy.Account
-	var renewed []string
+	c := Change{Prev: prev, Next: next}
 	if !slices.Equal(prev.Accounts, next.Accounts) {
-		accounts, renewed = a.setAccounts(next.Accounts)
+		c.Accounts, c.Renewed = a.setAccounts(next.Accounts)
 	}
-	if r != nil {
-		problems = r.follow(prev, next, accounts, renewed)
+	for _, f := range followers {
+		problems = append(problems, f.follow(c)...)
 	}
 	if next.Generation != prev.Generation || !reflect.DeepEqual(prev, next) {
 		a.log.Debug("settings applied", "generation", next.Generation)
 	}
-	return prev.Listen != next.Listen, problems
-}
-
-// follow applies to the proxy what changed from prev to next (the store's apply, under its
-// applyMu; NewRelay from the zero settings): accounts are the new account list with their
-// credentials (nil: unchanged), renewed those whose secret was replaced.
-func (r *Relay) follow(prev, next Settings, accounts []proxy.Account, renewed []string) (problems []error) {
-	if !sameCatalog(prev.Catalog, next.Catalog) {
-		r.applyCatalog(prev.Catalog, next)
-	}
-	if next.Timeouts != prev.Timeouts {
-		r.Proxy.SetTimeouts(next.Timeouts.proxy())
-	}
-	if next.HoldSeconds != prev.HoldSeconds {
-		r.Proxy.SetHold(next.Hold())
-	}
-	if next.Strategy != prev.Strategy {
-		if err := checkFileSetting(SettingStrategy, next.Strategy); err != nil {
-			problems = append(problems, err)
-		} else {
-			r.Proxy.SetStrategy(next.Strategy)
-		}
-	}
-	if !reflect.DeepEqual(prev.Aliases, next.Aliases) {
-		if err := r.Proxy.SetAliases(next.Aliases); err != nil {
-			problems = append(problems, fmt.Errorf("%w (fix the aliases in %s)", err, r.SettingsPath()))
-		}
-	}
-	if prev.LocalAPIKey != next.LocalAPIKey || prev.LocalKeyRev != next.LocalKeyRev || prev.LocalKeyID != next.LocalKeyID {
-		if err := r.applyLocalKey(next); err != nil && prev.Generation != 0 {
-			problems = append(problems, err) // a reload logs it; Open reports it as LocalKeyError
-		}
-	}
-	if accounts != nil {
-		r.Proxy.SetAccounts(accounts)
-		for _, id := range renewed {
-			r.Proxy.ResetAccount(id)
-		}
-	}
-	r.applyUsage(prev.Usage, next.Usage)
-	problems = append(problems, r.applyResetCredits(prev, next)...)
 	return problems
 }
 
-func sameCatalog(a, b CatalogSettings) bool {
-	return a.StaleMaxAgeMs == b.StaleMaxAgeMs && a.TTLMs == b.TTLMs && equalBoolPtr(a.StaleWhileRevalidate, b.StaleWhileRevalidate)
+// A Change is what one applied settings file changed, as the store hands it to its followers.
+type Change struct {
+	Prev, Next Settings
+	// Accounts are Next's accounts as a relay serves them, with their credentials, when the
+	// list changed (nil: it did not); Renewed are the IDs of those whose secret was replaced
+	// (a relay clears their cooldown and sign-in state).
+	Accounts []proxy.Account
+	Renewed  []string
 }
 
-func equalBoolPtr(a, b *bool) bool {
-	if a == nil || b == nil {
-		return a == b
+type follower struct{ follow func(Change) []error }
+
+// Follow has f follow the settings this store applies: at once with what is in force (a
+// Change from the zero settings, with every account), then with each settings file a change
+// or a reload applies, one at a time and in order, under the store's apply lock (f must not
+// change the settings). f returns the parts it could not apply: a reload logs them. stop ends
+// the following. The running relay (app/relay) is the store's one follower; the store knows
+// no more of it.
+func (a *App) Follow(f func(Change) []error) (stop func()) {
+	a.applyMu.Lock()
+	defer a.applyMu.Unlock()
+	cur := a.Settings()
+	accounts, _ := a.setAccounts(cur.Accounts)
+	f(Change{Next: cur, Accounts: accounts}) // as Open applied it: the file's problems were Open's
+	fl := &follower{f}
+	a.mu.Lock()
+	a.followers = append(a.followers, fl)
+	a.mu.Unlock()
+	return func() {
+		a.applyMu.Lock()
+		defer a.applyMu.Unlock()
+		a.mu.Lock()
+		a.followers = slices.DeleteFunc(a.followers, func(x *follower) bool { return x == fl })
+		a.mu.Unlock()
 	}
-	return *a == *b
 }
 
-// catalogStats is the catalog's timing in force: the relay's, when this process runs one (the
-// environment's overrides included); else what a relay that starts now takes.
+// catalogStats is the catalog's timing as the settings and the environment give it (what
+// `codexrelay settings` and the settings window show).
 func (a *App) catalogStats() proxy.CatalogStats {
-	if r := a.runningRelay(); r != nil {
-		return r.Proxy.Stats().Catalog
-	}
 	o, _ := catalogOptions(a.Settings(), a.opt.Getenv)
 	return proxy.CatalogStats{SWREnabled: o.StaleWhileRevalidate, StaleMaxAgeMs: o.StaleMaxAge.Milliseconds(), TTLMs: o.TTL.Milliseconds()}
-}
-
-// applyCatalog applies the catalog settings that changed. A setting the file sets wins over
-// the environment (which only gives the values a start begins with); one the file no longer
-// sets falls back to the environment or the default.
-func (r *Relay) applyCatalog(prev CatalogSettings, next Settings) {
-	def, err := catalogOptions(Settings{Catalog: next.Catalog}, r.opt.Getenv)
-	if err != nil {
-		def, _ = catalogOptions(Settings{Catalog: next.Catalog}, func(string) string { return "" })
-	}
-	c := r.Proxy.Stats().Catalog
-	swr, staleMax, ttl := c.SWREnabled, time.Duration(c.StaleMaxAgeMs)*time.Millisecond, time.Duration(0)
-	n := next.Catalog
-	if !equalBoolPtr(prev.StaleWhileRevalidate, n.StaleWhileRevalidate) {
-		swr = def.StaleWhileRevalidate
-		if n.StaleWhileRevalidate != nil {
-			swr = *n.StaleWhileRevalidate
-		}
-	}
-	if prev.StaleMaxAgeMs != n.StaleMaxAgeMs {
-		staleMax = def.StaleMaxAge
-		if n.StaleMaxAgeMs > 0 {
-			staleMax = time.Duration(n.StaleMaxAgeMs) * time.Millisecond
-		}
-	}
-	if prev.TTLMs != n.TTLMs {
-		ttl = def.TTL
-		if n.TTLMs > 0 {
-			ttl = time.Duration(n.TTLMs) * time.Millisecond
-		}
-	}
-	r.Proxy.SetCatalogOptions(swr, staleMax, ttl)
-}
-
-// applyLocalKey reads the local key from the keychain and makes the proxy require it. A key
-// that is on but cannot be read locks clients out rather than letting them in without it, and
-// is reported by LocalKeyError until it is read again (or turned off, or made anew).
-func (r *Relay) applyLocalKey(next Settings) error {
-	key, err := r.readLocalKey(next)
-	r.mu.Lock()
-	r.localKeyErr = err
-	r.mu.Unlock()
-	switch {
-	case err != nil:
-		r.Proxy.SetLocalAPIKey("unreadable-" + newID() + newID()) // matches no client
-		return err
-	default:
-		r.Proxy.SetLocalAPIKey(key) // "" when off
-		return nil
-	}
 }
 
 // setAccounts keeps the credentials of the accounts metas lists, per account ID, and returns

@@ -430,7 +430,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		t.Fatalf("after restart: %+v %s", cat, a.ListenAddr())
 	}
 	// The tray's toggle changes the running proxy at once and persists.
-	if err := a.SetStaleWhileRevalidate(true); err != nil {
+	if err := a.Set(SettingSWR, "true"); err != nil {
 		t.Fatal(err)
 	}
 	if !a.Proxy.Stats().Catalog.SWREnabled || a.Proxy.Stats().Catalog.StaleMaxAgeMs != 120000 {

@@ -503,7 +503,8 @@ func (a *App) heldSecrets(accounts []AccountMeta) []heldSecret {
 }
 
 // sameLogin names the existing account that holds the same login as m: the same ChatGPT
-// account id or access token, or the same API key at the same base URL; "" when none does.
+// user in the same workspace, or the same access token, or the same API key at the same base
+// URL; "" when none does.
 func sameLogin(held []heldSecret, m AccountMeta, sec Secret) string {
 	for _, h := range held {
 		if h.meta.Kind != m.Kind {
@@ -511,7 +512,7 @@ func sameLogin(held []heldSecret, m AccountMeta, sec Secret) string {
 		}
 		switch proxy.Kind(m.Kind) {
 		case proxy.KindChatGPT:
-			if (sec.AccountID != "" && h.sec.AccountID == sec.AccountID) ||
+			if sameChatGPTLogin(h.sec, h.meta.Email, sec, m.Email) ||
 				(sec.AccessToken != "" && h.sec.AccessToken == sec.AccessToken) {
 				return h.meta.Name
 			}

@@ -154,14 +154,14 @@ func TestImportCodexAuthFiles(t *testing.T) {
 func TestStartAtLogin(t *testing.T) {
 	dir := t.TempDir()
 	a, _ := OpenRelay(Options{ConfigDir: t.TempDir(), Getenv: func(string) string { return "" }, AutostartDir: dir})
-	if err := a.SetStartAtLogin(true); err != nil {
+	if err := a.Set(SettingStartAtLogin, "true"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "codexrelay.desktop"))
 	if err != nil || !strings.Contains(string(b), "Exec=") || !a.Settings().StartAtLogin {
 		t.Fatalf("entry %q %v", b, err)
 	}
-	if err := a.SetStartAtLogin(false); err != nil {
+	if err := a.Set(SettingStartAtLogin, "false"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "codexrelay.desktop")); !os.IsNotExist(err) || a.Settings().StartAtLogin {

@@ -8,7 +8,7 @@ import (
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
-// Catalog defaults (README: "The serialization cache and the catalog refresh").
+// Catalog defaults (docs/performance.md: "The serialization cache and the catalog refresh").
 const (
 	DefaultCatalogTTL  = 10 * time.Minute
 	DefaultStaleMaxAge = 30 * time.Minute

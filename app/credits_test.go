@@ -29,14 +29,14 @@ func TestResetCreditsSetting(t *testing.T) {
 	if a.ResetCredits() != proxy.ResetCreditsAsk || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAsk {
 		t.Fatalf("default %s / %s", a.ResetCredits(), a.Proxy.ResetCreditsMode())
 	}
-	if err := a.SetResetCredits(proxy.ResetCreditsAuto); err != nil {
+	if err := a.Set(SettingResetCredits, proxy.ResetCreditsAuto); err != nil {
 		t.Fatal(err)
 	}
 	if a.Settings().ResetCredits != "auto" || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
 		t.Fatalf("after set: %q / %s", a.Settings().ResetCredits, a.Proxy.ResetCreditsMode())
 	}
 	var fe *FieldError
-	if err := a.SetResetCredits("always"); !errors.As(err, &fe) || fe.Field != string(SettingResetCredits) || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
+	if err := a.Set(SettingResetCredits, "always"); !errors.As(err, &fe) || fe.Field != string(SettingResetCredits) || a.Proxy.ResetCreditsMode() != proxy.ResetCreditsAuto {
 		t.Fatalf("a bad mode: %v", err)
 	}
 	row, _ := LookupSetting(string(SettingResetCredits))
@@ -52,7 +52,7 @@ func TestResetCreditsSetting(t *testing.T) {
 		t.Fatalf("reopened: %s", b.Proxy.ResetCreditsMode())
 	}
 	// The default is not written.
-	if err := a.SetResetCredits(proxy.ResetCreditsAsk); err != nil || a.Settings().ResetCredits != "" {
+	if err := a.Set(SettingResetCredits, proxy.ResetCreditsAsk); err != nil || a.Settings().ResetCredits != "" {
 		t.Fatalf("ask: %q %v", a.Settings().ResetCredits, err)
 	}
 	b.Reload()
@@ -157,7 +157,7 @@ func creditApp(t *testing.T) (*Relay, Options, *creditUpstream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetListen(freeLoopback(t)); err != nil {
+	if err := a.Set(SettingListen, freeLoopback(t)); err != nil {
 		t.Fatal(err)
 	}
 	m, err := a.AddAccount(NewAccount{Name: "plus", Kind: "chatgpt", BaseURL: up.URL + "/backend-api/codex"},

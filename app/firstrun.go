@@ -42,27 +42,24 @@ func (a *App) FindCodexLogin() CodexLogin {
 	if json.Unmarshal(b, &auth) != nil {
 		return l
 	}
-	var held func(Secret) bool
+	var held func(Secret, AccountMeta) bool
 	switch {
 	case auth.Tokens != nil && auth.Tokens.AccessToken != "":
 		claims := parseIDToken(auth.Tokens.IDToken)
-		id := auth.Tokens.AccountID
-		if id == "" {
-			id = claims.AccountID
-		}
+		login := Secret{AccessToken: auth.Tokens.AccessToken, IDToken: auth.Tokens.IDToken, AccountID: cmpOr(auth.Tokens.AccountID, claims.AccountID)}
 		l.Found, l.Kind, l.Email = true, "chatgpt", claims.Email
-		held = func(s Secret) bool {
-			return s.AccessToken == auth.Tokens.AccessToken || (id != "" && s.AccountID == id)
+		held = func(s Secret, m AccountMeta) bool {
+			return s.AccessToken == login.AccessToken || sameChatGPTLogin(s, m.Email, login, claims.Email)
 		}
 	case auth.APIKey != nil && *auth.APIKey != "":
 		l.Found, l.Kind = true, "openai"
-		held = func(s Secret) bool { return s.APIKey == *auth.APIKey }
+		held = func(s Secret, _ AccountMeta) bool { return s.APIKey == *auth.APIKey }
 	default:
 		return l
 	}
 	for _, m := range a.Accounts() {
 		if c := a.credsFor(m.ID); c != nil && m.Kind == l.Kind {
-			if s, err := c.secret(); err == nil && held(s) {
+			if s, err := c.secret(); err == nil && held(s, m) {
 				l.Account = m.Name
 				break
 			}

@@ -15,7 +15,7 @@ import (
 func TestARunningRelayTakesBackItsDeletedFolder(t *testing.T) {
 	opt := testOptions(t, Keychain{})
 	a, svc := runningRelay(t, opt)
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	for round := range 3 { // deleted again after it was taken back
@@ -104,7 +104,7 @@ func TestThePollKeepsTheSettingsWhenTheFileGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

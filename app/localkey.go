@@ -65,14 +65,6 @@ func (a *App) readLocalKey(s Settings) (string, error) {
 // is an ErrLocalKeyUnreadable.
 func (a *App) LocalKey() (string, error) { return a.readLocalKey(a.Settings()) }
 
-// LocalKeyError says why the local key that is on cannot be read (ErrLocalKeyUnreadable), as
-// this process last applied the settings; nil when it is off or was read.
-func (a *App) LocalKeyError() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.localKeyErr
-}
-
 // storeLocalKey stores a new key under a new ID in the keychain and names it in s (the caller
 // holds the settings lock and saves s). It returns the key and the ID s named before.
 func (a *App) storeLocalKey(s *Settings) (key, oldID string, err error) {

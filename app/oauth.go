@@ -64,11 +64,22 @@ func (a *App) signInClient() *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	ua := a.userAgent
-	if r := a.runningRelay(); r != nil {
-		ua = r.Proxy.UserAgent() // with the version a client raised it to
+	a.mu.Lock()
+	ua, of := a.userAgent, a.userAgentOf
+	a.mu.Unlock()
+	if of != nil {
+		ua = of()
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: identity{base, ua}}
+}
+
+// UserAgentFrom has the sign-in and the token refresh send the user agent f gives: the running
+// relay's (app/relay gives its proxy's, which follows the version a client raised it to), so
+// that they carry the identity of the relay's other upstream calls.
+func (a *App) UserAgentFrom(f func() string) {
+	a.mu.Lock()
+	a.userAgentOf = f
+	a.mu.Unlock()
 }
 
 type identity struct {
@@ -263,7 +274,8 @@ func postJSON(ctx context.Context, client *http.Client, url string, body any, ou
 }
 
 // saveChatGPTLogin stores a new sign-in: a new account, or the renewed tokens of the account
-// with the same ChatGPT account id (whose cooldown and needs-login mark are then cleared).
+// signed in as the same user in the same workspace (whose cooldown and needs-login mark are
+// then cleared).
 func (a *App) saveChatGPTLogin(name string, tok *oauth2.Token) (AccountMeta, error) {
 	sec := secretFromToken(tok, Secret{})
 	claims := parseIDToken(sec.IDToken)
@@ -305,24 +317,50 @@ func secretFromToken(tok *oauth2.Token, old Secret) Secret {
 // idClaims are the id_token claims Codex Relay reads.
 type idClaims struct {
 	Email     string
-	AccountID string
+	AccountID string // the workspace: chatgpt_account_id (a Team's members share it)
+	UserID    string // who in it: chatgpt_user_id (user_id in older tokens), else the subject
 	Plan      string
 }
 
 // parseIDToken reads the claims of a JWT without verifying it: the token came straight from
-// the issuer over TLS, and only the account id and email are taken from it.
+// the issuer over TLS, and only who signed in (workspace, user, email) and the plan are taken
+// from it.
 func parseIDToken(tok string) idClaims {
 	var c struct {
-		Email string `json:"email"`
-		Auth  struct {
+		Email   string `json:"email"`
+		Subject string `json:"sub"`
+		Auth    struct {
 			AccountID string `json:"chatgpt_account_id"`
+			UserID    string `json:"chatgpt_user_id"`
+			OldUserID string `json:"user_id"`
 			Plan      string `json:"chatgpt_plan_type"`
 		} `json:"https://api.openai.com/auth"`
 	}
 	if jwtClaims(tok, &c) != nil {
 		return idClaims{}
 	}
-	return idClaims{Email: c.Email, AccountID: c.Auth.AccountID, Plan: c.Auth.Plan}
+	user := cmpOr(c.Auth.UserID, cmpOr(c.Auth.OldUserID, c.Subject))
+	return idClaims{Email: c.Email, AccountID: c.Auth.AccountID, UserID: user, Plan: c.Auth.Plan}
+}
+
+// sameChatGPTLogin says whether two ChatGPT sign-ins (their secrets, and the e-mail kept with
+// each) are one login: the same user in the same workspace. The members of one Team workspace
+// share its chatgpt_account_id, so the workspace alone does not say who signed in: the id
+// token's user does, else the e-mail. A sign-in that names neither is taken as its workspace's
+// one login, as it was before the user was read.
+func sameChatGPTLogin(a Secret, aEmail string, b Secret, bEmail string) bool {
+	if a.AccountID == "" || a.AccountID != b.AccountID {
+		return false
+	}
+	ca, cb := parseIDToken(a.IDToken), parseIDToken(b.IDToken)
+	if ca.UserID != "" && cb.UserID != "" {
+		return ca.UserID == cb.UserID
+	}
+	ea, eb := cmpOr(ca.Email, aEmail), cmpOr(cb.Email, bEmail)
+	if ea != "" && eb != "" {
+		return strings.EqualFold(ea, eb)
+	}
+	return true
 }
 
 func jwtExpiry(tok string) time.Time {

@@ -8,8 +8,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/app/looptls"
 )
+
+// The listener as the store knows it: where the relay may listen, opening its port, and its
+// status as the tray shows it and the local API steers it. The relay's Service (app/relay)
+// runs it.
 
 // DrainTimeout is how long in-flight requests may finish after a stop.
 const DrainTimeout = 10 * time.Second
@@ -93,3 +98,68 @@ func (e *portTakenError) Error() string {
 }
 
 func (e *portTakenError) Unwrap() error { return e.err }
+
+// ServiceStatus is what the tray shows about the listener.
+type ServiceStatus struct {
+	Addr    string // where it listens, or would
+	Running bool
+	Paused  bool  // stopped by the user
+	Err     error // why it is not running, when it should be
+	// Warning says why the relay does not listen where the settings say (the address is
+	// pinned, or the new port could not be opened); "" when it does.
+	Warning string
+	// Refusing says why the relay refuses every client while it listens (the local key is on
+	// but cannot be read, with what repairs it); "" when it does not.
+	Refusing string
+}
+
+// The listener as the local API steers it (app/localapi's Control): the tray serves it on its
+// window port from its relay's Service, and the window process reads it back (ServiceStatusOf).
+
+// ListenerControl steers a relay's listener: the relay's Service, or the tray's from a window
+// process.
+type ListenerControl interface {
+	Status() ServiceStatus
+	Pause()
+	Resume() error
+	SetListen(addr string) error
+}
+
+// ControlAPI is c as the local API's pause and listener parts.
+func ControlAPI(c ListenerControl) localapi.Control { return controlAPI{c} }
+
+type controlAPI struct{ c ListenerControl }
+
+func (c controlAPI) SetPaused(pause bool) (localapi.PauseState, error) {
+	was := c.c.Status().Paused
+	var err error
+	if pause {
+		c.c.Pause()
+	} else {
+		err = c.c.Resume()
+	}
+	now := c.c.Status().Paused
+	return localapi.PauseState{Paused: now, Changed: was != now}, err
+}
+
+func (c controlAPI) Status() localapi.Status { return c.c.Status().API() }
+
+func (c controlAPI) SetListen(addr string) error { return c.c.SetListen(addr) }
+
+// API is st as the local API answers it (its error as text).
+func (st ServiceStatus) API() localapi.Status {
+	j := localapi.Status{Addr: st.Addr, Running: st.Running, Paused: st.Paused, Warning: st.Warning, Refusing: st.Refusing}
+	if st.Err != nil {
+		j.Error = st.Err.Error()
+	}
+	return j
+}
+
+// ServiceStatusOf is the status the local API answered.
+func ServiceStatusOf(j localapi.Status) ServiceStatus {
+	st := ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
+	if j.Error != "" {
+		st.Err = errors.New(j.Error)
+	}
+	return st
+}

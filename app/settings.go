@@ -110,7 +110,8 @@ type TimeoutSettings struct {
 	StreamIdleMs int64 `json:"stream_idle_ms,omitempty"`
 }
 
-func (t TimeoutSettings) proxy() proxy.Timeouts {
+// Proxy are the timeouts as the proxy takes them (zero: its default).
+func (t TimeoutSettings) Proxy() proxy.Timeouts {
 	return proxy.Timeouts{
 		Header:     time.Duration(t.HeaderMs) * time.Millisecond,
 		FirstEvent: time.Duration(t.FirstEventMs) * time.Millisecond,

@@ -73,7 +73,7 @@ func TestAMissingSettingsFileLeavesTheRelayAsItWas(t *testing.T) {
 func TestARunningRelayIgnoresFilesThatDoNotParse(t *testing.T) {
 	opt := testOptions(t, Keychain{})
 	a, _ := runningRelay(t, opt)
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	path := a.SettingsPath()
@@ -231,7 +231,7 @@ func TestALinkToAFileThatIsNotSettingsIsRefused(t *testing.T) {
 func TestARunningRelayRefusesALinkTurnedElsewhere(t *testing.T) {
 	opt := testOptions(t, Keychain{})
 	a, _ := runningRelay(t, opt)
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(t.TempDir(), "dotfile")
@@ -247,14 +247,14 @@ func TestARunningRelayRefusesALinkTurnedElsewhere(t *testing.T) {
 	if a.Settings().Strategy != "round-robin" {
 		t.Fatal("the settings in force changed")
 	}
-	if err := a.SetStrategy("priority"); !errors.Is(err, ErrSettingsLink) {
+	if err := a.Set(SettingStrategy, "priority"); !errors.Is(err, ErrSettingsLink) {
 		t.Fatalf("a change through the link: %v", err)
 	}
 	// A link to nowhere creates nothing outside the folder either.
 	missing := filepath.Join(t.TempDir(), "nowhere", "settings.json")
 	os.Remove(path)
 	os.Symlink(missing, path)
-	if err := a.SetStrategy("priority"); !errors.Is(err, ErrSettingsLink) || !strings.Contains(err.Error(), "does not exist") {
+	if err := a.Set(SettingStrategy, "priority"); !errors.Is(err, ErrSettingsLink) || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("a change through a dangling link: %v", err)
 	}
 	if _, err := os.Lstat(missing); !os.IsNotExist(err) {

@@ -383,7 +383,7 @@ func TestAPinnedAddressSaysARestartIsNeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	if err := a.SetListen("127.0.0.1:7499"); err != nil {
+	if err := a.Set(SettingListen, "127.0.0.1:7499"); err != nil {
 		t.Fatal(err)
 	}
 	if st := svc.Status(); st.Addr != pinned || !strings.Contains(st.Warning, "--listen "+pinned) || !strings.Contains(st.Warning, "restart") {
@@ -404,7 +404,7 @@ func TestTrayChangesKeepAccountsTheCLIAdded(t *testing.T) {
 	if err := cliProcess(opt, "sk-cli\n", "accounts", "add", "--name", "from-cli", "--kind", "openai", "--base-url", up.URL).Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := tray.SetStaleWhileRevalidate(false); err != nil {
+	if err := tray.Set(SettingSWR, "false"); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileAccounts(t, opt.ConfigDir); !slices.Equal(got, []string{"from-cli"}) {
@@ -505,7 +505,7 @@ func TestSymlinkedFilesKeepTheirLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
@@ -622,7 +622,7 @@ func TestAHandEditThatDoesNotParseKeepsTheLastGoodSettings(t *testing.T) {
 	opt := testOptions(t, Keychain{})
 	a, _ := runningRelay(t, opt)
 	path := filepath.Join(opt.ConfigDir, settingsName)
-	if err := a.SetStrategy("round-robin"); err != nil {
+	if err := a.Set(SettingStrategy, "round-robin"); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(path, []byte(`{"strategy": "priority", `), 0o600) // an editor's half-saved file
@@ -631,7 +631,7 @@ func TestAHandEditThatDoesNotParseKeepsTheLastGoodSettings(t *testing.T) {
 		t.Fatal("the last good settings were dropped")
 	}
 	// A change refuses to overwrite the user's broken file.
-	if err := a.SetStrategy("priority"); err == nil || !strings.Contains(err.Error(), "does not overwrite it") {
+	if err := a.Set(SettingStrategy, "priority"); err == nil || !strings.Contains(err.Error(), "does not overwrite it") {
 		t.Fatalf("a change over a broken file: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != `{"strategy": "priority", ` {

@@ -15,11 +15,11 @@ import (
 )
 
 // A setting is its row of SettingsTable. The row owns the setting's name, the values it takes
-// (its check), how it is written (Show) and how the settings window edits it (its section,
-// kind, choices and unit); `codexrelay settings`, `settings set` and its help, App.Set and the
-// typed setters (live.go) and the settings window all go through it. A new setting is its
-// field in Settings, its row here, and its effect in apply (app.go) when a running relay must
-// follow it.
+// (its check), how it is saved (set) and written (Show), and how the settings window edits it
+// (its section, kind, choices and unit); `codexrelay settings`, `settings set` and its help,
+// App.Set (the one setter) and the settings window all go through it. A new setting is its
+// field in Settings, its row here, and, when a running relay must follow it, its effect in the
+// relay's follow (app/relay/follow.go).
 
 // A SettingName names a setting the same way everywhere: `codexrelay settings`, `settings set`
 // and its help, the settings window, and the Field of a FieldError about its value.
@@ -199,6 +199,51 @@ func relaySettings() []Setting {
 			Show: func(a *App) string { return a.ResetCredits() },
 		},
 	}
+}
+
+// listenOn is the listen row's effect: it saves a new listen address, which a running relay
+// moves to. An address whose port another program holds is refused and nothing is saved, so
+// that the next start does not fail (the port the relay of this folder listens on now is its
+// own, and taken by it).
+func (a *App) listenOn(addr string) error {
+	if err := a.CheckListen(addr, false); err != nil {
+		return err
+	}
+	if info := RunningInstance(a.ConfigDir()); info == nil || info.Listen != addr {
+		ln, err := a.Listen(addr)
+		if err != nil {
+			return err
+		}
+		ln.Close()
+	}
+	return a.SaveListen(addr)
+}
+
+// SaveListen writes the listen setting as it is, checking neither the address nor its port:
+// for the relay's Service (app/relay), which checked both and may hold the port itself.
+// Everyone else saves it through its row (Set), which checks.
+func (a *App) SaveListen(addr string) error {
+	return a.update(func(s *Settings) error { s.Listen = addr; return nil })
+}
+
+// setCatalogTiming saves the stale maximum age and the TTL (zero keeps the current value),
+// refusing a pair where a stale catalog would never be served.
+func (a *App) setCatalogTiming(staleMaxAge, ttl time.Duration) error {
+	return a.update(func(s *Settings) error {
+		if staleMaxAge > 0 {
+			s.Catalog.StaleMaxAgeMs = staleMaxAge.Milliseconds()
+		}
+		if ttl > 0 {
+			s.Catalog.TTLMs = ttl.Milliseconds()
+		}
+		// A stale catalog is one older than the TTL: a maximum stale age below it would
+		// never serve one.
+		opt, _ := catalogOptions(*s, func(string) string { return "" })
+		if opt.StaleMaxAge < opt.TTL {
+			return fieldError(string(SettingStaleMaxAge), fmt.Sprintf("(%s) is shorter than the catalog TTL (%s): it must be at least as long", opt.StaleMaxAge, opt.TTL))
+		}
+		return nil
+	})
 }
 
 // desktopSettings are the rows of the low-capacity warning, the local key, the usage ledger

@@ -10,8 +10,9 @@ import (
 
 // The store alone (the window process's, the command line's): it changes the settings and the
 // accounts, which the running relay follows, shows every setting, and what only a relay does
-// travels to the running one; with none running, a redemption goes through a relay it makes
-// then, which never listens.
+// travels to the running one; with none running, it says so and makes none (app/relay's
+// RedeemCredit redeems then, through a relay that never listens). Nothing follows a store that
+// no relay was made over.
 func TestTheStoreAloneChangesWhatTheRelayFollows(t *testing.T) {
 	opt := testOptions(t, testKeychain(t))
 	relay, svc := runningRelay(t, opt)
@@ -19,17 +20,17 @@ func TestTheStoreAloneChangesWhatTheRelayFollows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.runningRelay() != nil {
+	if followers(w) != 0 {
 		t.Fatal("Open made a relay")
 	}
 	for _, change := range []func() error{
-		func() error { return w.SetStrategy(proxy.StrategyRoundRobin) },
-		func() error { return w.SetStaleWhileRevalidate(false) },
+		func() error { return w.Set(SettingStrategy, proxy.StrategyRoundRobin) },
+		func() error { return w.Set(SettingSWR, "false") },
 		func() error { return w.Set(SettingStaleMaxAge, "2400000") },
 		func() error { return w.Set(SettingTTL, "1200000") },
-		func() error { return w.SetTimeout(TimeoutHeader, 30*time.Second) },
-		func() error { return w.SetHold(5) },
-		func() error { return w.SetResetCredits(proxy.ResetCreditsOff) },
+		func() error { return w.Set(TimeoutHeader.Setting(), "30000") },
+		func() error { return w.Set(SettingHold, "5") },
+		func() error { return w.Set(SettingResetCredits, proxy.ResetCreditsOff) },
 		func() error { return w.SetAlias("fast", []string{"gpt-5"}) },
 		func() error { _, err := w.SetLocalKey(true); return err },
 		func() error {
@@ -63,18 +64,22 @@ func TestTheStoreAloneChangesWhatTheRelayFollows(t *testing.T) {
 	}
 
 	// A redemption travels to the running relay (an API key holds no banked reset); with none
-	// running, it is redeemed here, through a relay that never listens.
-	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) || w.runningRelay() != nil {
-		t.Fatalf("redeem through the running relay: %v (a relay made here: %v)", err, w.runningRelay() != nil)
+	// running, the store says so, having sent nothing and made no relay.
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) || followers(w) != 0 {
+		t.Fatalf("redeem through the running relay: %v (a relay made here: %v)", err, followers(w) != 0)
 	}
 	svc.Stop()
-	if _, err := w.RedeemCredit("work"); !errors.Is(err, proxy.ErrNotChatGPT) {
-		t.Fatalf("redeem with no relay running: %v", err)
-	}
-	if r := w.runningRelay(); r == nil || r.serving() {
-		t.Fatalf("redeeming with no relay running made no relay here, or one that serves")
+	if _, err := w.RedeemCredit("work"); !errors.Is(err, ErrNoRelay) || followers(w) != 0 {
+		t.Fatalf("redeem with no relay running: %v (a relay made here: %v)", err, followers(w) != 0)
 	}
 	if got := w.Accounts(); len(got) != 1 || got[0].Name != "work" {
 		t.Errorf("accounts %+v", got)
 	}
+}
+
+// followers counts what follows the store: its relays.
+func followers(a *App) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.followers)
 }

@@ -39,7 +39,7 @@ func TestUsageLedgerRecordsWhatTheRelayServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetListen(addr); err != nil {
+	if err := a.Set(SettingListen, addr); err != nil {
 		t.Fatal(err)
 	}
 	svc := a.NewService()
@@ -109,8 +109,8 @@ func TestUsageLedgerOff(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	a.SetListen(addr)
-	if err := a.SetUsageLedger(false); err != nil {
+	a.Set(SettingListen, addr)
+	if err := a.Set(SettingUsageLedger, "false"); err != nil {
 		t.Fatal(err)
 	}
 	svc := a.NewService()
@@ -126,7 +126,7 @@ func TestUsageLedgerOff(t *testing.T) {
 		t.Fatalf("/relay/usage with the ledger off: %v %v", err, resp)
 	}
 	// Turning it on while the relay serves opens it.
-	if err := a.SetUsageLedger(true); err != nil {
+	if err := a.Set(SettingUsageLedger, "true"); err != nil {
 		t.Fatal(err)
 	}
 	if a.Ledger() == nil {
@@ -205,7 +205,7 @@ func TestUsageReportsNeverPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetUsageRetention(1000); err != nil {
+	if err := a.Set(SettingUsageRetentionDays, "1000"); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -452,7 +453,8 @@ func liveStats(a *app.App) ([]proxy.AccountStats, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r := a.NewRelay() // it never listens: it reads the quotas, as a serving one does
+	r := relay.New(a) // it never listens: it reads the quotas, as a serving one does
+	defer r.Close()
 	r.Proxy.RefreshQuotas(ctx)
 	return r.Proxy.Stats().Accounts, false
 }
@@ -487,7 +489,7 @@ func (c *CLI) redeem(name string, asJSON, force bool) error {
 			}
 		}
 	}
-	res, err := a.RedeemCredit(name)
+	res, err := relay.RedeemCredit(a, name)
 	switch {
 	case errors.Is(err, proxy.ErrRedeemPending):
 		return fmt.Errorf("%w; run the command again: it repeats the same request, so it spends at most one banked reset", err)

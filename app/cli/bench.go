@@ -10,6 +10,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/proxy/bench"
 )
@@ -97,7 +98,7 @@ func benchLedger(dir string) (bench.Ledger, error) {
 		return bench.Ledger{}, err
 	}
 	return bench.Ledger{
-		Hook:  func(t proxy.Trace) { l.Record(app.LedgerRow(t)) },
+		Hook:  func(t proxy.Trace) { l.Record(relay.LedgerRow(t)) },
 		Flush: l.Flush,
 		Close: func() (int64, error) {
 			err := l.Close()

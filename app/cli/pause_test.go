@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 )
 
 // runningRelay is the relay of opt's settings folder, serving on a free loopback port as the
 // tray app would (its instance claimed, so that the commands find it); it stops with the test.
-func runningRelay(t *testing.T, opt app.Options) *app.Service {
+func runningRelay(t *testing.T, opt app.Options) *relay.Service {
 	t.Helper()
 	inst, other, err := app.ClaimInstance(opt.ConfigDir, "tray")
 	if err != nil || other != nil {
@@ -24,7 +25,7 @@ func runningRelay(t *testing.T, opt app.Options) *app.Service {
 		}
 		return ""
 	}
-	a, err := app.OpenRelay(opt)
+	a, err := relay.Open(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 )
 
 // serveCommand is `codexrelay serve`: the proxy headless, in the foreground.
@@ -43,7 +44,7 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	if err != nil {
 		return err
 	}
-	a := store.NewRelay() // the one command that serves
+	a := relay.New(store) // the one command that serves
 	sig, stopSignals := c.signals()
 	defer stopSignals()
 	svc := a.NewServeService(listen, allowRemote)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/app/localapi"
+	"github.com/codexrelay/codexrelay/app/relay"
 )
 
 // UsageSource is the usage ledger as the Usage window and the tray read it: the local API's
@@ -30,9 +30,9 @@ var (
 	ErrUsageClosed = localapi.ErrUsageClosed
 )
 
-// RelayUsage is the UsageSource of the running app relay: its ledger, looked up at each call
-// (app.App.Usage, which the local API's usage routes read too).
-func RelayUsage(relay *app.Relay) UsageSource { return relay.Usage() }
+// RelayUsage is the UsageSource of the running relay: its ledger, looked up at each call
+// (relay.Relay.Usage, which the local API's usage routes read too).
+func RelayUsage(r *relay.Relay) UsageSource { return r.Usage() }
 
 // UsageRow is one prepared request (or a day's worth of them) for FixedUsage.
 type UsageRow struct {

@@ -346,7 +346,7 @@ func TestTraySendsEnabledNotifications(t *testing.T) {
 		t.Fatalf("sent %q again", got)
 	}
 
-	if err := relay.SetNotification(app.NotifyNeedsLogin, false); err != nil {
+	if err := relay.Set(app.NotifySetting(app.NotifyNeedsLogin), "false"); err != nil {
 		t.Fatal(err)
 	}
 	src.Snapshot.Accounts[0].State = proxy.StateReady

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
@@ -70,7 +71,7 @@ func TestTrayState(t *testing.T) {
 // newTestTray is the tray process over a real app in a temporary config folder, with a tray
 // that records what it is handed; windows asked for are recorded in opened. Slow actions run
 // inline.
-func newTestTray(t *testing.T, env map[string]string) (tr *TrayApp, relay *app.Relay, tray *fakeTray, opened *[]string) {
+func newTestTray(t *testing.T, env map[string]string) (tr *TrayApp, relay *relay.Relay, tray *fakeTray, opened *[]string) {
 	t.Helper()
 	relay = uitest.Relay(t, env) // the same app set-up as the windows' tests
 	tr = NewTray(relay, slog.New(slog.DiscardHandler))

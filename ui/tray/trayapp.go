@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/app/update"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
@@ -23,8 +24,8 @@ import (
 // comes), then reads a view and hands the tray what changed; the menu's actions run on their
 // own goroutines and poke the loop. After Quit began to leave, the tray is never touched again.
 type TrayApp struct {
-	relay *app.Relay
-	svc   *app.Service
+	relay *relay.Relay
+	svc   *relay.Service
 	log   *slog.Logger
 	src   source.Source
 	now   func() time.Time
@@ -69,7 +70,7 @@ type TrayApp struct {
 }
 
 // NewTray builds the tray process's state for relay without starting anything.
-func NewTray(relay *app.Relay, log *slog.Logger) *TrayApp {
+func NewTray(relay *relay.Relay, log *slog.Logger) *TrayApp {
 	t := &TrayApp{
 		relay: relay, svc: relay.NewService(), log: log, src: relay.Proxy,
 		now: time.Now, elapsed: time.Now,

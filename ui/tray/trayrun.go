@@ -24,6 +24,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
 
@@ -33,7 +34,7 @@ import (
 // demand. inst is this process's claim to be the running Codex Relay: a second launch brings
 // the dashboard up through it. It must run on the main goroutine (systray needs the main
 // thread on macOS and Windows).
-func RunTray(relay *app.Relay, log *slog.Logger, inst *app.Instance, exe string) {
+func RunTray(relay *relay.Relay, log *slog.Logger, inst *app.Instance, exe string) {
 	t := NewTray(relay, log)
 	t.svc.Instance = inst
 	ctx, cancel := context.WithCancel(context.Background())

@@ -26,8 +26,8 @@ type updateNotice struct {
 
 // check is the newer release to show ("" Version: none), starting a check in the background
 // when one is due; done is called when a check found one.
-func (u *updateNotice) check(relay *app.App, now time.Time, done func()) update.Release {
-	if !relay.Settings().Updates.Check {
+func (u *updateNotice) check(store *app.App, now time.Time, done func()) update.Release {
+	if !store.Settings().Updates.Check {
 		u.mu.Lock()
 		u.newer, u.asked = update.Release{}, time.Time{}
 		u.mu.Unlock()
@@ -40,7 +40,7 @@ func (u *updateNotice) check(relay *app.App, now time.Time, done func()) update.
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			r, ok, err := relay.CheckForUpdate(ctx, nil)
+			r, ok, err := store.CheckForUpdate(ctx, nil)
 			found := err == nil && ok && r.Newer
 			u.mu.Lock()
 			u.running = false

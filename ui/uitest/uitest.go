@@ -16,6 +16,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
@@ -23,7 +24,7 @@ import (
 // Relay is a real app in a temporary config folder, with env on top of the tests' own
 // variables. The Codex folder and the autostart folder are temporary too: no test writes to
 // the real home, and nothing reaches chatgpt.com or auth.openai.com.
-func Relay(t *testing.T, env map[string]string) *app.Relay {
+func Relay(t *testing.T, env map[string]string) *relay.Relay {
 	t.Helper()
 	vars := map[string]string{
 		"CODEX_HOME": t.TempDir(),
@@ -40,7 +41,7 @@ func Relay(t *testing.T, env map[string]string) *app.Relay {
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"generation": 0, "accounts": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	relay, err := app.OpenRelay(app.Options{
+	r, err := relay.Open(app.Options{
 		ConfigDir:    dir,
 		Getenv:       func(k string) string { return vars[k] },
 		AutostartDir: t.TempDir(),
@@ -49,7 +50,7 @@ func Relay(t *testing.T, env map[string]string) *app.Relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return relay
+	return r
 }
 
 // NeedKeyring skips tests that store secrets unless a private Secret Service runs (make test).
@@ -61,7 +62,7 @@ func NeedKeyring(t *testing.T) {
 
 // QuietListen points relay's listen address at a loopback port nothing listens on, so that a
 // redemption asked for in a test finds no running relay (none of the developer's).
-func QuietListen(t *testing.T, relay *app.Relay) {
+func QuietListen(t *testing.T, relay *relay.Relay) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,7 +70,7 @@ func QuietListen(t *testing.T, relay *app.Relay) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	if err := relay.SetListen(addr); err != nil {
+	if err := relay.Set(app.SettingListen, addr); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -188,7 +188,7 @@ func (a *accountsWindow) showAdd(tab int) {
 	a.add = ad
 
 	a.u.async(func() {
-		login := a.u.relay.FindCodexLogin()
+		login := a.u.store.FindCodexLogin()
 		fyne.Do(func() { ad.showLogin(login) })
 	})
 }
@@ -238,7 +238,7 @@ func (ad *addDialog) importCodex() {
 	a := ad.a
 	ad.importBtn.Disable()
 	a.u.async(func() {
-		meta, outcome, err := a.u.relay.ImportCodex("")
+		meta, outcome, err := a.u.store.ImportCodex("")
 		fyne.Do(func() {
 			ad.importBtn.Enable()
 			if err != nil {
@@ -376,7 +376,7 @@ func (f *keyForm) add() {
 	}
 	f.submit.Disable()
 	f.a.u.async(func() {
-		_, err := f.a.u.relay.AddAccount(na, sec)
+		_, err := f.a.u.store.AddAccount(na, sec)
 		fyne.Do(func() {
 			f.submit.Enable()
 			if err != nil {

@@ -93,7 +93,7 @@ func (a *accountsWindow) show(v view) {
 	for _, s := range v.snap.Accounts {
 		live[s.Name] = s
 	}
-	metas := a.u.relay.Accounts()
+	metas := a.u.store.Accounts()
 	now := a.u.now()
 	a.status.expire(now)
 	rows := make([]accountRow, 0, len(metas))
@@ -111,7 +111,7 @@ func (a *accountsWindow) show(v view) {
 	}
 	a.rows = rows
 	setVisible(a.none, len(rows) == 0)
-	setNote(a.order, orderNote(a.u.relay.Settings().Strategy))
+	setNote(a.order, orderNote(a.u.store.Settings().Strategy))
 	if !slices.Equal(views, a.views) {
 		a.views = views
 		a.list.Refresh()
@@ -208,7 +208,7 @@ func menuPosition(at fyne.Position, button, menu, win fyne.Size) fyne.Position {
 // for another process's lock).
 func (a *accountsWindow) setEnabled(name string, on bool) {
 	a.u.async(func() {
-		err := a.u.relay.SetAccountEnabled(name, on)
+		err := a.u.store.SetAccountEnabled(name, on)
 		fyne.Do(func() {
 			switch {
 			case err != nil:
@@ -225,7 +225,7 @@ func (a *accountsWindow) setEnabled(name string, on bool) {
 // move moves an account to position to (1-based), off the UI thread.
 func (a *accountsWindow) move(name string, to int) {
 	a.u.async(func() {
-		n, err := a.u.relay.MoveAccount(name, to)
+		n, err := a.u.store.MoveAccount(name, to)
 		fyne.Do(func() {
 			if err != nil {
 				a.fail(err)
@@ -241,7 +241,7 @@ func (a *accountsWindow) rename(name string) {
 	a.ask = a.newValueDialog(valueSpec{
 		title: "Rename “" + name + "”", label: "New name", initial: name, confirm: "Rename",
 		hint:  "Letters, digits and . _ @ + - (no spaces), e.g. work or dev@example.com.",
-		apply: func(v string) error { return a.u.relay.RenameAccount(name, strings.TrimSpace(v)) },
+		apply: func(v string) error { return a.u.store.RenameAccount(name, strings.TrimSpace(v)) },
 		done: func(v string) {
 			a.done(fmt.Sprintf("Renamed “%s” to “%s”.", name, strings.TrimSpace(v)))
 		},
@@ -254,7 +254,7 @@ func (a *accountsWindow) replaceKey(name string) {
 	a.ask = a.newValueDialog(valueSpec{
 		title: "Replace the key of “" + name + "”", label: "New API key", confirm: "Replace key", secret: true,
 		hint:  "Paste the key alone. It goes to the system keychain, never to a file.",
-		apply: func(v string) error { return a.u.relay.SetAPIKey(name, v) },
+		apply: func(v string) error { return a.u.store.SetAPIKey(name, v) },
 		done: func(string) {
 			a.done(fmt.Sprintf("Replaced the key of “%s”: the relay tries it again at once.", name))
 		},
@@ -265,7 +265,7 @@ func (a *accountsWindow) replaceKey(name string) {
 func (a *accountsWindow) confirmRemove(name string) {
 	a.remove = newRemoveDialog(a.win, name, func() {
 		a.u.async(func() {
-			err := a.u.relay.RemoveAccount(name)
+			err := a.u.store.RemoveAccount(name)
 			fyne.Do(func() {
 				if err != nil {
 					a.fail(err)

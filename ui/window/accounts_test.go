@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
@@ -158,7 +159,7 @@ func TestAccountsListActions(t *testing.T) {
 }
 
 // addTwoAPIKeys adds "first" and "second" through the add dialog, and the list shows them.
-func addTwoAPIKeys(t *testing.T, a *accountsWindow, relay *app.Relay) {
+func addTwoAPIKeys(t *testing.T, a *accountsWindow, relay *relay.Relay) {
 	t.Helper()
 	add := func(name string) {
 		a.showAdd(addAPIKey)
@@ -186,7 +187,7 @@ func addTwoAPIKeys(t *testing.T, a *accountsWindow, relay *app.Relay) {
 
 // renameAndReplaceKey renames the second account to "backup" and replaces the first's key, each
 // after app's verdict on a bad entry shows under the field.
-func renameAndReplaceKey(t *testing.T, a *accountsWindow, relay *app.Relay) {
+func renameAndReplaceKey(t *testing.T, a *accountsWindow, relay *relay.Relay) {
 	t.Helper()
 	// Rename: app's verdict on a bad name shows under the field; a good one renames.
 	menuAction(t, a, 1, "Rename…")
@@ -218,7 +219,7 @@ func renameAndReplaceKey(t *testing.T, a *accountsWindow, relay *app.Relay) {
 
 // moveDisableAndRemove moves "backup" up, disables and enables it, then removes it once the
 // confirmation's Return and Escape have cancelled.
-func moveDisableAndRemove(t *testing.T, a *accountsWindow, relay *app.Relay) {
+func moveDisableAndRemove(t *testing.T, a *accountsWindow, relay *relay.Relay) {
 	t.Helper()
 	// Move "backup" up, disable it, enable it again.
 	menuAction(t, a, 1, "Move up")

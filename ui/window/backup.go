@@ -185,7 +185,7 @@ func (a *accountsWindow) showExport() *backupDialog {
 		}
 		b.busy("Encrypting…")
 		a.u.async(func() {
-			res, err := a.u.relay.ExportAccountsFile(path, pass, replace)
+			res, err := a.u.store.ExportAccountsFile(path, pass, replace)
 			fyne.Do(func() {
 				b.busy("")
 				switch {
@@ -226,7 +226,7 @@ func (a *accountsWindow) showImport() *backupDialog {
 		}
 		b.busy("Decrypting…")
 		a.u.async(func() {
-			res, err := a.u.relay.ImportAccountsFile(path, pass)
+			res, err := a.u.store.ImportAccountsFile(path, pass)
 			fyne.Do(func() {
 				b.busy("")
 				switch {
@@ -305,7 +305,7 @@ func (a *accountsWindow) showExportResult(path string, res app.ExportResult) *ba
 		r.disable = widget.NewButtonWithIcon("Disable them here", theme.MediaPauseIcon(), func() {
 			r.d.Hide()
 			a.u.async(func() {
-				err := a.u.relay.DisableAccounts(signins)
+				err := a.u.store.DisableAccounts(signins)
 				fyne.Do(func() {
 					if err != nil {
 						a.fail(err)

@@ -317,7 +317,7 @@ func TestDashboardNamesTheStrategy(t *testing.T) {
 		proxy.StrategyMostQuotaLeft: "Accounts · most quota left",
 		proxy.StrategyPriority:      "Accounts · priority order",
 	} {
-		if err := relay.SetStrategy(st); err != nil {
+		if err := relay.Set(app.SettingStrategy, st); err != nil {
 			t.Fatal(err)
 		}
 		u.refresh()

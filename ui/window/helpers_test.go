@@ -11,12 +11,13 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // newTestUI is the UI over a real app in a temporary config folder (uitest.Relay), on Fyne's
 // test driver. Slow calls run inline, so nothing races with the test.
-func newTestUI(t *testing.T, env map[string]string) (*UI, *app.Relay) {
+func newTestUI(t *testing.T, env map[string]string) (*UI, *relay.Relay) {
 	t.Helper()
 	fa := test.NewTempApp(t)
 	relay := uitest.Relay(t, env)

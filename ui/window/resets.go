@@ -64,10 +64,10 @@ func joinNonEmpty(sep string, parts ...string) string {
 }
 
 // redeem spends a banked reset of the named account, off the UI thread (the relay process
-// does it: RedeemCredit travels there).
+// does it: the request travels there).
 func (a *accountsWindow) redeem(name string) {
 	a.u.async(func() {
-		res, err := a.u.relay.RedeemCredit(name)
+		res, err := a.u.redeem(name)
 		fyne.Do(func() {
 			if err != nil {
 				a.fail(errors.New(look.RedeemFailure(name, err)))

@@ -263,13 +263,13 @@ func (e *numberEntry) done() {
 // load shows the current settings (and the live catalog values, which include environment
 // overrides) as each row shows them, without applying anything.
 func (s *settingsWindow) load() {
-	s.loaded = s.u.relay.Settings().Generation
+	s.loaded = s.u.store.Settings().Generation
 	// The tray's relay's catalog figures, as the poller last read them over the local API (off
 	// the UI thread: a tray that is slow to answer never holds the window up).
 	catalog := s.u.last.snap.Catalog
 	focused := s.win.Canvas().Focused()
 	for _, f := range s.order {
-		v := liveValue(f.row, catalog, s.u.relay)
+		v := liveValue(f.row, catalog, s.u.store)
 		switch {
 		case f.check != nil:
 			on, _ := strconv.ParseBool(v)
@@ -288,9 +288,9 @@ func (s *settingsWindow) load() {
 // environment's overrides included), any other as its row shows it. A snapshot without
 // catalog figures (the tray did not answer, or prepared figures that have none) leaves the
 // catalog to its rows too: what a relay started now would use.
-func liveValue(st app.Setting, c proxy.CatalogStats, relay *app.App) string {
+func liveValue(st app.Setting, c proxy.CatalogStats, store *app.App) string {
 	if c.TTLMs == 0 {
-		return st.Show(relay)
+		return st.Show(store)
 	}
 	switch st.Name {
 	case app.SettingSWR:
@@ -300,7 +300,7 @@ func liveValue(st app.Setting, c proxy.CatalogStats, relay *app.App) string {
 	case app.SettingTTL:
 		return strconv.FormatInt(c.TTLMs, 10)
 	}
-	return st.Show(relay)
+	return st.Show(store)
 }
 
 // windowValue is v, the setting's value as its row shows it, in the field's terms: a number in
@@ -369,7 +369,7 @@ func (s *settingsWindow) apply(f *settingField, text string) {
 		f.revert(text)
 		return
 	}
-	s.save(func() error { return set(s.u.relay) }, func(err error) {
+	s.save(func() error { return set(s.u.store) }, func(err error) {
 		s.showError(f, err)
 		if err != nil {
 			f.revert(text)
@@ -437,7 +437,7 @@ func (s *settingsWindow) applyPort(f *settingField) {
 		setError(msg, err)
 		return
 	}
-	host, _, err := net.SplitHostPort(s.u.relay.ListenAddr())
+	host, _, err := net.SplitHostPort(s.u.store.ListenAddr())
 	if err != nil {
 		host = "127.0.0.1"
 	}
@@ -453,8 +453,8 @@ func (s *settingsWindow) applyPort(f *settingField) {
 			switch {
 			case err != nil:
 				setError(msg, err)
-			case s.u.relay.ListenAddr() != addr:
-				setMessage(msg, "Saved, but CODEXRELAY_LISTEN="+s.u.relay.ListenAddr()+
+			case s.u.store.ListenAddr() != addr:
+				setMessage(msg, "Saved, but CODEXRELAY_LISTEN="+s.u.store.ListenAddr()+
 					" overrides it while that variable is set.", widget.WarningImportance)
 			default:
 				setMessage(msg, "Listening on http://"+s.u.ctl.Status().Addr+"/v1. Codex needs the new "+
@@ -483,7 +483,7 @@ func (s *settingsWindow) applyLocalKey(f *settingField, on bool) {
 	s.u.async(func() {
 		// Whether Codex sends its requests through the relay now, before the key changes that.
 		configured := s.u.codexConfigured().Configured
-		key, err := s.u.relay.SetLocalKey(on)
+		key, err := s.u.store.SetLocalKey(on)
 		fyne.Do(func() {
 			f.check.Enable()
 			if err != nil {
@@ -526,7 +526,7 @@ func (s *settingsWindow) offerCodexConfig(line *widget.Label) {
 				return
 			}
 			s.u.async(func() {
-				res, err := s.u.relay.WriteCodexConfig("")
+				res, err := s.u.store.WriteCodexConfig("")
 				fyne.Do(func() {
 					if err != nil {
 						setError(line, fmt.Errorf("could not update the Codex configuration: %w", err))

@@ -37,7 +37,7 @@ func TestSettingsToggleStaleWhileRevalidate(t *testing.T) {
 	}
 
 	// A change from elsewhere (the CLI, another process) shows in the open window at the next tick.
-	if err := relay.SetStaleWhileRevalidate(false); err != nil {
+	if err := relay.Set(app.SettingSWR, "false"); err != nil {
 		t.Fatal(err)
 	}
 	u.refresh()

@@ -92,7 +92,7 @@ func (s *signInDialog) startBrowser() {
 	flow, ctx := s.begin()
 	s.msg.SetText("Opening the ChatGPT sign-in page in your browser… Come back here when you have signed in.")
 	s.u.async(func() {
-		meta, err := s.u.relay.SignInChatGPT(ctx, s.name, func(raw string) error {
+		meta, err := s.u.store.SignInChatGPT(ctx, s.name, func(raw string) error {
 			fyne.Do(func() {
 				if flow == s.flow {
 					s.link.SetText(raw)
@@ -112,7 +112,7 @@ func (s *signInDialog) startDevice() {
 	s.linkRow.Hide()
 	s.msg.SetText("Asking for a code…")
 	s.u.async(func() {
-		meta, err := s.u.relay.SignInChatGPTDevice(ctx, s.name, func(dc app.DeviceCode) {
+		meta, err := s.u.store.SignInChatGPTDevice(ctx, s.name, func(dc app.DeviceCode) {
 			fyne.Do(func() {
 				if flow == s.flow {
 					s.showCode(dc)

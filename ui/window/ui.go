@@ -25,6 +25,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
@@ -33,10 +34,10 @@ import (
 // UI ties the windows to one app and its listener.
 type UI struct {
 	fa    fyne.App
-	relay *app.App
+	store *app.App // the settings folder's store (the relay it shows is the tray's, or svc's)
 	// svc is an in-process listener (tests, screenshots); ctl is what the windows ask of the
 	// listener: svc, or the tray process through the window API.
-	svc *app.Service
+	svc *relay.Service
 	ctl source.RelayControl
 	log *slog.Logger
 	src source.Source
@@ -79,19 +80,23 @@ type UI struct {
 	codex *app.CodexFiles
 	// fixed, when set, is a status shown instead of the listener's (ShowFixed).
 	fixed *app.ServiceStatus
+	// redeem spends a banked reset where the relay runs: the tray's (relay.RedeemCredit over the
+	// store), or the one of this process (NewWithRelay).
+	redeem func(name string) (proxy.RedeemResult, error)
 }
 
 // New builds the UI over a settings folder's store on the Fyne app fa without starting
 // anything. It shows no relay until it is given one: the tray's over the window API
 // (newWindowsUI), or one of this process (NewWithRelay).
-func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
+func New(fa fyne.App, store *app.App, log *slog.Logger) *UI {
 	u := &UI{
-		fa: fa, relay: relay, log: log,
+		fa: fa, store: store, log: log,
 		now:     time.Now,
 		elapsed: time.Now,
 		async:   func(f func()) { go f() },
 		poke:    make(chan struct{}, 1),
-		codex:   relay.NewCodexFiles(),
+		codex:   store.NewCodexFiles(),
+		redeem:  func(name string) (proxy.RedeemResult, error) { return relay.RedeemCredit(store, name) },
 		shown:   map[fyne.Window]bool{},
 		placed:  map[fyne.Window]bool{},
 		center:  fyne.Window.CenterOnScreen,
@@ -102,7 +107,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 	u.dash = NewDashboard(u.src, DashboardOptions{
 		Status:         u.status,
 		CodexSetup:     u.codexConfigured,
-		ConfigureCodex: func() (app.CodexConfigWrite, error) { return u.relay.WriteCodexConfig("") },
+		ConfigureCodex: func() (app.CodexConfigWrite, error) { return u.store.WriteCodexConfig("") },
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
@@ -123,11 +128,12 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 
 // NewWithRelay builds the UI over a relay this process runs, with its own listener (tests,
 // screenshots).
-func NewWithRelay(fa fyne.App, r *app.Relay, log *slog.Logger) *UI {
+func NewWithRelay(fa fyne.App, r *relay.Relay, log *slog.Logger) *UI {
 	u := New(fa, r.App, log)
 	u.svc = r.NewService()
 	u.src, u.ctl, u.dash.src = r.Proxy, u.svc, r.Proxy
 	u.usage = source.RelayUsage(r)
+	u.redeem = r.RedeemCredit
 	return u
 }
 
@@ -151,7 +157,7 @@ func (u *UI) status() app.ServiceStatus {
 }
 
 // strategy is the routing strategy in force.
-func (u *UI) strategy() string { return strategyOf(u.relay.Settings()) }
+func (u *UI) strategy() string { return strategyOf(u.store.Settings()) }
 
 // strategyOf is the routing strategy st sets (priority when it sets none).
 func strategyOf(st app.Settings) string {
@@ -168,7 +174,7 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 	if st := u.status(); st.Running {
 		addr = st.Addr
 	}
-	return u.relay.UseCodexLogin(ctx, addr)
+	return u.store.UseCodexLogin(ctx, addr)
 }
 
 // testRelay sends the first run's test request again to the relay where it listens now.
@@ -177,7 +183,7 @@ func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 	if !st.Running {
 		return app.RelayTest{}, nil
 	}
-	return u.relay.TestRelay(ctx, st.Addr)
+	return u.store.TestRelay(ctx, st.Addr)
 }
 
 // How the open windows follow the relay (source.Follow): changes closer than followGap are
@@ -214,12 +220,12 @@ func (u *UI) fetch() view {
 	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.RecentTraces), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
-	v.strategy = strategyOf(u.relay.Settings())
+	v.strategy = strategyOf(u.store.Settings())
 	if len(v.snap.Accounts) == 0 {
 		// Only while there is no account (for the first-run card).
 		v.login = u.codexLogin()
 	}
-	if err := u.relay.ReloadError(); err != nil {
+	if err := u.store.ReloadError(); err != nil {
 		v.notice = "The settings file cannot be followed, so the last good settings stay in force: " + err.Error()
 	} else if v.svc.Refusing != "" {
 		v.notice = upperFirst(v.svc.Refusing) + "."
@@ -234,7 +240,7 @@ func (u *UI) fetch() view {
 
 // checkOrphans reads which keychain entries belong to no account (off the UI thread).
 func (u *UI) checkOrphans() {
-	orphans, err := u.relay.OrphanSecrets()
+	orphans, err := u.store.OrphanSecrets()
 	if err != nil {
 		u.log.Debug("cannot list the keychain entries", "error", err)
 		return
@@ -263,7 +269,7 @@ func (u *UI) pruneSecrets() {
 			return
 		}
 		u.async(func() {
-			_, err := u.relay.RemoveLeftovers(names, false)
+			_, err := u.store.RemoveLeftovers(names, false)
 			fyne.Do(func() {
 				if err != nil {
 					u.showError(w, err)
@@ -315,7 +321,7 @@ func (u *UI) resume() {
 }
 
 // codexConfig is the provider block for ~/.codex/config.toml.
-func (u *UI) codexConfig() string { return u.relay.CodexConfig() }
+func (u *UI) codexConfig() string { return u.store.CodexConfig() }
 
 // codexConfigured says whether Codex's config.toml points at the relay (read again only when
 // the file or the settings changed: the poller asks every second).
@@ -336,7 +342,7 @@ func (u *UI) configureCodex() {
 			return
 		}
 		u.async(func() {
-			res, err := u.relay.WriteCodexConfig("")
+			res, err := u.store.WriteCodexConfig("")
 			fyne.Do(func() {
 				if err != nil {
 					u.showError(w, err)

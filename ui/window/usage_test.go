@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
@@ -276,7 +277,7 @@ func TestUsageWindowReadsTheRelaysLedger(t *testing.T) {
 	w.reload()
 	mustShow(t, c, "1.2 k", "40%", "gpt-5.4", "shop")
 
-	if err := relay.SetUsageLedger(false); err != nil {
+	if err := relay.Set(app.SettingUsageLedger, "false"); err != nil {
 		t.Fatal(err)
 	}
 	w.reload()

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/source"
 )
@@ -203,7 +204,7 @@ func (w *usageScreen) reload() {
 // turnLedgerOn switches the ledger on (off the UI thread: saving waits for the settings lock).
 func (w *usageScreen) turnLedgerOn() {
 	w.u.async(func() {
-		err := w.u.relay.SetUsageLedger(true)
+		err := w.u.store.Set(app.SettingUsageLedger, "true")
 		fyne.Do(func() {
 			if err != nil {
 				w.u.showError(w.win, err)

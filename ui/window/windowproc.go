@@ -19,10 +19,10 @@ import (
 // RunWindows is the window process (`codexrelay window NAME`, started by the tray process):
 // the Fyne app with the windows, reading the relay's live state from the tray process through
 // the window API named on the first line of in, and changing the settings and the keychain
-// through relay's methods (the tray's relay follows, as it does for the CLI). It opens first,
+// through store's methods (the tray's relay follows, as it does for the CLI). It opens first,
 // then each "open NAME" line of in, answering "shown NAME" on out; it returns when its last
 // window closes or in ends (the tray left).
-func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in io.Reader, out io.Writer) error {
+func RunWindows(fa fyne.App, store *app.App, log *slog.Logger, first string, in io.Reader, out io.Writer) error {
 	r := bufio.NewReader(in)
 	line, err := r.ReadString('\n')
 	f := strings.Fields(line)
@@ -42,7 +42,7 @@ func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in 
 	}
 	ready := make(chan built, 1)
 	go func() {
-		u := newWindowsUI(fa, relay, log, c)
+		u := newWindowsUI(fa, store, log, c)
 		ready <- built{u, u.fetch()}
 	}()
 	var u *UI
@@ -70,8 +70,8 @@ func RunWindows(fa fyne.App, relay *app.App, log *slog.Logger, first string, in 
 		// folder's settings (OnReload) or the Codex home's files (Watch).
 		go c.follow(ctx)
 		go u.poll(ctx)
-		relay.OnReload(u.changed)
-		go relay.Watch(ctx)
+		store.OnReload(u.changed)
+		go store.Watch(ctx)
 		go u.codex.Watch(ctx, u.changed)
 		u.async(u.checkOrphans)
 		show(first)
@@ -106,8 +106,8 @@ func warmDashboard(fa fyne.App) fyne.Window {
 
 // newWindowsUI is the UI of a window process: the windows over the tray process's state (c),
 // ending the Fyne app when the last window closes.
-func newWindowsUI(fa fyne.App, relay *app.App, log *slog.Logger, c *windowClient) *UI {
-	u := New(fa, relay, log)
+func newWindowsUI(fa fyne.App, store *app.App, log *slog.Logger, c *windowClient) *UI {
+	u := New(fa, store, log)
 	u.src, u.ctl = c, c
 	u.dash.src = c
 	u.usage = c

@@ -27,6 +27,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
+	"github.com/codexrelay/codexrelay/app/relay"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/source"
 	"github.com/codexrelay/codexrelay/ui/window"
@@ -93,7 +94,7 @@ func parseFlags() options {
 
 // openRelay opens an app whose settings, home and Codex folder are in dir, with its secrets in
 // go-keyring's in-memory mock and every network address one nothing listens on.
-func openRelay(dir string) *app.Relay {
+func openRelay(dir string) *relay.Relay {
 	keyring.MockInit() // secrets in memory only
 	// A throw-away home, so that the paths on screen read ~/.codex/… as they would for you.
 	os.Setenv("HOME", dir)
@@ -108,16 +109,16 @@ func openRelay(dir string) *app.Relay {
 		"CODEXRELAY_CHATGPT_BASE_URL": "http://127.0.0.1:9/backend-api/codex",
 		"CODEXRELAY_AUTH_ISSUER":      "http://127.0.0.1:9",
 	}
-	relay, err := app.OpenRelay(app.Options{ConfigDir: filepath.Join(dir, "config"), Getenv: func(k string) string { return env[k] },
+	r, err := relay.Open(app.Options{ConfigDir: filepath.Join(dir, "config"), Getenv: func(k string) string { return env[k] },
 		AutostartDir: filepath.Join(dir, "autostart"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}
-	return relay
+	return r
 }
 
 // show opens opt.window over its fixture, read at now (dir is openRelay's).
-func show(u *window.UI, relay *app.Relay, opt options, dir string, now time.Time) {
+func show(u *window.UI, relay *relay.Relay, opt options, dir string, now time.Time) {
 	running := app.ServiceStatus{Addr: "127.0.0.1:7455", Running: true}
 	codexHome := filepath.Join(dir, ".codex")
 	switch opt.window {
@@ -226,7 +227,7 @@ func idToken(email string) string {
 }
 
 // addAccount stores an account like a in the app (its secret in the in-memory keychain).
-func addAccount(relay *app.Relay, a proxy.AccountStats) {
+func addAccount(relay *relay.Relay, a proxy.AccountStats) {
 	na := app.NewAccount{Name: a.Name, Kind: string(a.Kind)}
 	sec := app.Secret{APIKey: "sk-shot-" + a.Name}
 	switch a.Kind {

@@ -1,12 +1,11 @@
-package app
+package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
-	"github.com/codexrelay/codexrelay/app/localapi"
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // Service runs the proxy's listener for the tray app and `serve`: start, pause and resume,
@@ -22,25 +21,11 @@ type Service struct {
 	active bool // between Start and Stop
 	cancel context.CancelFunc
 	done   chan struct{}
-	status ServiceStatus
+	status app.ServiceStatus
 	// OnChange, when set, is called (outside the lock) after every status change.
-	OnChange func(ServiceStatus)
+	OnChange func(app.ServiceStatus)
 	// Instance, when set, is told where the relay serves.
-	Instance *Instance
-}
-
-// ServiceStatus is what the tray shows about the listener.
-type ServiceStatus struct {
-	Addr    string // where it listens, or would
-	Running bool
-	Paused  bool  // stopped by the user
-	Err     error // why it is not running, when it should be
-	// Warning says why the relay does not listen where the settings say (the address is
-	// pinned, or the new port could not be opened); "" when it does.
-	Warning string
-	// Refusing says why the relay refuses every client while it listens (the local key is on
-	// but cannot be read, with what repairs it); "" when it does not.
-	Refusing string
+	Instance *app.Instance
 }
 
 // NewService returns a stopped service for the tray app: it listens where the settings (or
@@ -55,11 +40,12 @@ func (r *Relay) NewServeService(listen string, allowRemote bool) *Service {
 
 func (r *Relay) newService(pinned string, allowRemote bool) *Service {
 	s := &Service{r: r, pinned: pinned, allowRemote: allowRemote}
-	r.OnListenChange(s.follow)
 	// `codexrelay pause` and `resume` (POST /relay/pause, /relay/resume) pause through the
-	// service, as the tray's menu does, so that its status and the instance file follow.
+	// service, as the tray's menu does, so that its status and the instance file follow; a
+	// change of the listen setting moves it (follow).
 	r.mu.Lock()
 	r.svc = s
+	r.onListen = append(r.onListen, s.follow)
 	r.mu.Unlock()
 	return s
 }
@@ -84,7 +70,7 @@ func (s *Service) pinnedBy() string {
 }
 
 // Status returns the current status.
-func (s *Service) Status() ServiceStatus {
+func (s *Service) Status() app.ServiceStatus {
 	s.mu.Lock()
 	st := s.status
 	s.mu.Unlock()
@@ -113,7 +99,7 @@ func (s *Service) startLocked(addr string) error {
 	if s.cancel != nil {
 		return nil
 	}
-	s.status = ServiceStatus{Addr: addr, Warning: s.status.Warning, Paused: s.status.Paused}
+	s.status = app.ServiceStatus{Addr: addr, Warning: s.status.Warning, Paused: s.status.Paused}
 	if err := s.r.CheckListen(addr, s.allowRemote); err != nil {
 		s.status.Err = err
 		return err
@@ -135,7 +121,7 @@ func (s *Service) startLocked(addr string) error {
 	s.status.Addr = ln.Addr().String()
 	go func() {
 		defer close(done)
-		err := s.r.Proxy.Serve(ctx, ln, DrainTimeout)
+		err := s.r.Proxy.Serve(ctx, ln, app.DrainTimeout)
 		s.mu.Lock()
 		if s.done == done { // not replaced by a stop or restart
 			s.status.Running = false
@@ -145,11 +131,11 @@ func (s *Service) startLocked(addr string) error {
 		st := s.status
 		s.mu.Unlock()
 		if err != nil {
-			s.r.log.Error("proxy stopped", "error", err)
+			s.r.Log().Error("proxy stopped", "error", err)
 			s.changed(st)
 		}
 	}()
-	s.r.log.Info("codex relay listening", "addr", s.status.Addr)
+	s.r.Log().Info("codex relay listening", "addr", s.status.Addr)
 	return nil
 }
 
@@ -238,7 +224,7 @@ func (s *Service) SetListen(addr string) error {
 	s.mu.Unlock()
 	// The reload that follows the write moves the listener (follow); the second call only
 	// matters when the setting was already addr.
-	if err := s.r.update(func(st *Settings) error { st.Listen = addr; return nil }); err != nil {
+	if err := s.r.SaveListen(addr); err != nil {
 		return err
 	}
 	s.follow()
@@ -259,7 +245,7 @@ func (s *Service) follow() {
 	s.mu.Lock()
 	want, pin := s.r.Settings().Listen, s.pinnedBy()
 	if want == "" {
-		want = DefaultListen
+		want = app.DefaultListen
 	}
 	prev := s.status
 	s.status.Warning = ""
@@ -293,13 +279,13 @@ func (s *Service) follow() {
 	s.mu.Unlock()
 	if st.Addr != prev.Addr || st.Running != prev.Running || st.Warning != prev.Warning || fmt.Sprint(st.Err) != fmt.Sprint(prev.Err) {
 		if st.Warning != "" {
-			s.r.log.Warn(st.Warning)
+			s.r.Log().Warn(st.Warning)
 		}
 		s.changed(st)
 	}
 }
 
-func (s *Service) changed(st ServiceStatus) {
+func (s *Service) changed(st app.ServiceStatus) {
 	if s.Instance != nil {
 		// A paused relay keeps its port (it answers 503 relay_paused, and /relay/* for
 		// `codexrelay resume`), so the instance file keeps its address.
@@ -316,54 +302,4 @@ func (s *Service) changed(st ServiceStatus) {
 	if s.OnChange != nil {
 		s.OnChange(st)
 	}
-}
-
-// The listener as the local API steers it (app/localapi's Control): the tray serves it on its
-// window port from its Service, and the window process reads it back (ServiceStatusOf).
-
-// ListenerControl steers a relay's listener: a *Service, or the tray's from a window process.
-type ListenerControl interface {
-	Status() ServiceStatus
-	Pause()
-	Resume() error
-	SetListen(addr string) error
-}
-
-// ControlAPI is c as the local API's pause and listener parts.
-func ControlAPI(c ListenerControl) localapi.Control { return controlAPI{c} }
-
-type controlAPI struct{ c ListenerControl }
-
-func (c controlAPI) SetPaused(pause bool) (localapi.PauseState, error) {
-	was := c.c.Status().Paused
-	var err error
-	if pause {
-		c.c.Pause()
-	} else {
-		err = c.c.Resume()
-	}
-	now := c.c.Status().Paused
-	return localapi.PauseState{Paused: now, Changed: was != now}, err
-}
-
-func (c controlAPI) Status() localapi.Status { return c.c.Status().API() }
-
-func (c controlAPI) SetListen(addr string) error { return c.c.SetListen(addr) }
-
-// API is st as the local API answers it (its error as text).
-func (st ServiceStatus) API() localapi.Status {
-	j := localapi.Status{Addr: st.Addr, Running: st.Running, Paused: st.Paused, Warning: st.Warning, Refusing: st.Refusing}
-	if st.Err != nil {
-		j.Error = st.Err.Error()
-	}
-	return j
-}
-
-// ServiceStatusOf is the status the local API answered.
-func ServiceStatusOf(j localapi.Status) ServiceStatus {
-	st := ServiceStatus{Addr: j.Addr, Running: j.Running, Paused: j.Paused, Warning: j.Warning, Refusing: j.Refusing}
-	if j.Error != "" {
-		st.Err = errors.New(j.Error)
-	}
-	return st
 }

@@ -1,4 +1,4 @@
-package app
+package relay
 
 import (
 	"encoding/json"
