@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -105,5 +106,32 @@ func TestTheChatGPTPassthroughIsHardened(t *testing.T) {
 	}
 	if n := len(backend.requests()); n != before {
 		t.Fatal("CONNECT reached the backend")
+	}
+}
+
+// docs/http-routes.md lists every route of the table, with who may call it: a route added here
+// and not there fails.
+func TestTheRoutesPageListsEveryRoute(t *testing.T) {
+	b, err := os.ReadFile("../docs/http-routes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, rt := range proxy.Routes() {
+		if rt.Methods == nil {
+			continue // the local API (its own page) and unknown routes
+		}
+		path := strings.Replace(rt.Paths[0], "{id...}", "{id}", 1)
+		if strings.HasSuffix(path, "/") {
+			path += "{path...}"
+		}
+		cell := "| `" + strings.Join(rt.Methods, `\|`) + " " + path + "` | " + rt.Access + " |"
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, cell)
+		}
+		if !found {
+			t.Errorf("docs/http-routes.md has no row %q", cell)
+		}
 	}
 }

@@ -41,12 +41,9 @@ func TestEveryRouteOfTheRoutesPageIsServed(t *testing.T) {
 			continue
 		}
 		route := strings.TrimPrefix(line, "| `")
-		method, path, _ := strings.Cut(route[:strings.Index(route, "`")], " ")
+		method, path, _ := strings.Cut(strings.ReplaceAll(route[:strings.Index(route, "`")], `\|`, "|"), " ")
 		path = strings.NewReplacer("{id}", "gpt-5", "{path...}", "codex/settings").Replace(path)
-		methods := []string{method}
-		if method == "*" {
-			methods = []string{http.MethodGet, http.MethodPost}
-		}
+		methods := strings.Split(method, "|")
 		paths := []string{path}
 		if p, ok := strings.CutPrefix(path, "/v1/"); ok {
 			paths = append(paths, "/"+p)
