@@ -30,13 +30,6 @@ const (
 	RouteImages = "images"
 )
 
-// backendCalls are the backend paths the relay serves, each under /v1 and bare, by route.
-var backendCalls = []struct{ path, route string }{
-	{"/alpha/search", RouteSearch},
-	{"/images/generations", RouteImages},
-	{"/images/edits", RouteImages},
-}
-
 // handleBackend serves one backend call (path, e.g. /alpha/search) as route: by the same
 // dispatch and rotation as a model request (route.go, attempt.go), over the document wire
 // (wire.go), to the pool's ChatGPT accounts.

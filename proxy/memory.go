@@ -132,7 +132,7 @@ func newMaskWriter(w io.Writer, secret string) *maskWriter {
 }
 
 func (m *maskWriter) Write(p []byte) (int, error) {
-	if len(m.secret) < 8 { // as redactSecrets: too short to tell from the text around it
+	if len(m.secret) < 8 { // as redact: too short to tell from the text around it
 		return len(p), m.out(p)
 	}
 	m.pend = append(m.pend, p...)

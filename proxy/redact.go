@@ -62,19 +62,6 @@ func redact(text []byte, secrets ...string) []byte {
 	return out
 }
 
-// redactSecrets is text with the given secrets (the account's own credential) masked, and
-// nothing else looked for: for an answer that can carry no other (an image's base64), where
-// the shapes' expressions would cost a second per few megabytes. Text without any is returned
-// as it is.
-func redactSecrets(text []byte, secrets ...string) []byte {
-	for _, s := range secrets {
-		if len(s) >= 8 && bytes.Contains(text, []byte(s)) {
-			text = bytes.ReplaceAll(text, []byte(s), []byte(mask(s)))
-		}
-	}
-	return text
-}
-
 // redactString is redact for strings.
 func redactString(text string, secrets ...string) string {
 	b := redact([]byte(text), secrets...)
