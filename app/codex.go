@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -96,49 +95,9 @@ func (a *App) ImportCodex(path string) (AccountMeta, Outcome, error) {
 	return AccountMeta{}, "", fmt.Errorf("%s holds neither tokens nor an API key", path)
 }
 
-// readRegularFile reads the regular file at path (following links) if it holds at most max
-// bytes. FIFOs, devices and folders are refused before they are opened (a FIFO would block).
+// readRegularFile reads the Codex auth.json at path: a regular file of at most max bytes.
 func readRegularFile(path string, max int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): give the path of the Codex auth.json", path, fileKind(st.Mode()))
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than a Codex auth.json can be (%d at most)", path, st.Size(), max)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is larger than a Codex auth.json can be (%d bytes at most)", path, max)
-	}
-	return b, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
+	return readBounded(path, max, "a Codex auth.json")
 }
 
 const codexProviderID = "codexrelay"
