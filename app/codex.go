@@ -161,7 +161,8 @@ func (a *App) codexHost() string {
 	if err != nil {
 		host, port = "127.0.0.1", "7455"
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+	// Every address (":7455", "0.0.0.0:7455", "[::]:7455"): Codex reaches the relay on loopback.
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
@@ -331,6 +332,8 @@ type CodexConfigWrite struct {
 	// Limits says whose limits Codex's /status now shows: the pool's (chatgpt_base_url is the
 	// relay's), or why they stay those of the account Codex is signed in with.
 	Limits string
+	// Env is what the write did to Codex's .env (SSL_CERT_FILE, NO_PROXY).
+	Env CodexEnvWrite
 }
 
 // Outcomes of WriteCodexConfig besides Unchanged.
@@ -340,15 +343,17 @@ const (
 )
 
 // WriteCodexConfig merges the provider block into the Codex config at path ("" =
-// $CODEX_HOME/config.toml) and sets model_provider. A file that changes is copied to a backup
-// first (a new name each time, never over an earlier backup); a file that is a symbolic link
-// is written through it and stays a link.
+// $CODEX_HOME/config.toml) and sets model_provider, and sets what Codex needs in the .env
+// beside it (codexenv.go). A file that changes is copied to a backup first (a new name each
+// time, never over an earlier backup); a file that is a symbolic link is written through it
+// and stays a link. What model_provider and chatgpt_base_url held before is recorded, for
+// RemoveCodexConfig.
 func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	if path == "" {
 		path = filepath.Join(a.CodexHome(), "config.toml")
 	}
 	res := CodexConfigWrite{Path: path}
-	old, err := os.ReadFile(path)
+	old, err := readBounded(path, maxCodexConfig, "a Codex config.toml")
 	mode := os.FileMode(0o600)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -362,7 +367,7 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	}
 	// First, as it may write the settings (the loopback authority's ID), and the write that
 	// creates the settings file turns the local key on.
-	chatgptBase, limits := a.codexChatGPTBase(filepath.Dir(path))
+	chatgptBase, limits, bundle, left := a.codexChatGPTBase(filepath.Dir(path))
 	res.Limits = limits
 	key, err := a.localKeyForCodex()
 	if err != nil {
@@ -371,6 +376,14 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	merged, err := a.mergeCodexConfig(string(old), key, chatgptBase)
 	if err != nil {
 		return res, err
+	}
+	stamp := a.opt.Now().UTC().Format("20060102T150405Z")
+	// .env before config.toml: chatgpt_base_url is of use only to a Codex that trusts it.
+	if res.Env, err = a.pointCodexEnv(filepath.Dir(path), bundle, stamp); err != nil {
+		return res, err
+	}
+	if left != nil {
+		res.Env.Left = left.Error()
 	}
 	if key != "" {
 		// The block carries the local key: the file is the user's alone, whatever it was.
@@ -385,13 +398,16 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 		}
 		return res, nil
 	}
+	if err := a.recordConfigPrevious(filepath.Dir(path), old, chatgptBase); err != nil {
+		return res, fmt.Errorf("cannot keep what %s held, so it was left alone: %w", path, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return res, err
 	}
 	res.Change = ConfigCreated
 	if old != nil {
 		res.Change = ConfigUpdated
-		res.Backup, err = createUnique(nextBackup(path, a.opt.Now().UTC().Format("20060102T150405Z")),
+		res.Backup, err = createUnique(nextBackup(path, stamp),
 			func(p string) error { return writeNew(p, old, 0o600) })
 		if err != nil {
 			return res, fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
@@ -404,6 +420,31 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 		pruneBackups(path, keptBackups)
 	}
 	return res, nil
+}
+
+// recordConfigPrevious records what model_provider and chatgpt_base_url (when the write sets
+// it: chatgptBase) held in old, when it was not the relay's.
+func (a *App) recordConfigPrevious(codexHome string, old []byte, chatgptBase string) error {
+	var cfg map[string]any
+	toml.Unmarshal(old, &cfg) // mergeCodexConfig parsed it
+	str := func(k string) (string, bool) { v, ok := cfg[k].(string); return v, ok }
+	return a.recordPrevious(codexHome, func(h *homePrevious) {
+		if old == nil {
+			h.NoConfig = true
+		}
+		if v, ok := str("model_provider"); v != codexProviderID {
+			h.Config = setPrev(h.Config, "model_provider", &prevValue{Was: valueIf(v, ok), Wrote: codexProviderID})
+		}
+		if chatgptBase == "" {
+			return
+		}
+		switch v, ok := str("chatgpt_base_url"); {
+		case !isRelayChatGPTBase(v):
+			h.Config = setPrev(h.Config, "chatgpt_base_url", &prevValue{Was: valueIf(v, ok), Wrote: chatgptBase})
+		case h.Config["chatgpt_base_url"] != nil:
+			h.Config["chatgpt_base_url"].Wrote = chatgptBase // the relay moved
+		}
+	})
 }
 
 // keptBackups is how many backups of config.toml a write keeps: each may hold a bearer token

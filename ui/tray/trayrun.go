@@ -91,6 +91,8 @@ func RunTray(relay *app.Relay, log *slog.Logger, inst *app.Instance, exe string)
 		go t.loop(ctx)
 		// Follow the settings file: changes made by the CLI or the windows apply within a moment.
 		go relay.Watch(ctx)
+		// Keep the bundle of authorities Codex trusts as current as the system's.
+		go relay.FollowTrust(ctx)
 		if err := relay.LoadWarning; err != nil {
 			t.notes.add("Codex Relay: the settings file was corrupt", err.Error())
 		}
