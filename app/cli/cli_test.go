@@ -49,7 +49,7 @@ func TestHelpGoesToStdoutWithTheSynopsisAndTheFlags(t *testing.T) {
 		{[]string{"settings", "set", "-h"}, []string{"codexrelay settings set KEY VALUE", "stream-idle-timeout-ms", "round-robin"}},
 		{[]string{"aliases", "-h"}, []string{"codexrelay aliases set NAME MODEL [MODEL...]", "codexrelay aliases remove NAME"}},
 		{[]string{"local-key", "-h"}, []string{"codexrelay local-key on", "codexrelay local-key off", "codexrelay local-key show"}},
-		{[]string{"codex-config", "-h"}, []string{"codexrelay codex-config [--write] [--path FILE]", "--write", "--path FILE"}},
+		{[]string{"codex-config", "-h"}, []string{"codexrelay codex-config [--write | --remove] [--path FILE]", "--write", "--remove", "--path FILE", "SSL_CERT_FILE"}},
 	} {
 		code, out, errs := runCLI(t, opt, "", c.args...)
 		if code != 0 || errs != "" {
