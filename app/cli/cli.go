@@ -73,17 +73,20 @@ func init() {
 		summary: "Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.",
 		details: `Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
 MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).`,
-		subs: []*command{serveCommand, pauseCommand, resumeCommand, accountsCommand, codexConfigCommand, localKeyCommand,
+		subs: []*command{serveCommand, statusCommand, pauseCommand, resumeCommand, accountsCommand, codexConfigCommand, localKeyCommand,
 			settingsCommand, aliasesCommand, usageCommand, benchCommand, versionCommand, helpCommand},
 	}
 }
 
-// versionCommand is `codexrelay version` (and --version).
+// versionSummary covers both forms of version (-h listed it beside --check alone).
+const versionSummary = "print the version, the VCS revision it was built from and whether the tree was modified " +
+	"(-v and --version too); with --check, ask the release feed whether a newer release exists"
+
+// versionCommand is `codexrelay version` (and --version, -v).
 var versionCommand = &command{
 	name:    "version",
 	usage:   []string{"[--json | --check]"},
-	summary: "print the version, the VCS revision it was built from and whether the tree was modified " +
-		"(-v and --version too); with --check, ask the release feed whether a newer release exists",
+	summary: versionSummary,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		check := fs.Bool("check", false, "ask the release feed whether a newer release exists (needs the update-check setting on)")
