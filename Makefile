@@ -80,6 +80,13 @@ bench: build
 codex-e2e: build test-deps
 	.ci/with-keyring bash packaging/codex-e2e/run.sh $(BIN)
 
+## itemismenu: the tray item's ItemIsMenu and Title read from the bus over 50 starts under load, with the
+## fix and in the order before it (issue 46)
+.PHONY: itemismenu
+itemismenu: test-deps
+	.ci/with-keyring sh ui/tray/testdata/itemismenu.sh 50 4
+	.ci/with-keyring sh ui/tray/testdata/itemismenu.sh 50 4 late
+
 ## reload-latency: how long a running relay takes to apply a change made from the CLI (median of 40)
 reload-latency: build test-deps
 	.ci/with-keyring .ci/reload-latency $(BIN)
