@@ -211,7 +211,7 @@ func (u *UI) nextChange(v view) time.Duration {
 
 // fetch reads the proxy's state; it may run on any goroutine.
 func (u *UI) fetch() view {
-	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.RecentTraces), svc: u.status()}
+	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.TracesRead), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
 	v.strategy = strategyOf(u.relay.Settings())
