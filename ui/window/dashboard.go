@@ -39,6 +39,9 @@ type DashboardOptions struct {
 	Strategy func() string
 	// UseCodexLogin is the first run's one action (import, configure, test request).
 	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
+	// PointCodex points Codex at the relay and sends the test request, once an account was
+	// added another way than the Codex login (the first-run card offers it); nil offers nothing.
+	PointCodex func(ctx context.Context) (app.FirstRun, error)
 	// TestRelay sends the first run's test request again, after it failed ("" addr: the
 	// relay is not serving); nil offers no retry.
 	TestRelay func(ctx context.Context) (app.RelayTest, error)
@@ -248,6 +251,11 @@ func (d *Dashboard) show(v view) {
 	setVisible(d.orphanRow, len(v.orphans) > 0)
 	d.codex.show(v.codex)
 
+	if d.firstMode && len(snap.Accounts) > 0 && v.codex != nil && !v.codex.Configured {
+		// An account came of the card's other ways in (the key form, the sign-in): the card
+		// stays, to point Codex at the relay and test it.
+		d.first.offerPoint(snap.Accounts[0].Name)
+	}
 	first := len(snap.Accounts) == 0 || d.first.active()
 	relayout := first != d.firstMode
 	// A banner that comes or goes changes the top's height: the body is laid out again, or

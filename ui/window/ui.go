@@ -106,6 +106,7 @@ func New(fa fyne.App, relay *app.App, log *slog.Logger) *UI {
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
+		PointCodex:     u.pointCodex,
 		TestRelay:      u.testRelay,
 		SignIn:         func() { u.showAccounts(); u.accounts.signIn("") },
 		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
@@ -169,6 +170,15 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 		addr = st.Addr
 	}
 	return u.relay.UseCodexLogin(ctx, addr)
+}
+
+// pointCodex points Codex at the relay and sends the test request where the relay listens now.
+func (u *UI) pointCodex(ctx context.Context) (app.FirstRun, error) {
+	addr := ""
+	if st := u.status(); st.Running {
+		addr = st.Addr
+	}
+	return u.relay.PointCodexAndTest(ctx, addr)
 }
 
 // testRelay sends the first run's test request again to the relay where it listens now.
