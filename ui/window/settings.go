@@ -42,6 +42,11 @@ type settingsWindow struct {
 	loaded uint64
 	// offer is the dialog last shown after the local key was turned on (tests).
 	offer *dialog.ConfirmDialog
+	// codexUndo undoes the Codex configuration, after undoAsk; codexUndone says what it did
+	// (codexundo.go).
+	codexUndo   *widget.Button
+	undoAsk     *dialog.ConfirmDialog
+	codexUndone *widget.Label
 }
 
 // settingField is the field of one setting: the widget its kind draws and the line under it
@@ -104,6 +109,9 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		content.Add(heading(section))
 		content.Add(s.section(section))
 	}
+	content.Add(widget.NewSeparator())
+	content.Add(heading("Codex"))
+	content.Add(s.codexSection())
 	return container.NewVScroll(container.NewPadded(content))
 }
 
@@ -532,7 +540,7 @@ func (s *settingsWindow) offerCodexConfig(line *widget.Label) {
 						setError(line, fmt.Errorf("could not update the Codex configuration: %w", err))
 						return
 					}
-					setMessage(line, configLine(res).text+" Codex sends the key from now on.",
+					setMessage(line, configText(res)+" Codex sends the key from now on.",
 						widget.SuccessImportance)
 					s.u.changed()
 				})
