@@ -533,3 +533,29 @@ func TestSettingsStopsUsingTheRelayInCodex(t *testing.T) {
 		t.Fatalf("it says %q", msg)
 	}
 }
+
+// A value that is no whole number of the field's unit (a TTL of 1000 ms set from the command
+// line, which read "0 min") shows in milliseconds, and what is typed there is taken in them;
+// a whole number of minutes shows in minutes again.
+func TestSettingsShowsAFineValueInItsOwnUnit(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	set, err := row(app.SettingTTL).Parse("1000")
+	if err != nil || set(relay.App) != nil {
+		t.Fatal(err)
+	}
+	u.showSettings()
+	s := u.settings
+	f := s.fields[app.SettingTTL]
+	if f.entry.Text != "1000" || f.unit.Text != "ms" {
+		t.Fatalf("a TTL of 1000 ms shows as %q %s", f.entry.Text, f.unit.Text)
+	}
+	enter(f.entry, "90000")
+	if got := relay.Settings().Catalog.TTLMs; got != 90000 {
+		t.Fatalf("90000 typed in ms saved %d ms (message %q)", got, f.msg.Text)
+	}
+	enter(f.entry, "120000")
+	s.load()
+	if f.entry.Text != "2" || f.unit.Text != "min" {
+		t.Fatalf("a TTL of 2 minutes shows as %q %s", f.entry.Text, f.unit.Text)
+	}
+}
