@@ -179,10 +179,13 @@ deb: deps $(NFPM)
 	CODEXRELAY_VERSION=$(VERSION) $(NFPM) package -f packaging/deb/nfpm.yaml -p deb -t $(DEB)
 	@ls -l $(DEB)
 
-## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, purges it, checks nothing is left
+## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, then serve as the packaged
+## user unit runs it inside the unit's sandbox and checks that a request lands in the usage ledger, purges it, checks
+## nothing is left
 deb-test: deb
 	@bash packaging/install-deps.sh package
-	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB)
+	$(GO) build -o bin/deb/upstream ./packaging/deb/upstream
+	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB) bin/deb/upstream
 
 ## msi: the per-user Windows installer (Start menu entry, icon, uninstall, start at login as an option) from
 ## the cross-built codexrelay.exe, with msitools' wixl -> bin/
