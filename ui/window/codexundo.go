@@ -58,3 +58,11 @@ func (s *settingsWindow) confirmCodexUndo(undo *widget.Button, result *widget.La
 		}, s.win)
 	s.undoAsk.Show()
 }
+
+// ShowSettingsCodex opens the Settings window scrolled to its Codex section (screenshots).
+func (u *UI) ShowSettingsCodex() {
+	u.showSettings()
+	if scroll, ok := u.settings.win.Content().(*container.Scroll); ok {
+		scroll.ScrollToBottom()
+	}
+}
