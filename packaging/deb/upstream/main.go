@@ -1,7 +1,8 @@
 // Command upstream is the OpenAI-compatible upstream of `make deb-test`: on a loopback port it
 // lists one model (GET /v1/models) and answers every POST /v1/responses with a short completed
-// response that reports its token usage, as a stream or as JSON (the body's "stream"), so that
-// a request through the installed relay becomes a row of its usage ledger. It prints its base
+// response ("OK") that reports its token usage, as a stream (with its message's item events, as
+// the Codex CLI reads them) or as JSON (the body's "stream"), so that a request through the
+// installed relay becomes a row of its usage ledger. It prints its base
 // URL on its first line and serves until it is killed.
 package main
 
@@ -46,7 +47,12 @@ func serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		msg := resp["output"].([]any)[0].(map[string]any)
+		msg["id"] = "msg_deb"
 		for _, ev := range []map[string]any{{"type": "response.created", "response": map[string]any{"id": "resp_deb", "status": "in_progress"}},
+			{"type": "response.output_item.added", "output_index": 0, "item": msg},
+			{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "msg_deb", "delta": "OK"},
+			{"type": "response.output_item.done", "output_index": 0, "item": msg},
 			{"type": "response.completed", "response": resp}} {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
