@@ -15,6 +15,8 @@
 //	app.go, config.go, memory.go             Open: the proxy built from the settings and the environment
 //	accounts.go, fields.go, credentials.go   the account store and each account's credential
 //	oauth.go, browser.go, codex.go, codexfiles.go  signing in, and the Codex CLI's own login and config.toml
+//	codexenv.go, codexundo.go                Codex's .env (SSL_CERT_FILE, NO_PROXY), and undoing what a write did (--remove)
+//	loopca.go, codexbundle.go                the loopback authority and its serving certificate, the bundle Codex trusts
 //	firstrun.go                              the first run: find Codex's login, import it, test the relay
 //	localkey.go                              the local API key clients send the relay
 //	instance.go, relayclient.go, localapi.go the one relay per folder, how another process reaches it, what it serves there
@@ -22,6 +24,7 @@
 //	credits.go, usage.go                     banked resets and the usage ledger (app/ledger) while serving
 //	backup.go                                the encrypted export and import of accounts
 //	errors.go, suggest.go, version.go        what a caller is told: field errors, suggestions, the build
+//	boundedread.go                           reading a file of the user's: regular, bounded, never waited on
 //
 // app/cli is the command line over an App; app/ledger is the usage database; app/localapi is
 // the local API (one route table for /relay/*, one client) the relay port and the tray serve.
