@@ -234,7 +234,7 @@ func (a *App) pointCodexEnv(codexHome, certFile, stamp string) (CodexEnvWrite, e
 	w := CodexEnvWrite{Path: filepath.Join(codexHome, ".env"), CertFile: certFile, Change: Unchanged}
 	d, err := readDotenv(w.Path)
 	if err != nil {
-		return w, fmt.Errorf("Codex's %s cannot be read, so it was left alone: %w", w.Path, err)
+		return w, fmt.Errorf("cannot read Codex's %s, so it was left alone: %w", w.Path, err)
 	}
 	bundle := filepath.Join(a.opt.ConfigDir, loopbackBundleFile)
 	prev := map[string]*prevValue{}

@@ -371,7 +371,7 @@ func fromBackups(path, key string) *string {
 func (a *App) removeFromEnv(r *CodexEnvRemoval, prev homePrevious, stamp string) error {
 	d, err := readDotenv(r.Path)
 	if err != nil {
-		return fmt.Errorf("Codex's %s cannot be read, so it was left alone: %w", r.Path, err)
+		return fmt.Errorf("cannot read Codex's %s, so it was left alone: %w", r.Path, err)
 	}
 	if !d.exists {
 		return nil
