@@ -28,6 +28,13 @@ func TestCodexConfigWriteThenRemove(t *testing.T) {
 			t.Errorf("--write does not say %q:\n%s", want, out)
 		}
 	}
+	// A config.toml written before .env was (an older version's): only .env changes, and the
+	// command does not say that nothing did.
+	os.Remove(envPath)
+	if code, out, _ := runCLI(t, opt, "", "codex-config", "--write"); code != 0 || strings.Contains(out, "nothing changed") ||
+		!strings.Contains(out, "already points Codex at the relay.") || !strings.Contains(out, "Created "+envPath) {
+		t.Fatalf("--write with config.toml as it was: %q", out)
+	}
 	code, out, errs = runCLI(t, opt, "", "codex-config", "--remove")
 	if code != 0 || !strings.Contains(out, "Removed "+envPath+", which Codex Relay had created") || !strings.Contains(out, "Codex no longer uses the relay") {
 		t.Fatalf("--remove: %d %q %q", code, out, errs)

@@ -276,7 +276,11 @@ func (c *CLI) codexConfig(write bool, path string) error {
 	}
 	switch w.Change {
 	case app.Unchanged:
-		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+		if w.Env.Change == app.Unchanged {
+			fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+		} else {
+			fmt.Fprintf(c.Stdout, "%s already points Codex at the relay.\n", w.Path)
+		}
 	case app.ConfigCreated:
 		fmt.Fprintf(c.Stdout, "Created %s: it points Codex at the relay (model_provider = \"codexrelay\").\n", w.Path)
 	default:
