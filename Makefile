@@ -89,6 +89,13 @@ bench: build
 codex-e2e: build test-deps
 	.ci/with-keyring bash packaging/codex-e2e/run.sh $(BIN)
 
+## itemismenu: the tray item's ItemIsMenu and Title read from the bus over 50 starts under load, with the
+## fix and in the order before it (issue 46)
+.PHONY: itemismenu
+itemismenu: test-deps
+	.ci/with-keyring sh ui/tray/testdata/itemismenu.sh 50 4
+	.ci/with-keyring sh ui/tray/testdata/itemismenu.sh 50 4 late
+
 ## reload-latency: how long a running relay takes to apply a change made from the CLI (median of 40)
 reload-latency: build test-deps
 	.ci/with-keyring .ci/reload-latency $(BIN)
@@ -181,10 +188,13 @@ deb: deps $(NFPM)
 	CODEXRELAY_VERSION=$(VERSION) $(NFPM) package -f packaging/deb/nfpm.yaml -p deb -t $(DEB)
 	@ls -l $(DEB)
 
-## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, purges it, checks nothing is left
+## deb-test: installs the .deb into a clean dpkg root, runs version and serve on loopback, then serve as the packaged
+## user unit runs it inside the unit's sandbox and checks that a request lands in the usage ledger, purges it, checks
+## nothing is left
 deb-test: deb
 	@bash packaging/install-deps.sh package
-	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB)
+	$(GO) build -o bin/deb/upstream ./packaging/deb/upstream
+	.ci/with-keyring bash packaging/deb/install-test.sh $(DEB) bin/deb/upstream
 
 ## msi: the per-user Windows installer (Start menu entry, icon, uninstall, start at login as an option) from
 ## the cross-built codexrelay.exe, with msitools' wixl -> bin/

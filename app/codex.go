@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -99,49 +98,9 @@ func (a *App) ImportCodex(path string) (AccountMeta, Outcome, error) {
 	return AccountMeta{}, "", fmt.Errorf("%s holds neither tokens nor an API key", path)
 }
 
-// readRegularFile reads the regular file at path (following links) if it holds at most max
-// bytes. FIFOs, devices and folders are refused before they are opened (a FIFO would block).
+// readRegularFile reads the Codex auth.json at path: a regular file of at most max bytes.
 func readRegularFile(path string, max int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): give the path of the Codex auth.json", path, fileKind(st.Mode()))
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than a Codex auth.json can be (%d at most)", path, st.Size(), max)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is larger than a Codex auth.json can be (%d bytes at most)", path, max)
-	}
-	return b, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
+	return readBounded(path, max, "a Codex auth.json")
 }
 
 const codexProviderID = "codexrelay"
@@ -237,7 +196,8 @@ func (a *App) codexHost() string {
 	if err != nil {
 		host, port = "127.0.0.1", "7455"
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+	// Every address (":7455", "0.0.0.0:7455", "[::]:7455"): Codex reaches the relay on loopback.
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
@@ -407,6 +367,8 @@ type CodexConfigWrite struct {
 	// Limits says whose limits Codex's /status now shows: the pool's (chatgpt_base_url is the
 	// relay's), or why they stay those of the account Codex is signed in with.
 	Limits string
+	// Env is what the write did to Codex's .env (SSL_CERT_FILE, NO_PROXY).
+	Env CodexEnvWrite
 }
 
 // Outcomes of WriteCodexConfig besides Unchanged.
@@ -416,15 +378,17 @@ const (
 )
 
 // WriteCodexConfig merges the provider block into the Codex config at path ("" =
-// $CODEX_HOME/config.toml) and sets model_provider. A file that changes is copied to a backup
-// first (a new name each time, never over an earlier backup); a file that is a symbolic link
-// is written through it and stays a link.
+// $CODEX_HOME/config.toml) and sets model_provider, and sets what Codex needs in the .env
+// beside it (codexenv.go). A file that changes is copied to a backup first (a new name each
+// time, never over an earlier backup); a file that is a symbolic link is written through it
+// and stays a link. What model_provider and chatgpt_base_url held before is recorded, for
+// RemoveCodexConfig.
 func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	if path == "" {
 		path = filepath.Join(a.CodexHome(), "config.toml")
 	}
 	res := CodexConfigWrite{Path: path}
-	old, err := os.ReadFile(path)
+	old, err := readBounded(path, maxCodexConfig, "a Codex config.toml")
 	mode := os.FileMode(0o600)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -438,7 +402,7 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	}
 	// First, as it may write the settings (the loopback authority's ID), and the write that
 	// creates the settings file turns the local key on.
-	chatgptBase, limits := a.codexChatGPTBase(filepath.Dir(path))
+	chatgptBase, limits, bundle, left := a.codexChatGPTBase(filepath.Dir(path))
 	res.Limits = limits
 	key, err := a.localKeyForCodex()
 	if err != nil {
@@ -447,6 +411,14 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	merged, err := a.mergeCodexConfig(string(old), key, chatgptBase)
 	if err != nil {
 		return res, err
+	}
+	stamp := a.opt.Now().UTC().Format("20060102T150405Z")
+	// .env before config.toml: chatgpt_base_url is of use only to a Codex that trusts it.
+	if res.Env, err = a.pointCodexEnv(filepath.Dir(path), bundle, stamp); err != nil {
+		return res, err
+	}
+	if left != nil {
+		res.Env.Left = left.Error()
 	}
 	if key != "" {
 		// The block carries the local key: the file is the user's alone, whatever it was.
@@ -461,13 +433,16 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 		}
 		return res, nil
 	}
+	if err := a.recordConfigPrevious(filepath.Dir(path), old, chatgptBase); err != nil {
+		return res, fmt.Errorf("cannot keep what %s held, so it was left alone: %w", path, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return res, err
 	}
 	res.Change = ConfigCreated
 	if old != nil {
 		res.Change = ConfigUpdated
-		res.Backup, err = createUnique(nextBackup(path, a.opt.Now().UTC().Format("20060102T150405Z")),
+		res.Backup, err = createUnique(nextBackup(path, stamp),
 			func(p string) error { return writeNew(p, old, 0o600) })
 		if err != nil {
 			return res, fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
@@ -480,6 +455,31 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 		pruneBackups(path, keptBackups)
 	}
 	return res, nil
+}
+
+// recordConfigPrevious records what model_provider and chatgpt_base_url (when the write sets
+// it: chatgptBase) held in old, when it was not the relay's.
+func (a *App) recordConfigPrevious(codexHome string, old []byte, chatgptBase string) error {
+	var cfg map[string]any
+	toml.Unmarshal(old, &cfg) // mergeCodexConfig parsed it
+	str := func(k string) (string, bool) { v, ok := cfg[k].(string); return v, ok }
+	return a.recordPrevious(codexHome, func(h *homePrevious) {
+		if old == nil {
+			h.NoConfig = true
+		}
+		if v, ok := str("model_provider"); v != codexProviderID {
+			h.Config = setPrev(h.Config, "model_provider", &prevValue{Was: valueIf(v, ok), Wrote: codexProviderID})
+		}
+		if chatgptBase == "" {
+			return
+		}
+		switch v, ok := str("chatgpt_base_url"); {
+		case !isRelayChatGPTBase(v):
+			h.Config = setPrev(h.Config, "chatgpt_base_url", &prevValue{Was: valueIf(v, ok), Wrote: chatgptBase})
+		case h.Config["chatgpt_base_url"] != nil:
+			h.Config["chatgpt_base_url"].Wrote = chatgptBase // the relay moved
+		}
+	})
 }
 
 // keptBackups is how many backups of config.toml a write keeps: each may hold a bearer token

@@ -326,3 +326,19 @@ func TestCodexProviderNameFollowsWhetherThePoolCompactsRemotely(t *testing.T) {
 		t.Fatalf("an OpenAI API key: name %v, want OpenAI (remote compaction)", got)
 	}
 }
+
+// A relay that listens on every interface (":7455", "0.0.0.0:7455", "[::]:7455") is reached by
+// Codex on loopback: the block never names an empty host.
+func TestCodexReachesARelayOfEveryInterfaceOnLoopback(t *testing.T) {
+	for _, listen := range []string{":7455", "0.0.0.0:7455", "[::]:7455"} {
+		a, err := Open(Options{ConfigDir: t.TempDir(), Getenv: func(k string) string {
+			return map[string]string{"CODEXRELAY_LISTEN": listen}[k]
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(a.CodexConfig(), `base_url = "http://127.0.0.1:7455/v1"`) {
+			t.Errorf("%s:\n%s", listen, a.CodexConfig())
+		}
+	}
+}

@@ -18,7 +18,9 @@
 //	accounts.go, fields.go, credentials.go   the account store and each account's credential
 //	keychain*.go                             the operating system's keychain, and listing its entries
 //	oauth.go, browser.go                     signing in with ChatGPT (browser and device code)
-//	codex.go, codexfiles.go, loopca.go       the Codex CLI's login, its config.toml, the loopback CA it trusts
+//	codex.go, codexfiles.go                  the Codex CLI's login and its config.toml
+//	codexenv.go, codexundo.go                Codex's .env (SSL_CERT_FILE, NO_PROXY), and undoing what a write did (--remove)
+//	loopca.go, codexbundle.go                the loopback authority and its serving certificate, the bundle Codex trusts
 //	firstrun.go                              the first run: find Codex's login, import it, test the relay
 //	localkey.go                              the local API key clients send the relay
 //	instance.go, relayclient.go, pause.go    the one relay per folder, and how another process reaches it
@@ -28,6 +30,7 @@
 //	backup.go                                the encrypted export and import of accounts
 //	autostart*.go, updatecheck.go            starting at login, and the update check
 //	errors.go, suggest.go, version.go        what a caller is told: field errors, suggestions, the build
+//	boundedread.go                           reading a file of the user's: regular, bounded, never waited on
 //	doc.go                                   this index
 //
 // Below it: app/relay is the running relay over a store (its proxy, listener service, usage

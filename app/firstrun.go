@@ -284,19 +284,37 @@ type FirstRun struct {
 }
 
 // UseCodexLogin is the first run's one action: import the Codex CLI's login, point Codex at the
-// relay (config.toml, with a backup) and send a test request through the relay on addr ("" to
-// skip the test, when the relay is not serving). An error in the first two steps stops it.
+// relay (config.toml and .env, each after a backup) and send a test request through the relay
+// on addr ("" to skip the test, when the relay is not serving). An error in the first two steps
+// stops it.
 func (a *App) UseCodexLogin(ctx context.Context, addr string) (FirstRun, error) {
 	var fr FirstRun
 	var err error
 	if fr.Account, fr.Imported, err = a.ImportCodex(""); err != nil {
 		return fr, err
 	}
-	if fr.Config, err = a.WriteCodexConfig(""); err != nil {
+	if err = a.pointCodexAndTest(ctx, addr, &fr); err != nil {
 		return fr, fmt.Errorf("the Codex login was imported as %q, but Codex could not be configured: %w", fr.Account.Name, err)
+	}
+	return fr, nil
+}
+
+// PointCodexAndTest is the first run's way on after an account was added another way (an API
+// key, a ChatGPT sign-in): it points Codex at the relay (config.toml and .env, each after a
+// backup) and sends the test request through the relay on addr ("" skips it). Its FirstRun
+// imported nothing (Imported is "").
+func (a *App) PointCodexAndTest(ctx context.Context, addr string) (FirstRun, error) {
+	var fr FirstRun
+	err := a.pointCodexAndTest(ctx, addr, &fr)
+	return fr, err
+}
+
+func (a *App) pointCodexAndTest(ctx context.Context, addr string, fr *FirstRun) (err error) {
+	if fr.Config, err = a.WriteCodexConfig(""); err != nil {
+		return err
 	}
 	if addr != "" {
 		fr.Test, fr.TestErr = a.TestRelay(ctx, addr)
 	}
-	return fr, nil
+	return nil
 }

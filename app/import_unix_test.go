@@ -25,7 +25,7 @@ func TestImportCodexReadsOnlyASmallRegularFile(t *testing.T) {
 		fifo:        "is not a regular file (a FIFO)",
 		"/dev/zero": "is not a regular file (a device)",
 		dir:         "is not a regular file (a folder)",
-		big:         "larger than a Codex auth.json can be",
+		big:         "larger than the 1 MiB a Codex auth.json may have",
 	} {
 		done := make(chan error, 1)
 		go func() { _, _, err := a.ImportCodex(path); done <- err }()

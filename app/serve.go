@@ -48,7 +48,17 @@ func checkListenSyntax(addr string) error {
 	if err == nil && !isLoopback(host) {
 		err = fieldError(string(SettingListen), fmt.Sprintf("must be a loopback address (127.0.0.1 or [::1]), not %q: `codexrelay serve --allow-remote --listen` serves others", addr))
 	}
+	if _, port, _ := net.SplitHostPort(addr); err == nil && parsePort(port) > 0 && parsePort(port) < 1024 {
+		// Saved, it would be written into Codex's config, and no relay of a user could open it.
+		err = fieldError(string(SettingListen), fmt.Sprintf("must have a port from 1024 to 65535 (ports below 1024 need root), not %q", addr))
+	}
 	return err
+}
+
+// parsePort is a port number (0 when it is none).
+func parsePort(port string) uint64 {
+	n, _ := strconv.ParseUint(port, 10, 16)
+	return n
 }
 
 // checkAddr checks that addr is host:port with a port it may use, and returns the host.

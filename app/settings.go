@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -209,12 +208,12 @@ func readSettingsOnce(path string) (_ Settings, unparsed bool, _ error) {
 		return Settings{}, false, fmt.Errorf("cannot read the settings file %s: %w", path, err)
 	}
 	if st.Mode()&fs.ModeSymlink == 0 {
-		b, err := readBounded(path, maxSettingsBytes)
+		b, err := readBounded(path, maxSettingsBytes, "a settings file")
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return Settings{}, false, errSettingsMissing
 		case errors.Is(err, errTooLarge):
-			return Settings{}, false, fmt.Errorf("%w: %s %v", ErrCorruptSettings, path, err)
+			return Settings{}, false, fmt.Errorf("%w: %v", ErrCorruptSettings, err)
 		case err != nil:
 			return Settings{}, false, fmt.Errorf("cannot read the settings file %s: %w", path, err)
 		}
@@ -231,7 +230,7 @@ func readSettingsOnce(path string) (_ Settings, unparsed bool, _ error) {
 	if err != nil {
 		return Settings{}, false, refuse(fmt.Sprintf("that cannot be followed (%v)", err))
 	}
-	b, err := readBounded(target, maxSettingsBytes)
+	b, err := readBounded(target, maxSettingsBytes, "a settings file")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Settings{}, false, refuse(fmt.Sprintf("to %s, which does not exist (Codex Relay creates no file outside its folder)", target))
@@ -243,37 +242,6 @@ func readSettingsOnce(path string) (_ Settings, unparsed bool, _ error) {
 		return Settings{}, true, refuse(fmt.Sprintf("to %s, which is not a Codex Relay settings file (%v)", target, err))
 	}
 	return s, false, nil
-}
-
-var errTooLarge = fmt.Errorf("is larger than the %d MiB a settings file may have", maxSettingsBytes>>20)
-
-// readBounded reads the regular file at path, refusing it (errTooLarge) when it holds more
-// than max bytes: it never reads more than max+1. Anything but a regular file (a folder, a
-// pipe, a device) is refused before it is opened.
-func readBounded(path string, max int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file but %s", path, fileKind(st.Mode()))
-	}
-	if st.Size() > max {
-		return nil, errTooLarge
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1)) // it may have grown since the Stat
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, errTooLarge
-	}
-	return b, nil
 }
 
 // parseSettings decodes a settings file: one JSON object and nothing after it. A file reached

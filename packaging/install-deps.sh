@@ -38,7 +38,7 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "Go is not on PATH: install Go 1.24 or newer from https://go.dev/dl/ first." >&2
+  echo "Go is not on PATH: install Go 1.26 or newer (go.mod asks for it) from https://go.dev/dl/ first." >&2
   exit 1
 fi
 

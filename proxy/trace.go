@@ -123,24 +123,60 @@ type Serialization struct {
 	Direct int64 `json:"direct"`
 }
 
-// traceRing keeps the most recent traces.
+// traceRing keeps the most recent traces: the clients' requests in one ring, and the ChatGPT
+// backend calls (route chatgpt: Codex's own background reads of its plugins, usage and
+// analytics, one a minute while it idles) in a smaller one of their own, so that those never
+// push a client's requests out. recent merges both in the order they ended.
 type traceRing struct {
-	mu   sync.Mutex
+	mu         sync.Mutex
+	main, side ring
+	seq        uint64 // traces added so far
+}
+
+// ring is a fixed number of traces, each with the sequence number it was added with.
+type ring struct {
 	buf  []Trace
+	seqs []uint64
 	next int
 	full bool
 }
 
-func newTraceRing(n int) *traceRing { return &traceRing{buf: make([]Trace, n)} }
+// sideShare is the backend calls' ring's size, as a share of the requests' (at least one).
+const sideShare = 5
+
+func newTraceRing(n int) *traceRing {
+	side := max(n/sideShare, 1)
+	return &traceRing{main: ring{buf: make([]Trace, n), seqs: make([]uint64, n)},
+		side: ring{buf: make([]Trace, side), seqs: make([]uint64, side)}}
+}
 
 func (r *traceRing) add(t Trace) {
 	r.mu.Lock()
-	r.buf[r.next] = t
-	r.next++
-	if r.next == len(r.buf) {
-		r.next, r.full = 0, true
+	r.seq++
+	g := &r.main
+	if t.Route == RouteChatGPT {
+		g = &r.side
+	}
+	g.buf[g.next], g.seqs[g.next] = t, r.seq
+	g.next++
+	if g.next == len(g.buf) {
+		g.next, g.full = 0, true
 	}
 	r.mu.Unlock()
+}
+
+// len is how many traces g holds.
+func (g *ring) len() int {
+	if g.full {
+		return len(g.buf)
+	}
+	return g.next
+}
+
+// at is g's i-th newest trace (0: the newest) and its sequence number.
+func (g *ring) at(i int) (*Trace, uint64) {
+	idx := (g.next - 1 - i + len(g.buf)) % len(g.buf)
+	return &g.buf[idx], g.seqs[idx]
 }
 
 // compact copies every kept trace's strings and slices into fresh memory. The originals were
@@ -151,39 +187,51 @@ func (r *traceRing) compact() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clone := func(s string) string { return strings.Clone(s) }
-	for i := range r.buf {
-		t := &r.buf[i]
-		if t.ID == "" {
-			continue
-		}
-		t.ID, t.Model, t.ResolvedModel, t.Error = clone(t.ID), clone(t.Model), clone(t.ResolvedModel), clone(t.Error)
-		t.ServiceTier, t.Session, t.Project = clone(t.ServiceTier), clone(t.Session), clone(t.Project)
-		t.Attempts = slices.Clone(t.Attempts)
-		for j := range t.Attempts {
-			t.Attempts[j].Account, t.Attempts[j].Error = clone(t.Attempts[j].Account), clone(t.Attempts[j].Error)
-		}
-		t.DroppedTools = slices.Clone(t.DroppedTools)
-		for j := range t.DroppedTools {
-			t.DroppedTools[j] = clone(t.DroppedTools[j])
+	for _, g := range []*ring{&r.main, &r.side} {
+		for i := range g.buf {
+			t := &g.buf[i]
+			if t.ID == "" {
+				continue
+			}
+			t.ID, t.Model, t.ResolvedModel, t.Error = clone(t.ID), clone(t.Model), clone(t.ResolvedModel), clone(t.Error)
+			t.ServiceTier, t.Session, t.Project, t.Path = clone(t.ServiceTier), clone(t.Session), clone(t.Project), clone(t.Path)
+			t.Attempts = slices.Clone(t.Attempts)
+			for j := range t.Attempts {
+				t.Attempts[j].Account, t.Attempts[j].Error = clone(t.Attempts[j].Account), clone(t.Attempts[j].Error)
+			}
+			t.DroppedTools = slices.Clone(t.DroppedTools)
+			for j := range t.DroppedTools {
+				t.DroppedTools[j] = clone(t.DroppedTools[j])
+			}
 		}
 	}
 }
 
-// recent returns up to limit traces, newest first.
+// recent returns up to limit traces (0: all kept), newest first: both rings merged in the
+// order their traces were added (as the requests ended).
 func (r *traceRing) recent(limit int) []Trace {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := r.next
-	if r.full {
-		n = len(r.buf)
-	}
+	n := r.main.len() + r.side.len()
 	if limit <= 0 || limit > n {
 		limit = n
 	}
 	out := make([]Trace, 0, limit)
-	for i := 0; i < limit; i++ {
-		idx := (r.next - 1 - i + len(r.buf)) % len(r.buf)
-		out = append(out, r.buf[idx])
+	i, j := 0, 0
+	for len(out) < limit {
+		var a, b *Trace
+		var sa, sb uint64
+		if i < r.main.len() {
+			a, sa = r.main.at(i)
+		}
+		if j < r.side.len() {
+			b, sb = r.side.at(j)
+		}
+		if a != nil && (b == nil || sa > sb) {
+			out, i = append(out, *a), i+1
+		} else {
+			out, j = append(out, *b), j+1
+		}
 	}
 	return out
 }
@@ -199,16 +247,14 @@ func slogLevelFor(t Trace) slog.Level {
 	return slog.LevelDebug
 }
 
-// medianPreparation is the median preparationMs of the kept traces that reached an upstream.
+// medianPreparation is the median preparationMs of the kept requests that reached an upstream
+// (a backend call prepares nothing).
 func (r *traceRing) medianPreparation() float64 {
 	r.mu.Lock()
-	n := r.next
-	if r.full {
-		n = len(r.buf)
-	}
+	n := r.main.len()
 	xs := make([]float64, 0, n)
 	for i := 0; i < n; i++ {
-		if t := &r.buf[i]; len(t.Attempts) > 0 {
+		if t := &r.main.buf[i]; len(t.Attempts) > 0 {
 			xs = append(xs, t.LatencyBreakdown.PreparationMs)
 		}
 	}

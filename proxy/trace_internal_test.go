@@ -30,3 +30,27 @@ func TestCompactKeepsEveryTraceAsItWas(t *testing.T) {
 		t.Fatalf("ring order: %v", after)
 	}
 }
+
+// Codex's own background calls to the ChatGPT backend (one a minute while it idles) keep to a
+// ring of their own: however many come, the clients' requests stay, and recent serves both in
+// the order they ended.
+func TestBackendCallsDoNotPushRequestsOut(t *testing.T) {
+	r := newTraceRing(10) // 10 requests, 2 backend calls
+	r.add(Trace{ID: "turn_1", Route: "responses"})
+	r.add(Trace{ID: "usage_1", Route: RouteChatGPT, Path: "wham/usage"})
+	r.add(Trace{ID: "turn_2", Route: "responses"})
+	for i := range 100 {
+		r.add(Trace{ID: "usage_" + string(rune('a'+i%26)), Route: RouteChatGPT, Path: "wham/usage"})
+	}
+	r.add(Trace{ID: "turn_3", Route: "responses"})
+	var ids []string
+	for _, tr := range r.recent(0) {
+		ids = append(ids, tr.ID)
+	}
+	if want := []string{"turn_3", "usage_v", "usage_u", "turn_2", "turn_1"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("kept %v, want %v", ids, want)
+	}
+	if got := r.recent(2); len(got) != 2 || got[1].ID != "usage_v" {
+		t.Fatalf("recent(2): %v", got)
+	}
+}

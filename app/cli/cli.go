@@ -73,16 +73,20 @@ func init() {
 		summary: "Codex Relay: one loopback endpoint for all your OpenAI and ChatGPT accounts.",
 		details: `Environment: CODEXRELAY_LISTEN, MODELS_CACHE_MS, MODELS_STALE_WHILE_REVALIDATE,
 MODELS_STALE_MAX_AGE_MS, MODELS_REFRESH_INTERVAL_MS, CODEXRELAY_LOG_LEVEL (debug|info|warn).`,
-		subs: []*command{serveCommand, pauseCommand, resumeCommand, accountsCommand, codexConfigCommand, localKeyCommand,
+		subs: []*command{serveCommand, statusCommand, pauseCommand, resumeCommand, accountsCommand, codexConfigCommand, localKeyCommand,
 			settingsCommand, aliasesCommand, usageCommand, benchCommand, versionCommand, helpCommand},
 	}
 }
 
-// versionCommand is `codexrelay version` (and --version).
+// versionSummary covers both forms of version (-h listed it beside --check alone).
+const versionSummary = "print the version, the VCS revision it was built from and whether the tree was modified " +
+	"(-v and --version too); with --check, ask the release feed whether a newer release exists"
+
+// versionCommand is `codexrelay version` (and --version, -v).
 var versionCommand = &command{
 	name:    "version",
-	usage:   []string{"[--json]", "--check"},
-	summary: "print the version, the VCS revision it was built from and whether the tree was modified",
+	usage:   []string{"[--json | --check]"},
+	summary: versionSummary,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		check := fs.Bool("check", false, "ask the release feed whether a newer release exists (needs the update-check setting on)")
@@ -126,7 +130,7 @@ func (c *CLI) Run(args []string) int {
 		printHelp(c.Stderr, root, root.name)
 		return 2
 	}
-	if args[0] == "--version" {
+	if args[0] == "--version" || args[0] == "-v" {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	err := c.dispatch(args)
@@ -387,7 +391,7 @@ func flagUsageError(fs *flag.FlagSet, err error) error {
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		msg = "unknown flag --" + name
+		msg = "unknown flag " + dashed(name)
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		if s := app.Suggest(name, names); s != "" {
@@ -398,6 +402,14 @@ func flagUsageError(fs *flag.FlagSet, err error) error {
 		msg = cmdName(fs.Name()) + ": " + msg
 	}
 	return &usageError{msg: msg, path: fs.Name()}
+}
+
+// dashed is a flag as the user typed it: "-v" for a letter, "--listen" for a word.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // The listings start a command's summary in summaryColumn and wrap it at lineWidth.

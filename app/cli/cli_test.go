@@ -49,7 +49,8 @@ func TestHelpGoesToStdoutWithTheSynopsisAndTheFlags(t *testing.T) {
 		{[]string{"settings", "set", "-h"}, []string{"codexrelay settings set KEY VALUE", "stream-idle-timeout-ms", "round-robin"}},
 		{[]string{"aliases", "-h"}, []string{"codexrelay aliases set NAME MODEL [MODEL...]", "codexrelay aliases remove NAME"}},
 		{[]string{"local-key", "-h"}, []string{"codexrelay local-key on", "codexrelay local-key off", "codexrelay local-key show"}},
-		{[]string{"codex-config", "-h"}, []string{"codexrelay codex-config [--write] [--path FILE]", "--write", "--path FILE"}},
+		{[]string{"version", "-h"}, []string{"codexrelay version [--json | --check]", "--check, ask the release feed", "(-v and --version too)", "--check", "--json"}},
+		{[]string{"codex-config", "-h"}, []string{"codexrelay codex-config [--write | --remove] [--path FILE]", "--write", "--remove", "--path FILE", "SSL_CERT_FILE"}},
 	} {
 		code, out, errs := runCLI(t, opt, "", c.args...)
 		if code != 0 || errs != "" {
@@ -141,6 +142,7 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 		{[]string{"serve", "--listen"}, "serve: --listen needs an argument"},
 		{[]string{"accounts", "list", "--json=maybe"}, `invalid boolean value "maybe" for --json`},
 		{[]string{"--verbose"}, "unknown flag --verbose"},
+		{[]string{"serve", "-x"}, "serve: unknown flag -x;"},
 		{[]string{"accounts"}, "accounts needs a sub-command: list, add,"},
 		{[]string{"accounts", "rename", "a"}, "accounts rename needs OLD NEW; run 'codexrelay accounts rename -h' for usage"},
 		{[]string{"accounts", "remove", "a", "b"}, "accounts remove takes only NAME, not 2 arguments"},
@@ -165,7 +167,7 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	for _, arg := range []string{"version", "--version"} {
+	for _, arg := range []string{"version", "--version", "-v"} {
 		if code, out, errs := runCLI(t, testOptions(t), "", arg); code != 0 || out != "codexrelay "+app.ReadBuild().String()+"\n" || errs != "" {
 			t.Errorf("%s: %d %q %q", arg, code, out, errs)
 		}

@@ -215,6 +215,25 @@ func TestSettingsSetListenRefusesATakenPort(t *testing.T) {
 	}
 }
 
+// settings set listen takes neither every interface (":80") nor a port below 1024 (which only
+// root may open): a usage error, and nothing is saved for Codex's config to name.
+func TestSettingsSetListenRefusesWhatNoRelayCouldServe(t *testing.T) {
+	opt := testOptions(t)
+	for addr, want := range map[string]string{
+		":80":            "must be a loopback address",
+		"127.0.0.1:80":   "ports below 1024 need root",
+		"[::1]:0443":     "ports below 1024 need root",
+		"localhost:1023": "ports below 1024 need root",
+	} {
+		if code, _, errs := runCLI(t, opt, "", "settings", "set", "listen", addr); code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, %q", addr, code, errs)
+		}
+	}
+	if a, err := app.Open(opt); err != nil || a.ListenAddr() != app.DefaultListen {
+		t.Fatalf("saved: %v", err)
+	}
+}
+
 // After a move, Codex points at the new port: the configuration Codex Relay wrote is rewritten
 // (with a backup); without one, the command says how to point Codex there.
 func TestSettingsSetListenPointsCodexAtTheNewPort(t *testing.T) {

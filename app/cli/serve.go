@@ -71,6 +71,7 @@ func (c *CLI) serve(listen string, allowRemote bool) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go a.Watch(ctx)
+	go a.FollowTrust(ctx) // the bundle of authorities Codex trusts stays as current as the system's
 	warnAtStart(store)
 	select {
 	case <-sig:

@@ -234,15 +234,29 @@ func (c *CLI) showLocalKey() error {
 }
 
 // codexConfigCommand is `codexrelay codex-config`: the provider block that points Codex at
-// the relay.
+// the relay, printed, written, or taken out again.
 var codexConfigCommand = &command{
 	name:    "codex-config",
-	usage:   []string{"[--write] [--path FILE]"},
-	summary: "print, or merge with a backup, the provider block for ~/.codex/config.toml",
+	usage:   []string{"[--write | --remove] [--path FILE]"},
+	summary: "print, or merge with a backup, the provider block for ~/.codex/config.toml; --remove undoes it",
+	details: `--write also sets SSL_CERT_FILE (the relay's bundle of trusted authorities) and NO_PROXY (loopback) in
+the .env beside config.toml, which Codex and the commands it runs read; each file is backed up first.
+--remove restores what was there before the relay: the provider block, model_provider and
+chatgpt_base_url in config.toml, SSL_CERT_FILE and NO_PROXY in .env, keeping every other change.
+Run it before uninstalling Codex Relay, or Codex stays pointed at a relay that is gone.`,
 	flags: func(fs *flag.FlagSet) runFunc {
-		write := fs.Bool("write", false, "merge the block into the Codex config (a backup is written first)")
+		write := fs.Bool("write", false, "merge the block into the Codex config and set what Codex needs in its .env (each file is backed up first)")
+		remove := fs.Bool("remove", false, "undo --write: take the relay out of the Codex config and its .env (each file is backed up first)")
 		path := fs.String("path", "", "the Codex config `FILE` (default $CODEX_HOME/config.toml or ~/.codex/config.toml)")
-		return func(c *CLI, _ []string) error { return c.codexConfig(*write, *path) }
+		return func(c *CLI, _ []string) error {
+			if *write && *remove {
+				return usagef("codex-config takes --write or --remove, not both")
+			}
+			if *remove {
+				return c.removeCodexConfig(*path)
+			}
+			return c.codexConfig(*write, *path)
+		}
 	},
 }
 
@@ -262,14 +276,42 @@ func (c *CLI) codexConfig(write bool, path string) error {
 	}
 	switch w.Change {
 	case app.Unchanged:
-		fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+		if w.Env.Change == app.Unchanged {
+			fmt.Fprintf(c.Stdout, "%s already points Codex at the relay; nothing changed.\n", w.Path)
+		} else {
+			fmt.Fprintf(c.Stdout, "%s already points Codex at the relay.\n", w.Path)
+		}
 	case app.ConfigCreated:
 		fmt.Fprintf(c.Stdout, "Created %s: it points Codex at the relay (model_provider = \"codexrelay\").\n", w.Path)
 	default:
 		fmt.Fprintf(c.Stdout, "Updated %s: it points Codex at the relay (model_provider = \"codexrelay\"); the previous file is kept as %s.\n", w.Path, w.Backup)
 	}
+	fmt.Fprintln(c.Stdout, w.Env.Summary(nil))
 	if w.Limits != "" {
 		fmt.Fprintln(c.Stdout, w.Limits+".")
+	}
+	if w.Change != app.Unchanged || w.Env.Change != app.Unchanged {
+		fmt.Fprintln(c.Stdout, "`codexrelay codex-config --remove` undoes this.")
+	}
+	return nil
+}
+
+// removeCodexConfig takes the relay out of the Codex config at path and its .env, and says
+// what it changed.
+func (c *CLI) removeCodexConfig(path string) error {
+	a, err := c.open()
+	if err != nil {
+		return err
+	}
+	r, err := a.RemoveCodexConfig(path)
+	if err != nil {
+		return err
+	}
+	for _, l := range r.Lines(nil) {
+		fmt.Fprintln(c.Stdout, l)
+	}
+	if r.Changed() {
+		fmt.Fprintln(c.Stdout, "Codex no longer uses the relay; `codexrelay codex-config --write` points it at the relay again.")
 	}
 	return nil
 }

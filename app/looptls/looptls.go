@@ -2,8 +2,9 @@
 // certificate authority of the settings folder's own. Codex wants an HTTPS ChatGPT origin
 // (its chatgpt_base_url) and trusts a local authority only through its environment, so the
 // relay makes one that can vouch for this machine's loopback and nothing else: its name
-// constraints permit 127.0.0.0/8, ::1 and localhost, which a verifier (Go's, rustls') enforces
-// on every certificate it signs, whoever holds its key.
+// constraints permit 127.0.0.0/8, ::1 and localhost and exclude every e-mail address and URI,
+// and it serves server authentication alone (its extended key usage), which a verifier (Go's,
+// rustls', OpenSSL's) enforces on every certificate it signs, whoever holds its key.
 //
 // One port serves both: a connection whose first byte opens a TLS handshake record is served
 // TLS, any other as it came, so that http://127.0.0.1:7455/v1 and https://127.0.0.1:7455/
@@ -26,11 +27,12 @@ import (
 	"time"
 )
 
-// caLife is how long a folder's authority is valid; leafLife a serving certificate, made
-// anew at each start.
+// caLife is how long a folder's authority is valid; LeafLife a serving certificate, which a
+// relay renews RenewBefore its end (and at each start).
 const (
-	caLife   = 20 * 365 * 24 * time.Hour
-	leafLife = 90 * 24 * time.Hour
+	caLife      = 20 * 365 * 24 * time.Hour
+	LeafLife    = 90 * 24 * time.Hour
+	RenewBefore = 30 * 24 * time.Hour
 )
 
 // loopbackNets are the addresses a certificate of the authority may name.
@@ -57,6 +59,11 @@ func NewCA(now time.Time) (certPEM, keyPEM []byte, err error) {
 		PermittedDNSDomainsCritical: true,
 		PermittedDNSDomains:         []string{"localhost"},
 		PermittedIPRanges:           loopbackNets,
+		// An empty constraint matches every name of its form: no e-mail address and no URI.
+		ExcludedEmailAddresses: []string{""},
+		ExcludedURIDomains:     []string{""},
+		// What it may vouch for: servers, not e-mail (S/MIME), code or clients.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -67,6 +74,23 @@ func NewCA(now time.Time) (certPEM, keyPEM []byte, err error) {
 		return nil, nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
+}
+
+// Current reports whether the authority's certificate (PEM) has the limits NewCA gives one
+// today: an authority made by an older version (which constrained DNS names and addresses
+// only) is to be replaced.
+func Current(certPEM []byte) bool {
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		return false
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return false
+	}
+	return c.IsCA && len(c.ExtKeyUsage) == 1 && c.ExtKeyUsage[0] == x509.ExtKeyUsageServerAuth &&
+		len(c.ExcludedEmailAddresses) == 1 && c.ExcludedEmailAddresses[0] == "" &&
+		len(c.ExcludedURIDomains) == 1 && c.ExcludedURIDomains[0] == ""
 }
 
 // Leaf signs, with the authority, a serving certificate for 127.0.0.1, ::1 and localhost.
@@ -83,7 +107,7 @@ func Leaf(caCertPEM, caKeyPEM []byte, now time.Time) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	until := now.Add(leafLife)
+	until := now.Add(LeafLife)
 	if caCert.NotAfter.Before(until) {
 		until = caCert.NotAfter
 	}
@@ -101,7 +125,11 @@ func Leaf(caCertPEM, caKeyPEM []byte, now time.Time) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der, caCert.Raw}, PrivateKey: key}, nil
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der, caCert.Raw}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 func serial() *big.Int {

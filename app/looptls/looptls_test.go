@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,59 @@ func TestTheAuthorityVouchesForLoopbackOnly(t *testing.T) {
 	}
 	if b, _ := pem.Decode(keyPEM); b == nil || b.Type != "PRIVATE KEY" {
 		t.Fatal("the key is not PKCS#8 PEM")
+	}
+}
+
+// Nor does it vouch for an e-mail address or a URI, or for anything but a server: a
+// certificate its key signs for those does not verify for the usage it names (nor, for a name
+// it excludes, for any usage).
+func TestTheAuthorityVouchesForServersOnly(t *testing.T) {
+	certPEM, keyPEM, pool := authority(t)
+	if !Current(certPEM) {
+		t.Fatal("a new authority is not current")
+	}
+	ca, _ := tls.X509KeyPair(certPEM, keyPEM)
+	caCert, _ := x509.ParseCertificate(ca.Certificate[0])
+	site, _ := url.Parse("https://chatgpt.com/backend-api/")
+	sign := func(tmpl *x509.Certificate) *x509.Certificate {
+		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(9), time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+		der, err := x509.CreateCertificate(nil, tmpl, caCert, caCert.PublicKey, ca.PrivateKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := x509.ParseCertificate(der)
+		return c
+	}
+	for name, c := range map[string]*x509.Certificate{
+		"an e-mail (S/MIME) certificate": sign(&x509.Certificate{Subject: pkix.Name{CommonName: "me"},
+			EmailAddresses: []string{"me@example.com"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageEmailProtection}}),
+		"a server certificate with an e-mail address": sign(&x509.Certificate{IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			EmailAddresses: []string{"me@example.com"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}),
+		"a server certificate with a URI": sign(&x509.Certificate{IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			URIs: []*url.URL{site}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}),
+		"a client certificate for loopback": sign(&x509.Certificate{IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}),
+	} {
+		usages := [][]x509.ExtKeyUsage{nil, c.ExtKeyUsage}
+		if len(c.EmailAddresses)+len(c.URIs) > 0 {
+			usages = append(usages, []x509.ExtKeyUsage{x509.ExtKeyUsageAny})
+		}
+		for _, usage := range usages {
+			if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: usage}); err == nil {
+				t.Errorf("%s signed by the loopback authority verified (usages %v)", name, usage)
+			}
+		}
+	}
+	// An authority made before these limits is told apart, to be replaced.
+	old := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Codex Relay loopback CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, PermittedDNSDomainsCritical: true, PermittedDNSDomains: []string{"localhost"}, PermittedIPRanges: loopbackNets}
+	der, err := x509.CreateCertificate(nil, old, old, caCert.PublicKey, ca.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Current(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) || Current(nil) {
+		t.Fatal("an authority without the e-mail, URI and usage limits is taken for current")
 	}
 }
 

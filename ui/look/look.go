@@ -7,6 +7,15 @@
 // items, the windows' cells). It also holds the app's identity on the desktop (AppID).
 package look
 
-// AppID is the application's identifier (FyneApp.toml's ID, the desktop entry's name): the
-// window process's Fyne app has it, and the tray process's notifications name it.
+// AppID is the application's identifier (FyneApp.toml's ID): the window process's Fyne app
+// has it.
 const AppID = "io.github.codexrelay"
+
+// DesktopEntry is the name of the desktop entry the packages install (codexrelay.desktop, in
+// the .deb and by packaging/README.md's steps), and IconName the icon it names (hicolor's
+// codexrelay.png): the tray process's notifications name both, so that the desktop shows them
+// as the app's, with its icon (GNOME could not link notifications that named AppID to an entry).
+const (
+	DesktopEntry = "codexrelay"
+	IconName     = "codexrelay"
+)

@@ -48,6 +48,15 @@ func (f Fixed) Traces(limit int) []proxy.Trace {
 // RecentTraces is how many requests the dashboard lists (and the window API's default).
 const RecentTraces = 50
 
+// BackgroundCalls is how many of Codex's own calls to the ChatGPT backend (route chatgpt: its
+// plugins, its usage once a minute, analytics) the relay keeps beside the requests, in a ring
+// of their own (proxy's traceRing: a fifth of its 500 requests).
+const BackgroundCalls = 100
+
+// TracesRead is how many traces the dashboard reads: with at most BackgroundCalls of those
+// calls among the newest, it still finds RecentTraces requests.
+const TracesRead = RecentTraces + BackgroundCalls
+
 // Follow calls show whenever what it shows may have changed, until ctx ends, and otherwise
 // sleeps: the tray and the open windows follow the relay this way, and an idle relay costs
 // them nothing. It shows at once, then again

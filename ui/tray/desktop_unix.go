@@ -23,9 +23,15 @@ func desktopNotify(title, body string) error {
 	defer conn.Close()
 	obj := conn.Object("org.freedesktop.Notifications", "/org/freedesktop/Notifications")
 	return obj.Call("org.freedesktop.Notifications.Notify", 0,
-		"Codex Relay", uint32(0), "", title, body, []string{},
-		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(look.AppID)},
+		"Codex Relay", uint32(0), look.IconName, title, body, []string{},
+		notifyHints(),
 		int32(notifyExpiry.Milliseconds())).Err
+}
+
+// notifyHints name the app's desktop entry, which links a notification to the app (its name,
+// its icon, its settings in the desktop's notification panel).
+func notifyHints() map[string]dbus.Variant {
+	return map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(look.DesktopEntry)}
 }
 
 // actionWait is how long a notification's action is listened for: a notification server keeps
@@ -49,8 +55,8 @@ func desktopNotifyAction(title, body, label string, act func()) error {
 	conn.Signal(signals)
 	var id uint32
 	err = conn.Object(iface, path).Call(iface+".Notify", 0,
-		"Codex Relay", uint32(0), "", title, body, []string{"act", label},
-		map[string]dbus.Variant{"desktop-entry": dbus.MakeVariant(look.AppID)},
+		"Codex Relay", uint32(0), look.IconName, title, body, []string{"act", label},
+		notifyHints(),
 		int32(notifyExpiry.Milliseconds())).Store(&id)
 	if err != nil {
 		conn.Close()

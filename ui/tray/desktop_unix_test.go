@@ -4,11 +4,13 @@ package tray
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/codexrelay/codexrelay/ui/look"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
@@ -17,7 +19,7 @@ type fakeNotifications struct{ got chan []any }
 
 func (f *fakeNotifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
 	hints map[string]dbus.Variant, expire int32) (uint32, *dbus.Error) {
-	f.got <- []any{app, summary, body, expire}
+	f.got <- []any{app, summary, body, expire, icon, hints["desktop-entry"].Value()}
 	return 7, nil
 }
 
@@ -57,6 +59,10 @@ func TestDesktopNotifyExpires(t *testing.T) {
 	case got := <-f.got:
 		if got[0] != "Codex Relay" || got[1] != "team reached its limit" || got[2] != "team rests until 14:36." {
 			t.Errorf("notified %q", got)
+		}
+		// It names the desktop entry the packages install, and its icon.
+		if got[4] != "codexrelay" || got[5] != "codexrelay" {
+			t.Errorf("icon %q, desktop entry %q: want those the .deb installs (codexrelay.desktop, hicolor's codexrelay)", got[4], got[5])
 		}
 		if exp := got[3].(int32); exp <= 0 || exp != int32(notifyExpiry.Milliseconds()) {
 			t.Errorf("expire timeout %d ms, want %d", exp, notifyExpiry.Milliseconds())
@@ -106,5 +112,19 @@ func TestDesktopNotifyActionRunsTheChosenAction(t *testing.T) {
 	case <-acted:
 		t.Fatal("the action ran twice")
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// The desktop entry and the icon the notifications name are those the .deb installs.
+func TestNotificationsNameTheInstalledEntry(t *testing.T) {
+	b, err := os.ReadFile("../../packaging/deb/nfpm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dst: /usr/share/applications/" + look.DesktopEntry + ".desktop",
+		"/apps/" + look.IconName + ".png"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the .deb installs no %q", want)
+		}
 	}
 }

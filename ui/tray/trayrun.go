@@ -76,9 +76,7 @@ func RunTray(relay *relay.Relay, log *slog.Logger, inst *app.Instance, exe strin
 		t.quit() // the session ends us: drain, then leave (exit 0)
 	}()
 
-	systray.Run(func() {
-		systray.SetTitle("Codex Relay")
-		systray.SetOnTapped(t.tapped)
+	runSystray(trayTitle, iconBytes(iconStopped.png), t.tapped, func() {
 		t.mu.Lock()
 		t.tray.backend = &systrayBackend{}
 		t.tray.shown, t.tray.state, t.tray.tooltip = "", -1, "" // push the first menu, icon and tooltip
@@ -92,6 +90,8 @@ func RunTray(relay *relay.Relay, log *slog.Logger, inst *app.Instance, exe strin
 		go t.loop(ctx)
 		// Follow the settings file: changes made by the CLI or the windows apply within a moment.
 		go relay.Watch(ctx)
+		// Keep the bundle of authorities Codex trusts as current as the system's.
+		go relay.FollowTrust(ctx)
 		if err := relay.LoadWarning; err != nil {
 			t.notes.add("Codex Relay: the settings file was corrupt", err.Error())
 		}
@@ -104,6 +104,32 @@ func RunTray(relay *relay.Relay, log *slog.Logger, inst *app.Instance, exe strin
 		windows.Close()
 		cancel()
 	})
+}
+
+// trayTitle is the tray item's title, which some hosts show beside or instead of the icon.
+const trayTitle = "Codex Relay"
+
+// runSystray runs fyne.io/systray's loop (blocking, on the main goroutine) with the item's
+// title, first icon and left-click handler set before the item is exported. On Linux systray
+// starts onReady on a goroutine of its own and exports the StatusNotifierItem meanwhile, its
+// ItemIsMenu computed once from whether a click handler is set: set in onReady, the handler
+// could come after, and the item went out with ItemIsMenu true and no title (1 start in 23
+// under load), so that the host showed the menu on a left click instead of asking for the
+// dashboard. TestTheTrayItemTakesLeftClicks reads both from the bus.
+//
+// The click handler is a variable, safe to set first everywhere. The title and the icon are set
+// first where systray only stores them until the export (over D-Bus: not on Windows or macOS,
+// whose native calls need the loop), and again once it runs.
+func runSystray(title string, icon []byte, tapped func(), onReady, onExit func()) {
+	systray.SetOnTapped(tapped)
+	if runtime.GOOS != "windows" && runtime.GOOS != "darwin" {
+		systray.SetTitle(title)
+		systray.SetIcon(icon)
+	}
+	systray.Run(func() {
+		systray.SetTitle(title)
+		onReady()
+	}, onExit)
 }
 
 // systrayBackend is the tray on fyne.io/systray. Each new menu replaces the whole native one;

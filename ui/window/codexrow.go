@@ -73,7 +73,7 @@ func (r *codexRow) write() {
 			if err != nil {
 				r.result.set("Could not configure Codex: "+err.Error(), widget.DangerImportance, r.opt.Now())
 			} else {
-				r.result.set(configLine(res).text, widget.MediumImportance, r.opt.Now())
+				r.result.set(configText(res), widget.MediumImportance, r.opt.Now())
 			}
 			if r.opt.Changed != nil {
 				r.opt.Changed()

@@ -39,6 +39,9 @@ type DashboardOptions struct {
 	Strategy func() string
 	// UseCodexLogin is the first run's one action (import, configure, test request).
 	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
+	// PointCodex points Codex at the relay and sends the test request, once an account was
+	// added another way than the Codex login (the first-run card offers it); nil offers nothing.
+	PointCodex func(ctx context.Context) (app.FirstRun, error)
 	// TestRelay sends the first run's test request again, after it failed ("" addr: the
 	// relay is not serving); nil offers no retry.
 	TestRelay func(ctx context.Context) (app.RelayTest, error)
@@ -96,7 +99,9 @@ type Dashboard struct {
 	requests        *requestsTable
 	requestsSummary *canvas.Text
 	requestsSection *fyne.Container
-	diag            *diagnostics
+	// calls is the folded line of Codex's background calls, under the requests.
+	calls *backgroundCalls
+	diag  *diagnostics
 	// middle scrolls the recent requests and the Diagnostics section below them: the requests
 	// take the height left, at least a few rows, and an open Diagnostics scrolls into view.
 	middle *container.Scroll
@@ -124,7 +129,7 @@ func (d *Dashboard) Content() fyne.CanvasObject { return d.content }
 // Refresh reads the source now and shows it (UI thread).
 func (d *Dashboard) Refresh() {
 	snap := d.src.Stats()
-	v := view{snap: snap, traces: d.src.Traces(source.RecentTraces)}
+	v := view{snap: snap, traces: d.src.Traces(source.TracesRead)}
 	if d.opt.Status != nil {
 		v.svc = d.opt.Status()
 	} else {
@@ -205,11 +210,13 @@ func (d *Dashboard) build() {
 	d.requestsSummary = dim("")
 	d.requestsSection = container.NewBorder(
 		container.NewHBox(heading("Recent requests"), container.NewCenter(d.requestsSummary)), nil, nil, nil, d.requests.box)
+	d.calls = newBackgroundCalls()
+	d.calls.toggled = func(bool) { d.relayout() }
 	d.diag = newDiagnostics(diagnosticsSpec)
 	wantRequests := func() float32 {
 		return d.requestsSection.MinSize().Height - d.requests.box.MinSize().Height + d.requests.wantHeight()
 	}
-	d.middle = container.NewVScroll(container.New(fillFirst{want: wantRequests}, d.requestsSection, d.diag.box))
+	d.middle = container.NewVScroll(container.New(fillFirst{want: wantRequests}, d.requestsSection, d.calls.box, d.diag.box))
 	d.diag.opened = d.revealDiagnostics
 
 	d.top = container.NewVBox(header, d.notice, d.catalog, d.orphanRow, d.codex.box, widget.NewSeparator(), d.accountsSection)
@@ -244,6 +251,11 @@ func (d *Dashboard) show(v view) {
 	setVisible(d.orphanRow, len(v.orphans) > 0)
 	d.codex.show(v.codex)
 
+	if d.firstMode && len(snap.Accounts) > 0 && v.codex != nil && !v.codex.Configured {
+		// An account came of the card's other ways in (the key form, the sign-in): the card
+		// stays, to point Codex at the relay and test it.
+		d.first.offerPoint(snap.Accounts[0].Name)
+	}
 	first := len(snap.Accounts) == 0 || d.first.active()
 	relayout := first != d.firstMode
 	// A banner that comes or goes changes the top's height: the body is laid out again, or
@@ -268,14 +280,11 @@ func (d *Dashboard) show(v view) {
 		if d.accounts.show(snap, now) {
 			relayout = true
 		}
-		d.requests.show(v.traces)
-		switch len(v.traces) {
-		case 0:
-			setDim(d.requestsSummary, "none yet")
-		case 1:
-			setDim(d.requestsSummary, "the last one")
-		default:
-			setDim(d.requestsSummary, "the last "+strconv.Itoa(len(v.traces))+", newest first")
+		requests, calls := splitTraces(v.traces)
+		d.requests.show(requests)
+		setDim(d.requestsSummary, requestsSummary(len(requests)))
+		if d.calls.show(calls) {
+			relayout = true
 		}
 		d.diag.show(snap)
 	}

@@ -3,6 +3,7 @@ package window
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -660,5 +661,57 @@ func TestCollapsedSectionsPointRight(t *testing.T) {
 		if b.Icon.Name() != theme.MenuDropDownIcon().Name() {
 			t.Errorf("%s open shows %s, want the down caret", name, b.Icon.Name())
 		}
+	}
+}
+
+// Codex's own background calls to ChatGPT (its plugins, its usage once a minute, analytics)
+// are no request of the user's: they fold into one line under the recent requests, counted by
+// path, which opens into their own table; the requests keep every turn, newest first by the
+// time the Time column shows (their start), though the relay lists them as they end.
+func TestBackgroundCallsFoldIntoOneLine(t *testing.T) {
+	src := uitest.Sample()
+	turns := len(src.Recent)
+	var calls []proxy.Trace
+	for i := range 45 {
+		path := "wham/usage"
+		switch {
+		case i < 11:
+			path = "ps/plugins/installed"
+		case i < 13:
+			path = "ps/mcp"
+		case i < 15:
+			path = "analytics-events"
+		}
+		calls = append(calls, proxy.Trace{ID: "call_" + strconv.Itoa(i), Route: proxy.RouteChatGPT, Path: path, Status: 200,
+			Time: uitest.Now.Add(-time.Duration(i) * time.Minute), Outcome: proxy.OutcomeCompleted})
+	}
+	// A long turn that started first and ended last, listed first by the relay.
+	long := proxy.Trace{ID: "long", Route: "responses", Model: "gpt-5.5", Status: 200, Time: uitest.Now.Add(-2 * time.Hour)}
+	src.Recent = append(append([]proxy.Trace{long}, calls...), src.Recent...)
+	d, w := newTestDashboard(t, src)
+	d.Refresh()
+	if n := len(d.requests.rows); n != turns+1 {
+		t.Fatalf("%d requests listed, want the %d turns", n, turns+1)
+	}
+	requests, _ := splitTraces(src.Recent)
+	if requests[len(requests)-1].ID != "long" || !slices.IsSortedFunc(requests, func(a, b proxy.Trace) int { return b.Time.Compare(a.Time) }) {
+		t.Fatalf("the requests are not newest first by their start: %v", requests[0].ID)
+	}
+	if got := d.calls.header.Text; got != "Codex's background calls to ChatGPT: 45 · wham/usage ×30, ps/plugins/installed ×11, analytics-events ×2, …" {
+		t.Fatalf("the folded line: %q", got)
+	}
+	if !d.calls.box.Visible() || d.calls.content.Visible() {
+		t.Fatal("the calls are not one folded line")
+	}
+	test.Tap(d.calls.header)
+	if !d.calls.content.Visible() || len(d.calls.table.rows) != 45 {
+		t.Fatalf("opened: %d rows", len(d.calls.table.rows))
+	}
+	mustShow(t, w.Content(), "ps/plugins/installed")
+	// Without calls the line goes.
+	src.Recent = src.Recent[46:]
+	d.Refresh()
+	if d.calls.box.Visible() {
+		t.Fatal("the folded line shows with no call")
 	}
 }

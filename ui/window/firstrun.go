@@ -19,7 +19,9 @@ import (
 // firstRunCard is what the dashboard shows until there is an account. When the Codex CLI has
 // a login that no account holds, one button takes it, points Codex at the relay and sends a
 // test request through it, then says what each step did; otherwise it offers the ChatGPT
-// sign-in and the API-key form. It never mentions the tray, which may not exist.
+// sign-in and the API-key form, and once an account came of one of those while Codex does not
+// use the relay, it stays to offer the rest (point Codex at the relay, the test request). It
+// never mentions the tray, which may not exist.
 type firstRunCard struct {
 	opt *DashboardOptions
 	box fyne.CanvasObject
@@ -43,6 +45,14 @@ type firstRunCard struct {
 	// terminal shows the commands that do the same, closed at first.
 	terminal *collapsible
 
+	// point is the offer made once an account was added another way: point Codex at the
+	// relay and send the test request; following says that the card shows it.
+	pointBox  *fyne.Container
+	point     *widget.Button
+	following bool
+	// moved says that the user moved on to the dashboard once: the card offers nothing more.
+	moved bool
+
 	running bool
 	// lines are the last run's results; fr is the last run.
 	lines []resultLine
@@ -61,10 +71,14 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 	c.intro = note("")
 	c.use = widget.NewButtonWithIcon("", theme.LoginIcon(), c.run)
 	c.use.Importance = widget.HighImportance
-	c.useNote = note("It imports ~/.codex/auth.json as an account, adds the relay to ~/.codex/config.toml " +
-		"(after a backup of the file) and sends one short test request through the relay.")
+	c.useNote = note("It imports ~/.codex/auth.json as an account, " + pointsCodex + ", and sends one short test request through the relay.")
 	c.useBox = container.NewVBox(container.NewHBox(c.use), c.useNote)
 	c.useBox.Hide()
+	c.point = widget.NewButtonWithIcon("Point Codex at the relay and send a test request", theme.ConfirmIcon(), c.runPoint)
+	c.point.Importance = widget.HighImportance
+	c.pointBox = container.NewVBox(container.NewHBox(c.point), note("It "+pointsCodex+
+		", then sends one short test request through the relay."))
+	c.pointBox.Hide()
 	c.progress = container.NewVBox()
 	c.results = container.NewVBox()
 	c.done = widget.NewButtonWithIcon("Show the dashboard", theme.NavigateNextIcon(), c.close)
@@ -98,6 +112,7 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 		title,
 		c.intro,
 		c.useBox,
+		c.pointBox,
 		c.progress,
 		c.results,
 		container.NewHBox(c.retry, c.done),
@@ -106,12 +121,38 @@ func newFirstRunCard(opt *DashboardOptions) *firstRunCard {
 	return c
 }
 
-// active reports whether the card has something to say although there may be accounts
-// already: a run in progress, or the results of one that added or found an account.
-func (c *firstRunCard) active() bool { return c.running || c.done.Visible() }
+// pointsCodex says what pointing Codex at the relay changes, where the card offers it.
+const pointsCodex = "adds the relay to ~/.codex/config.toml and sets SSL_CERT_FILE (the authorities Codex and the " +
+	"commands it runs trust: the system's and the relay's own) and NO_PROXY (loopback) in ~/.codex/.env, " +
+	"each after a backup (`codexrelay codex-config --remove` undoes it)"
 
-// testFailed says whether the last run imported the login but its test request failed.
-func (c *firstRunCard) testFailed() bool { return c.fr.Account.Name != "" && c.fr.TestErr != nil }
+// active reports whether the card has something to say although there may be accounts
+// already: a run in progress, the results of one that added or found an account, or the offer
+// to point Codex at the relay after an account was added another way.
+func (c *firstRunCard) active() bool { return c.running || c.done.Visible() || c.following }
+
+// offerPoint turns the card to the rest of the first run once account was added another way
+// (the API-key form, the ChatGPT sign-in) while Codex does not use the relay: point Codex at
+// it and send the test request, or move on to the dashboard.
+func (c *firstRunCard) offerPoint(account string) {
+	if c.active() || c.moved || c.opt.PointCodex == nil {
+		return
+	}
+	c.following = true
+	setNote(c.intro, "Account “"+account+"” is added. Codex does not send its requests through the relay yet: "+
+		"point it there, and see a request go through.")
+	c.useBox.Hide()
+	c.other.Hide()
+	c.pointBox.Show()
+	c.done.Importance = widget.MediumImportance
+	c.done.SetText("Not now: show the dashboard")
+	c.done.Show()
+}
+
+// testFailed says whether the last run configured Codex but its test request failed.
+func (c *firstRunCard) testFailed() bool {
+	return (c.fr.Account.Name != "" || c.following) && c.fr.TestErr != nil
+}
 
 // show offers what fits login, the Codex CLI's login as last read. While the one action runs
 // or its results show, the card stays as it is: the login is not read once an account
@@ -181,6 +222,25 @@ func (c *firstRunCard) run() {
 	})
 }
 
+// runPoint points Codex at the relay and sends the test request, off the UI thread.
+func (c *firstRunCard) runPoint() {
+	if c.running {
+		return
+	}
+	c.running = true
+	c.point.Disable()
+	c.pointBox.Hide()
+	c.done.Hide()
+	c.progress.Objects = []fyne.CanvasObject{widget.NewProgressBarInfinite()}
+	c.progress.Refresh()
+	c.opt.Async(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), firstRunTimeout)
+		defer cancel()
+		fr, err := c.opt.PointCodex(ctx)
+		fyne.Do(func() { c.point.Enable(); c.finish(fr, err) })
+	})
+}
+
 // retest sends the test request again, off the UI thread, after it failed (the relay may
 // have needed a moment, or the account a sign-in).
 func (c *firstRunCard) retest() {
@@ -210,7 +270,11 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 	c.progress.Refresh()
 	c.use.Enable()
 	c.fr = fr
-	c.lines = firstRunLines(fr, err)
+	if c.following {
+		c.lines = pointLines(fr, err)
+	} else {
+		c.lines = firstRunLines(fr, err)
+	}
 	var objs []fyne.CanvasObject
 	for _, l := range c.lines {
 		objs = append(objs, l.object())
@@ -225,10 +289,14 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 		c.done.Importance = widget.HighImportance
 	}
 	c.retry.Refresh()
-	c.done.Refresh()
-	if fr.Account.Name != "" {
+	c.done.SetText("Show the dashboard")
+	switch {
+	case c.following:
+		c.done.Show()
+		setVisible(c.pointBox, err != nil) // to try again
+	case fr.Account.Name != "":
 		c.done.Show() // the results stay until the user moves on to the dashboard
-	} else {
+	default:
 		// Nothing came of it: the error shows under the button, to try again, or another way.
 		c.useBox.Show()
 		c.other.Show()
@@ -240,7 +308,8 @@ func (c *firstRunCard) finish(fr app.FirstRun, err error) {
 
 // close leaves the results for the dashboard.
 func (c *firstRunCard) close() {
-	c.lines, c.fr = nil, app.FirstRun{}
+	c.lines, c.fr, c.following, c.moved = nil, app.FirstRun{}, false, true
+	c.pointBox.Hide()
 	c.retry.Hide()
 	c.results.Objects = nil
 	c.results.Refresh()
@@ -292,13 +361,20 @@ func firstRunLines(fr app.FirstRun, err error) []resultLine {
 		out = append(out, resultLine{look.Good, fmt.Sprintf("Imported your Codex login as account “%s”.", name)})
 	}
 	if err != nil { // the configuration failed (UseCodexLogin wraps the cause)
-		cause := err
 		if u := errors.Unwrap(err); u != nil {
-			cause = u
+			err = u
 		}
-		return append(out, resultLine{look.Bad, "Could not point Codex at the relay: " + cause.Error()})
 	}
-	out = append(out, configLine(fr.Config))
+	return append(out, pointLines(fr, err)...)
+}
+
+// pointLines says what pointing Codex at the relay and the test request did: config.toml,
+// .env, the test; or why Codex could not be configured (err).
+func pointLines(fr app.FirstRun, err error) []resultLine {
+	if err != nil {
+		return []resultLine{{look.Bad, "Could not point Codex at the relay: " + err.Error()}}
+	}
+	out := configLines(fr.Config)
 	switch {
 	case fr.TestErr != nil:
 		out = append(out, resultLine{look.Bad, "The test request failed: " + fr.TestErr.Error() + "."})
@@ -313,6 +389,24 @@ func firstRunLines(fr app.FirstRun, err error) []resultLine {
 			by, fr.Test.Model, seconds(fr.Test.Elapsed))})
 	}
 	return out
+}
+
+// configLines say what writing Codex's configuration did: config.toml, then .env.
+func configLines(w app.CodexConfigWrite) []resultLine {
+	out := []resultLine{configLine(w)}
+	if s := w.Env.Summary(tildePath); s != "" {
+		out = append(out, resultLine{look.Good, s})
+	}
+	return out
+}
+
+// configText is configLines in one paragraph.
+func configText(w app.CodexConfigWrite) string {
+	var parts []string
+	for _, l := range configLines(w) {
+		parts = append(parts, l.text)
+	}
+	return strings.Join(parts, " ")
 }
 
 // configLine says what writing Codex's config.toml did.

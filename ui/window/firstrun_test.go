@@ -264,3 +264,46 @@ func TestCodexLoginIsReadOnlyWhenItChanged(t *testing.T) {
 		t.Errorf("a removed auth.json still shows: %+v", l)
 	}
 }
+
+// After an account came of the card's other ways in (here an API key) while Codex does not use
+// the relay, the card stays and offers the rest of the first run: point Codex at the relay and
+// send the test request, saying what each file got; or move on to the dashboard.
+func TestFirstRunOffersToPointCodexAfterAnAPIKey(t *testing.T) {
+	uitest.NeedKeyring(t)
+	u, relay := newTestUI(t, nil)
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	mustShow(t, c, "Welcome to Codex Relay", "Add an API key…")
+	if _, err := relay.AddAccount(app.NewAccount{Name: "work", Kind: "openai", BaseURL: "https://api.example.com/v1"},
+		app.Secret{APIKey: "sk-work"}); err != nil {
+		t.Fatal(err)
+	}
+	u.refresh()
+	const point = "Point Codex at the relay and send a test request"
+	mustShow(t, c, point, "Not now: show the dashboard")
+	mustContain(t, c, "Account “work” is added. Codex does not send its requests through the relay yet")
+	mustContain(t, c, "SSL_CERT_FILE")
+	if u.dash.accountsSection.Visible() {
+		t.Fatal("the card went before Codex was offered the relay")
+	}
+	points := 0
+	u.dash.opt.PointCodex = func(context.Context) (app.FirstRun, error) {
+		points++
+		return app.FirstRun{
+			Config: app.CodexConfigWrite{Path: "/h/.codex/config.toml", Change: app.ConfigCreated,
+				Env: app.CodexEnvWrite{Path: "/h/.codex/.env", Change: app.ConfigCreated, CertFile: "/c/codex-ca-bundle.pem"}},
+			Test: app.RelayTest{Model: "gpt-5.5", Account: "work", Status: 200, Elapsed: 800 * time.Millisecond},
+		}, nil
+	}
+	tapButton(t, c, point)
+	if points != 1 {
+		t.Fatalf("pointed %d times", points)
+	}
+	mustShow(t, c, "Created /h/.codex/config.toml: Codex sends its requests through the relay.",
+		"Test request answered by work with model gpt-5.5 in 800 ms.", "Show the dashboard")
+	mustContain(t, c, "Created /h/.codex/.env: SSL_CERT_FILE names the relay's bundle")
+	tapButton(t, c, "Show the dashboard")
+	if u.dash.first.active() || !u.dash.accountsSection.Visible() {
+		t.Fatal("the dashboard does not show after the first run")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/ui/source"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
@@ -150,7 +151,7 @@ func TestTheWindowsAskOnlyForWhatChanged(t *testing.T) {
 
 	src.serve() // req_2
 	wait("the change's view", func() bool { return log.count("/relay/traces") > traces })
-	if q := log.lastTraces(); q != "after=req_1&limit=50" {
+	if q := log.lastTraces(); q != "after=req_1&limit="+strconv.Itoa(source.TracesRead) {
 		t.Fatalf("traces read with %q, want only those after req_1", q)
 	}
 	wait("both requests listed", func() bool { got := c.Traces(50); return len(got) == 2 && got[0].ID == "req_2" })

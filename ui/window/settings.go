@@ -42,6 +42,11 @@ type settingsWindow struct {
 	loaded uint64
 	// offer is the dialog last shown after the local key was turned on (tests).
 	offer *dialog.ConfirmDialog
+	// codexUndo undoes the Codex configuration, after undoAsk; codexUndone says what it did
+	// (codexundo.go).
+	codexUndo   *widget.Button
+	undoAsk     *dialog.ConfirmDialog
+	codexUndone *widget.Label
 }
 
 // settingField is the field of one setting: the widget its kind draws and the line under it
@@ -52,6 +57,11 @@ type settingField struct {
 	choice *widget.Select // app.SettingChoice
 	entry  *numberEntry   // app.SettingNumber and app.SettingText
 	msg    *widget.Label
+	// unit is the number's unit after the field, and scale how many of the setting's own units
+	// one of it is: the row's, or the setting's own when the value is no whole number of the
+	// row's (fieldScale).
+	unit  *widget.Label
+	scale int64
 }
 
 // strategyNotes explain each routing strategy in one line.
@@ -104,6 +114,9 @@ func (s *settingsWindow) build() fyne.CanvasObject {
 		content.Add(heading(section))
 		content.Add(s.section(section))
 	}
+	content.Add(widget.NewSeparator())
+	content.Add(heading("Codex"))
+	content.Add(s.codexSection())
 	return container.NewVScroll(container.NewPadded(content))
 }
 
@@ -165,7 +178,8 @@ func (f *settingField) control() fyne.CanvasObject {
 	case f.choice != nil:
 		return f.choice
 	case f.row.Unit != "":
-		return unitField(f.entry, f.row.Unit)
+		f.unit = widget.NewLabel(f.row.Unit)
+		return container.NewBorder(nil, nil, nil, f.unit, f.entry)
 	}
 	return f.entry
 }
@@ -215,11 +229,6 @@ func (s *settingsWindow) buildKeyBox() {
 func passScroll(e *widget.Entry) {
 	e.Wrapping = fyne.TextWrapOff
 	e.Scroll = fyne.ScrollNone
-}
-
-// unitField is an entry with its unit after it ("min", "s", "%").
-func unitField(e fyne.CanvasObject, unit string) fyne.CanvasObject {
-	return container.NewBorder(nil, nil, nil, widget.NewLabel(unit), e)
 }
 
 // numberEntry is a field for a number that is saved when the user is done with it: on Return,
@@ -278,6 +287,10 @@ func (s *settingsWindow) load() {
 			f.choice.OnChanged = nil
 			f.choice.SetSelected(v)
 		case focused != f.entry: // never under the user's fingers
+			f.scale = fieldScale(f.row, v)
+			if f.unit != nil {
+				setText(f.unit, fieldUnit(f.row, f.scale))
+			}
 			f.entry.show(windowValue(f.row, v))
 		}
 	}
@@ -313,10 +326,33 @@ func windowValue(st app.Setting, v string) string {
 		}
 	case st.Kind == app.SettingNumber && st.Scale > 1:
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return strconv.FormatInt(n/st.Scale, 10)
+			return strconv.FormatInt(n/fieldScale(st, v), 10)
 		}
 	}
 	return v
+}
+
+// fineUnit is the own unit of the settings a row shows in a coarser one (every such row counts
+// milliseconds: the timeouts, the catalog's ages).
+const fineUnit = "ms"
+
+// fieldScale is how many of the setting's own units one of the field's is for the value v: the
+// row's Scale, unless v is no whole number of the row's unit (a TTL of 1000 ms set from the
+// command line read "0 min"), then 1, and the field shows v in the setting's own unit.
+func fieldScale(st app.Setting, v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if st.Scale <= 1 || err == nil && n%st.Scale != 0 {
+		return 1
+	}
+	return st.Scale
+}
+
+// fieldUnit is the unit the field shows a number in at scale.
+func fieldUnit(st app.Setting, scale int64) string {
+	if st.Scale > 1 && scale == 1 {
+		return fineUnit
+	}
+	return st.Unit
 }
 
 // attach wires the check boxes and choices to save (load sets them without saving).
@@ -359,7 +395,7 @@ func (s *settingsWindow) apply(f *settingField, text string) {
 		s.applyLocalKey(f, text == "true")
 		return
 	}
-	v, err := settingValue(f.row, text)
+	v, err := settingValue(f.row, f.scale, text)
 	var set func(*app.App) error
 	if err == nil {
 		set, err = f.row.Parse(v)
@@ -380,8 +416,8 @@ func (s *settingsWindow) apply(f *settingField, text string) {
 }
 
 // settingValue is the setting's value for text typed in its field: a number in the field's
-// unit times the row's scale, refused in the field's unit when the row would refuse it.
-func settingValue(st app.Setting, text string) (string, error) {
+// unit times its scale, refused in the field's unit when the row would refuse it.
+func settingValue(st app.Setting, scale int64, text string) (string, error) {
 	if st.Kind != app.SettingNumber {
 		return text, nil
 	}
@@ -389,11 +425,11 @@ func settingValue(st app.Setting, text string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q is not a whole number", text)
 	}
-	if st.Scale > 1 {
+	if scale > 1 {
 		if n < 1 && st.Check("0") != nil {
 			return "", fmt.Errorf("enter at least 1 %s", st.Unit)
 		}
-		n *= st.Scale
+		n *= scale
 	}
 	return strconv.FormatInt(n, 10), nil
 }
@@ -532,7 +568,7 @@ func (s *settingsWindow) offerCodexConfig(line *widget.Label) {
 						setError(line, fmt.Errorf("could not update the Codex configuration: %w", err))
 						return
 					}
-					setMessage(line, configLine(res).text+" Codex sends the key from now on.",
+					setMessage(line, configText(res)+" Codex sends the key from now on.",
 						widget.SuccessImportance)
 					s.u.changed()
 				})

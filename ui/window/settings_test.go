@@ -417,13 +417,14 @@ func TestSettingsScrollsOverAField(t *testing.T) {
 }
 
 // Every field saves the same way, said once at the top: no field has a button of its own (issue
-// 32 Low: only the port had Apply, while the other numbers saved as the focus left them).
+// 32 Low: only the port had Apply, while the other numbers saved as the focus left them). The
+// Codex section's action is no field.
 func TestSettingsSaveOneWay(t *testing.T) {
 	u, _ := newTestUI(t, nil)
 	u.showSettings()
 	s := u.settings
 	visit(s.win.Content(), func(o fyne.CanvasObject) {
-		if b, ok := o.(*widget.Button); ok && b.Visible() && b.Text != "Copy" {
+		if b, ok := o.(*widget.Button); ok && b.Visible() && b.Text != "Copy" && b != s.codexUndo {
 			t.Errorf("the settings window has a %q button", b.Text)
 		}
 	})
@@ -497,5 +498,64 @@ func TestSettingsWithoutTheTraysCatalogFigures(t *testing.T) {
 	s.sync(view{snap: proxy.Snapshot{SettingsGeneration: relay.Settings().Generation}})
 	if !s.checkOf(app.SettingSWR).Checked {
 		t.Error("a tick without catalog figures unchecked stale-while-revalidate")
+	}
+}
+
+// The Settings window undoes the Codex configuration (as `codex-config --remove` does), after
+// asking, and says what it changed in each file; config.toml goes back to what it was.
+func TestSettingsStopsUsingTheRelayInCodex(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	cfg := filepath.Join(relay.CodexHome(), "config.toml")
+	os.WriteFile(cfg, []byte("model_provider = \"mine\"\n\n[model_providers.mine]\nbase_url = \"http://127.0.0.1:9/v1\"\n"), 0o600)
+	if _, err := relay.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	u.showSettings()
+	s := u.settings
+	mustContain(t, s.win.Content(), "Do it before you uninstall Codex Relay")
+	test.Tap(s.codexUndo)
+	got := overlayTexts(t, s.win)
+	if !strings.Contains(got, "Stop using the relay") || !strings.Contains(got, "Cancel") {
+		t.Fatalf("the question:\n%s", got)
+	}
+	tapButton(t, s.win.Canvas().Overlays().Top(), "Stop using the relay")
+	b, _ := os.ReadFile(cfg)
+	if string(b) != "model_provider = \"mine\"\n\n[model_providers.mine]\nbase_url = \"http://127.0.0.1:9/v1\"\n" {
+		t.Fatalf("config.toml after the undo:\n%s", b)
+	}
+	if msg := s.codexUndone.Text; !strings.Contains(msg, `model_provider is "mine" again`) || !strings.Contains(msg, ".env, which Codex Relay had created") {
+		t.Fatalf("it says %q", msg)
+	}
+	// Again: nothing to undo, and it says so.
+	test.Tap(s.codexUndo)
+	tapButton(t, s.win.Canvas().Overlays().Top(), "Stop using the relay")
+	if msg := s.codexUndone.Text; !strings.HasPrefix(msg, "Nothing to undo") {
+		t.Fatalf("it says %q", msg)
+	}
+}
+
+// A value that is no whole number of the field's unit (a TTL of 1000 ms set from the command
+// line, which read "0 min") shows in milliseconds, and what is typed there is taken in them;
+// a whole number of minutes shows in minutes again.
+func TestSettingsShowsAFineValueInItsOwnUnit(t *testing.T) {
+	u, relay := newTestUI(t, nil)
+	set, err := row(app.SettingTTL).Parse("1000")
+	if err != nil || set(relay.App) != nil {
+		t.Fatal(err)
+	}
+	u.showSettings()
+	s := u.settings
+	f := s.fields[app.SettingTTL]
+	if f.entry.Text != "1000" || f.unit.Text != "ms" {
+		t.Fatalf("a TTL of 1000 ms shows as %q %s", f.entry.Text, f.unit.Text)
+	}
+	enter(f.entry, "90000")
+	if got := relay.Settings().Catalog.TTLMs; got != 90000 {
+		t.Fatalf("90000 typed in ms saved %d ms (message %q)", got, f.msg.Text)
+	}
+	enter(f.entry, "120000")
+	s.load()
+	if f.entry.Text != "2" || f.unit.Text != "min" {
+		t.Fatalf("a TTL of 2 minutes shows as %q %s", f.entry.Text, f.unit.Text)
 	}
 }

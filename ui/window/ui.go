@@ -111,6 +111,7 @@ func New(fa fyne.App, store *app.App, log *slog.Logger) *UI {
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
+		PointCodex:     u.pointCodex,
 		TestRelay:      u.testRelay,
 		SignIn:         func() { u.showAccounts(); u.accounts.signIn("") },
 		AddKey:         func() { u.showAccounts(); u.accounts.showAdd(addAPIKey) },
@@ -177,6 +178,15 @@ func (u *UI) useCodexLogin(ctx context.Context) (app.FirstRun, error) {
 	return u.store.UseCodexLogin(ctx, addr)
 }
 
+// pointCodex points Codex at the relay and sends the test request where the relay listens now.
+func (u *UI) pointCodex(ctx context.Context) (app.FirstRun, error) {
+	addr := ""
+	if st := u.status(); st.Running {
+		addr = st.Addr
+	}
+	return u.store.PointCodexAndTest(ctx, addr)
+}
+
 // testRelay sends the first run's test request again to the relay where it listens now.
 func (u *UI) testRelay(ctx context.Context) (app.RelayTest, error) {
 	st := u.status()
@@ -217,7 +227,7 @@ func (u *UI) nextChange(v view) time.Duration {
 
 // fetch reads the proxy's state; it may run on any goroutine.
 func (u *UI) fetch() view {
-	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.RecentTraces), svc: u.status()}
+	v := view{snap: u.src.Stats(), traces: u.src.Traces(source.TracesRead), svc: u.status()}
 	setup := u.codexConfigured()
 	v.codex = &setup
 	v.strategy = strategyOf(u.store.Settings())

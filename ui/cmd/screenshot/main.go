@@ -81,7 +81,7 @@ func main() {
 func parseFlags() options {
 	var opt options
 	flag.DurationVar(&opt.wait, "for", 0, "quit after this long (0 = stay until the window closes)")
-	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, accounts, settings or usage; "+
+	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, first-run-key, accounts, settings, settings-codex or usage; "+
 		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with; "+
 		"bare-window: a label in a window and nothing else, the floor of a window's start")
 	flag.StringVar(&opt.size, "size", "", "the window's size, WxH (default: the window's own)")
@@ -153,9 +153,23 @@ func show(u *window.UI, relay *relay.Relay, opt options, dir string, now time.Ti
 		u.ShowFixed(dashboardFixture(now), running, now)
 		u.ShowFixedUsage(usageFor(opt.usage, dir, now))
 		u.ShowUsagePeriod(opt.period)
+	case "first-run-key":
+		// No Codex login: an API key was added from the card, and Codex does not use the relay
+		// yet; the card stays to point Codex at it.
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
+		u.ShowDashboard()
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{
+			{Name: "work", Kind: proxy.KindOpenAI, API: proxy.APIResponses, State: proxy.StateReady}}}}, running, now)
 	case "settings":
 		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
 		u.ShowSettings()
+	case "settings-codex":
+		// Codex points at the relay: the Codex section's button undoes it.
+		if _, err := relay.WriteCodexConfig(""); err != nil {
+			log.Fatal(err)
+		}
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455"}}, running, now)
+		u.ShowSettingsCodex()
 	default:
 		log.Fatalf("unknown window %q", opt.window)
 	}
@@ -328,6 +342,17 @@ func dashboardFixture(now time.Time) source.Fixed {
 			Stream: true, Status: r.status, Outcome: r.outcome, Attempts: r.attempts,
 			LatencyBreakdown: proxy.Latency{PreparationMs: r.prep, TotalMs: r.total},
 		}
+	}
+	// Codex's own background calls to ChatGPT, which fold into one line under the requests.
+	for i, call := range []struct {
+		ago  time.Duration
+		path string
+	}{{10 * time.Second, "wham/usage"}, {70 * time.Second, "wham/usage"}, {130 * time.Second, "wham/usage"},
+		{190 * time.Second, "wham/usage"}, {250 * time.Second, "ps/plugins/installed"}, {251 * time.Second, "ps/mcp"},
+		{252 * time.Second, "ps/plugins/installed"}} {
+		traces = append(traces, proxy.Trace{ID: "call" + strconv.Itoa(i), Time: at(-call.ago), Route: proxy.RouteChatGPT,
+			Path: call.path, Account: "personal", Status: 200, Outcome: proxy.OutcomeCompleted,
+			LatencyBreakdown: proxy.Latency{TotalMs: 180}})
 	}
 	return source.Fixed{Snapshot: snap, Recent: traces}
 }
