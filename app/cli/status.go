@@ -45,7 +45,9 @@ type accountsStatus struct {
 	Ready      int `json:"ready"`
 	Resting    int `json:"resting"`
 	NeedsLogin int `json:"needs_login"`
-	Disabled   int `json:"disabled"`
+	// KeyRejected counts the API keys the upstream refused (to be replaced).
+	KeyRejected int `json:"key_rejected"`
+	Disabled    int `json:"disabled"`
 	// NextBack is when the first resting account serves again (nil: none rests).
 	NextBack *time.Time `json:"next_back,omitempty"`
 }
@@ -107,6 +109,8 @@ func countStates(accounts []proxy.AccountStats) accountsStatus {
 	for _, acc := range accounts {
 		s.Total++
 		switch acc.State {
+		case proxy.StateKeyRejected:
+			s.KeyRejected++
 		case "cooldown":
 			s.Resting++
 			if t := acc.CooldownUntil; t != nil && (s.NextBack == nil || t.Before(*s.NextBack)) {
@@ -160,6 +164,7 @@ func (c *CLI) printStatus(st relayStatus) {
 		parts = append(parts, rest)
 	}
 	add(n.NeedsLogin, "to sign in again")
+	add(n.KeyRejected, "with a refused key to replace")
 	add(n.Disabled, "disabled")
 	switch {
 	case n.Total == 0:

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // `codexrelay status` says that no relay runs, then where the running one serves, whether it
@@ -33,5 +35,13 @@ func TestStatus(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, opt, "", "status", "-h"); code != 0 || !strings.Contains(out, "codexrelay status [--json]") || !strings.Contains(out, "--json") {
 		t.Fatalf("-h: %q", out)
+	}
+}
+
+// An API key the upstream refused is no ready account: status counts it as one to replace.
+func TestStatusCountsARefusedKeyApart(t *testing.T) {
+	n := countStates([]proxy.AccountStats{{State: proxy.StateReady}, {State: proxy.StateKeyRejected}, {State: proxy.StateNeedsLogin}})
+	if n.Total != 3 || n.Ready != 1 || n.KeyRejected != 1 || n.NeedsLogin != 1 {
+		t.Fatalf("%+v", n)
 	}
 }
