@@ -54,20 +54,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// No answer is ever to be read as anything but what its Content-Type says (a page that
 	// loads a route as a script or a style gets nothing it can use).
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, pattern := s.mux.Handler(r)
-	row := s.rows[pattern]
-	if pattern == "/" && r.URL.Path != "/" {
-		// A route's path with a method it does not take: its row says who may hear the 405.
-		for _, m := range []string{http.MethodGet, http.MethodPost} {
-			if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
-				row = s.rows[p]
-				break
-			}
-		}
-	}
-	if row == nil {
-		row = s.rows["/"]
-	}
+	row, pattern := s.rowOf(r)
 	r, e := s.admitSigned(w, r)
 	if e == nil {
 		e = s.guard(r, row)
@@ -85,6 +72,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// rowOf is the route table's row of r (routes.go), and the mux pattern r matched. Apart from
+// ServeHTTP, whose frame every request's stack carries while its answer streams: the copies of
+// a request it makes to ask the mux would grow every handler goroutine's stack for good.
+//
+//go:noinline
+func (s *Server) rowOf(r *http.Request) (*routeRow, string) {
+	_, pattern := s.mux.Handler(r)
+	row := s.rows[pattern]
+	if pattern == "/" && r.URL.Path != "/" {
+		// A route's path with a method it does not take: its row says who may hear the 405.
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
+				row = s.rows[p]
+				break
+			}
+		}
+	}
+	if row == nil {
+		row = s.rows["/"]
+	}
+	return row, pattern
 }
 
 // SetPaused pauses the relay (true) or resumes it: while paused it keeps its port and answers
@@ -168,10 +178,22 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	x := s.begin(w, r, route)
 	defer x.end()
+	if x.admitBody(route) {
+		x.relay()
+	}
+}
+
+// admitBody reads and checks the client's body, and reports whether it was admitted (else the
+// client has its answer). Apart from serve, whose frame every request's stack carries while
+// its answer streams.
+//
+//go:noinline
+func (x *exchange) admitBody(route string) bool {
+	s, w, r := x.s, x.w, x.r
 	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, x.admit.parser.Feed, x.hold)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
-		return
+		return false
 	}
 	x.t.ClientBytes = int64(len(body))
 	// The client's bytes may go upstream as they are: the request holds their pooled buffer.
@@ -179,13 +201,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
 	req, e := parseClientRequest(route, body, r.Header, &x.admit.parser)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
-		return
+		return false
 	}
 	x.req, x.body = req, &clientBody{obj: req.obj, raw: body, buf: buf}
 	x.followServed()
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
-	x.relay()
+	return true
 }
 
 // exchange is one client request on its way through the relay: the client's side of it, and

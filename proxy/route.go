@@ -20,13 +20,26 @@ import (
 // relay runs an admitted request through the phases that follow: route it, then try the
 // accounts its plan names.
 func (x *exchange) relay() {
+	p := x.planned()
+	if p == nil {
+		return
+	}
+	x.dispatch(p)
+}
+
+// planned routes the request and marks the end of its preparation; nil when it was answered
+// (a model no account serves). Apart from relay, whose frame every request's stack carries
+// while its answer streams.
+//
+//go:noinline
+func (x *exchange) planned() *plan {
 	p, e := x.route()
 	if e != nil {
 		x.reject(e, OutcomeRejected)
-		return
+		return nil
 	}
 	x.prepared()
-	x.dispatch(&p)
+	return &p
 }
 
 // plan is what route found for a request: the catalog it resolved the model with (nil: none
