@@ -5,17 +5,20 @@
 # PrivateTmp), and checks that a request through it lands in the usage ledger; purges the package
 # and checks that no file is left. The dependencies are resolved against this machine's apt
 # (apt-get install --simulate): the clean root has no libraries of its own, so the binary runs with
-# the host's. Everything lives in one folder beside the .deb (not in /tmp, which the unit's
-# PrivateTmp hides). Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
+# the host's. Everything lives in one folder beside the .deb, but the sandboxed unit's home, which
+# is never under /tmp (the unit's PrivateTmp hides it). Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
 set -euo pipefail
 deb=$(readlink -f "${1:?usage: install-test.sh PATH.deb UPSTREAM}")
 upstream=$(readlink -f "${2:?usage: install-test.sh PATH.deb UPSTREAM}")
 here=$(dirname "$(readlink -f "$0")")
 work=$(mktemp -d "$(dirname "$deb")/deb-test.XXXXXX")
 root=$work/root home=$work/home uhome=$work/unit-home
+# The unit's home is never under /tmp or /var/tmp, which its PrivateTmp replaces with empty
+# folders (a clone of the repository under /tmp puts bin/ there): then a folder of /dev/shm.
+case $work in /tmp/* | /var/tmp/*) uhome=$(mktemp -d /dev/shm/codexrelay-unit-home.XXXXXX) ;; esac
 mkdir -p "$root" "$home" "$uhome"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" "$uhome"; }
 trap cleanup EXIT
 say() { printf '+ %s\n' "$*"; }
 
