@@ -5,17 +5,14 @@
 # PrivateTmp), and checks that a request through it lands in the usage ledger; purges the package
 # and checks that no file is left. The dependencies are resolved against this machine's apt
 # (apt-get install --simulate): the clean root has no libraries of its own, so the binary runs with
-# the host's. Everything lives in one folder beside the .deb, but the sandboxed unit's home, which
-# is never under /tmp (the unit's PrivateTmp hides it). Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
+# the host's. Everything lives in one folder beside the .deb; when that is under /tmp (a clone
+# there), the unit's sandbox keeps it visible through its private /tmp, as /usr and /home are. Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
 set -euo pipefail
 deb=$(readlink -f "${1:?usage: install-test.sh PATH.deb UPSTREAM}")
 upstream=$(readlink -f "${2:?usage: install-test.sh PATH.deb UPSTREAM}")
 here=$(dirname "$(readlink -f "$0")")
 work=$(mktemp -d "$(dirname "$deb")/deb-test.XXXXXX")
 root=$work/root home=$work/home uhome=$work/unit-home
-# The unit's home is never under /tmp or /var/tmp, which its PrivateTmp replaces with empty
-# folders (a clone of the repository under /tmp puts bin/ there): then a folder of /dev/shm.
-case $work in /tmp/* | /var/tmp/*) uhome=$(mktemp -d /dev/shm/codexrelay-unit-home.XXXXXX) ;; esac
 mkdir -p "$root" "$home" "$uhome"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" "$uhome"; }
@@ -67,7 +64,8 @@ exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 read -ra cmd <<<"${exec_start//\/usr\/bin\/codexrelay/$bin}"
 cmd=("${cmd[@]//127.0.0.1:7455/127.0.0.1:$port}")
 say "the unit's ExecStart in its sandbox: ${cmd[*]#"$root"}"
-"${user_env[@]}" bash "$here/unit-sandbox.sh" "$unit" "$uhome" -- "${cmd[@]}" >"$uhome/serve.log" 2>&1 & pid=$!; pids+=("$pid")
+# The dpkg root and the unit's home stand for /usr and /home: kept visible if they are under /tmp.
+"${user_env[@]}" UNIT_SANDBOX_KEEP="$work" bash "$here/unit-sandbox.sh" "$unit" "$uhome" -- "${cmd[@]}" >"$uhome/serve.log" 2>&1 & pid=$!; pids+=("$pid")
 waitHealth "$port" "$uhome/serve.log" "$pid"
 say "POST /v1/responses through it"
 curl -fsS --max-time 20 -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \

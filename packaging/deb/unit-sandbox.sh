@@ -12,7 +12,9 @@
 # %h is the home given. Any other directive that changes the sandbox (Protect*, Private*,
 # ReadOnlyPaths, InaccessiblePaths, ...) fails the run rather than being left out unsaid. The
 # session bus's socket stays reachable through a private /tmp, as it is in a real session (at
-# /run/user/UID/bus, outside /tmp).
+# /run/user/UID/bus, outside /tmp), and so does UNIT_SANDBOX_KEEP, a folder of the caller's that
+# holds what a real system has outside /tmp (the installed binary, the user's home) when the
+# caller's own folder is under /tmp (a clone of the repository there).
 #   unit-sandbox.sh UNIT HOME -- COMMAND [ARG...]
 set -euo pipefail
 unit=${1:?usage: unit-sandbox.sh UNIT HOME -- COMMAND...}; home=${2:?}; shift 2
@@ -38,21 +40,31 @@ for cmd in "${pre[@]}"; do echo "+ (ExecStartPre, outside the sandbox) $cmd" >&2
 
 bus=
 if [[ ${DBUS_SESSION_BUS_ADDRESS:-} =~ unix:path=(/tmp/[^,]+) ]]; then bus=${BASH_REMATCH[1]}; fi
-# Where the real /tmp is held while the private one is mounted (an empty folder in HOME, left
-# for the caller's clean-up: the command replaces this process, so that its PID is the service's).
-stash=$(mktemp -d "$home/.unit-sandbox-tmp.XXXXXX")
+keep=
+case ${UNIT_SANDBOX_KEEP:-} in /tmp/* | /var/tmp/*) keep=$(readlink -f "$UNIT_SANDBOX_KEEP") ;; esac
+# Where the real /tmp and /var/tmp are held while the private ones are mounted: empty folders,
+# outside both (only mount points), left for the caller's clean-up (the command replaces this
+# process, so that its PID is the service's).
+stash=$(mktemp -d /dev/shm/unit-sandbox-tmp.XXXXXX)
 
 # Inside the namespace: the writable paths become mount points first (a bind onto themselves)
 # so that they keep their own flags when every other mount is made read-only.
 setup=$(cat <<'SH'
 set -euo pipefail
-stash=$1 bus=$2 strict=$3 private_tmp=$4 no_new_privs=$5; shift 5
+stash=$1 bus=$2 keep=$3 strict=$4 private_tmp=$5 no_new_privs=$6; shift 6
 rw=(); while [[ $1 != -- ]]; do rw+=("$1"); shift; done; shift
 if [[ -n $private_tmp ]]; then
-  [[ -n $bus ]] && mount --bind /tmp "$stash"
+  mkdir -p "$stash/tmp" "$stash/var-tmp"
+  mount --bind /tmp "$stash/tmp"
+  mount --bind /var/tmp "$stash/var-tmp"
   mount -t tmpfs -o mode=1777 tmpfs /tmp
   mount -t tmpfs -o mode=1777 tmpfs /var/tmp
-  if [[ -n $bus ]]; then mkdir -p "$(dirname "$bus")"; touch "$bus"; mount --bind "$stash${bus#/tmp}" "$bus"; umount -l "$stash"; fi
+  if [[ -n $bus ]]; then mkdir -p "$(dirname "$bus")"; touch "$bus"; mount --bind "$stash/tmp${bus#/tmp}" "$bus"; fi
+  case $keep in
+  /tmp/*) mkdir -p "$keep"; mount --rbind "$stash/tmp${keep#/tmp}" "$keep" ;;
+  /var/tmp/*) mkdir -p "$keep"; mount --rbind "$stash/var-tmp${keep#/var/tmp}" "$keep" ;;
+  esac
+  umount -l "$stash/tmp" "$stash/var-tmp"
 fi
 for p in "${rw[@]}"; do
   opt=; [[ $p == -* ]] && { opt=1; p=${p#-}; }
@@ -66,6 +78,7 @@ if [[ -n $strict ]]; then
     case $mnt in /dev|/dev/*|/proc|/proc/*|/sys|/sys/*) continue ;; esac
     [[ $keep == *" $mnt "* ]] && continue
     [[ -n $private_tmp && -n $bus && $mnt == "$bus" ]] && continue
+    [[ -n $keep && $mnt == "$keep" ]] && continue
     mount -o remount,bind,ro "$mnt" 2>/dev/null || true
   done < <(awk '{print $5}' /proc/self/mountinfo | sed 's/\\040/ /g' | sort -u)
 fi
@@ -73,4 +86,4 @@ if [[ -n $no_new_privs ]] && command -v setpriv >/dev/null; then exec setpriv --
 exec "$@"
 SH
 )
-exec unshare --mount --propagation private -- bash -c "$setup" unit-sandbox "$stash" "$bus" "$strict" "$private_tmp" "$no_new_privs" "${rw[@]}" -- "$@"
+exec unshare --mount --propagation private -- bash -c "$setup" unit-sandbox "$stash" "$bus" "$keep" "$strict" "$private_tmp" "$no_new_privs" "${rw[@]}" -- "$@"
