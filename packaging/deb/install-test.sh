@@ -6,7 +6,8 @@
 # and checks that no file is left. The dependencies are resolved against this machine's apt
 # (apt-get install --simulate): the clean root has no libraries of its own, so the binary runs with
 # the host's. Everything lives in one folder beside the .deb; when that is under /tmp (a clone
-# there), the unit's sandbox keeps it visible through its private /tmp, as /usr and /home are. Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
+# there), the unit's sandbox keeps it visible through its private /tmp, as /usr and /home are.
+# Usage: install-test.sh PATH.deb PATH-TO-FAKE-UPSTREAM
 set -euo pipefail
 deb=$(readlink -f "${1:?usage: install-test.sh PATH.deb UPSTREAM}")
 upstream=$(readlink -f "${2:?usage: install-test.sh PATH.deb UPSTREAM}")
@@ -15,7 +16,12 @@ work=$(mktemp -d "$(dirname "$deb")/deb-test.XXXXXX")
 root=$work/root home=$work/home uhome=$work/unit-home
 mkdir -p "$root" "$home" "$uhome"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" "$uhome"; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+  rmdir /dev/shm/unit-sandbox-tmp.*/* /dev/shm/unit-sandbox-tmp.* 2>/dev/null || true # the sandbox's empty mount points
+}
 trap cleanup EXIT
 say() { printf '+ %s\n' "$*"; }
 
