@@ -25,26 +25,6 @@ func within(t *testing.T, what string, f func()) {
 	}
 }
 
-// codexTestRelay is a relay over a fresh folder with settings, configuring the Codex home it
-// returns, whose system authorities are the test's own.
-func codexTestRelay(t *testing.T) (*Relay, string) {
-	t.Helper()
-	k := testKeychain(t)
-	cleanKeychain(t, k)
-	fakeSystemRoots(t, testCert(t, "system root"))
-	codexHome := t.TempDir()
-	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(key string) string {
-		return map[string]string{"CODEX_HOME": codexHome}[key]
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.SetLocalKey(true); err != nil {
-		t.Fatal(err)
-	}
-	return a, codexHome
-}
-
 // The file an SSL_CERT_FILE already in Codex's .env names is read only when it is a regular
 // file of a bounded size, and only its certificates go into the bundle: a FIFO does not hang
 // the write, a huge file is not copied, and a private file's key never lands in the bundle,

@@ -249,19 +249,7 @@ func TestTheServingCertificateIsRenewedBeforeItEnds(t *testing.T) {
 // An authority made by an older version, which constrained DNS names and addresses only, is
 // replaced by one with today's limits when the bundle is next built; its keychain entry goes.
 func TestAnOlderAuthorityIsReplaced(t *testing.T) {
-	k := testKeychain(t)
-	cleanKeychain(t, k)
-	fakeSystemRoots(t, testCert(t, "system root"))
-	codexHome := t.TempDir()
-	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(key string) string {
-		return map[string]string{"CODEX_HOME": codexHome}[key]
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.SetLocalKey(true); err != nil {
-		t.Fatal(err)
-	}
+	a, _ := codexTestRelay(t)
 	if _, err := a.WriteCodexConfig(""); err != nil {
 		t.Fatal(err)
 	}
@@ -294,4 +282,24 @@ func TestAnOlderAuthorityIsReplaced(t *testing.T) {
 	if !strings.HasSuffix(string(bb), string(ca)) || strings.Contains(string(bb), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))) {
 		t.Fatal("the bundle does not hold the new authority alone")
 	}
+}
+
+// codexTestRelay is a relay over a fresh folder with settings, configuring the Codex home it
+// returns, whose system authorities are the test's own.
+func codexTestRelay(t *testing.T) (*Relay, string) {
+	t.Helper()
+	k := testKeychain(t)
+	cleanKeychain(t, k)
+	fakeSystemRoots(t, testCert(t, "system root"))
+	codexHome := t.TempDir()
+	a, err := OpenRelay(Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(key string) string {
+		return map[string]string{"CODEX_HOME": codexHome}[key]
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetLocalKey(true); err != nil {
+		t.Fatal(err)
+	}
+	return a, codexHome
 }
