@@ -28,6 +28,7 @@ const (
 	unauthorized                // the credential was refused: refresh it once, else needs_login
 	fallback                    // the upstream refused a WebSocket: the same account over HTTP
 	resealed                    // the account refused sealed content: the same account without it
+	busy                        // the relay had no room to hold the answer (memory.go): 503 relay_busy, no account's failure
 )
 
 // accountTry is one account tried with one wire, built once: the account and the target model
@@ -114,6 +115,9 @@ func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 		case nextAccount:
 			m.failures.Add(1)
 			return false, failure{reason: why, storeErr: tr.storeErr}
+		case busy: // await closed the answer
+			x.reject(x.relayBusy(), OutcomeError)
+			return true, failure{}
 		case fallback, resealed:
 			// Not the account's failure: the same account again, on a new socket or over HTTP
 			// (fallback), or without the sealed items it could not read (resealed, once).
@@ -285,7 +289,7 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 		c.live(a.timeouts.StreamIdle)
 		if a.plain, err = x.readWhole(c.body(a.resp.Body), a.resp.ContentLength, maxEventBytes); err != nil {
 			if errors.Is(err, errRelayBusy) {
-				return nextAccount, "no room in the relay's memory budget for the answer"
+				return busy, "no room in the relay's memory budget for the answer"
 			}
 			return broke("the upstream answer broke off", err)
 		}

@@ -61,13 +61,19 @@ func (x *exchange) hold(n int64) *apiError {
 			if x.r.Context().Err() != nil {
 				return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
 			}
-			return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "relay_busy", RetryAfter: 5,
-				Message: fmt.Sprintf("Codex Relay holds as much of other requests as its memory budget allows (%d MiB) and had no room for this one within %s: try again in a few seconds",
-					b.size>>20, b.wait)}
+			return x.relayBusy()
 		}
 	}
 	x.memHeld += n
 	return nil
+}
+
+// relayBusy is the answer to a request that found no room in the budget within the wait.
+func (x *exchange) relayBusy() *apiError {
+	b := x.s.mem
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "relay_busy", RetryAfter: 5,
+		Message: fmt.Sprintf("Codex Relay holds as much of other requests as its memory budget allows (%d MiB) and had no room for this one within %s: try again in a few seconds",
+			b.size>>20, b.wait)}
 }
 
 // releaseMemory gives back what x held (it ended).

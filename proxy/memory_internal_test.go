@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -59,5 +61,34 @@ func TestMaskWriterMasksAcrossWrites(t *testing.T) {
 		if out.String() != want {
 			t.Fatalf("cut %d: %q, want %q", cut, out.String(), want)
 		}
+	}
+}
+
+// An answer the relay finds no room to hold within the wait is the relay's matter, not the
+// account's: the client gets 503 relay_busy, and the account no failure.
+func TestNoRoomForAnAnswerIsNoFailureOfTheAccount(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"resp_1","object":"response","status":"completed","output":[]}`)
+	}))
+	defer up.Close()
+	s := New(Options{MemoryBudget: 64 << 10})
+	s.mem.wait = 50 * time.Millisecond
+	s.SetAccounts([]Account{{Name: "a", Kind: KindOpenAI, BaseURL: up.URL + "/v1", Credentials: Static{Token: "sk-a-12345678"}}})
+	hog := &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)}
+	body := `{"model":"gpt-5","input":"hi"}`
+	if e := hog.hold(64<<10 - int64(len(body)) - 1); e != nil { // all but the request's own body
+		t.Fatal(e)
+	}
+	defer hog.releaseMemory()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/responses", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	s.ServeHTTP(rec, req)
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "relay_busy") || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if st := s.Stats().Accounts[0]; st.State != StateReady || st.LastError != "" {
+		t.Fatalf("the account: %+v", st)
 	}
 }
