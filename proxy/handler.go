@@ -54,7 +54,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// No answer is ever to be read as anything but what its Content-Type says (a page that
 	// loads a route as a script or a style gets nothing it can use).
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	row, pattern := s.rowOf(r)
+	row, allow := s.rowOf(r)
 	r, e := s.admitSigned(w, r)
 	if e == nil {
 		e = s.guard(r, row)
@@ -68,25 +68,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "Codex Relay is paused: choose Resume in its tray menu, or run `codexrelay resume`, to serve requests again"})
 		return
 	}
-	if pattern == "/" && r.URL.Path != "/" && s.wrongMethod(w, r) {
+	if allow != "" {
+		wrongMethod(w, r, allow)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// rowOf is the route table's row of r (routes.go), and the mux pattern r matched. Apart from
+// rowOf is the route table's row of r (routes.go) and, for a path the table serves with another
+// method only, that method (the 405's Allow). Apart from
 // ServeHTTP, whose frame every request's stack carries while its answer streams: the copies of
 // a request it makes to ask the mux would grow every handler goroutine's stack for good.
 //
 //go:noinline
-func (s *Server) rowOf(r *http.Request) (*routeRow, string) {
+func (s *Server) rowOf(r *http.Request) (row *routeRow, allow string) {
 	_, pattern := s.mux.Handler(r)
-	row := s.rows[pattern]
+	row = s.rows[pattern]
 	if pattern == "/" && r.URL.Path != "/" {
 		// A route's path with a method it does not take: its row says who may hear the 405.
 		for _, m := range []string{http.MethodGet, http.MethodPost} {
 			if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
-				row = s.rows[p]
+				row, allow = s.rows[p], m
 				break
 			}
 		}
@@ -94,7 +96,7 @@ func (s *Server) rowOf(r *http.Request) (*routeRow, string) {
 	if row == nil {
 		row = s.rows["/"]
 	}
-	return row, pattern
+	return row, allow
 }
 
 // SetPaused pauses the relay (true) or resumes it: while paused it keeps its port and answers
@@ -465,21 +467,6 @@ func loopbackHost(hostport string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-// wrongMethod answers 405 for a known path asked with the wrong method, and reports whether
-// it did. (Apart from ServeHTTP, whose frame every request's stack carries.)
-//
-//go:noinline
-func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) bool {
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
-		if _, p := s.mux.Handler(withMethod(r, m)); p != "/" {
-			wrongMethod(w, r, m)
-			return true
-		}
-	}
-	return false
-}
-
 func withMethod(r *http.Request, method string) *http.Request {
 	r2 := *r
 	r2.Method = method

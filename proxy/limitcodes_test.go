@@ -80,6 +80,13 @@ func TestFlexUnavailableIsTransient(t *testing.T) {
 	}
 }
 
+// teamAccount is a ChatGPT account of the workspace ws-team.
+func teamAccount(name string, u *upstream) proxy.Account {
+	acc := chatgptAccount(name, u)
+	acc.Credentials = proxy.Static{Token: "access-" + name, AccountID: "ws-team"}
+	return acc
+}
+
 // A workspace-wide limit rests every account of that workspace (the same chatgpt-account-id),
 // not one: the request goes to an account of another workspace, and the next one too.
 func TestAWorkspaceLimitRestsTheWholeWorkspace(t *testing.T) {
@@ -87,12 +94,7 @@ func TestAWorkspaceLimitRestsTheWholeWorkspace(t *testing.T) {
 	a1 := newUpstream(t, limit)
 	a2 := newUpstream(t, limit)
 	b := newUpstream(t, answerText("from b"))
-	team := func(name string, u *upstream) proxy.Account {
-		acc := chatgptAccount(name, u)
-		acc.Credentials = proxy.Static{Token: "access-" + name, AccountID: "ws-team"}
-		return acc
-	}
-	r := newRelay(t, proxy.Options{}, team("a1", a1), team("a2", a2), chatgptAccount("b", b))
+	r := newRelay(t, proxy.Options{}, teamAccount("a1", a1), teamAccount("a2", a2), chatgptAccount("b", b))
 	r.RefreshQuotas(t.Context()) // the usage reads tell each account's workspace
 	resp := r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi","stream":true}`)
 	io.Copy(io.Discard, resp.Body)
@@ -126,12 +128,7 @@ func TestAWorkspaceLimitAfterOutputRestsTheWholeWorkspace(t *testing.T) {
 	}
 	a1 := newUpstream(t, after)
 	a2 := newUpstream(t, answerText("from a2"))
-	team := func(name string, u *upstream) proxy.Account {
-		acc := chatgptAccount(name, u)
-		acc.Credentials = proxy.Static{Token: "access-" + name, AccountID: "ws-team"}
-		return acc
-	}
-	r := newRelay(t, proxy.Options{}, team("a1", a1), team("a2", a2))
+	r := newRelay(t, proxy.Options{}, teamAccount("a1", a1), teamAccount("a2", a2))
 	r.RefreshQuotas(t.Context())
 	resp := r.post(t, "/v1/responses", `{"model":"gpt-5","input":"hi","stream":true}`)
 	io.Copy(io.Discard, resp.Body)
