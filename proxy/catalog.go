@@ -388,7 +388,8 @@ func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, er
 	}
 	if resp.StatusCode != http.StatusOK {
 		// The upstream's text: redacted before it is stored or logged.
-		code, msg, _ := parseUpstreamError(redact(body, cred.Token))
+		e := parseErrorBody(redact(body, cred.Token))
+		code, msg := e.code, e.msg
 		err := fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
 		if m.Kind == KindOpenAI && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			// The key itself was refused: no request should find that out again.

@@ -199,7 +199,7 @@ func upstreamSays(body []byte, secrets ...string) string {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return ""
 	}
-	_, msg, _ := parseUpstreamError(body)
+	msg := parseErrorBody(body).msg
 	if msg = cleanText(redactString(msg, secrets...), 200); msg == "" {
 		return ""
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // apiError is an error answered to the client in the OpenAI error shape:
@@ -71,16 +70,6 @@ func (e *upstreamError) code() string {
 		return e.Type
 	}
 	return ""
-}
-
-// parseUpstreamError reads an upstream's error object: its code, its message, and when its
-// limit resets (unix seconds; 0: it said not), as of the wall clock.
-func parseUpstreamError(body []byte) (code, msg string, resetsAt int64) {
-	e := parseErrorBody(body)
-	if e.resetsAt == 0 && e.resetIn > 0 {
-		e.resetsAt = restEnd(time.Now(), "", 0, e.resetIn, time.Time{}).Unix()
-	}
-	return e.code, e.msg, e.resetsAt
 }
 
 // errorBody is what an upstream's error object says: its code and message, and when its limit

@@ -57,8 +57,7 @@ func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event, where string) (w
 	ev.Data = redact(ev.Data, tr.cred.Token)
 	w = saidEvent(where, ev.Data)
 	if tr.wire.firstFails(*ev) {
-		code, _, _ := parseUpstreamError(ev.Data)
-		w.code = code // a failure event's code is its own, not its response's incomplete reason
+		w.code = parseErrorBody(ev.Data).code // a failure event's code is its own, not its response's incomplete reason
 	}
 	return w, true
 }

@@ -85,7 +85,7 @@ func (x *exchange) relayStream(a *answer) {
 		data, raw := ev.Data, ev.Raw
 		if isFailureEvent(ev.Name) {
 			data, raw = redact(data, token), redact(raw, token)
-			if _, msg, _ := parseUpstreamError(data); msg != "" {
+			if msg := parseErrorBody(data).msg; msg != "" {
 				x.t.Error = truncate(msg, 200)
 			}
 		}
