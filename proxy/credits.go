@@ -186,6 +186,8 @@ type accountCredits struct {
 	done      uint64
 	last      RedeemResult
 	redeeming int
+	// lastAt is when the latest one ended, by the relay's clock (redeemJoinWindow).
+	lastAt time.Time
 }
 
 type pendingRedeem struct {

@@ -311,11 +311,13 @@ func TestARedeemThatTimesOutIsRetriedWithTheSameID(t *testing.T) {
 	if c := r.account(t, "plus").ResetCredits; c.Pending || c.Available != 1 {
 		t.Errorf("after the answer: %+v", c)
 	}
-	// A new intent is a new id.
+	// A new intent, after the join window, is a new id.
+	clk.Advance(time.Minute)
 	res2, err := r.RedeemCredit(context.Background(), "plus")
 	if err != nil || res2.RequestID == res.RequestID || b.spent() != 2 {
 		t.Fatalf("second redemption: %+v, %v, spent %d", res2, err, b.spent())
 	}
+	clk.Advance(time.Minute)
 	if _, err := r.RedeemCredit(context.Background(), "plus"); !errors.Is(err, proxy.ErrNoResetCredit) {
 		t.Fatalf("with none left: %v", err)
 	}
@@ -371,7 +373,8 @@ func TestRedemptionsOfOneAccountAtOnceSpendOneCredit(t *testing.T) {
 	if maxActive != 1 || consumes != 1 || b.spent() != 1 || shared != 1 {
 		t.Fatalf("max at once %d, consumes %d, spent %d, shared %d", maxActive, consumes, b.spent(), shared)
 	}
-	// Asked again after both answered: a new intent, a second credit.
+	// Asked again after both answered and the join window: a new intent, a second credit.
+	clk.Advance(time.Minute)
 	if _, err := r.RedeemCredit(context.Background(), "plus"); err != nil {
 		t.Fatal(err)
 	}
@@ -558,6 +561,7 @@ func TestTheRedeemRoute(t *testing.T) {
 	if err := json.Unmarshal(readAll(t, resp), &res); err != nil || resp.StatusCode != 200 || res.Code != "reset" {
 		t.Fatalf("status %d, %+v, %v", resp.StatusCode, res, err)
 	}
+	clk.Advance(time.Minute) // past the join window
 	if resp := r.post(t, "/relay/accounts/plus/redeem-credit", "", "Authorization", "Bearer crk-route"); resp.StatusCode != 409 || decodeErr(t, resp).Error.Code != "no_reset_credit" {
 		t.Fatalf("none left: status %d", resp.StatusCode)
 	}
@@ -608,5 +612,43 @@ func TestTheIntentIsKeptBeforeTheConsume(t *testing.T) {
 	res, err := r.RedeemCredit(context.Background(), "plus")
 	if err != nil || res.Retried || b.spent() != 1 {
 		t.Fatalf("with the intent kept: %+v %v, spent %d", res, err, b.spent())
+	}
+}
+
+// Ten redeem requests at once through the local API (issue 49: they spent 3 of 3): one
+// redemption spends one credit, the others share it; a request after the join window spends
+// the next.
+func TestTenRedeemRequestsAtOnceSpendOneCredit(t *testing.T) {
+	r, b, clk := creditRelay(t, proxy.ResetCreditsAsk, proxy.Options{LocalAPIKey: "crk-ten"},
+		fakeCredit{ID: "one", Status: "available"}, fakeCredit{ID: "two", Status: "available"}, fakeCredit{ID: "three", Status: "available"})
+	r.RefreshQuotas(context.Background())
+	statuses := make(chan int, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := r.post(t, "/relay/accounts/plus/redeem-credit", "", "Authorization", "Bearer crk-ten")
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != 200 {
+			t.Errorf("a redeem request was answered %d", s)
+		}
+	}
+	if n := b.spent(); n != 1 {
+		t.Fatalf("ten requests at once spent %d credits, want 1", n)
+	}
+	clk.Advance(time.Minute)
+	if _, err := r.RedeemCredit(context.Background(), "plus"); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.spent(); n != 2 {
+		t.Fatalf("a redemption a minute later spent %d in all, want 2", n)
 	}
 }

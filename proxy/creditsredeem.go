@@ -13,6 +13,13 @@ import (
 // One redemption of a banked reset: by hand (RedeemCredit) or for the auto policy
 // (creditsrequest.go). One runs at a time per account; its intent (the credit and the
 // redeem_request_id) is kept until an answer arrives, so that one intent never spends two.
+// Requests that come while one is under way, or within redeemJoinWindow after it spent a
+// credit, join it (RedeemResult.Shared): the windows it reset are fresh, and ten clicks or
+// ten scripts at once (issue 49: they spent 3 of 3) are one intent.
+
+// redeemJoinWindow is how long after a redemption spent a credit a new request for the same
+// account shares it rather than spending another.
+const redeemJoinWindow = 30 * time.Second
 
 // RedeemCredit spends one of the named account's banked resets: the one that expires first.
 // One redemption runs at a time per account (a second waits for the first). When a try got no
@@ -66,11 +73,13 @@ func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res Rede
 	}
 	defer leave()
 	c.mu.Lock()
-	intent, last, spent := c.pending, c.last, c.done != seen
+	intent, last := c.pending, c.last
+	spent := c.done != seen || (c.done > 0 && s.now().Sub(c.lastAt) < redeemJoinWindow)
 	c.mu.Unlock()
 	if intent == nil && spent {
-		// A redemption of this account spent a credit while this one waited: the account was
-		// reset for both; spending another would be two banked resets for one intent.
+		// A redemption of this account spent a credit while this one waited, or just before it
+		// came: the account was reset for both; spending another would be two banked resets
+		// for one intent.
 		last.Shared, last.Auto, last.Retried = true, auto, false
 		return last, false, nil
 	}
@@ -203,7 +212,7 @@ func (s *Server) settle(ctx context.Context, m *member, res *RedeemResult, answe
 	c := &m.credits
 	c.mu.Lock()
 	c.done++
-	c.last = *res
+	c.last, c.lastAt = *res, s.now()
 	c.mu.Unlock()
 }
 
