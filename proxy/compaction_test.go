@@ -346,6 +346,17 @@ func TestCompactionV1(t *testing.T) {
 	if len(chat.requests()) != 0 {
 		t.Fatal("the Chat account was sent the compaction")
 	}
+
+	// Streamed, it is a clear 400, never an empty 200 (issue 49), and nothing goes upstream.
+	r = newRelay(t, proxy.Options{}, chatgptAccount("a", chatgpt))
+	before := len(chatgpt.requests())
+	resp = r.post(t, "/v1/responses/compact", `{"model":"gpt-5-codex","input":"hi","stream":true}`)
+	if e := decodeErr(t, resp); resp.StatusCode != 400 || e.Error.Code != "unsupported_parameter" || e.Error.Param != "stream" {
+		t.Fatalf("a streamed compaction: %d %+v", resp.StatusCode, e)
+	}
+	if n := len(chatgpt.requests()); n != before {
+		t.Fatalf("a streamed compaction reached the upstream (%d requests)", n-before)
+	}
 }
 
 // A conversation compacted on A before the relay stopped still has its memory after it starts

@@ -326,6 +326,11 @@ func clientFields(route string, obj *payload.Object, h http.Header) (*clientRequ
 			return nil, errInvalid("invalid_type", "stream", "'stream' must be a boolean, got "+payload.KindOf(raw).String())
 		}
 	}
+	if route == routeCompact && req.stream {
+		// The compaction is one document (compactv1.go): a stream of it has no events to send.
+		return nil, errInvalid("unsupported_parameter", "stream",
+			"'stream' is not supported by /v1/responses/compact: the compacted conversation is answered whole; send stream false or leave it out")
+	}
 	bigKey := "input"
 	if route == routeChat {
 		bigKey = "messages"
