@@ -198,3 +198,63 @@ func TestOpenResponsesSuiteOverChat(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenResponsesSchemaOfEveryEnd checks, against the suite's schemas, the Responses and
+// events of the ends a bridged stream can have besides completing (cut by the token limit, a
+// refusal cut by the content filter, an upstream that broke off) and a Response the relay
+// writes with no upstream answer (Response.JSON, ResponseEvent), for a request that sets tools
+// without strict.
+func TestOpenResponsesSchemaOfEveryEnd(t *testing.T) {
+	request := `{"model":"` + suiteModel + `","input":"hi","tools":[` + suiteWeatherTool + `,{"type":"function","name":"f"}],"stream":true}`
+	head := Response{ID: "resp_end", Model: suiteModel, CreatedAt: 1764967971, Echo: EchoOf([]byte(request))}
+	check := func(what string, data []byte, schema string) {
+		t.Helper()
+		if errs := checkSchema(t, schema, data); errs != nil {
+			t.Errorf("%s fails the suite's schema:\n%s\n%s", what, strings.Join(errs, "\n"), data)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		chunks []string
+		fail   bool // end with Fail rather than End
+	}{
+		{"length", []string{`{"choices":[{"index":0,"delta":{"content":"Once upon"},"finish_reason":"length"}]}`}, false},
+		{"content filter", []string{`{"choices":[{"index":0,"delta":{"refusal":"I can't help with that."},"finish_reason":"content_filter"}]}`}, false},
+		{"broke off", chatToolChunks[:2], true},
+		{"nothing came", nil, true},
+	} {
+		r := NewResponsesStream(head, testNow)
+		events := r.Start()
+		for _, ch := range c.chunks {
+			evs, err := r.Chunk([]byte(ch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = append(events, evs...)
+		}
+		if c.fail {
+			events = append(events, r.Fail("", "the upstream broke off")...)
+		} else {
+			events = append(events, r.End()...)
+		}
+		for i, ev := range events {
+			if errs := checkStreamEvent(t, ev); errs != nil {
+				t.Errorf("%s: event %d %s fails the suite's schema:\n%s\n%s", c.name, i, ev.Name, strings.Join(errs, "\n"), ev.Data)
+			}
+		}
+	}
+	for _, status := range []string{"in_progress", "completed", "incomplete", "failed"} {
+		r := head
+		r.Status, r.CompletedAt = status, 1764967972
+		switch status {
+		case "incomplete":
+			r.IncompleteReason = "interrupted"
+		case "failed":
+			r.Error = &ResponseError{Code: "server_error", Message: "broke"}
+		}
+		check(status+" Response", r.JSON(), "ResponseResource")
+		if status != "in_progress" {
+			check("response."+status, ResponseEvent("response."+status, 3, &r), streamEventSchemas["response."+status])
+		}
+	}
+}

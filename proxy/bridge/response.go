@@ -228,7 +228,8 @@ func appendMissing(buf []byte, obj []byte, add ...missing) []byte {
 	return append(buf, '}')
 }
 
-// textEcho is the text member a Response repeats: the request's format (text by default) and
+// textEcho is the text member a Response repeats: the request's format (text by default; a
+// json_schema one with the members the API writes appended when the request left them out) and
 // its verbosity when it gave one.
 func textEcho(raw []byte) compactJSON {
 	var t struct {
@@ -239,6 +240,16 @@ func textEcho(raw []byte) compactJSON {
 	format := json.RawMessage(`{"type":"text"}`)
 	if ofKind(t.Format, "o") {
 		format = t.Format
+		var f struct {
+			Type                string
+			Description, Strict presence
+		}
+		if json.Unmarshal(format, &f) == nil && f.Type == "json_schema" && !bool(f.Description && f.Strict) {
+			// The members the API writes for a json_schema format: description null, strict
+			// false (its default, and Chat's, where the translation sends none).
+			format = appendMissing(nil, format, missing{!bool(f.Description), "description", "null"},
+				missing{!bool(f.Strict), "strict", "false"})
+		}
 	}
 	out := ordered{{"format", format}}
 	if ofKind(t.Verbosity, "s") {

@@ -108,6 +108,29 @@ func TestEchoFillsFunctionTools(t *testing.T) {
 	}
 }
 
+// TestEchoFillsJSONSchemaFormat checks the text a Response repeats for a json_schema format:
+// the request's format with description (null) and strict (false) appended when it left them
+// out, as the API writes them; other formats as sent.
+func TestEchoFillsJSONSchemaFormat(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"name and schema only", `{"format":{"type":"json_schema","name":"out","schema":{"type":"object"}}}`,
+			`{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"description":null,"strict":false}}`},
+		{"strict set", `{"format":{"type":"json_schema","name":"out","schema":{},"strict":true},"verbosity":"low"}`,
+			`{"format":{"type":"json_schema","name":"out","schema":{},"strict":true,"description":null},"verbosity":"low"}`},
+		{"whole", `{"format":{"type":"json_schema","name":"out","description":"d","schema":{},"strict":false}}`,
+			`{"format":{"type":"json_schema","name":"out","description":"d","schema":{},"strict":false}}`},
+		{"written over lines", "{\"format\": {\n \"type\": \"json_schema\",\n \"name\": \"out\"\n}}",
+			`{"format":{"type":"json_schema","name":"out","description":null,"strict":false}}`},
+		{"json_object", `{"format":{"type":"json_object"}}`, `{"format":{"type":"json_object"}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := string(EchoOf([]byte(`{"text":` + c.text + `}`)).value(echoText)); got != c.want {
+				t.Errorf("text\ngot:  %s\nwant: %s", got, c.want)
+			}
+		})
+	}
+}
+
 // TestResponseStates checks the members that depend on the status: completed_at only when
 // completed, the error only when failed, incomplete_details only when incomplete; and the
 // event around a response.
