@@ -53,7 +53,8 @@ const (
 // string, n number, i integer, b boolean, o object, a array) and the API's value when it gave
 // none. background is never taken from the request: the relay runs no response in the
 // background (a bridged request's background is left out and named as dropped). text and
-// reasoning are rebuilt from the request's (textEcho, reasoningEcho).
+// reasoning are rebuilt from the request's (textEcho, reasoningEcho); tools are the request's
+// with the members the API writes for a function tool filled in (toolsEcho).
 var echoSpec = [numEchoed]struct{ key, kinds, def string }{
 	echoInstructions:       {"instructions", "s", "null"},
 	echoTools:              {"tools", "a", "[]"},
