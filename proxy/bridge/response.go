@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // A Response object has 31 members (the OpenResponses schema's ResponseResource; all required
@@ -52,7 +53,8 @@ const (
 // string, n number, i integer, b boolean, o object, a array) and the API's value when it gave
 // none. background is never taken from the request: the relay runs no response in the
 // background (a bridged request's background is left out and named as dropped). text and
-// reasoning are rebuilt from the request's (textEcho, reasoningEcho).
+// reasoning are rebuilt from the request's (textEcho, reasoningEcho); tools are the request's
+// with the members the API writes for a function tool filled in (toolsEcho).
 var echoSpec = [numEchoed]struct{ key, kinds, def string }{
 	echoInstructions:       {"instructions", "s", "null"},
 	echoTools:              {"tools", "a", "[]"},
@@ -98,6 +100,9 @@ func NewEcho(member func(key string) ([]byte, bool)) *Echo {
 			e.values[i], _ = compacted(raw)
 		default:
 			e.values[i] = raw // valid, as member promises; spaces are harmless
+		}
+		if echoed(i) == echoTools {
+			e.values[i] = toolsEcho(e.values[i])
 		}
 	}
 	return e
@@ -151,7 +156,81 @@ func ofKind(raw []byte, kinds string) bool {
 	return bytes.IndexByte([]byte(kinds), k) >= 0
 }
 
-// textEcho is the text member a Response repeats: the request's format (text by default) and
+// toolsEcho is the tools member a Response repeats: each tool as the request sent it, with the
+// members the API writes for a function tool that the request left out appended: description
+// and parameters null, and strict false. An unset strict is false because that is how the tool
+// ran: the Chat translation sends no strict, and Chat's default is false (the Responses API,
+// whose default is to make the schema strict when it can, reports false too when it runs a tool
+// non-strict). A strict the request set, null included, is kept. tools is returned as it is
+// when no tool lacks a member (Codex sets every one).
+func toolsEcho(tools compactJSON) compactJSON {
+	var kinds []struct {
+		Type                            string
+		Description, Parameters, Strict presence
+	}
+	if json.Unmarshal(tools, &kinds) != nil {
+		return tools
+	}
+	lacking := false
+	for _, k := range kinds {
+		lacking = lacking || k.Type == "function" && !bool(k.Description && k.Parameters && k.Strict)
+	}
+	if !lacking {
+		return tools
+	}
+	var each []json.RawMessage
+	json.Unmarshal(tools, &each) // an array, as the first pass found
+	out := append(make(compactJSON, 0, len(tools)+len(kinds)*len(`,"description":null,"parameters":null,"strict":false`)), '[')
+	for i, raw := range each {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		k := kinds[i]
+		if k.Type != "function" {
+			out = append(out, raw...)
+			continue
+		}
+		out = appendMissing(out, raw, missing{!bool(k.Description), "description", "null"},
+			missing{!bool(k.Parameters), "parameters", "null"}, missing{!bool(k.Strict), "strict", "false"})
+	}
+	return append(out, ']')
+}
+
+// presence records whether a member is present in a decoded object (null included), without
+// keeping its value.
+type presence bool
+
+func (p *presence) UnmarshalJSON([]byte) error { *p = true; return nil }
+
+// missing is a member appendMissing may add: when lacking, key with the raw JSON value.
+type missing struct {
+	lacking    bool
+	key, value string
+}
+
+// appendMissing appends the JSON object obj to buf, with the lacking members added after its
+// own, in the given order.
+func appendMissing(buf []byte, obj []byte, add ...missing) []byte {
+	obj = bytes.TrimSpace(obj)
+	body := bytes.TrimSpace(obj[1 : len(obj)-1]) // obj is an object: "{...}"
+	buf = append(append(buf, '{'), body...)
+	sep := len(body) > 0
+	for _, m := range add {
+		if !m.lacking {
+			continue
+		}
+		if sep {
+			buf = append(buf, ',')
+		}
+		sep = true
+		buf = strconv.AppendQuote(buf, m.key)
+		buf = append(append(buf, ':'), m.value...)
+	}
+	return append(buf, '}')
+}
+
+// textEcho is the text member a Response repeats: the request's format (text by default; a
+// json_schema one with the members the API writes appended when the request left them out) and
 // its verbosity when it gave one.
 func textEcho(raw []byte) compactJSON {
 	var t struct {
@@ -162,6 +241,16 @@ func textEcho(raw []byte) compactJSON {
 	format := json.RawMessage(`{"type":"text"}`)
 	if ofKind(t.Format, "o") {
 		format = t.Format
+		var f struct {
+			Type                string
+			Description, Strict presence
+		}
+		if json.Unmarshal(format, &f) == nil && f.Type == "json_schema" && !bool(f.Description && f.Strict) {
+			// The members the API writes for a json_schema format: description null, strict
+			// false (its default, and Chat's, where the translation sends none).
+			format = appendMissing(nil, format, missing{!bool(f.Description), "description", "null"},
+				missing{!bool(f.Strict), "strict", "false"})
+		}
 	}
 	out := ordered{{"format", format}}
 	if ofKind(t.Verbosity, "s") {

@@ -21,12 +21,13 @@ const richRequest = `{"model":"m","input":[{"role":"user","content":"hi"}],"stre
 	"metadata":{"k":"v"},"safety_identifier":"user-1","prompt_cache_key":"conv-1","previous_response_id":"resp_prev"}`
 
 // richEcho is what a Response repeats of richRequest: as sent, but background (the relay runs
-// nothing in the background), text and reasoning (their members a Response has).
+// nothing in the background), text and reasoning (their members a Response has), and the
+// function tool's description, which the API writes (null) when the request leaves it out.
 const richEcho = `"background":false,"frequency_penalty":-0.5,"instructions":"Be brief.","max_output_tokens":256,"max_tool_calls":4,` +
 	`"parallel_tool_calls":false,"presence_penalty":0.25,"previous_response_id":"resp_prev","prompt_cache_key":"conv-1",` +
 	`"reasoning":{"effort":"high","summary":null},"safety_identifier":"user-1","service_tier":"priority","store":false,` +
 	`"temperature":0.2,"text":{"format":{"type":"json_object"},"verbosity":"low"},"tool_choice":{"type":"function","name":"f"},` +
-	`"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{}},"strict":false}],"top_logprobs":3,"top_p":0.5,` +
+	`"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{}},"strict":false,"description":null}],"top_logprobs":3,"top_p":0.5,` +
 	`"truncation":"auto","metadata":{"k":"v"}`
 
 func TestEchoAsSentAndDefaults(t *testing.T) {
@@ -57,7 +58,7 @@ func TestEchoAsSentAndDefaults(t *testing.T) {
 	// event that carries it.
 	pretty := EchoOf([]byte("{\"tools\": [\n  {\"type\": \"function\",\n   \"name\": \"f\"}\n],\n\"metadata\": {\"a\":\n\"b\"}}"))
 	ev := ResponseEvent("response.created", 0, &Response{ID: "resp_1", Status: "in_progress", Echo: pretty})
-	if bytes.ContainsAny(ev, "\r\n") || !bytes.Contains(ev, []byte(`"tools":[{"type":"function","name":"f"}]`)) ||
+	if bytes.ContainsAny(ev, "\r\n") || !bytes.Contains(ev, []byte(`"tools":[{"type":"function","name":"f","description":null,"parameters":null,"strict":false}]`)) ||
 		!bytes.Contains(ev, []byte(`"metadata":{"a":"b"}`)) {
 		t.Errorf("a pretty-printed parameter: %s", ev)
 	}
@@ -65,6 +66,68 @@ func TestEchoAsSentAndDefaults(t *testing.T) {
 	for _, e := range []*Echo{nil, EchoOf([]byte(`[1]`))} {
 		r := &Response{ID: "resp_1", Model: "m", CreatedAt: 10, Status: "in_progress", Echo: e}
 		assertJSONEqual(t, "default echo", r.JSON(), []byte(responseWith("resp_1", "m", 10, "in_progress", "null", "[]", "null", defaultEcho)))
+	}
+}
+
+// TestEchoFillsFunctionTools checks the tools a Response repeats: what the request sent, byte
+// for byte, with the members the API writes for a function tool (description, parameters,
+// strict) appended when it left them out, and nothing else touched.
+func TestEchoFillsFunctionTools(t *testing.T) {
+	const filled = `"description":null,"parameters":null,"strict":false`
+	for _, c := range []struct{ name, tools, want string }{
+		{"the suite's tool: no strict",
+			`[{"type":"function","name":"get_weather","description":"Get it","parameters":{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}}]`,
+			`[{"type":"function","name":"get_weather","description":"Get it","parameters":{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]},"strict":false}]`},
+		{"a name only", `[{"type":"function","name":"f"}]`, `[{"type":"function","name":"f",` + filled + `}]`},
+		{"spaces kept", `[ {"type": "function" , "name": "f" } ]`, `[{"type": "function" , "name": "f",` + filled + `}]`},
+		{"strict true kept", `[{"type":"function","name":"f","strict":true}]`, `[{"type":"function","name":"f","strict":true,"description":null,"parameters":null}]`},
+		{"nulls kept", `[{"strict":null,"description":null,"type":"function","name":"f"}]`, `[{"strict":null,"description":null,"type":"function","name":"f","parameters":null}]`},
+		{"other tools untouched", `[{"type":"custom","name":"apply_patch"},{"type":"web_search"},{"type":"function","name":"f","description":"d","parameters":{},"strict":false}]`,
+			`[{"type":"custom","name":"apply_patch"},{"type":"web_search"},{"type":"function","name":"f","description":"d","parameters":{},"strict":false}]`},
+		{"mixed", `[{"type":"web_search"},{"type":"function","name":"f"},{"type":"function","name":"g","description":"d","parameters":{},"strict":true}]`,
+			`[{"type":"web_search"},{"type":"function","name":"f",` + filled + `},{"type":"function","name":"g","description":"d","parameters":{},"strict":true}]`},
+		{"no tools", `[]`, `[]`},
+		{"not tool objects", `[{"type":"function"},1]`, `[{"type":"function"},1]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := NewEcho(func(key string) ([]byte, bool) {
+				if key == "tools" {
+					return []byte(c.tools), true
+				}
+				return nil, false
+			})
+			if got := string(e.value(echoTools)); got != c.want {
+				t.Errorf("tools\ngot:  %s\nwant: %s", got, c.want)
+			}
+		})
+	}
+	// Tools that lack nothing (Codex sets every member) are kept as they came, not rebuilt.
+	whole := []byte(`[{"type":"function","name":"f","description":"d","parameters":{},"strict":false}]`)
+	if got := toolsEcho(whole); &got[0] != &whole[0] {
+		t.Errorf("whole tools were copied: %s", got)
+	}
+}
+
+// TestEchoFillsJSONSchemaFormat checks the text a Response repeats for a json_schema format:
+// the request's format with description (null) and strict (false) appended when it left them
+// out, as the API writes them; other formats as sent.
+func TestEchoFillsJSONSchemaFormat(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"name and schema only", `{"format":{"type":"json_schema","name":"out","schema":{"type":"object"}}}`,
+			`{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"description":null,"strict":false}}`},
+		{"strict set", `{"format":{"type":"json_schema","name":"out","schema":{},"strict":true},"verbosity":"low"}`,
+			`{"format":{"type":"json_schema","name":"out","schema":{},"strict":true,"description":null},"verbosity":"low"}`},
+		{"whole", `{"format":{"type":"json_schema","name":"out","description":"d","schema":{},"strict":false}}`,
+			`{"format":{"type":"json_schema","name":"out","description":"d","schema":{},"strict":false}}`},
+		{"written over lines", "{\"format\": {\n \"type\": \"json_schema\",\n \"name\": \"out\"\n}}",
+			`{"format":{"type":"json_schema","name":"out","description":null,"strict":false}}`},
+		{"json_object", `{"format":{"type":"json_object"}}`, `{"format":{"type":"json_object"}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := string(EchoOf([]byte(`{"text":` + c.text + `}`)).value(echoText)); got != c.want {
+				t.Errorf("text\ngot:  %s\nwant: %s", got, c.want)
+			}
+		})
 	}
 }
 
