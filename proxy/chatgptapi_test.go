@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -325,4 +326,86 @@ func TestPooledUsageOnlyOverAnAcceptedSignIn(t *testing.T) {
 	if b := readAll(t, resp); resp.StatusCode != http.StatusBadGateway || strings.Contains(string(b), "rate_limit") {
 		t.Fatalf("the backend out of reach: %d %s", resp.StatusCode, b)
 	}
+}
+
+// The local key never reaches chatgpt.com, in whatever header or scheme a client put it
+// (issue 49): every value that carries it is taken out, the rest of the header kept; in the
+// query or a cookie the request is refused; HEAD, which the table does not list, is a 405.
+func TestTheLocalKeyNeverReachesChatGPT(t *testing.T) {
+	const key = "crk-local-key-0123456789"
+	backend := newUpstream(t, status(200, `{"items":[]}`))
+	r := newRelay(t, proxy.Options{LocalAPIKey: key, ChatGPTBackend: backend.URL + "/backend-api"})
+	basic := base64.StdEncoding.EncodeToString([]byte("user:" + key))
+	send := func(method, path string, h http.Header) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, r.URL+path, nil)
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	spellings := []http.Header{
+		{"Api-Key": {key}},
+		{"Authorization": {"Basic " + basic}},
+		{"Authorization": {key}},
+		{"Authorization": {"Bearer codex-own", "Bearer " + key}},
+		{"X-Api-Key": {"other", key}},
+		{"X-Forwarded-Authorization": {"Token " + key}},
+	}
+	for i, h := range spellings {
+		h.Set("Chatgpt-Account-Id", "acct-codex")
+		if resp := send(http.MethodGet, "/backend-api/ps/plugins/installed", h); resp.StatusCode != 200 {
+			t.Fatalf("spelling %d: status %d", i, resp.StatusCode)
+		}
+		got := backend.requests()[i]
+		for name, vs := range got.Header {
+			for _, v := range vs {
+				if carries(v, key) {
+					t.Fatalf("spelling %d: the backend got the local key in %s: %q", i, name, v)
+				}
+			}
+		}
+		if i == 3 && got.Header.Get("Authorization") != "Bearer codex-own" {
+			t.Fatalf("the client's own token went missing beside the key: %v", got.Header)
+		}
+		if i == 4 && got.Header.Get("X-Api-Key") != "other" {
+			t.Fatalf("the other X-Api-Key went missing: %v", got.Header)
+		}
+	}
+	n := len(backend.requests())
+	for _, c := range []struct {
+		path string
+		h    http.Header
+		code string
+	}{
+		{"/backend-api/ps/plugins/installed?api_key=" + key, http.Header{}, "local_key_in_query"},
+		{"/backend-api/ps/plugins/installed?k=" + strings.ReplaceAll(key, "-", "%2D"), http.Header{}, "local_key_in_query"},
+		{"/backend-api/ps/plugins/installed", http.Header{"Cookie": {"session=" + key}}, "local_key_in_cookie"},
+	} {
+		resp := send(http.MethodGet, c.path, c.h)
+		if e := decodeErr(t, resp); resp.StatusCode != 400 || e.Error.Code != c.code || strings.Contains(e.Error.Message, key) {
+			t.Fatalf("%s %v: %d %+v", c.path, c.h, resp.StatusCode, e)
+		}
+	}
+	if resp := send(http.MethodHead, "/backend-api/ps/plugins/installed", http.Header{}); resp.StatusCode != 405 ||
+		!strings.Contains(resp.Header.Get("Allow"), "GET") {
+		t.Fatalf("HEAD: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	if got := len(backend.requests()); got != n {
+		t.Fatalf("%d refused requests reached the backend", got-n)
+	}
+}
+
+// carries reports whether a header value holds key, as it is or in a Basic credential.
+func carries(v, key string) bool {
+	if strings.Contains(v, key) {
+		return true
+	}
+	if dec, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(v, "Basic ")); err == nil {
+		return strings.Contains(string(dec), key)
+	}
+	return false
 }

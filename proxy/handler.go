@@ -3,10 +3,13 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,6 +99,10 @@ func (s *Server) rowOf(r *http.Request) (row *routeRow, allow string) {
 	if row == nil {
 		row = s.rows["/"]
 	}
+	if r.Method == http.MethodHead && row.methods != nil && !slices.Contains(row.methods, http.MethodHead) {
+		// The mux serves HEAD wherever it serves GET; the table says which methods a route takes.
+		allow = strings.Join(row.methods, ", ")
+	}
 	return row, allow
 }
 
@@ -131,20 +138,64 @@ func (s *Server) guard(r *http.Request, row *routeRow) *apiError {
 	}
 	switch row.access {
 	case localKey:
-		if key != nil && !InstanceSigned(r) && !isKey(key, presentedKey(r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))) {
+		if key != nil && !InstanceSigned(r) && !isKey(&key.hash, presentedKey(r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))) {
 			return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
 				Message: "missing or wrong local API key: send the relay's local key as a bearer token (see Settings or `codexrelay codex-config`)"}
 		}
 	case signIn:
 		// What goes on to chatgpt.com never carries the local key, whoever sent it there.
-		if key != nil && isKey(key, r.Header.Get("X-Api-Key")) {
-			r.Header.Del("X-Api-Key")
-		}
-		if key != nil && isKey(key, presentedKey("", r.Header.Get("Authorization"))) {
-			r.Header.Del("Authorization")
+		if key != nil {
+			return scrubLocalKey(r, key.key)
 		}
 	}
 	return nil
+}
+
+// scrubLocalKey removes from r, a request that goes on to chatgpt.com, every header value that
+// carries the local key, in any header and any scheme (Bearer, Basic, none, Api-Key, a second
+// X-Api-Key or Authorization); a request that carries it in its query or a cookie is refused,
+// as those cannot be taken out without changing what the client meant.
+func scrubLocalKey(r *http.Request, key string) *apiError {
+	if q, err := url.QueryUnescape(r.URL.RawQuery); strings.Contains(r.URL.RawQuery, key) || err == nil && strings.Contains(q, key) {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "local_key_in_query",
+			Message: "the relay's local key is in the query of a request to chatgpt.com: send it as a bearer token, never in a URL"}
+	}
+	for name, values := range r.Header {
+		kept := values[:0:0]
+		for _, v := range values {
+			if !carriesKey(v, key) {
+				kept = append(kept, v)
+				continue
+			}
+			if name == "Cookie" {
+				return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "local_key_in_cookie",
+					Message: "the relay's local key is in a cookie of a request to chatgpt.com: send it as a bearer token"}
+			}
+		}
+		if len(kept) == 0 {
+			r.Header.Del(name)
+		} else if len(kept) != len(values) {
+			r.Header[name] = kept
+		}
+	}
+	return nil
+}
+
+// carriesKey reports whether a header value holds key: as it is, or inside a Basic
+// credential's base64.
+func carriesKey(v, key string) bool {
+	if strings.Contains(v, key) {
+		return true
+	}
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return false
+	}
+	dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		dec, err = base64.RawStdEncoding.DecodeString(strings.TrimSpace(cred))
+	}
+	return err == nil && strings.Contains(string(dec), key)
 }
 
 // presentedKey is the key a client presents: X-Api-Key, else a bearer token.

@@ -105,7 +105,7 @@ type Server struct {
 	catalog     *catalog
 	aliases     atomic.Pointer[map[string][]string]
 	started     time.Time
-	keyHash     atomic.Pointer[[32]byte]
+	keyHash     atomic.Pointer[localKeyValue]
 	instance    instanceAuth // the instance secret signed requests prove (instanceauth.go)
 	listen      atomic.Value // string
 	mux         *http.ServeMux
@@ -372,8 +372,15 @@ func (s *Server) SetLocalAPIKey(key string) {
 		s.keyHash.Store(nil)
 		return
 	}
-	h := sha256.Sum256([]byte(key))
-	s.keyHash.Store(&h)
+	s.keyHash.Store(&localKeyValue{hash: sha256.Sum256([]byte(key)), key: key})
+}
+
+// localKeyValue is the local key: its digest, which a presented key is compared with in
+// constant time, and the key itself, which is looked for in what goes on to chatgpt.com
+// (scrubLocalKey).
+type localKeyValue struct {
+	hash [32]byte
+	key  string
 }
 
 // LocalKeyRequired says whether clients must present the local key (SetLocalAPIKey).
