@@ -91,6 +91,12 @@ func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	refreshed := false
 	for n := 0; n < 2; n++ {
 		if tr.err != nil {
+			if ae, ok := tr.err.(*apiError); ok && (ae.Code == "relay_busy" || ae.Status == 499) {
+				// No room in the memory budget to make the body, or the client left while it
+				// waited: the relay's matter, not the account's, and no other account fares better.
+				x.reject(ae, OutcomeError)
+				return true, failure{}
+			}
 			return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: tr.err}
 		}
 		if n > 0 && !refreshed {

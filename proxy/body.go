@@ -27,6 +27,14 @@ import (
 // DefaultMaxBody is the default limit of a request body, after decompression.
 const DefaultMaxBody = 64 << 20
 
+// A body's buffer starts at its declared size up to firstBodyBuffer (a Codex request is about
+// 1 MB) and grows as more arrives; the memory budget counts what arrived and one read ahead
+// (bodyReadChunk), never the declared size.
+const (
+	firstBodyBuffer = 4 << 20
+	bodyReadChunk   = 256 << 10
+)
+
 // bodyLimits bound a request body: its decoded size, the longest stall between two reads
 // and the whole time it may take.
 type bodyLimits struct {
@@ -40,8 +48,9 @@ type bodyLimits struct {
 // lim.idle) or trickles past lim.total is cut with 408. feed, when not nil, sees the (decoded)
 // body received so far after each read, so that it can be validated while the rest arrives.
 //
-// hold counts the buffer it fills against the relay's memory budget (memory.go), as it grows;
-// an error from it is the answer.
+// hold counts what arrived against the relay's memory budget (memory.go), as it arrives; an
+// error from it is the answer (503 relay_busy, the connection then closed), and while it waits
+// the body is not watched for stalls.
 func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error, hold func(int64) *apiError) ([]byte, *apiError) {
 	limit := lim.size
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -82,27 +91,28 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallW
 	}
 	size := 32 << 10
 	if r.ContentLength > 0 && enc == "" {
-		size = int(r.ContentLength) + 1 // +1: a body longer than announced still shows
-	}
-	if e := hold(int64(size)); e != nil {
-		return nil, e
+		size = int(min(r.ContentLength+1, firstBodyBuffer)) // +1: a body longer than announced still shows
 	}
 	buf := getBodyBuffer(size)
-	held := size
+	held := 0 // what the budget counts: what arrived, and room for one more read
 	n := 0
 	for {
 		if n == len(buf) {
 			buf = append(buf, 0)[:n] // grow
 			buf = buf[:cap(buf)]
 		}
-		if len(buf) > held {
-			if e := hold(int64(len(buf) - held)); e != nil {
+		if want := min(len(buf), n+bodyReadChunk); want > held {
+			sw.pause()
+			e := hold(int64(want - held))
+			sw.progress()
+			if e != nil {
 				putBodyBuffer(buf)
+				w.Header().Set("Connection", "close") // the rest of the body is not read
 				return nil, e
 			}
-			held = len(buf)
+			held = want
 		}
-		m, err := src.Read(buf[n:])
+		m, err := src.Read(buf[n:held])
 		if m > 0 {
 			sw.progress()
 		}
@@ -146,6 +156,9 @@ type stallWatch struct {
 
 	mu          sync.Mutex
 	done, fired bool
+	// paused: the request waits for room in the memory budget (memory.go); that wait is the
+	// relay's, not a stall of the client's.
+	paused atomic.Bool
 }
 
 func (sw *stallWatch) begin(w http.ResponseWriter, lim bodyLimits) {
@@ -154,10 +167,20 @@ func (sw *stallWatch) begin(w http.ResponseWriter, lim bodyLimits) {
 	sw.timer = time.AfterFunc(lim.idle, sw.check)
 }
 
-func (sw *stallWatch) progress() { sw.last.Store(time.Now().UnixNano()) }
+// progress notes that bytes arrived, or that a pause ended.
+func (sw *stallWatch) progress() {
+	sw.paused.Store(false)
+	sw.last.Store(time.Now().UnixNano())
+}
+
+// pause stops counting time against the body until the next progress.
+func (sw *stallWatch) pause() { sw.paused.Store(true) }
 
 func (sw *stallWatch) check() {
 	now := time.Now()
+	if sw.paused.Load() {
+		sw.last.Store(now.UnixNano())
+	}
 	idle := now.Sub(time.Unix(0, sw.last.Load()))
 	left := min(sw.lim.idle-idle, sw.lim.total-now.Sub(sw.start))
 	sw.mu.Lock()
@@ -310,7 +333,12 @@ type upstreamBodies struct {
 	trans *translated
 	// lite is the request's Responses Lite form, worked out once (lite.go).
 	lite liteRequest
+	// ends are what the request lets go of when it ends besides its buffers (a shared replay).
+	ends []func()
 }
+
+// onEnd runs f when the request ends.
+func (u *upstreamBodies) onEnd(f func()) { u.ends = append(u.ends, f) }
 
 // startCache makes the request's serialization cache, which builds into pooled buffers.
 func (u *upstreamBodies) startCache() {
@@ -342,6 +370,10 @@ func (u *upstreamBodies) release() {
 	for _, sb := range u.held {
 		sb.release()
 	}
+	for _, f := range u.ends {
+		f()
+	}
+	u.ends = nil
 }
 
 // builtBody is an upstream body and the pooled buffer it is in (nil: memory of its own).

@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -257,7 +257,10 @@ func (x *exchange) admitBody(route string) bool {
 		return false
 	}
 	x.req, x.body = req, &clientBody{obj: req.obj, raw: body, buf: buf}
-	x.followServed()
+	if e := x.followServed(); e != nil {
+		x.reject(e, OutcomeRejected)
+		return false
+	}
 	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
 	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
 	return true

@@ -7,18 +7,27 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
-// The relay's memory across requests. What a request holds whole (its body, read before it can
-// be sent; an upstream's answer read before it can be relayed) is counted against one budget of
-// the whole relay (Options.MemoryBudget): a request that would pass it waits, in turn, while
-// others finish, and gets a clear 503 with a Retry-After if that takes longer than memoryWait.
-// So sixteen 60 MiB image edits at once are held a few at a time, not all together. A backend
-// call's answer (an image: megabytes of base64) is not held at all: it is relayed as it comes
-// (relayDocument). WebSocket frames have a budget of their own (Options.SocketReadBudget).
+// The relay's memory across requests. Every byte a request makes the relay hold is counted
+// against one budget of the whole relay (Options.MemoryBudget), as it is made: its body, as it
+// arrives (never the size it declares); a conversation replayed in its input (served.go) and
+// its translation for a Chat account (wire.go); the kept request a re-made compaction is sent
+// from (compaction.go); an upstream's answer read whole before it can be relayed. Bytes that
+// several requests need (one replay of one body, one re-making of one compaction) are made
+// once and shared. A backend call's answer (an image: megabytes of base64) is not held at all:
+// it is relayed as it comes (relayDocument). WebSocket frames have a budget of their own
+// (Options.SocketReadBudget).
+//
+// No client can use the budget to stall the others: it is not first come, first served (a
+// request that fits goes ahead of one that waits for more room than there is), and an eighth
+// of it is kept for small requests (smallHold): a request that holds more than that may use
+// only the rest. So eight clients trickling 60 MiB bodies hold what they sent, at most seven
+// eighths of the budget, and a 100-byte request beside them never waits. A request that finds
+// no room waits at most memoryWait, then gets 503 relay_busy with a Retry-After; a body is
+// not watched for stalls while its request waits (the wait is the relay's, not the client's).
 
 // DefaultMemoryBudget is the default of Options.MemoryBudget.
 const DefaultMemoryBudget = 256 << 20
@@ -26,46 +35,112 @@ const DefaultMemoryBudget = 256 << 20
 // memoryWait is how long a request waits for room in the budget before it is answered 503.
 const memoryWait = 30 * time.Second
 
+// smallHold is the most a request may hold in all and still use the budget's reserve for
+// small requests.
+const smallHold = 1 << 20
+
 // memBudget is the relay's budget of bytes held by requests at once.
 type memBudget struct {
-	sem  *semaphore.Weighted
-	size int64
-	wait time.Duration // memoryWait
+	size    int64
+	reserve int64 // the part of size only requests holding at most smallHold may use
+	wait    time.Duration
+
+	mu    sync.Mutex
+	used  int64
+	peak  int64         // the most used at once
+	freed chan struct{} // closed, and replaced, when bytes are given back
 }
 
 func newMemBudget(size int64) *memBudget {
 	if size <= 0 {
 		size = DefaultMemoryBudget
 	}
-	return &memBudget{sem: semaphore.NewWeighted(size), size: size, wait: memoryWait}
+	return &memBudget{size: size, reserve: size / 8, wait: memoryWait, freed: make(chan struct{})}
+}
+
+// room is the most a request may hold in all: the whole budget while it is small, else all but
+// the reserve.
+func (b *memBudget) room(total int64) int64 {
+	if total <= smallHold {
+		return b.size
+	}
+	return b.size - b.reserve
+}
+
+// acquire takes n more bytes for a request that holds held already, waiting for room until ctx
+// ends.
+func (b *memBudget) acquire(ctx context.Context, n, held int64) error {
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.room(held+n) {
+			b.used += n
+			b.peak = max(b.peak, b.used)
+			b.mu.Unlock()
+			return nil
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release gives back n bytes, and wakes the requests waiting for room.
+func (b *memBudget) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// inUse is what the requests hold now.
+func (b *memBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 // errRelayBusy says that the relay held as much as its budget allows for longer than
 // memoryWait.
 var errRelayBusy = errors.New("the relay's memory budget is spent")
 
-// hold counts n more bytes against the budget for x (at most the whole budget: a request is
-// never refused for its size alone), waiting at most memoryWait; they are given back when x
-// ends. An error is the client's answer.
+// hold counts n more bytes against the budget for x (at most what a request may hold: a
+// request is never refused for its size alone), waiting at most memoryWait; they are given
+// back when x ends, or by letGo. An error is the client's answer.
 func (x *exchange) hold(n int64) *apiError {
 	b := x.s.mem
-	n = min(n, b.size-x.memHeld)
+	n = min(n, b.room(x.memHeld+n)-x.memHeld)
 	if n <= 0 {
 		return nil
 	}
-	if !b.sem.TryAcquire(n) {
-		ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
-		err := b.sem.Acquire(ctx, n)
-		cancel()
-		if err != nil {
-			if x.r.Context().Err() != nil {
-				return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
-			}
-			return x.relayBusy()
+	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
+	err := b.acquire(ctx, n, x.memHeld)
+	cancel()
+	if err != nil {
+		if x.r.Context().Err() != nil {
+			return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
 		}
+		return x.relayBusy()
 	}
 	x.memHeld += n
 	return nil
+}
+
+// letGo gives back n of the bytes x holds, which it no longer needs.
+func (x *exchange) letGo(n int64) {
+	n = min(n, x.memHeld)
+	if n <= 0 {
+		return
+	}
+	x.s.mem.release(n)
+	x.memHeld -= n
 }
 
 // relayBusy is the answer to a request that found no room in the budget within the wait.
@@ -78,10 +153,7 @@ func (x *exchange) relayBusy() *apiError {
 
 // releaseMemory gives back what x held (it ended).
 func (x *exchange) releaseMemory() {
-	if x.memHeld > 0 {
-		x.s.mem.sem.Release(x.memHeld)
-		x.memHeld = 0
-	}
+	x.letGo(x.memHeld)
 }
 
 // readWhole reads r to its end, at most limit bytes (an error past it), counting what it

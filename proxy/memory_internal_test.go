@@ -37,12 +37,101 @@ func TestMemoryBudgetIsSharedAcrossRequests(t *testing.T) {
 		t.Fatalf("c: %+v", e)
 	}
 	b.releaseMemory()
-	// A request larger than the whole budget is held to the budget, never refused for its size.
+	// A request larger than the whole budget is held to what a large request may hold (all but
+	// the reserve for small ones), never refused for its size.
 	d := exch()
-	if e := d.hold(5 << 20); e != nil || d.memHeld != 1<<20 {
+	if e := d.hold(5 << 20); e != nil || d.memHeld != 1<<20-(1<<20)/8 {
 		t.Fatalf("d: %+v, held %d", e, d.memHeld)
 	}
 	d.releaseMemory()
+}
+
+// A small request never waits behind a large one: the large ones may hold all but an eighth of
+// the budget, and a large request waiting for room does not queue the small ones behind it.
+func TestSmallRequestsNeverWaitBehindLargeOnes(t *testing.T) {
+	s := New(Options{MemoryBudget: 64 << 20})
+	s.mem.wait = time.Hour // a test that waited would hang until its deadline: none may
+	exch := func() *exchange { return &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)} }
+	hogs := []*exchange{exch(), exch()}
+	if e := hogs[0].hold(40 << 20); e != nil {
+		t.Fatal(e)
+	}
+	if e := hogs[1].hold(16 << 20); e != nil { // 56 MiB: all a large request may take
+		t.Fatal(e)
+	}
+	// A third large request waits for room...
+	waiting := exch()
+	got := make(chan *apiError, 1)
+	go func() { got <- waiting.hold(8 << 20) }()
+	// ...while small ones take the reserve at once, one after the other.
+	for i := range 7 {
+		small := exch()
+		done := make(chan *apiError, 1)
+		go func() { done <- small.hold(1 << 20) }()
+		select {
+		case e := <-done:
+			if e != nil {
+				t.Fatalf("small request %d: %+v", i, e)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("small request %d waited behind the large ones", i)
+		}
+	}
+	select {
+	case e := <-got:
+		t.Fatalf("the large request got room that is not there: %+v", e)
+	default:
+	}
+	hogs[0].releaseMemory()
+	select {
+	case e := <-got:
+		if e != nil {
+			t.Fatal(e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the large request did not get the room given back")
+	}
+}
+
+// A body is counted as it arrives, not at the size it declares; a request that finds no room
+// for its body is answered 503 relay_busy with a Retry-After, never 408, and its connection
+// closed.
+func TestABodyIsCountedAsItArrives(t *testing.T) {
+	s := New(Options{MemoryBudget: 8 << 20})
+	s.mem.wait = 100 * time.Millisecond
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	r := httptest.NewRequest("POST", "/v1/responses", pr)
+	r.ContentLength = 60 << 20
+	x := &exchange{s: s, r: r, w: httptest.NewRecorder()}
+	read := make(chan *apiError, 1)
+	go func() {
+		_, e := readBody(x.w, r, bodyLimits{size: 64 << 20, idle: time.Hour, total: time.Hour}, &x.admit.stall, nil, x.hold)
+		read <- e
+	}()
+	pw.Write([]byte(`{"model":"gpt-5","input":"`))
+	deadline := time.Now().Add(10 * time.Second)
+	for s.mem.inUse() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if held := s.mem.inUse(); held == 0 || held > 2*bodyReadChunk {
+		t.Fatalf("a 60 MiB body of which 26 bytes arrived holds %d bytes of the budget", held)
+	}
+	// A small request beside it gets room, and a large one that does not fit gets 503.
+	small := &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)}
+	if e := small.hold(100); e != nil {
+		t.Fatal(e)
+	}
+	big := &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)}
+	if e := big.hold(6<<20 + 512<<10); e != nil {
+		t.Fatal(e)
+	}
+	go pw.Write(bytes.Repeat([]byte("x"), 2<<20))
+	e := <-read
+	w := x.w.(*httptest.ResponseRecorder)
+	if e == nil || e.Status != 503 || e.Code != "relay_busy" || e.RetryAfter <= 0 || w.Header().Get("Connection") != "close" {
+		t.Fatalf("a body with no room: %+v, Connection %q", e, w.Header().Get("Connection"))
+	}
 }
 
 // An answer relayed as it comes has the account's credential masked, wherever the writes cut

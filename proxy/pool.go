@@ -315,6 +315,16 @@ func (p *pool) setStrategy(s string) {
 	p.mu.Unlock()
 }
 
+// anyChat reports whether an account of the pool speaks Chat Completions only.
+func (p *pool) anyChat() bool {
+	for _, m := range p.list() {
+		if m.Kind == KindOpenAI && m.API == APIChat {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *pool) list() []*member {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
@@ -32,30 +35,180 @@ import (
 // which share their bytes with the first (counted in each, as the budget cannot tell).
 
 // followServed makes the client's body of an HTTP Responses request that continues a response the
-// relay served the conversation up to it, replayed.
-func (x *exchange) followServed() {
+// relay served the conversation up to it, replayed. The replay is counted against the memory
+// budget as it is built, and made once for identical requests (sharedReplay): sixteen SDK
+// retries naming one 60 MiB conversation hold one replay, not sixteen. An error is the answer
+// (503 relay_busy: no room for it within the wait).
+func (x *exchange) followServed() *apiError {
 	cb, ok := x.body.(*clientBody)
 	if !ok || x.req.route != routeResponses {
-		return
+		return nil
 	}
 	prev, _ := stringMember(cb.obj, "previous_response_id")
 	if prev == "" {
-		return
+		return nil
 	}
 	base, ok := x.s.convBudget().servedUpTo(prev)
 	if !ok {
-		return
+		return nil
 	}
-	sb := &servedBody{client: cb, prev: prev, base: base}
-	joined := joinItems(base, cb.items())
-	sb.raw = payload.Build(nil, cb.obj, []payload.Override{{Key: "previous_response_id"}, {Key: "input", Value: joined}})
-	o, err := payload.Parse(sb.raw)
-	if err != nil {
-		panic("proxy: a replayed body does not parse: " + err.Error()) // built from parsed parts
+	est := int64(itemsLen(base) + len(cb.raw))
+	trans := int64(0)
+	if x.s.anyChatAccount() {
+		// A Chat account would translate the replay: its room is taken with the replay's, at
+		// once, so that requests holding a replay never wait for each other's room.
+		trans = 2 * est
 	}
-	sb.obj = o
-	x.body = sb
+	r, e := x.s.replays.join(x, replayKey{prev: prev, body: sha256.Sum256(cb.raw)}, func() (*servedBody, int64) {
+		sb := &servedBody{client: cb, prev: prev, base: base}
+		joined := joinItems(base, cb.items())
+		sb.raw = payload.Build(nil, cb.obj, []payload.Override{{Key: "previous_response_id"}, {Key: "input", Value: joined}})
+		o, err := payload.Parse(sb.raw)
+		if err != nil {
+			panic("proxy: a replayed body does not parse: " + err.Error()) // built from parsed parts
+		}
+		sb.obj = o
+		return sb, int64(len(sb.raw))
+	}, est, trans)
+	if e != nil {
+		return e
+	}
+	// The shared replay's own servedBody, with this request's client body: what keepServed
+	// records is the request's own input.
+	sb := *r.body
+	sb.client, sb.shared, sb.split = cb, r, nil
+	x.body = &sb
 	x.t.Replayed = &Replay{PreviousResponseID: truncate(prev, 100), Items: len(base), Bytes: int64(itemsLen(base))}
+	return nil
+}
+
+// replayKey names a replay: the response it continues, and the digest of the client's body.
+type replayKey struct {
+	prev string
+	body [32]byte
+}
+
+// replays are the replayed bodies requests use now, shared by identical requests.
+type replays struct {
+	mu sync.Mutex
+	in map[replayKey]*sharedReplay
+}
+
+// sharedReplay is one replayed body and its translation for a Chat account, made once and
+// held, in the memory budget, until the last request using it ends.
+type sharedReplay struct {
+	key   replayKey
+	refs  int // under replays.mu
+	ready chan struct{}
+	body  *servedBody
+	err   *apiError
+	held  int64 // what it holds of the memory budget, reserve included
+
+	transMu sync.Mutex
+	trans   *translated
+	reserve int64 // room taken for the translation, not yet used
+}
+
+// join returns the replay key names, made by build (which says the bytes it made) by the first
+// request that needs it and waited for by the others; est is what the budget is asked for
+// before it is built, and trans the room kept for its translation. The request holds it until
+// it ends.
+func (rs *replays) join(x *exchange, key replayKey, build func() (*servedBody, int64), est, trans int64) (*sharedReplay, *apiError) {
+	rs.mu.Lock()
+	if rs.in == nil {
+		rs.in = map[replayKey]*sharedReplay{}
+	}
+	r := rs.in[key]
+	maker := r == nil
+	if maker {
+		r = &sharedReplay{key: key, ready: make(chan struct{})}
+		rs.in[key] = r
+	}
+	r.refs++
+	rs.mu.Unlock()
+	x.out.onEnd(func() { rs.leave(x.s.mem, r) })
+	if maker {
+		if r.err = x.holdShared(&r.held, est+trans); r.err == nil {
+			var size int64
+			r.body, size = build()
+			r.reserve = min(trans, r.held)
+			if back := r.held - r.reserve - size; back > 0 {
+				x.s.mem.release(back)
+				r.held -= back
+			}
+		} else {
+			rs.mu.Lock()
+			delete(rs.in, key) // the next request tries again
+			rs.mu.Unlock()
+		}
+		close(r.ready)
+	}
+	select {
+	case <-r.ready:
+	case <-x.r.Context().Done():
+		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+	}
+	return r, r.err
+}
+
+// leave lets go of r for one request; the last one gives back what it holds.
+func (rs *replays) leave(b *memBudget, r *sharedReplay) {
+	rs.mu.Lock()
+	r.refs--
+	last := r.refs == 0
+	if last && rs.in[r.key] == r {
+		delete(rs.in, r.key)
+	}
+	rs.mu.Unlock()
+	if last {
+		r.transMu.Lock()
+		b.release(r.held)
+		r.held, r.trans, r.body = 0, nil, nil
+		r.transMu.Unlock()
+	}
+}
+
+// translation is the replay in a Chat account's protocol, made once (by make) for all the
+// requests that share it, in the room kept for it (more taken if that is short); what it does
+// not use goes back. An error (no room) is not kept: the next request tries again.
+func (r *sharedReplay) translation(x *exchange, make func() *translated) *translated {
+	r.transMu.Lock()
+	defer r.transMu.Unlock()
+	if r.trans != nil {
+		return r.trans
+	}
+	if est := 2 * int64(len(r.body.raw)); r.reserve < est {
+		before := r.held
+		if e := x.holdShared(&r.held, est-r.reserve); e != nil {
+			return &translated{err: e}
+		}
+		r.reserve += r.held - before
+	}
+	t := make()
+	if back := r.reserve - t.size; back > 0 {
+		x.s.mem.release(back)
+		r.held -= back
+	}
+	r.reserve, r.trans = 0, t
+	return t
+}
+
+// holdShared takes n bytes of the budget for something several requests share, adding them
+// to *held: waiting as x.hold does, and answering as it does when there is no room.
+func (x *exchange) holdShared(held *int64, n int64) *apiError {
+	b := x.s.mem
+	n = min(n, b.room(n))
+	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
+	err := b.acquire(ctx, n, 0)
+	cancel()
+	if err != nil {
+		if x.r.Context().Err() != nil {
+			return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+		}
+		return x.relayBusy()
+	}
+	*held += n
+	return nil
 }
 
 // servedBody is an HTTP request that continues a response the relay served: the client's body
@@ -67,6 +220,7 @@ type servedBody struct {
 	obj    *payload.Object
 	raw    []byte
 	split  [][]byte
+	shared *sharedReplay // the replay it is, shared with identical requests
 }
 
 func (b *servedBody) whole() wholeBody { return wholeBody{obj: b.obj, raw: b.raw} }
@@ -192,3 +346,6 @@ func responseItems(resp []byte) (string, []json.RawMessage) {
 	}
 	return id, kept
 }
+
+// anyChatAccount reports whether an account of the pool would translate a Responses request.
+func (s *Server) anyChatAccount() bool { return s.pool.anyChat() }

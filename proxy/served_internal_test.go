@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The responses the relay served are indexed by id in the conversations' budget: continuing
@@ -58,5 +64,123 @@ func TestServedConversationsIndexAndForget(t *testing.T) {
 	// What is left counts the fork alone: its three items and its one entry.
 	if want := int64(3*52 + servedEntryBytes); b.used != want {
 		t.Fatalf("used %d, want %d", b.used, want)
+	}
+}
+
+// bigConversation plants a served conversation of about size bytes in s, answered as id.
+func bigConversation(s *Server, id string, size int) {
+	item := []byte(`{"type":"message","role":"user","content":"` + strings.Repeat("x", size) + `"}`)
+	out := []byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"noted"}]}`)
+	s.convBudget().keepServed("", nil, [][]byte{item}, [][]byte{out}, id)
+}
+
+// chatUpstream is a Chat Completions server that counts the requests it holds at once and
+// answers each once gate opens (nil: at once).
+func chatUpstream(t *testing.T, gate chan struct{}, inFlight, peak *atomic.Int64) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // the catalog: none
+			http.NotFound(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		peak.Store(max(peak.Load(), inFlight.Add(1)))
+		defer inFlight.Add(-1)
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// Sixteen identical continuations of one large bridged conversation at once share one replay
+// and one translation (issue 49: each built its own, 3.54 GB for a 60 MiB conversation): all
+// sixteen are in flight together within a budget that holds two copies, not sixteen.
+func TestIdenticalContinuationsShareOneReplay(t *testing.T) {
+	const conv = 2 << 20
+	gate := make(chan struct{})
+	var inFlight, peak atomic.Int64
+	up := chatUpstream(t, gate, &inFlight, &peak)
+	s := New(Options{MemoryBudget: 16 << 20})
+	s.SetAccounts([]Account{{Name: "llama", Kind: KindOpenAI, API: APIChat, BaseURL: up.URL + "/v1", Credentials: Static{Token: "sk-llama-123456"}}})
+	bigConversation(s, "resp_big", conv)
+	relay := httptest.NewServer(s)
+	defer relay.Close()
+	body := `{"model":"gpt-5","previous_response_id":"resp_big","input":"and then?"}`
+	statuses := make(chan int, 16)
+	for range 16 {
+		go func() {
+			resp, err := http.Post(relay.URL+"/v1/responses", "application/json", strings.NewReader(body))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for inFlight.Load() < 16 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	n := inFlight.Load()
+	close(gate)
+	for range 16 {
+		if st := <-statuses; st != 200 {
+			t.Errorf("a continuation was answered %d", st)
+		}
+	}
+	if n != 16 {
+		t.Fatalf("%d of 16 continuations reached the upstream together: they did not share one replay", n)
+	}
+	if p := s.mem.peak; p > 3*conv+conv/2 {
+		t.Fatalf("the budget held %d bytes at its peak: more than one replay and its translation", p)
+	}
+	if u := s.mem.inUse(); u != 0 {
+		t.Fatalf("%d bytes still held after every request ended", u)
+	}
+}
+
+// Different continuations of one large conversation each build their replay, counted against
+// the budget: what they hold at once never passes it, and every one is answered.
+func TestReplaysAreCountedInTheBudget(t *testing.T) {
+	const conv = 2 << 20
+	var inFlight, peak atomic.Int64
+	up := chatUpstream(t, nil, &inFlight, &peak)
+	s := New(Options{MemoryBudget: 8 << 20})
+	s.SetAccounts([]Account{{Name: "llama", Kind: KindOpenAI, API: APIChat, BaseURL: up.URL + "/v1", Credentials: Static{Token: "sk-llama-123456"}}})
+	bigConversation(s, "resp_big", conv)
+	relay := httptest.NewServer(s)
+	defer relay.Close()
+	statuses := make(chan int, 8)
+	for i := range 8 {
+		go func() {
+			body := fmt.Sprintf(`{"model":"gpt-5","previous_response_id":"resp_big","input":"question %d"}`, i)
+			resp, err := http.Post(relay.URL+"/v1/responses", "application/json", strings.NewReader(body))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for range 8 {
+		if st := <-statuses; st != 200 {
+			t.Errorf("a continuation was answered %d", st)
+		}
+	}
+	if p := s.mem.peak; p > 8<<20 || p < conv {
+		t.Fatalf("the budget's peak %d: the replays were not counted, or passed it", p)
+	}
+	if u := s.mem.inUse(); u != 0 {
+		t.Fatalf("%d bytes still held after every request ended", u)
 	}
 }

@@ -146,6 +146,8 @@ type Server struct {
 	seals *sealTable
 	// compactions keeps the requests that produced compactions (compaction.go).
 	compactions *compactionStore
+	// replays are the replayed conversations requests use now (served.go).
+	replays replays
 	// mem is the budget of what requests hold at once (memory.go).
 	mem     *memBudget
 	sealOff atomic.Bool // SetSealedTracking(false)

@@ -244,30 +244,55 @@ type translated struct {
 	obj     *payload.Object
 	dropped []string
 	err     error
+	size    int64 // the translated body's bytes
 }
 
 // translate returns the client body in the account's protocol, translated once per request
-// (a request's client protocol is fixed, so there is only ever one direction).
+// (a request's client protocol is fixed, so there is only ever one direction), or once for all
+// the requests that share a replay. The translation is counted against the memory budget: twice
+// the source while it is made (what the bridge decodes), then what it made.
 func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *translated {
 	if x.out.trans != nil {
 		return x.out.trans
 	}
-	t := &translated{}
-	var out []byte
-	src := x.body.whole().raw
-	if x.lite() {
-		// A Chat account takes no Lite body: the classic form is translated.
-		src = x.classicBody()
-	}
-	out, t.dropped, t.err = to(src)
-	if t.err == nil {
-		var perr error
-		if t.obj, perr = payload.Parse(out); perr != nil {
-			t.err = fmt.Errorf("translation produced an invalid body: %v", perr)
+	make := func() *translated {
+		t := &translated{}
+		var out []byte
+		src := x.body.whole().raw
+		if x.lite() {
+			// A Chat account takes no Lite body: the classic form is translated.
+			src = x.classicBody()
 		}
+		out, t.dropped, t.err = to(src)
+		if t.err == nil {
+			var perr error
+			if t.obj, perr = payload.Parse(out); perr != nil {
+				t.err = fmt.Errorf("translation produced an invalid body: %v", perr)
+			}
+		}
+		t.size = int64(len(out))
+		return t
+	}
+	var t *translated
+	if sb, ok := x.body.(*servedBody); ok && sb.shared != nil {
+		t = sb.shared.translation(x, make)
+	} else {
+		t = x.translateHeld(make)
 	}
 	x.t.DroppedTools = append(x.t.DroppedTools, t.dropped...)
 	x.out.trans = t
+	return t
+}
+
+// translateHeld makes a request's own translation within the memory budget: twice the source
+// is held while it is made, then what it made, until the request ends.
+func (x *exchange) translateHeld(make func() *translated) *translated {
+	est := 2 * int64(len(x.body.whole().raw))
+	if e := x.hold(est); e != nil {
+		return &translated{err: e}
+	}
+	t := make()
+	x.letGo(est - t.size)
 	return t
 }
 
