@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -35,8 +37,9 @@ var benchCommand = &command{
 			name:    "proxy",
 			usage:   []string{"[--in-process] [--idle-wait 60s] [--json]"},
 			summary: "added latency against a direct call, event delay, load and memory",
-			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process.",
-			flags:   benchProxyFlags,
+			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process. " +
+				"--only runs the phases it names (" + strings.Join(bench.ProxyPhases(), ", ") + ").",
+			flags: benchProxyFlags,
 		},
 		{
 			name:    "conversation",
@@ -150,8 +153,17 @@ func benchProxyFlags(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&opt.Rounds, "rounds", 5, "times each load is repeated")
 	fs.DurationVar(&opt.IdleWait, "idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
 	inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
+	only := fs.String("only", "", "run only the phases `NAMES` says, comma-separated, of: "+strings.Join(bench.ProxyPhases(), ", "))
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	return func(c *CLI, _ []string) error {
+		if *only != "" {
+			opt.Only = strings.Split(*only, ",")
+			for _, p := range opt.Only {
+				if !slices.Contains(bench.ProxyPhases(), p) {
+					return usagef("unknown phase %q for --only: use %s", p, strings.Join(bench.ProxyPhases(), ", "))
+				}
+			}
+		}
 		if !*inProcess {
 			exe, err := os.Executable()
 			if err != nil {
@@ -177,7 +189,7 @@ func benchProcessCommand(kind string) *command {
 	return &command{
 		name:    kind + "-process",
 		usage:   []string{"--upstream URL"},
-		summary: "internal to bench proxy: the " + kind + " proxy in a process of its own",
+		summary: "internal to bench proxy: its " + kind + " proxy in a process of its own",
 		hidden:  true,
 		flags: func(fs *flag.FlagSet) runFunc {
 			upstream := fs.String("upstream", "", "the fake upstream's base `URL`")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type ProxyOptions struct {
 	ConversationTurns, ConversationRounds int
 	// Ledger, when set, opens a usage ledger for the ledger phase (skipped without one).
 	Ledger LedgerSink
+	// Only, when not empty, names the phases to run (ProxyPhases), in their usual order; the
+	// others are left out of the result.
+	Only []string
 	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
 	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
 	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
@@ -137,6 +141,8 @@ type ProxyResult struct {
 	Rotation RotationResult `json:"rotation"`
 	// Backend is Codex's image calls: memory across concurrent ones, one image's added time.
 	Backend BackendResult `json:"backend"`
+	// Phases are the phases that ran (ProxyOptions.Only).
+	Phases []string `json:"phases"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -163,6 +169,11 @@ type LoadResult struct {
 func Proxy(opt ProxyOptions) (ProxyResult, error) {
 	opt.defaults()
 	var res ProxyResult
+	for _, name := range opt.Only {
+		if !slices.Contains(ProxyPhases(), name) {
+			return res, fmt.Errorf("no phase %q in bench proxy: its phases are %s", name, strings.Join(ProxyPhases(), ", "))
+		}
+	}
 	up, err := newBenchUpstream()
 	if err != nil {
 		return res, err
@@ -186,12 +197,38 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.rotation, r.stream, r.conversation, r.loads, r.backend, r.soak} {
-		if err := phase(); err != nil {
+	for _, phase := range r.phases() {
+		if len(opt.Only) > 0 && !slices.Contains(opt.Only, phase.name) {
+			continue
+		}
+		res.Phases = append(res.Phases, phase.name)
+		if err := phase.run(); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// namedPhase is a phase of Proxy.
+type namedPhase struct {
+	name string
+	run  func() error
+}
+
+// phases are Proxy's phases, in order.
+func (r *proxyRun) phases() []namedPhase {
+	return []namedPhase{{"small", r.small}, {"ledger", r.ledger}, {"sealed", r.sealed}, {"large", r.large},
+		{"rotation", r.rotation}, {"stream", r.stream}, {"conversation", r.conversation}, {"loads", r.loads},
+		{"backend", r.backend}, {"soak", r.soak}}
+}
+
+// ProxyPhases are the names of Proxy's phases, in order (ProxyOptions.Only).
+func ProxyPhases() []string {
+	var names []string
+	for _, p := range (&proxyRun{}).phases() {
+		names = append(names, p.name)
+	}
+	return names
 }
 
 func (opt *ProxyOptions) defaults() {
@@ -417,9 +454,12 @@ func (r *proxyRun) loads() (err error) {
 	return nil
 }
 
-// startProxies sets r.rp and r.bare: the in-process relay and a bare proxy on a port of this
-// process, or both in processes of their own with StartProcess; both warmed up.
+// startProxies sets r.rp and r.bare, once: the in-process relay and a bare proxy on a port of
+// this process, or both in processes of their own with StartProcess; both warmed up.
 func (r *proxyRun) startProxies() error {
+	if r.rp != nil {
+		return nil
+	}
 	if r.opt.StartProcess == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -500,6 +540,9 @@ func (r *proxyRun) soak() (err error) {
 			err = serr
 		}
 		return rss, n
+	}
+	if err := r.startProxies(); err != nil { // when the loads did not run
+		return err
 	}
 	s := &r.res.Soak
 	r.client.CloseIdleConnections()

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,6 +107,9 @@ func TestProxyBenchRuns(t *testing.T) {
 	if r.Soak.Requests != 1000 || r.Soak.RSSAfter1000Bytes <= 0 || r.Soak.RSSAfterAllBytes <= 0 || r.Soak.GoroutinesAfterSoak > r.Soak.GoroutinesIdle {
 		t.Fatalf("soak %+v", r.Soak)
 	}
+	if len(r.Phases) != len(bench.ProxyPhases()) {
+		t.Fatalf("phases %v", r.Phases)
+	}
 }
 
 // TestSocketsBenchRuns runs `bench sockets` small: the attacks complete, the burst is cut by
@@ -122,5 +126,20 @@ func TestSocketsBenchRuns(t *testing.T) {
 	if r.BurstRefused == 0 || r.ChainAnswers != 3 || r.BaselineRSS <= 0 || r.BurstPeakRSS <= 0 || r.ChainPeakRSS <= 0 || r.AfterRSS <= 0 ||
 		r.HeldAnswers != 2 || r.HeldRSS <= 0 || r.HeldPeakRSS <= 0 {
 		t.Fatalf("sockets %+v", r)
+	}
+}
+
+// TestProxyBenchOnly runs one phase of `bench proxy` alone: the others leave their figures
+// empty, and an unknown phase is refused before anything runs.
+func TestProxyBenchOnly(t *testing.T) {
+	r, err := bench.Proxy(bench.ProxyOptions{Only: []string{"stream"}, StreamEvents: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 1 || r.Phases[0] != "stream" || r.Stream.Events != 30 || r.Small.RelayP50Us != 0 || r.Soak.Requests != 0 || r.Concurrent.Streams != 0 {
+		t.Fatalf("phases %v, stream %+v, small %+v, soak %+v", r.Phases, r.Stream, r.Small, r.Soak)
+	}
+	if _, err := bench.Proxy(bench.ProxyOptions{Only: []string{"streams"}}); err == nil || !strings.Contains(err.Error(), `no phase "streams"`) {
+		t.Fatalf("an unknown phase: %v", err)
 	}
 }
