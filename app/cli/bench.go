@@ -38,7 +38,9 @@ var benchCommand = &command{
 			usage:   []string{"[--in-process] [--idle-wait 60s] [--json]"},
 			summary: "added latency against a direct call, event delay, load and memory",
 			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process. " +
-				"--only runs the phases it names (" + strings.Join(bench.ProxyPhases(), ", ") + ").",
+				"--only runs the phases it names (" + strings.Join(bench.ProxyPhases(), ", ") + "); budget is issue 49's figures: " +
+				"continuations of a large conversation a Chat account serves, small requests beside slow uploads, and the re-makes " +
+				"of a compaction after a rotation, each against a relay of its own.",
 			flags: benchProxyFlags,
 		},
 		{
@@ -64,6 +66,8 @@ var benchCommand = &command{
 		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
+		benchProcessCommand("chat"),
+		benchProcessCommand("compaction"),
 	},
 }
 
@@ -154,6 +158,13 @@ func benchProxyFlags(fs *flag.FlagSet) runFunc {
 	fs.DurationVar(&opt.IdleWait, "idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
 	inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
 	only := fs.String("only", "", "run only the phases `NAMES` says, comma-separated, of: "+strings.Join(bench.ProxyPhases(), ", "))
+	replayMB := fs.Int("replay-mb", 60, "budget: size of the conversation a Chat account serves, in MiB")
+	fs.IntVar(&opt.Continuations, "continuations", 16, "budget: concurrent requests continuing that conversation")
+	fs.IntVar(&opt.Uploads, "uploads", 8, "budget: slow uploads beside the small requests")
+	uploadMB := fs.Int("upload-mb", 60, "budget: the Content-Length each slow upload declares, in MiB")
+	fs.DurationVar(&opt.UploadFor, "upload-for", 10*time.Second, "budget: how long the slow uploads trickle")
+	fs.IntVar(&opt.RemakeTurns, "remake-turns", 16, "budget: concurrent turns of a compacted conversation after a rotation")
+	remakeMB := fs.Int("remake-mb", 32, "budget: size of the request that made the compaction, in MiB")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	return func(c *CLI, _ []string) error {
 		if *only != "" {
@@ -164,6 +175,13 @@ func benchProxyFlags(fs *flag.FlagSet) runFunc {
 				}
 			}
 		}
+		if *replayMB < 1 || *replayMB > 60 || *uploadMB < 1 || *uploadMB > 63 || *remakeMB < 1 || *remakeMB > 60 {
+			return usagef("--replay-mb and --remake-mb must be from 1 to 60, --upload-mb from 1 to 63 (the body limit is 64 MiB)")
+		}
+		if opt.Continuations < 1 || opt.Uploads < 1 || opt.RemakeTurns < 1 || opt.UploadFor <= 0 || opt.UploadFor > 10*time.Minute {
+			return usagef("--continuations, --uploads and --remake-turns must be at least 1, --upload-for above 0 and at most 10m")
+		}
+		opt.ReplayBytes, opt.UploadBytes, opt.RemakeBytes = *replayMB<<20, *uploadMB<<20, *remakeMB<<20
 		if !*inProcess {
 			exe, err := os.Executable()
 			if err != nil {

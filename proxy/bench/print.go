@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -112,11 +114,46 @@ func (r ProxyResult) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
 			r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
 	}
+	if ran("budget") {
+		r.Budget.print(tw)
+	}
 	tw.Flush()
 	if ran("conversation") && len(c.PerTurn) > 0 {
 		fmt.Fprintln(w)
 		c.Print(w)
 	}
+}
+
+// print writes the budget phase's rows.
+func (b BudgetResult) print(w io.Writer) {
+	where := func(own bool) string {
+		if own {
+			return "relay process"
+		}
+		return "one process for client, relay and upstream"
+	}
+	rp := b.Replay
+	fmt.Fprintf(w, "%d continuations of a %s bridged conversation\tanswered %d, 503 with Retry-After %d, other %d [0] %s; relay peak RSS %s [< 512 MB] (%s; %s settled before); %d reached the Chat account, the largest %s; %.1f s\n",
+		rp.Continuations, mb(rp.ConversationBytes), rp.Answered, rp.Unavailable, rp.Failed, statuses(rp.Statuses), mb(rp.PeakRSSBytes),
+		where(rp.RelayProcess), mb(rp.SettledRSSBytes), rp.UpstreamRequests, mb(rp.UpstreamMaxBytes), rp.Seconds)
+	up := b.Uploads
+	fmt.Fprintf(w, "%d small requests beside %d slow uploads of %s\tp50 %.1f ms, max %.1f ms [max < 2000 ms]; answered %d, 503 with Retry-After %d, other %d [0] %s; uploads trickled %.1f s, %s sent, answered %s; relay peak RSS %s (%s)\n",
+		up.Requests, up.Uploads, mb(up.DeclaredBytes), up.P50Ms, up.MaxMs, up.Answered, up.Unavailable, up.Failed, statuses(up.Statuses),
+		up.TrickleSecs, mb(up.SentBytes), statuses(up.UploadStatuses), mb(up.PeakRSSBytes), where(up.RelayProcess))
+	rm := b.Remake
+	fmt.Fprintf(w, "%d turns after a rotation of a %s compacted conversation\t%d re-make(s) of the compaction [1]; answered %d, 503 with Retry-After %d, other %d [0] %s; relay peak RSS %s (%s; %s settled before); %.1f s\n",
+		rm.Turns, mb(rm.KeptRequestBytes), rm.Remakes, rm.Answered, rm.Unavailable, rm.Failed, statuses(rm.Statuses), mb(rm.PeakRSSBytes),
+		where(rm.RelayProcess), mb(rm.SettledRSSBytes), rm.Seconds)
+}
+
+// statuses writes counts by status, sorted: {200: 14, 503+retry-after: 2}.
+func statuses(m map[string]int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // Print writes the result as the table `codexrelay bench conversation` shows.

@@ -40,13 +40,24 @@ type ProxyOptions struct {
 	ConversationTurns, ConversationRounds int
 	// Ledger, when set, opens a usage ledger for the ledger phase (skipped without one).
 	Ledger LedgerSink
+	// The budget phase (budget.go): ReplayBytes is the size of the conversation a Chat
+	// account's Responses client makes (default 60 MiB) and Continuations the concurrent
+	// requests that continue it by previous_response_id (default 16); Uploads are slow uploads
+	// (default 8) each declaring UploadBytes (default 60 MiB) and trickling for UploadFor
+	// (default 10 s) beside small requests; RemakeTurns the concurrent turns (default 16) of a
+	// conversation compacted on an account that then rests, whose compaction request is about
+	// RemakeBytes (default 32 MiB).
+	ReplayBytes, Continuations int
+	Uploads, UploadBytes       int
+	UploadFor                  time.Duration
+	RemakeTurns, RemakeBytes   int
 	// Only, when not empty, names the phases to run (ProxyPhases), in their usual order; the
 	// others are left out of the result.
 	Only []string
 	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
 	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
 	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
-	// with. The loads and the soak then go through those processes, so that the memory and
+	// with; the budget phase's kinds "chat" and "compaction" are the relays of RelayFor. The loads and the soak then go through those processes, so that the memory and
 	// goroutine figures are theirs alone (RSS is a figure per process), not those of one
 	// process holding the client and the upstream too.
 	StartProcess func(kind, upstream string) (*Process, error)
@@ -141,6 +152,8 @@ type ProxyResult struct {
 	Rotation RotationResult `json:"rotation"`
 	// Backend is Codex's image calls: memory across concurrent ones, one image's added time.
 	Backend BackendResult `json:"backend"`
+	// Budget is what a conversation the relay builds and keeps costs its memory budget.
+	Budget BudgetResult `json:"budget"`
 	// Phases are the phases that ran (ProxyOptions.Only).
 	Phases []string `json:"phases"`
 }
@@ -219,7 +232,7 @@ type namedPhase struct {
 func (r *proxyRun) phases() []namedPhase {
 	return []namedPhase{{"small", r.small}, {"ledger", r.ledger}, {"sealed", r.sealed}, {"large", r.large},
 		{"rotation", r.rotation}, {"stream", r.stream}, {"conversation", r.conversation}, {"loads", r.loads},
-		{"backend", r.backend}, {"soak", r.soak}}
+		{"backend", r.backend}, {"soak", r.soak}, {"budget", r.budget}}
 }
 
 // ProxyPhases are the names of Proxy's phases, in order (ProxyOptions.Only).
@@ -246,6 +259,15 @@ func (opt *ProxyOptions) defaults() {
 	def(&opt.SoakRequests, 20000)
 	def(&opt.ConversationTurns, 20)
 	def(&opt.ConversationRounds, 5)
+	def(&opt.ReplayBytes, 60<<20)
+	def(&opt.Continuations, 16)
+	def(&opt.Uploads, 8)
+	def(&opt.UploadBytes, 60<<20)
+	def(&opt.RemakeTurns, 16)
+	def(&opt.RemakeBytes, 32<<20)
+	if opt.UploadFor <= 0 {
+		opt.UploadFor = 10 * time.Second
+	}
 	if opt.IdleWait <= 0 {
 		opt.IdleWait = 60 * time.Second
 	}
