@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app"
@@ -35,8 +37,11 @@ var benchCommand = &command{
 			name:    "proxy",
 			usage:   []string{"[--in-process] [--idle-wait 60s] [--json]"},
 			summary: "added latency against a direct call, event delay, load and memory",
-			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process.",
-			flags:   benchProxyFlags,
+			details: "The loads run against a relay and a bare ReverseProxy, each in a process of its own unless --in-process. " +
+				"--only runs the phases it names (" + strings.Join(bench.ProxyPhases(), ", ") + "); budget is issue 49's figures: " +
+				"continuations of a large conversation a Chat account serves, small requests beside slow uploads, and the re-makes " +
+				"of a compaction after a rotation, each against a relay of its own.",
+			flags: benchProxyFlags,
 		},
 		{
 			name:    "conversation",
@@ -61,6 +66,8 @@ var benchCommand = &command{
 		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
+		benchProcessCommand("chat"),
+		benchProcessCommand("compaction"),
 	},
 }
 
@@ -150,8 +157,31 @@ func benchProxyFlags(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&opt.Rounds, "rounds", 5, "times each load is repeated")
 	fs.DurationVar(&opt.IdleWait, "idle-wait", 60*time.Second, "how long after the loads the relay's memory is read again")
 	inProcess := fs.Bool("in-process", false, "run the loads through an in-process relay and bare proxy too (no processes of their own)")
+	only := fs.String("only", "", "run only the phases `NAMES` says, comma-separated, of: "+strings.Join(bench.ProxyPhases(), ", "))
+	replayMB := fs.Int("replay-mb", 60, "budget: size of the conversation a Chat account serves, in MiB")
+	fs.IntVar(&opt.Continuations, "continuations", 16, "budget: concurrent requests continuing that conversation")
+	fs.IntVar(&opt.Uploads, "uploads", 8, "budget: slow uploads beside the small requests")
+	uploadMB := fs.Int("upload-mb", 60, "budget: the Content-Length each slow upload declares, in MiB")
+	fs.DurationVar(&opt.UploadFor, "upload-for", 10*time.Second, "budget: how long the slow uploads trickle")
+	fs.IntVar(&opt.RemakeTurns, "remake-turns", 16, "budget: concurrent turns of a compacted conversation after a rotation")
+	remakeMB := fs.Int("remake-mb", 32, "budget: size of the request that made the compaction, in MiB")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	return func(c *CLI, _ []string) error {
+		if *only != "" {
+			opt.Only = strings.Split(*only, ",")
+			for _, p := range opt.Only {
+				if !slices.Contains(bench.ProxyPhases(), p) {
+					return usagef("unknown phase %q for --only: use %s", p, strings.Join(bench.ProxyPhases(), ", "))
+				}
+			}
+		}
+		if *replayMB < 1 || *replayMB > 60 || *uploadMB < 1 || *uploadMB > 63 || *remakeMB < 1 || *remakeMB > 60 {
+			return usagef("--replay-mb and --remake-mb must be from 1 to 60, --upload-mb from 1 to 63 (the body limit is 64 MiB)")
+		}
+		if opt.Continuations < 1 || opt.Uploads < 1 || opt.RemakeTurns < 1 || opt.UploadFor <= 0 || opt.UploadFor > 10*time.Minute {
+			return usagef("--continuations, --uploads and --remake-turns must be at least 1, --upload-for above 0 and at most 10m")
+		}
+		opt.ReplayBytes, opt.UploadBytes, opt.RemakeBytes = *replayMB<<20, *uploadMB<<20, *remakeMB<<20
 		if !*inProcess {
 			exe, err := os.Executable()
 			if err != nil {
@@ -177,7 +207,7 @@ func benchProcessCommand(kind string) *command {
 	return &command{
 		name:    kind + "-process",
 		usage:   []string{"--upstream URL"},
-		summary: "internal to bench proxy: the " + kind + " proxy in a process of its own",
+		summary: "internal to bench proxy: its " + kind + " proxy in a process of its own",
 		hidden:  true,
 		flags: func(fs *flag.FlagSet) runFunc {
 			upstream := fs.String("upstream", "", "the fake upstream's base `URL`")

@@ -69,6 +69,9 @@ func imageBody(n int) []byte {
 
 // backend runs the phase against the relay process and the bare one.
 func (r *proxyRun) backend() error {
+	if err := r.startProxies(); err != nil { // when the loads did not run
+		return err
+	}
 	res := &r.res.Backend
 	edit := imageBody(backendBodyBytes)
 	var err error

@@ -3,6 +3,9 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -41,8 +44,9 @@ func (r CatalogResult) Print(w io.Writer) {
 }
 
 // Print writes the result as the table `codexrelay bench proxy` shows, each figure with its
-// target in brackets.
+// target in brackets: the phases that ran (all, when Phases is empty).
 func (r ProxyResult) Print(w io.Writer) {
+	ran := func(phase string) bool { return len(r.Phases) == 0 || slices.Contains(r.Phases, phase) }
 	where := "processes of their own"
 	if !r.Concurrent.RelayProcess {
 		where = "one process for client, proxies and upstream"
@@ -50,53 +54,106 @@ func (r ProxyResult) Print(w io.Writer) {
 	fmt.Fprintln(w, "Relay against a direct call to an in-process fake upstream, on loopback (target in brackets):")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "small request\tdirect p50 %.0f us, relay p50 %.0f us: added p50 %.0f us [<= 100], p99 %.0f us [<= 1000]\n",
-		r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
-	fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms, relay %.2f ms: added %.2f ms = %.2f parse+build passes of %.2f ms [<= 2]\n",
-		float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
-	fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
-		r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
-	for _, l := range []struct {
-		r      LoadResult
-		target string
-	}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
-		fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
-			l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
+	if ran("small") {
+		fmt.Fprintf(tw, "small request\tdirect p50 %.0f us, relay p50 %.0f us: added p50 %.0f us [<= 100], p99 %.0f us [<= 1000]\n",
+			r.Small.DirectP50Us, r.Small.RelayP50Us, r.Small.AddedP50Us, r.Small.AddedP99Us)
 	}
-	if lg := r.Ledger; !lg.Skipped {
+	if ran("large") {
+		fmt.Fprintf(tw, "%.2f MB streamed request\tdirect %.2f ms, relay %.2f ms: added %.2f ms = %.2f parse+build passes of %.2f ms [<= 2]\n",
+			float64(r.Large.Bytes)/1e6, r.Large.DirectMs, r.Large.RelayMs, r.Large.AddedMs, r.Large.AddedPerPass, r.Large.ParseBuildMs)
+	}
+	if ran("stream") {
+		fmt.Fprintf(tw, "stream of %d events\tupstream-to-client delay p50 %.0f us, p99 %.0f us [<= 1000] (direct p50 %.0f us)\n",
+			r.Stream.Events, r.Stream.EventDelayP50Us, r.Stream.EventDelayP99Us, r.Stream.DirectDelayP50)
+	}
+	if ran("loads") {
+		for _, l := range []struct {
+			r      LoadResult
+			target string
+		}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
+			fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
+				l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
+		}
+	}
+	if lg := r.Ledger; ran("ledger") && !lg.Skipped {
 		fmt.Fprintf(tw, "usage ledger\tsmall request p50 with it %.0f us, without %.0f us: added %.1f us [< 20]; %.0f rows/s written (%d of 100000)\n",
 			lg.OnP50Us, lg.OffP50Us, lg.AddedP50Us, lg.RowsPerSecond, lg.RowsWritten)
 	}
-	sl := r.Sealed
-	fmt.Fprintf(tw, "sealed-item tracking\tsmall Codex turn p50 with it %.0f us, without %.0f us: added %.1f us [< 5]; after a rotation (one foreign item left out) %.0f us against the clean body untracked %.0f us: added %.1f us; %.0f bytes per remembered item\n",
-		sl.OnP50Us, sl.OffP50Us, sl.AddedP50Us, sl.RotatedOnP50Us, sl.RotatedOffP50Us, sl.RotatedAddedP50Us, sl.BytesPerItem)
-	fmt.Fprintf(tw, "multi-agent sealed parts	a turn that stayed with its own spawn call and sub-agent task p50 with tracking %.0f us, without %.0f us: added %.1f us [< 5]\n",
-		sl.MultiAgentOnP50Us, sl.MultiAgentOffP50Us, sl.MultiAgentAddedP50Us)
-	ro := r.Rotation
-	fmt.Fprintf(tw, "%.2f MB request rotated\tleaving out %d items the first account sealed %.2f ms, nothing sealed %.2f ms: added %.2f passes of %.2f ms [within 2]; %d full serialization(s)\n",
-		float64(ro.Bytes)/1e6, ro.SealedItems, ro.StrippedMs, ro.PlainMs, ro.AddedPasses, ro.PassMs, ro.Serializations)
-	c := r.Conversation
-	fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
-		c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)
-	for _, l := range []struct {
-		what string
-		l    BackendLoad
-	}{{fmt.Sprintf("%d image edits of %s at once", r.Backend.Edits.Concurrent, mb(int64(r.Backend.Edits.BodyBytes))), r.Backend.Edits},
-		{fmt.Sprintf("%d images of %s at once", r.Backend.Answers.Concurrent, mb(int64(r.Backend.Answers.AnswerBytes))), r.Backend.Answers}} {
-		fmt.Fprintf(tw, "%s\tanswered %d, 503 with Retry-After %d, failed %d [none failed]; relay peak RSS %s [< 512 MB], bare proxy %s; relay RSS after %s\n",
-			l.what, l.l.Answered, l.l.Unavailable, l.l.Failed, mb(l.l.PeakRSSBytes), mb(l.l.BarePeakRSSBytes), mb(l.l.RSSAfterBytes))
+	if sl := r.Sealed; ran("sealed") {
+		fmt.Fprintf(tw, "sealed-item tracking\tsmall Codex turn p50 with it %.0f us, without %.0f us: added %.1f us [< 5]; after a rotation (one foreign item left out) %.0f us against the clean body untracked %.0f us: added %.1f us; %.0f bytes per remembered item\n",
+			sl.OnP50Us, sl.OffP50Us, sl.AddedP50Us, sl.RotatedOnP50Us, sl.RotatedOffP50Us, sl.RotatedAddedP50Us, sl.BytesPerItem)
+		fmt.Fprintf(tw, "multi-agent sealed parts\ta turn that stayed with its own spawn call and sub-agent task p50 with tracking %.0f us, without %.0f us: added %.1f us [< 5]\n",
+			sl.MultiAgentOnP50Us, sl.MultiAgentOffP50Us, sl.MultiAgentAddedP50Us)
 	}
-	im := r.Backend.Image
-	fmt.Fprintf(tw, "a %s image answer\tdirect %.1f ms, through the relay %.1f ms: added %.1f ms [< 100]\n", mb(int64(im.Bytes)), im.DirectMs, im.RelayMs, im.AddedMs)
-	fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
-		mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
-	fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
-		r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
+	if ro := r.Rotation; ran("rotation") {
+		fmt.Fprintf(tw, "%.2f MB request rotated\tleaving out %d items the first account sealed %.2f ms, nothing sealed %.2f ms: added %.2f passes of %.2f ms [within 2]; %d full serialization(s)\n",
+			float64(ro.Bytes)/1e6, ro.SealedItems, ro.StrippedMs, ro.PlainMs, ro.AddedPasses, ro.PassMs, ro.Serializations)
+	}
+	c := r.Conversation
+	if ran("conversation") {
+		fmt.Fprintf(tw, "%d-turn conversation, %s of history\tlast %d turns: upload to the upstream over WebSocket %.2f %% of HTTP's [<= 5 %%]; added per turn: HTTP %.2f ms, WebSocket %.2f ms [WebSocket no worse]\n",
+			c.Turns, mb(c.HistoryBytes), min(5, c.Turns), 100*c.LastUploadRatio, c.LastHTTPAddedMs, c.LastWSAddedMs)
+	}
+	if ran("backend") {
+		for _, l := range []struct {
+			what string
+			l    BackendLoad
+		}{{fmt.Sprintf("%d image edits of %s at once", r.Backend.Edits.Concurrent, mb(int64(r.Backend.Edits.BodyBytes))), r.Backend.Edits},
+			{fmt.Sprintf("%d images of %s at once", r.Backend.Answers.Concurrent, mb(int64(r.Backend.Answers.AnswerBytes))), r.Backend.Answers}} {
+			fmt.Fprintf(tw, "%s\tanswered %d, 503 with Retry-After %d, failed %d [none failed]; relay peak RSS %s [< 512 MB], bare proxy %s; relay RSS after %s\n",
+				l.what, l.l.Answered, l.l.Unavailable, l.l.Failed, mb(l.l.PeakRSSBytes), mb(l.l.BarePeakRSSBytes), mb(l.l.RSSAfterBytes))
+		}
+		im := r.Backend.Image
+		fmt.Fprintf(tw, "a %s image answer\tdirect %.1f ms, through the relay %.1f ms: added %.1f ms [< 100]\n", mb(int64(im.Bytes)), im.DirectMs, im.RelayMs, im.AddedMs)
+	}
+	if ran("loads") {
+		fmt.Fprintf(tw, "idle after the loads\tRSS %s before, %s %.0f s after [within 10%%]\n",
+			mb(r.Idle.RSSBeforeBytes), mb(r.Idle.RSSAfterBytes), r.Idle.AfterSeconds)
+	}
+	if ran("soak") {
+		fmt.Fprintf(tw, "%d sequential requests\tRSS %s after 1000, %s after all [within 10%%]; goroutines %d idle, %d after [equal] (%s)\n",
+			r.Soak.Requests, mb(r.Soak.RSSAfter1000Bytes), mb(r.Soak.RSSAfterAllBytes), r.Soak.GoroutinesIdle, r.Soak.GoroutinesAfterSoak, where)
+	}
+	if ran("budget") {
+		r.Budget.print(tw)
+	}
 	tw.Flush()
-	if len(c.PerTurn) > 0 {
+	if ran("conversation") && len(c.PerTurn) > 0 {
 		fmt.Fprintln(w)
 		c.Print(w)
 	}
+}
+
+// print writes the budget phase's rows.
+func (b BudgetResult) print(w io.Writer) {
+	where := func(own bool) string {
+		if own {
+			return "relay process"
+		}
+		return "one process for client, relay and upstream"
+	}
+	rp := b.Replay
+	fmt.Fprintf(w, "%d continuations of a %s bridged conversation\tanswered %d, 503 with Retry-After %d, other %d [0] %s; relay peak RSS %s [< 512 MB] (%s; %s settled before); %d reached the Chat account, the largest %s; %.1f s\n",
+		rp.Continuations, mb(rp.ConversationBytes), rp.Answered, rp.Unavailable, rp.Failed, statuses(rp.Statuses), mb(rp.PeakRSSBytes),
+		where(rp.RelayProcess), mb(rp.SettledRSSBytes), rp.UpstreamRequests, mb(rp.UpstreamMaxBytes), rp.Seconds)
+	up := b.Uploads
+	fmt.Fprintf(w, "%d small requests beside %d slow uploads of %s\tp50 %.1f ms, max %.1f ms [max < 2000 ms]; answered %d, 503 with Retry-After %d, other %d [0] %s; uploads trickled %.1f s, %s sent, answered %s; relay peak RSS %s (%s)\n",
+		up.Requests, up.Uploads, mb(up.DeclaredBytes), up.P50Ms, up.MaxMs, up.Answered, up.Unavailable, up.Failed, statuses(up.Statuses),
+		up.TrickleSecs, mb(up.SentBytes), statuses(up.UploadStatuses), mb(up.PeakRSSBytes), where(up.RelayProcess))
+	rm := b.Remake
+	fmt.Fprintf(w, "%d turns after a rotation of a %s compacted conversation\t%d re-make(s) of the compaction [1]; answered %d, 503 with Retry-After %d, other %d [0] %s; relay peak RSS %s (%s; %s settled before); %.1f s\n",
+		rm.Turns, mb(rm.KeptRequestBytes), rm.Remakes, rm.Answered, rm.Unavailable, rm.Failed, statuses(rm.Statuses), mb(rm.PeakRSSBytes),
+		where(rm.RelayProcess), mb(rm.SettledRSSBytes), rm.Seconds)
+}
+
+// statuses writes counts by status, sorted: {200: 14, 503+retry-after: 2}.
+func statuses(m map[string]int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // Print writes the result as the table `codexrelay bench conversation` shows.

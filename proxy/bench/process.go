@@ -12,18 +12,26 @@ import (
 	"time"
 )
 
-// ServeProcess runs the relay (kind "relay") or the bare ReverseProxy (kind "bare") of Proxy
-// in this process, in front of upstream: it prints its base URL on the first line of out, then
-// answers each "settle" line of in with the settled RSS in bytes and the goroutine count, and
-// ends when in closes (Proxy stops it, or died). setup, when not nil, runs before the relay
+// ServeProcess runs the relay (kind "relay", or a relay of RelayFor: "chat", "compaction") or
+// the bare ReverseProxy (kind "bare") of Proxy in this process, in front of upstream: it prints
+// its base URL on the first line of out, then answers each "settle" line of in with the settled
+// RSS in bytes and the goroutine count, and ends when in closes (Proxy stops it, or died). setup, when not nil, runs before the relay
 // serves (the process-wide settings a real relay applies).
 func ServeProcess(kind, upstream string, in io.Reader, out io.Writer, setup func()) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	kindOf := kind
+	if kind == "bare" {
+		kindOf = "relay" // as before: a relay made, never served
+	}
+	relay, err := RelayFor(kindOf, upstream)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	relay := Relay(upstream)
 	go func() {
 		defer stop()
 		sc := bufio.NewScanner(in)

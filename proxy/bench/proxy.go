@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,10 +40,24 @@ type ProxyOptions struct {
 	ConversationTurns, ConversationRounds int
 	// Ledger, when set, opens a usage ledger for the ledger phase (skipped without one).
 	Ledger LedgerSink
+	// The budget phase (budget.go): ReplayBytes is the size of the conversation a Chat
+	// account's Responses client makes (default 60 MiB) and Continuations the concurrent
+	// requests that continue it by previous_response_id (default 16); Uploads are slow uploads
+	// (default 8) each declaring UploadBytes (default 60 MiB) and trickling for UploadFor
+	// (default 10 s) beside small requests; RemakeTurns the concurrent turns (default 16) of a
+	// conversation compacted on an account that then rests, whose compaction request is about
+	// RemakeBytes (default 32 MiB).
+	ReplayBytes, Continuations int
+	Uploads, UploadBytes       int
+	UploadFor                  time.Duration
+	RemakeTurns, RemakeBytes   int
+	// Only, when not empty, names the phases to run (ProxyPhases), in their usual order; the
+	// others are left out of the result.
+	Only []string
 	// StartProcess, when set, starts a proxy in a process of its own in front of upstream (a
 	// base URL ending in /v1): kind "relay" is the relay with one API-key account there, kind
 	// "bare" a bare net/http/httputil.ReverseProxy, the floor the relay's memory is compared
-	// with. The loads and the soak then go through those processes, so that the memory and
+	// with; the budget phase's kinds "chat" and "compaction" are the relays of RelayFor. The loads and the soak then go through those processes, so that the memory and
 	// goroutine figures are theirs alone (RSS is a figure per process), not those of one
 	// process holding the client and the upstream too.
 	StartProcess func(kind, upstream string) (*Process, error)
@@ -137,6 +152,10 @@ type ProxyResult struct {
 	Rotation RotationResult `json:"rotation"`
 	// Backend is Codex's image calls: memory across concurrent ones, one image's added time.
 	Backend BackendResult `json:"backend"`
+	// Budget is what a conversation the relay builds and keeps costs its memory budget.
+	Budget BudgetResult `json:"budget"`
+	// Phases are the phases that ran (ProxyOptions.Only).
+	Phases []string `json:"phases"`
 }
 
 // LoadResult is one load: Streams concurrent streams, Rounds times, through the relay and
@@ -163,6 +182,11 @@ type LoadResult struct {
 func Proxy(opt ProxyOptions) (ProxyResult, error) {
 	opt.defaults()
 	var res ProxyResult
+	for _, name := range opt.Only {
+		if !slices.Contains(ProxyPhases(), name) {
+			return res, fmt.Errorf("no phase %q in bench proxy: its phases are %s", name, strings.Join(ProxyPhases(), ", "))
+		}
+	}
 	up, err := newBenchUpstream()
 	if err != nil {
 		return res, err
@@ -186,12 +210,38 @@ func Proxy(opt ProxyOptions) (ProxyResult, error) {
 			r.bare.Stop()
 		}
 	}()
-	for _, phase := range []func() error{r.small, r.ledger, r.sealed, r.large, r.rotation, r.stream, r.conversation, r.loads, r.backend, r.soak} {
-		if err := phase(); err != nil {
+	for _, phase := range r.phases() {
+		if len(opt.Only) > 0 && !slices.Contains(opt.Only, phase.name) {
+			continue
+		}
+		res.Phases = append(res.Phases, phase.name)
+		if err := phase.run(); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// namedPhase is a phase of Proxy.
+type namedPhase struct {
+	name string
+	run  func() error
+}
+
+// phases are Proxy's phases, in order.
+func (r *proxyRun) phases() []namedPhase {
+	return []namedPhase{{"small", r.small}, {"ledger", r.ledger}, {"sealed", r.sealed}, {"large", r.large},
+		{"rotation", r.rotation}, {"stream", r.stream}, {"conversation", r.conversation}, {"loads", r.loads},
+		{"backend", r.backend}, {"soak", r.soak}, {"budget", r.budget}}
+}
+
+// ProxyPhases are the names of Proxy's phases, in order (ProxyOptions.Only).
+func ProxyPhases() []string {
+	var names []string
+	for _, p := range (&proxyRun{}).phases() {
+		names = append(names, p.name)
+	}
+	return names
 }
 
 func (opt *ProxyOptions) defaults() {
@@ -209,6 +259,15 @@ func (opt *ProxyOptions) defaults() {
 	def(&opt.SoakRequests, 20000)
 	def(&opt.ConversationTurns, 20)
 	def(&opt.ConversationRounds, 5)
+	def(&opt.ReplayBytes, 60<<20)
+	def(&opt.Continuations, 16)
+	def(&opt.Uploads, 8)
+	def(&opt.UploadBytes, 60<<20)
+	def(&opt.RemakeTurns, 16)
+	def(&opt.RemakeBytes, 32<<20)
+	if opt.UploadFor <= 0 {
+		opt.UploadFor = 10 * time.Second
+	}
 	if opt.IdleWait <= 0 {
 		opt.IdleWait = 60 * time.Second
 	}
@@ -417,9 +476,12 @@ func (r *proxyRun) loads() (err error) {
 	return nil
 }
 
-// startProxies sets r.rp and r.bare: the in-process relay and a bare proxy on a port of this
-// process, or both in processes of their own with StartProcess; both warmed up.
+// startProxies sets r.rp and r.bare, once: the in-process relay and a bare proxy on a port of
+// this process, or both in processes of their own with StartProcess; both warmed up.
 func (r *proxyRun) startProxies() error {
+	if r.rp != nil {
+		return nil
+	}
 	if r.opt.StartProcess == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -500,6 +562,9 @@ func (r *proxyRun) soak() (err error) {
 			err = serr
 		}
 		return rss, n
+	}
+	if err := r.startProxies(); err != nil { // when the loads did not run
+		return err
 	}
 	s := &r.res.Soak
 	r.client.CloseIdleConnections()

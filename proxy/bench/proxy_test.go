@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ func TestProxyBenchRuns(t *testing.T) {
 	r, err := bench.Proxy(bench.ProxyOptions{
 		SmallRequests: 20, LargeRequests: 2, StreamEvents: 50, Concurrent: 30, LargeConcurrent: 40, Rounds: 2,
 		IdleWait: 100 * time.Millisecond, SoakRequests: 1000, ConversationTurns: 6, ConversationRounds: 1,
+		ReplayBytes: 256 << 10, Continuations: 4, Uploads: 2, UploadBytes: 1 << 20, UploadFor: 300 * time.Millisecond,
+		RemakeTurns: 4, RemakeBytes: 64 << 10,
 		// A ledger that counts what its hook saw.
 		Ledger: func(dir string) (bench.Ledger, error) {
 			var n atomic.Int64
@@ -33,7 +36,14 @@ func TestProxyBenchRuns(t *testing.T) {
 		// "Processes" that run in this process: the phases must go through them.
 		StartProcess: func(kind, upstream string) (*bench.Process, error) {
 			started[kind]++
-			relay := bench.Relay(upstream)
+			relayKind := kind
+			if kind == "bare" {
+				relayKind = "relay"
+			}
+			relay, err := bench.RelayFor(relayKind, upstream)
+			if err != nil {
+				return nil, err
+			}
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, err
@@ -59,7 +69,8 @@ func TestProxyBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if started["relay"] != 1 || started["bare"] != 1 || settled < 3 {
+	// The loads' relay and bare proxy, and one relay for each scenario of the budget phase.
+	if started["relay"] != 2 || started["bare"] != 1 || started["chat"] != 1 || started["compaction"] != 1 || settled < 6 {
 		t.Fatalf("started %v, settled %d times", started, settled)
 	}
 	for _, l := range []bench.LoadResult{r.Concurrent, r.ConcurrentLarge} {
@@ -106,6 +117,10 @@ func TestProxyBenchRuns(t *testing.T) {
 	if r.Soak.Requests != 1000 || r.Soak.RSSAfter1000Bytes <= 0 || r.Soak.RSSAfterAllBytes <= 0 || r.Soak.GoroutinesAfterSoak > r.Soak.GoroutinesIdle {
 		t.Fatalf("soak %+v", r.Soak)
 	}
+	if len(r.Phases) != len(bench.ProxyPhases()) {
+		t.Fatalf("phases %v", r.Phases)
+	}
+	checkBudget(t, r.Budget, true)
 }
 
 // TestSocketsBenchRuns runs `bench sockets` small: the attacks complete, the burst is cut by
@@ -123,4 +138,59 @@ func TestSocketsBenchRuns(t *testing.T) {
 		r.HeldAnswers != 2 || r.HeldRSS <= 0 || r.HeldPeakRSS <= 0 {
 		t.Fatalf("sockets %+v", r)
 	}
+}
+
+// TestProxyBenchOnly runs one phase of `bench proxy` alone: the others leave their figures
+// empty, and an unknown phase is refused before anything runs.
+func TestProxyBenchOnly(t *testing.T) {
+	r, err := bench.Proxy(bench.ProxyOptions{Only: []string{"stream"}, StreamEvents: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 1 || r.Phases[0] != "stream" || r.Stream.Events != 30 || r.Small.RelayP50Us != 0 || r.Soak.Requests != 0 || r.Concurrent.Streams != 0 {
+		t.Fatalf("phases %v, stream %+v, small %+v, soak %+v", r.Phases, r.Stream, r.Small, r.Soak)
+	}
+	if _, err := bench.Proxy(bench.ProxyOptions{Only: []string{"streams"}}); err == nil || !strings.Contains(err.Error(), `no phase "streams"`) {
+		t.Fatalf("an unknown phase: %v", err)
+	}
+}
+
+// checkBudget checks the budget phase's figures at the sizes the tests run it with: every
+// client answered 200 or 503 with a Retry-After, the conversation replayed to the Chat account
+// for each continuation that got through, and the compaction re-made at least once.
+func checkBudget(t *testing.T, b bench.BudgetResult, process bool) {
+	t.Helper()
+	rp := b.Replay
+	if rp.Continuations != 4 || rp.Failed != 0 || rp.Answered+rp.Unavailable != 4 || rp.Answered == 0 || rp.UpstreamRequests != rp.Answered ||
+		rp.UpstreamMaxBytes < rp.ConversationBytes*9/10 || rp.ConversationBytes < 256<<10 || rp.PeakRSSBytes <= 0 || rp.SettledRSSBytes <= 0 || rp.RelayProcess != process {
+		t.Fatalf("budget replay %+v", rp)
+	}
+	up := b.Uploads
+	if up.Uploads != 2 || up.DeclaredBytes != 1<<20 || up.Requests == 0 || up.Failed != 0 || up.Answered+up.Unavailable != up.Requests ||
+		up.MaxMs <= 0 || up.P50Ms > up.MaxMs || up.SentBytes <= 0 || up.UploadStatuses["none"]+up.UploadStatuses["503+retry-after"] != 2 || up.PeakRSSBytes <= 0 {
+		t.Fatalf("budget uploads %+v", up)
+	}
+	rm := b.Remake
+	if rm.Turns != 4 || rm.Failed != 0 || rm.Answered+rm.Unavailable != 4 || rm.Answered == 0 || rm.Remakes < 1 || rm.Remakes > 4 ||
+		rm.KeptRequestBytes < 32<<10 || rm.PeakRSSBytes <= 0 {
+		t.Fatalf("budget re-make %+v", rm)
+	}
+}
+
+// TestProxyBenchOnlyBudget runs the budget phase alone, its relays in this process: no other
+// phase runs (their figures stay empty).
+func TestProxyBenchOnlyBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends bodies of megabytes")
+	}
+	r, err := bench.Proxy(bench.ProxyOptions{Only: []string{"budget"},
+		ReplayBytes: 256 << 10, Continuations: 4, Uploads: 2, UploadBytes: 1 << 20, UploadFor: 300 * time.Millisecond,
+		RemakeTurns: 4, RemakeBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 1 || r.Phases[0] != "budget" || r.Small.RelayP50Us != 0 || r.Soak.Requests != 0 || r.Concurrent.Streams != 0 {
+		t.Fatalf("phases %v, small %+v, soak %+v", r.Phases, r.Small, r.Soak)
+	}
+	checkBudget(t, r.Budget, false)
 }
