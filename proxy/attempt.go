@@ -75,7 +75,10 @@ func (x *exchange) newTry(m *member, tg *target) *accountTry {
 func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	// A client request counts once for each account it is sent to, however many tries there.
 	m.requests.Add(1)
-	if v, why := x.remakeCompactions(m, tg); v != served {
+	if v, why := x.remakeCompactions(m, tg); v == busy {
+		x.reject(x.relayBusy(), OutcomeError) // no room to re-make it: the relay's matter
+		return true, failure{}
+	} else if v != served {
 		// m could not make its own compaction of the conversation: its failure, as an
 		// attempt's would be.
 		m.failures.Add(1)

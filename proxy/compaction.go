@@ -33,6 +33,7 @@ package proxy
 
 import (
 	"bytes"
+	"strconv"
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
@@ -118,11 +119,34 @@ func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (v
 		if _, ask := x.s.compactions.remadeFor(d, m.key(), x.s.now()); !ask {
 			continue
 		}
-		if vd, why := x.remake(m, tg, d, depth); vd != served {
+		if vd, why := x.remakeJoined(m, tg, d, depth); vd != served {
 			return vd, why
 		}
 	}
 	return served, ""
+}
+
+// remakeJoined re-makes the kept compaction d on m once for all the requests that need it at
+// the same time (issue 49: sixteen turns of one conversation right after its sealer rested
+// asked m sixteen times, sixteen model calls on its quota): the first request makes it, the
+// others wait for it and read what it made from the store.
+func (x *exchange) remakeJoined(m *member, tg *target, d uint64, depth int) (verdict, string) {
+	type made struct {
+		v   verdict
+		why string
+	}
+	key := strconv.FormatUint(d, 16) + "/" + m.key()
+	res, _, shared := x.s.remaking.Do(key, func() (any, error) {
+		v, why := x.remake(m, tg, d, depth)
+		return made{v, why}, nil
+	})
+	r := res.(made)
+	if shared && r.v != served {
+		// Another request's re-making failed; this one moves on as it would have, but it was
+		// not this request's call: the account's failure was counted once, by the maker.
+		return nextAccount, r.why
+	}
+	return r.v, r.why
 }
 
 // remake asks m for its own compaction of the kept compaction d: the kept request, with the
@@ -133,6 +157,13 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 	if !ok {
 		return served, ""
 	}
+	// The kept request, decoded, and the body built from it count against the memory budget
+	// while the re-making runs.
+	held := 2 * int64(len(body))
+	if e := x.hold(held); e != nil {
+		return busy, e.Message
+	}
+	defer x.letGo(held)
 	obj, err := payload.Parse(body)
 	if err != nil {
 		return served, ""

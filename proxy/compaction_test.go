@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -408,5 +409,59 @@ func TestCompactionSurvivesARestartOfTheRelay(t *testing.T) {
 	}
 	if tr := r.lastTrace(t, 1); tr.Account != "b" || tr.CompactionRemade != 1 {
 		t.Fatalf("trace: account %q, compactionRemade %d", tr.Account, tr.CompactionRemade)
+	}
+}
+
+// Turns of one compacted conversation at once, right after its sealer rested, join one
+// re-making on the account that serves them (issue 49: sixteen turns asked it sixteen times).
+func TestConcurrentTurnsJoinOneRemake(t *testing.T) {
+	const turns = 8
+	gate := make(chan struct{})
+	var remakes atomic.Int32
+	a := newUpstream(t, sequence(compacter("A"), status(429, limitAnswer)))
+	b := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method == http.MethodPost && strings.Contains(string(readRecorded(r)), `"compaction_trigger"`) {
+			remakes.Add(1)
+			select {
+			case <-gate:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		compacter("B")(w, r, n)
+	})
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatgptAccount("b", b))
+	cmp := compactOnA(t, r)
+	// Another conversation meets A's limit: A rests, and B serves it.
+	r.streamItems(t, `{"model":"gpt-5-codex","stream":true,"store":false,"prompt_cache_key":"other","input":[`+userAsks+`]}`)
+
+	answers := make(chan string, turns)
+	for range turns {
+		go func() {
+			resp, err := http.Post(r.URL+"/v1/responses", "application/json", strings.NewReader(turnBody(userSays, cmp, userAsks)))
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers <- fmt.Sprint(resp.StatusCode, " ", string(b))
+		}()
+	}
+	eventually(t, "every turn admitted and one re-making asked", func() bool {
+		return r.Stats().Requests.InFlight == turns && remakes.Load() >= 1
+	})
+	// A turn that did not join would ask B again while the first re-making is held: give
+	// them a bounded while to show.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end) && remakes.Load() == 1; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(gate)
+	for range turns {
+		if got := <-answers; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "FACT-PAPAYA") {
+			t.Fatalf("a turn got %.300s", got)
+		}
+	}
+	if n := remakes.Load(); n != 1 {
+		t.Fatalf("%d turns at once asked B for %d re-makings, want 1", turns, n)
 	}
 }

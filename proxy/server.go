@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"golang.org/x/sync/singleflight"
+
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -148,6 +150,8 @@ type Server struct {
 	compactions *compactionStore
 	// replays are the replayed conversations requests use now (served.go).
 	replays replays
+	// remaking joins the requests that need one compaction re-made on one account (compaction.go).
+	remaking singleflight.Group
 	// mem is the budget of what requests hold at once (memory.go).
 	mem     *memBudget
 	sealOff atomic.Bool // SetSealedTracking(false)
