@@ -129,7 +129,17 @@ func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 			return true, failure{}
 		case fallback, resealed:
 			// Not the account's failure: the same account again, on a new socket or over HTTP
-			// (fallback), or without the sealed items it could not read (resealed, once).
+			// (fallback), or without the sealed items it could not read (resealed, once), a
+			// compaction among them re-made on it first.
+			if v == resealed {
+				if rv, rwhy := x.remakeCompactions(m, tg); rv == busy {
+					x.reject(x.relayBusy(), OutcomeError)
+					return true, failure{}
+				} else if rv != served {
+					m.failures.Add(1)
+					return false, failure{reason: rwhy}
+				}
+			}
 			tr = x.newTry(m, tg)
 			n--
 			continue

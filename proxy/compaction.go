@@ -176,7 +176,7 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 		}
 	}
 	ov := x.modelOverride(tg)
-	if edits := inputEdits(items, false, x.foreignFor(m), x.remadeFor(m)); len(edits) > 0 {
+	if edits := inputEdits(items, false, x.ownOnly(m), x.remadeFor(m)); len(edits) > 0 {
 		ov = append(ov, payload.Override{Key: "input", Value: (&sealedParts{}).input(items, edits)})
 	}
 	tr := &accountTry{m: m, tg: tg, wire: responsesWire,

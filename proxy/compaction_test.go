@@ -465,3 +465,93 @@ func TestConcurrentTurnsJoinOneRemake(t *testing.T) {
 		t.Fatalf("%d turns at once asked B for %d re-makings, want 1", turns, n)
 	}
 }
+
+// A conversation compacted on A before a restart, whose compaction request held reasoning A
+// sealed, keeps its memory on B after the restart (issue 49: the relay no longer knew who
+// sealed the reasoning, sent it to B in the re-making, B refused it, and the compaction was
+// left out): a re-making leaves out every sealed value the serving account is not known to
+// have sealed.
+func TestCompactionWithSealedReasoningSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	const reasoningA = `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAABAreasoning"}`
+	var limited atomic.Bool
+	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if limited.Load() {
+			status(429, limitAnswer)(w, r, n)
+			return
+		}
+		compacter("A")(w, r, n)
+	})
+	b := newUpstream(t, compacter("B"))
+	serve := func() (*relay, func()) {
+		s := proxy.New(proxy.Options{CompactionDir: dir})
+		s.SetAccounts([]proxy.Account{chatgptAccount("a", a), chatgptAccount("b", b)})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ctx, ln, time.Second) }()
+		return &relay{Server: s, URL: "http://" + ln.Addr().String()}, func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the relay did not stop")
+			}
+		}
+	}
+	r, stop := serve()
+	items, _ := r.streamItems(t, turnBody(userSays, reasoningA, toolCall, toolSaid, trigger))
+	if len(items) != 1 || !strings.Contains(items[0], `"type":"compaction"`) {
+		t.Fatalf("the compaction request got %v", items)
+	}
+	cmp := items[0]
+	stop()
+
+	limited.Store(true)
+	r, stop = serve()
+	defer stop()
+	items, _ = r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("after the restart, B's answer forgot what the compaction stood for: %v", items)
+	}
+	if tr := r.lastTrace(t, 1); tr.Account != "b" || tr.CompactionRemade != 1 {
+		t.Fatalf("trace: account %q, compactionRemade %d, left out %v", tr.Account, tr.CompactionRemade, tr.SealedOmittedParts)
+	}
+	for _, got := range b.requests() {
+		if strings.Contains(string(got.Body), "gAAAABAreasoning") {
+			t.Fatalf("B was sent A's reasoning: %s", got.Body)
+		}
+	}
+}
+
+// A compaction its own sealer now refuses (its backend's key changed, openai/codex#36704) is
+// re-made on it from the request the relay kept, not dropped.
+func TestACompactionItsSealerRefusesIsRemadeOnIt(t *testing.T) {
+	var rekeyed atomic.Bool
+	a := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if rekeyed.Load() {
+			compacter("A2")(w, r, n) // the new key: refuses what the old one sealed
+			return
+		}
+		compacter("A")(w, r, n)
+	})
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a))
+	cmp := compactOnA(t, r)
+	rekeyed.Store(true)
+	items, _ := r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("after the key change the answer forgot what the compaction stood for: %v", items)
+	}
+	tr := r.lastTrace(t, 2)
+	if tr.Account != "a" || tr.CompactionRemade != 1 || len(tr.SealedOmittedParts) != 0 {
+		t.Fatalf("trace: account %q, compactionRemade %d, left out %v", tr.Account, tr.CompactionRemade, tr.SealedOmittedParts)
+	}
+	// What the client sent is unchanged; the answer's own turn carried the new compaction.
+	got := a.requests()
+	if last := string(got[len(got)-1].Body); strings.Contains(last, "gAAAABAcmp") || !strings.Contains(last, "gAAAABA2cmp") {
+		t.Fatalf("the turn sent %s", last)
+	}
+}

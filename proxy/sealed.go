@@ -153,6 +153,16 @@ func (x *exchange) foreignFor(m *member) func(v []byte) bool {
 	}
 }
 
+// ownOnly says, for a re-making on m, which sealed values to leave out: every one m is not known
+// to have sealed. A kept request read back after a restart holds values whose sealers the seal
+// table never learned: sent to another account, they would make it refuse the re-making.
+func (x *exchange) ownOnly(m *member) func(v []byte) bool {
+	return func(v []byte) bool {
+		f, known := x.s.seals.foreignTo(v, m.key())
+		return f || !known
+	}
+}
+
 // remadeFor gives, for the sealed value of a compaction item foreign to m, m's own compaction
 // of the same conversation (compaction.go), or nil when there is none.
 func (x *exchange) remadeFor(m *member) func(v []byte) []byte {
@@ -398,6 +408,20 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 			found = true
 			x.s.seals.refuse(m.key(), x.req.session, v)
 		})
+	}
+	if !found {
+		// m refuses what it sealed itself: its seals no longer verify (a backend key change).
+		// What it sealed is foreign to it from now on: a compaction among it is re-made on m
+		// from the request the relay kept (compaction.go), the rest left out.
+		for _, it := range items() {
+			if mayBeSealed(it) {
+				sealedIn(it, func(v []byte) {
+					if x.s.seals.disown(m.key(), x.req.session, v) {
+						found = true
+					}
+				})
+			}
+		}
 	}
 	if found {
 		x.sealed.stripFor = m.key()

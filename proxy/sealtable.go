@@ -180,6 +180,31 @@ func (t *sealTable) owner(content []byte) (string, bool) {
 	return t.owners[e.owner-1], true
 }
 
+// disown records that account, which sealed content, now refuses it (its backend's key changed,
+// openai/codex#36704): the content is nobody's known seal any more, and refused by account.
+// It reports whether account was the content's known sealer.
+func (t *sealTable) disown(account, session string, content []byte) bool {
+	d := t.digest(content)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.own[d]
+	id, known := t.ids[account]
+	if !ok || !known || e.owner != id+1 {
+		return false
+	}
+	t.count[id]--
+	e.owner = 0
+	if e.refused&refusalBit(id) == 0 {
+		e.refused |= refusalBit(id)
+		t.refusals[id]++
+	}
+	t.own[d] = e
+	if session != "" {
+		t.noteSession(session, id, true)
+	}
+	return true
+}
+
 // foreignTo reports whether content is foreign to account: sealed by another account, or
 // refused by this one; known says whether the table knows anything of it for account.
 func (t *sealTable) foreignTo(content []byte, account string) (foreign, known bool) {
