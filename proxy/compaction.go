@@ -78,6 +78,7 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 		items, _ = inputItems(output)
 	}
 	var body []byte
+	var parents [][]byte
 	for _, it := range items {
 		v := compactionValue(it)
 		if v == nil {
@@ -85,8 +86,13 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 		}
 		if body == nil {
 			body = x.body.whole().raw
+			for _, in := range x.body.items() {
+				if p := compactionValue(in); p != nil {
+					parents = append(parents, p)
+				}
+			}
 		}
-		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), v, body)
+		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), v, body, parents)
 	}
 }
 

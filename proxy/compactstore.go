@@ -28,7 +28,9 @@ import (
 const DefaultCompactionBudget = 64 << 20
 
 // keepPerConversation is how many compactions of one conversation the relay keeps the request
-// of: the latest, and the one whose item the latest's input holds.
+// of: the latest, and the one whose item the latest's input holds. A conversation is told by
+// that chain, not by its prompt_cache_key: a second client that reuses the key cannot evict
+// another's kept requests (only the budget's least recently used can go).
 const keepPerConversation = 2
 
 // remakeDepth bounds how deep a re-making follows compactions inside compactions.
@@ -41,16 +43,16 @@ const cannotRetry = 10 * time.Minute
 // compactionStore keeps the requests that produced compactions, by the seal table's digest of
 // the compaction item's sealed value.
 type compactionStore struct {
-	dir      string    // where the kept requests are files ("": in memory)
-	opened   sync.Once // the folder was read back (open)
-	mu       sync.Mutex
-	entries  map[uint64]*compacted
-	sessions map[string][]uint64 // a conversation's kept compactions, the latest first
-	lru      list.List           // of *compacted, the most recently used first
-	size     int64               // compressed bytes kept
-	budget   int64
-	enc      *zstd.Encoder
-	dec      *zstd.Decoder
+	dir     string    // where the kept requests are files ("": in memory)
+	opened  sync.Once // the folder was read back (open)
+	mu      sync.Mutex
+	entries map[uint64]*compacted
+	byName  map[string]*compacted // by compactionName of the sealed value
+	lru     list.List             // of *compacted, the most recently used first
+	size    int64                 // compressed bytes kept
+	budget  int64
+	enc     *zstd.Encoder
+	dec     *zstd.Decoder
 }
 
 // compacted is one kept compaction: the conversation it belongs to, the account that sealed it,
@@ -58,6 +60,8 @@ type compactionStore struct {
 // that request.
 type compacted struct {
 	digest  uint64
+	name    string   // compactionName of its sealed value: its file's name, stable across restarts
+	parents []string // the names of the compactions its request's input holds
 	session string
 	sealer  string
 	body    []byte                      // the compressed request, in memory (nil: in file)
@@ -80,13 +84,21 @@ func newCompactionStore(budget int64) *compactionStore {
 	}
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(DefaultMaxBody)+1))
-	return &compactionStore{entries: map[uint64]*compacted{}, sessions: map[string][]uint64{}, budget: budget, enc: enc, dec: dec}
+	return &compactionStore{entries: map[uint64]*compacted{}, byName: map[string]*compacted{}, budget: budget, enc: enc, dec: dec}
+}
+
+// compactionName names a compaction by a digest of its sealed value (raw JSON): its file's name
+// without the extension. The seal table's digests are not stable across restarts; this is.
+func compactionName(value []byte) string {
+	sum := sha256.Sum256(value)
+	return hex.EncodeToString(sum[:16])
 }
 
 // keep records that sealer made the compaction whose sealed value (raw JSON) has digest d, in
-// the conversation session, from the request body. A request too large for an eighth of the
-// budget is not kept (its compaction can then only be left out).
-func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []byte) {
+// the conversation session, from the request body, whose input holds the compactions whose
+// values are parents. A request too large for an eighth of the budget is not kept (its
+// compaction can then only be left out).
+func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []byte, parents [][]byte) {
 	cs.mu.Lock()
 	e := cs.entries[d]
 	if e != nil && e.sealer == sealer {
@@ -100,7 +112,10 @@ func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []
 	if int64(len(z)) > cs.budget/8 {
 		return
 	}
-	e = &compacted{digest: d, session: session, sealer: sealer, body: z, size: int64(len(z))}
+	e = &compacted{digest: d, name: compactionName(value), session: session, sealer: sealer, body: z, size: int64(len(z))}
+	for _, p := range parents {
+		e.parents = append(e.parents, compactionName(p))
+	}
 	if cs.dir != "" {
 		if err := cs.write(e, value); err != nil {
 			return // not kept: the compaction can then only be left out
@@ -112,26 +127,33 @@ func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []
 }
 
 // add puts e in the store as its latest, forgetting what the conversation's bound and the
-// budget say to (cs.mu held).
+// budget say to (cs.mu held): the compactions its parents' requests held are the conversation's
+// third from the latest.
 func (cs *compactionStore) add(e *compacted) {
-	d, session := e.digest, e.session
-	if old := cs.entries[d]; old != nil {
+	if old := cs.entries[e.digest]; old != nil {
 		if old.file == e.file {
 			old.file = "" // the new one was written over it
 		}
 		cs.drop(old)
 	}
+	if old := cs.byName[e.name]; old != nil {
+		if old.file == e.file {
+			old.file = ""
+		}
+		cs.drop(old)
+	}
 	e.el = cs.lru.PushFront(e)
-	cs.entries[d] = e
+	cs.entries[e.digest] = e
+	cs.byName[e.name] = e
 	cs.size += e.size
-	if session != "" {
-		kept := append([]uint64{d}, cs.sessions[session]...)
-		for _, old := range kept[min(len(kept), keepPerConversation):] {
-			if o := cs.entries[old]; o != nil {
-				cs.drop(o)
+	for _, p := range e.parents {
+		if pe := cs.byName[p]; pe != nil {
+			for _, gp := range pe.parents {
+				if g := cs.byName[gp]; g != nil && g != e && g != pe {
+					cs.drop(g)
+				}
 			}
 		}
-		cs.sessions[session] = kept[:min(len(kept), keepPerConversation)]
 	}
 	for cs.size > cs.budget {
 		cs.drop(cs.lru.Back().Value.(*compacted))
@@ -149,18 +171,8 @@ func (cs *compactionStore) drop(e *compacted) {
 	for _, it := range e.remade {
 		cs.size -= int64(len(it.item))
 	}
-	if ds, ok := cs.sessions[e.session]; ok {
-		kept := ds[:0]
-		for _, d := range ds {
-			if d != e.digest {
-				kept = append(kept, d)
-			}
-		}
-		if len(kept) == 0 {
-			delete(cs.sessions, e.session)
-		} else {
-			cs.sessions[e.session] = kept
-		}
+	if cs.byName[e.name] == e {
+		delete(cs.byName, e.name)
 	}
 }
 
@@ -174,13 +186,16 @@ func (cs *compactionStore) request(d uint64) (body []byte, sealer string, ok boo
 		return nil, "", false
 	}
 	cs.lru.MoveToFront(e.el)
-	z, file, sealer := e.body, e.file, e.sealer
+	z, file, sealer, name, session := e.body, e.file, e.sealer, e.name, e.session
 	cs.mu.Unlock()
 	if file != "" {
-		var err error
-		if _, z, err = readCompaction(file, true); err != nil {
+		// The file is checked against its entry: one swapped while the relay runs is not sent
+		// upstream as the conversation's history.
+		h, fz, err := readCompaction(file, true, cs.budget/8)
+		if err != nil || h.Sealer != sealer || h.Session != session || compactionName(h.Value) != name {
 			return nil, "", false
 		}
+		z = fz
 	}
 	body, err := cs.dec.DecodeAll(z, nil)
 	return body, sealer, err == nil
@@ -239,6 +254,7 @@ type compactionHeader struct {
 	Session string          `json:"session"`
 	Value   json.RawMessage `json:"value"` // the compaction item's sealed value
 	Made    time.Time       `json:"made"`
+	Parents []string        `json:"parents,omitempty"` // the names of the compactions its input holds
 }
 
 const compactionExt = ".compaction"
@@ -249,8 +265,7 @@ const maxCompactionHeader = 1 << 20
 // write writes e's file, atomically, under a name made of value, and records it in e, whose
 // body then lives in the file alone.
 func (cs *compactionStore) write(e *compacted, value []byte) error {
-	sum := sha256.Sum256(value)
-	head, _ := json.Marshal(compactionHeader{Sealer: e.sealer, Session: e.session, Value: value, Made: time.Now().UTC()})
+	head, _ := json.Marshal(compactionHeader{Sealer: e.sealer, Session: e.session, Value: value, Made: time.Now().UTC(), Parents: e.parents})
 	f, err := os.CreateTemp(cs.dir, ".tmp-*")
 	if err != nil {
 		return err
@@ -259,7 +274,7 @@ func (cs *compactionStore) write(e *compacted, value []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	name := filepath.Join(cs.dir, hex.EncodeToString(sum[:16])+compactionExt)
+	name := filepath.Join(cs.dir, e.name+compactionExt)
 	if err == nil {
 		err = os.Rename(f.Name(), name)
 	}
@@ -272,16 +287,23 @@ func (cs *compactionStore) write(e *compacted, value []byte) error {
 }
 
 // readCompaction reads a kept request's file: its header, and with body its compressed
-// request. A file that is not a regular one of the relay's making is refused.
-func readCompaction(name string, body bool) (compactionHeader, []byte, error) {
+// request. A file that is not a regular one of the relay's making, one another user owns, or
+// one larger than limit is refused.
+func readCompaction(name string, body bool, limit int64) (compactionHeader, []byte, error) {
 	var h compactionHeader
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return h, nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err := f.Stat()
+	switch {
+	case err != nil || !st.Mode().IsRegular():
 		return h, nil, errors.New("not a regular file")
+	case !ownedByUser(st):
+		return h, nil, errForeignOwner
+	case st.Size() > limit:
+		return h, nil, errors.New("larger than a kept compaction may be")
 	}
 	first := make([]byte, 64<<10)
 	n, err := io.ReadFull(f, first)
@@ -296,26 +318,36 @@ func readCompaction(name string, body bool) (compactionHeader, []byte, error) {
 	if i < 0 {
 		return h, nil, errors.New("not a kept compaction")
 	}
-	if err := json.Unmarshal(first[:i], &h); err != nil || h.Sealer == "" || payload.KindOf(h.Value) != payload.KindString {
+	if err := json.Unmarshal(first[:i], &h); err != nil || h.Sealer == "" || payload.KindOf(h.Value) != payload.KindString ||
+		filepath.Base(name) != compactionName(h.Value)+compactionExt {
 		return h, nil, errors.New("not a kept compaction")
 	}
 	if !body {
 		return h, nil, nil
 	}
-	rest, err := io.ReadAll(io.LimitReader(f, DefaultMaxBody))
+	rest, err := io.ReadAll(io.LimitReader(f, limit))
 	return h, append(first[i+1:], rest...), err
 }
 
-// open makes the store keep its requests in dir (made, mode 0700, if missing) and reads back
-// what an earlier relay kept there, the most recent last, within the budget: each is told to
-// learn (who sealed which value, in which conversation). Once; "" keeps them in memory.
+// errForeignOwner says that a file or folder of the compactions belongs to another user.
+var errForeignOwner = errors.New("owned by another user")
+
+// open makes the store keep its requests in dir and reads back what an earlier relay kept
+// there, the most recent last, within the budget: each is told to learn (who sealed which
+// value, in which conversation). Once; "" keeps them in memory.
+//
+// The folder is the user's (ownedFolder): made 0700, or brought back to it; one another user
+// owns, or a link, is refused. Of its files, one another user owns is skipped, one over the
+// bound of an entry is skipped before it is counted (a planted 20 GB sparse file would
+// otherwise push every kept compaction out of the budget), and one that is no kept compaction
+// of ours (a header that does not match its name) is removed.
 func (cs *compactionStore) open(dir string, learn func(sealer, session string, value []byte) uint64) error {
 	var err error
 	cs.opened.Do(func() {
 		if dir == "" {
 			return
 		}
-		if err = os.MkdirAll(dir, 0o700); err != nil {
+		if err = ownedFolder(dir); err != nil {
 			return
 		}
 		var names []string
@@ -330,12 +362,14 @@ func (cs *compactionStore) open(dir string, learn func(sealer, session string, v
 		var all []kept
 		for _, n := range names {
 			st, serr := os.Lstat(n)
-			if serr != nil || !st.Mode().IsRegular() {
+			if serr != nil || !st.Mode().IsRegular() || !ownedByUser(st) || st.Size() > cs.budget/8 {
 				continue
 			}
-			h, _, rerr := readCompaction(n, false)
+			h, _, rerr := readCompaction(n, false, cs.budget/8)
 			if rerr != nil {
-				os.Remove(n) // not one of ours, or cut short: of no use
+				if !errors.Is(rerr, errForeignOwner) {
+					os.Remove(n) // not one of ours, or cut short: of no use
+				}
 				continue
 			}
 			all = append(all, kept{n, h, st.Size()})
@@ -346,8 +380,29 @@ func (cs *compactionStore) open(dir string, learn func(sealer, session string, v
 		cs.dir = dir
 		for _, k := range all {
 			d := learn(k.h.Sealer, k.h.Session, k.h.Value)
-			cs.add(&compacted{digest: d, session: k.h.Session, sealer: k.h.Sealer, file: k.name, size: k.size})
+			cs.add(&compacted{digest: d, name: compactionName(k.h.Value), parents: k.h.Parents, session: k.h.Session,
+				sealer: k.h.Sealer, file: k.name, size: k.size})
 		}
 	})
 	return err
+}
+
+// ownedFolder makes dir (mode 0700) if it is missing, and checks that it is a folder of the
+// user's that only the user can open, bringing a wider mode back to 0700.
+func ownedFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	st, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return errors.New(dir + " is not a folder")
+	case !ownedByUser(st):
+		return errors.New(dir + " is " + errForeignOwner.Error())
+	case st.Mode().Perm()&0o077 != 0:
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
 }
