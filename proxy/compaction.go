@@ -105,11 +105,21 @@ func (x *exchange) remakeCompactions(m *member, tg *target) (verdict, string) {
 	if x.req.route != routeResponses || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
 		return served, "" // the cost of a conversation that never rotated: this look-up
 	}
-	if m.Kind == KindOpenAI && m.API == APIChat {
-		return served, "" // a Chat Completions account makes no compaction: it is left out
-	}
 	return x.remakeIn(m, tg, x.body.items(), 0)
 }
+
+// makerKey is the account key m's compactions are kept under: its own, or, for a Chat
+// Completions account, whose compactions the relay makes (relaycompact.go), the relay's, which
+// every Chat account shares.
+func makerKey(m *member) string {
+	if isChatAccount(m) {
+		return relaySealer
+	}
+	return m.key()
+}
+
+// isChatAccount reports whether m speaks Chat Completions only.
+func isChatAccount(m *member) bool { return m.Kind == KindOpenAI && m.API == APIChat }
 
 // remakeIn re-makes on m the foreign compactions among items, at the depth given.
 func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (verdict, string) {
@@ -118,11 +128,11 @@ func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (v
 		if v == nil {
 			continue
 		}
-		if foreign, _ := x.s.seals.foreignTo(v, m.key()); !foreign {
-			continue
+		if foreign, _ := x.s.seals.foreignTo(v, m.key()); !foreign || isRelaySealed(v) {
+			continue // the relay's own compactions are read, not re-made
 		}
 		d := x.s.seals.digest(v)
-		if _, ask := x.s.compactions.remadeFor(d, m.key(), x.s.now()); !ask {
+		if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
 			continue
 		}
 		if vd, why := x.remakeJoined(m, tg, d, depth); vd != served {
@@ -141,7 +151,7 @@ func (x *exchange) remakeJoined(m *member, tg *target, d uint64, depth int) (ver
 		v   verdict
 		why string
 	}
-	key := strconv.FormatUint(d, 16) + "/" + m.key()
+	key := strconv.FormatUint(d, 16) + "/" + makerKey(m)
 	res, _, shared := x.s.remaking.Do(key, func() (any, error) {
 		v, why := x.remake(m, tg, d, depth)
 		return made{v, why}, nil
@@ -181,12 +191,11 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 			return v, why
 		}
 	}
-	ov := x.modelOverride(tg)
-	if edits := inputEdits(items, false, x.ownOnly(m), x.remadeFor(m)); len(edits) > 0 {
-		ov = append(ov, payload.Override{Key: "input", Value: (&sealedParts{}).input(items, edits)})
+	tr, err := x.remakeTry(m, tg, obj, items)
+	if err != nil {
+		x.s.compactions.setRemade(d, makerKey(m), nil, x.s.now().Add(cannotRetry))
+		return served, ""
 	}
-	tr := &accountTry{m: m, tg: tg, wire: responsesWire,
-		body: builtBody{b: payload.Build(nil, obj, append(ov, backendRules(m)...))}}
 	x.sealed.remaking = true
 	defer func() { x.sealed.remaking = false }()
 	for refreshed := false; ; refreshed = true {
@@ -201,13 +210,13 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 				retry = x.s.now().Add(cannotRetry)
 				x.s.log.Info("the account could not re-make the conversation's compaction: it is left out", "id", x.t.ID,
 					"account", m.Name, "reason", why)
-			} else {
+			} else if !isChatAccount(m) {
 				x.s.seals.learn(m.key(), x.req.session, compactionValue(item))
 			}
-			x.s.compactions.setRemade(d, m.key(), item, retry)
+			x.s.compactions.setRemade(d, makerKey(m), item, retry)
 			return served, ""
 		case resealed:
-			x.s.compactions.setRemade(d, m.key(), nil, x.s.now().Add(cannotRetry))
+			x.s.compactions.setRemade(d, makerKey(m), nil, x.s.now().Add(cannotRetry))
 			return served, ""
 		case unauthorized:
 			// A sign-in can be renewed: refresh once, then ask again.
@@ -219,6 +228,32 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 		}
 		return v, "re-making the conversation's compaction: " + why
 	}
+}
+
+// remakeTry is the try that asks m for its compaction of a kept request (obj, its items): the
+// request with what m cannot read left out (and the compactions it holds put as m's own), or,
+// for a Chat account, the summary request the relay makes its compaction from.
+func (x *exchange) remakeTry(m *member, tg *target, obj *payload.Object, items [][]byte) (*accountTry, error) {
+	if isChatAccount(m) {
+		b, err := x.chatCompactionBody(obj, items)
+		if err != nil {
+			return nil, err
+		}
+		if ov := x.modelOverride(tg); ov != nil {
+			o, err := payload.Parse(b)
+			if err != nil {
+				return nil, err
+			}
+			b = payload.Build(nil, o, ov)
+		}
+		return &accountTry{m: m, tg: tg, wire: compactOverChat, body: builtBody{b: b}}, nil
+	}
+	ov := x.modelOverride(tg)
+	if edits := inputEdits(items, false, x.ownOnly(m), x.remadeFor(m)); len(edits) > 0 {
+		ov = append(ov, payload.Override{Key: "input", Value: (&sealedParts{}).input(items, edits)})
+	}
+	return &accountTry{m: m, tg: tg, wire: responsesWire,
+		body: builtBody{b: payload.Build(nil, obj, append(ov, backendRules(m)...))}}, nil
 }
 
 // AttemptCompaction is the Kind of an attempt that re-made a conversation's compaction on the
@@ -241,6 +276,13 @@ func (x *exchange) askCompaction(tr *accountTry) (verdict, string, []byte) {
 		return v, why, nil
 	}
 	defer a.close()
+	if tr.wire == compactOverChat {
+		summary, err := chatSummary(a.plain)
+		if err != nil {
+			return served, err.Error(), nil
+		}
+		return served, "", x.relayCompactionItem(summary)
+	}
 	out := a.plain
 	if out == nil {
 		final := a.final

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,7 +305,7 @@ func TestCodexCompactionOverASocketSurvivesARotation(t *testing.T) {
 
 // Compaction v1 through the official SDK: a ChatGPT account gets it as a v2 compaction (the
 // trigger after the input) and the answer comes back in v1's shape; an API key gets it as it
-// came, on its own v1 route; a Chat Completions account cannot compact.
+// came, on its own v1 route; a Chat Completions account summarizes and the relay seals it.
 func TestCompactionV1(t *testing.T) {
 	params := responses.ResponseCompactParams{Model: "gpt-5-codex",
 		Input: responses.ResponseCompactParamsInputUnion{OfString: openai.String("remember FACT-PAPAYA")}}
@@ -336,17 +337,18 @@ func TestCompactionV1(t *testing.T) {
 		t.Fatalf("the API key got %s %s", sent.Path, sent.Body)
 	}
 
-	chat := newUpstream(t, answerText("hi"))
-	chatAcct := openaiAccount("llama", chat)
-	chatAcct.API = proxy.APIChat
-	r = newRelay(t, proxy.Options{}, chatAcct)
-	resp := r.post(t, "/v1/responses/compact", `{"model":"gpt-5-codex","input":"hi"}`)
-	if e := decodeErr(t, resp); resp.StatusCode != 400 || e.Error.Code != "untranslatable_request" || !strings.Contains(e.Error.Message, "cannot compact") {
-		t.Fatalf("a Chat account: %d %+v", resp.StatusCode, e)
+	// A Chat account summarizes, and the relay seals the summary into the compaction item.
+	chat := newUpstream(t, chatSummarizer)
+	r = newRelay(t, proxy.Options{}, chatAccount("llama", chat))
+	client = r.sdk()
+	if got, err = client.Responses.Compact(context.Background(), params); err != nil || len(got.Output) != 2 ||
+		got.Output[1].Type != "compaction" || !strings.HasPrefix(got.Output[1].EncryptedContent, "crcmp1.") {
+		t.Fatalf("a Chat account: %v %s", err, got.RawJSON())
 	}
-	if len(chat.requests()) != 0 {
-		t.Fatal("the Chat account was sent the compaction")
+	if sent := string(chat.requests()[0].Body); !strings.Contains(sent, "CONTEXT CHECKPOINT COMPACTION") || !strings.Contains(sent, "FACT-PAPAYA") {
+		t.Fatalf("the Chat account was sent %s", sent)
 	}
+	var resp *http.Response
 
 	// Streamed, it is a clear 400, never an empty 200 (issue 49), and nothing goes upstream.
 	r = newRelay(t, proxy.Options{}, chatgptAccount("a", chatgpt))
@@ -553,5 +555,97 @@ func TestACompactionItsSealerRefusesIsRemadeOnIt(t *testing.T) {
 	got := a.requests()
 	if last := string(got[len(got)-1].Body); strings.Contains(last, "gAAAABAcmp") || !strings.Contains(last, "gAAAABA2cmp") {
 		t.Fatalf("the turn sent %s", last)
+	}
+}
+
+// chatSummarizer is a Chat Completions server that knows the FACT- words of the messages it is
+// sent: asked with Codex's checkpoint prompt it answers a summary of them, else what it knows;
+// streamed when asked.
+func chatSummarizer(w http.ResponseWriter, r *http.Request, n int) {
+	var req struct {
+		Stream   bool `json:"stream"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(readRecorded(r), &req)
+	var facts []string
+	checkpoint := false
+	for _, m := range req.Messages {
+		text := string(m.Content)
+		checkpoint = checkpoint || strings.Contains(text, "CONTEXT CHECKPOINT COMPACTION")
+		for _, w := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '"' || r == '\\' || r == ',' || r == ':' }) {
+			if strings.HasPrefix(w, "FACT-") && !slices.Contains(facts, w) {
+				facts = append(facts, w)
+			}
+		}
+	}
+	text := "I know: " + strings.Join(facts, " ")
+	if checkpoint {
+		text = "SUMMARY: " + strings.Join(facts, " ")
+	}
+	if req.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"id\":\"c%d\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":%q},\"finish_reason\":null}]}\n\n", n, text)
+		fmt.Fprintf(w, "data: {\"id\":\"c%d\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", n)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, n, text)
+}
+
+// A Chat account compacts a conversation (the relay seals the summary it made), and the next
+// turn, on the Chat account or on a ChatGPT account, carries the summary as text in the
+// compaction's place: the conversation keeps its memory on any account.
+func TestAChatAccountCompacts(t *testing.T) {
+	chat := newUpstream(t, chatSummarizer)
+	gpt := newUpstream(t, compacter("B"))
+	llama, b := chatAccount("llama", chat), chatgptAccount("b", gpt)
+	b.Disabled = true
+	r := newRelay(t, proxy.Options{}, llama, b)
+	items, last := r.streamItems(t, turnBody(userSays, toolCall, toolSaid, trigger))
+	if last != "response.completed" || len(items) != 1 || !strings.Contains(items[0], `"encrypted_content":"crcmp1.`) ||
+		strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("the compaction: %s, %v", last, items)
+	}
+	cmp := items[0]
+	items, _ = r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("the Chat account's next turn forgot the compaction: %v", items)
+	}
+	if sent := string(chat.requests()[1].Body); strings.Contains(sent, "crcmp1.") || !strings.Contains(sent, "Another language model") {
+		t.Fatalf("the Chat account was sent %s", sent)
+	}
+	// On a ChatGPT account, the relay's compaction is put as text too.
+	b.Disabled, llama.Disabled = false, true
+	r.SetAccounts([]proxy.Account{llama, b})
+	items, _ = r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("the ChatGPT account's turn forgot the compaction: %v", items)
+	}
+	if sent := string(gpt.requests()[0].Body); strings.Contains(sent, "crcmp1.") || !strings.Contains(sent, "SUMMARY: FACT-PAPAYA") {
+		t.Fatalf("the ChatGPT account was sent %s", sent)
+	}
+}
+
+// A conversation compacted on a ChatGPT account that rotates onto a Chat account keeps its
+// memory: the relay has the Chat account summarize the request it kept, and puts the summary
+// where the sealed compaction stood.
+func TestACompactionIsRemadeOnAChatAccount(t *testing.T) {
+	a := newUpstream(t, sequence(compacter("A"), status(429, limitAnswer)))
+	chat := newUpstream(t, chatSummarizer)
+	r := newRelay(t, proxy.Options{}, chatgptAccount("a", a), chatAccount("llama", chat))
+	cmp := compactOnA(t, r)
+	items, _ := r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
+		t.Fatalf("the Chat account's answer forgot what the compaction stood for: %v", items)
+	}
+	tr := r.lastTrace(t, 2)
+	if tr.Account != "llama" || tr.CompactionRemade != 1 || tr.SealedOmitted != 0 {
+		t.Fatalf("trace: account %q, compactionRemade %d, left out %v", tr.Account, tr.CompactionRemade, tr.SealedOmittedParts)
+	}
+	got := chat.requests()
+	if len(got) != 2 || !strings.Contains(string(got[0].Body), "CONTEXT CHECKPOINT COMPACTION") || strings.Contains(string(got[1].Body), "gAAAABAcmp") {
+		t.Fatalf("the Chat account got %d requests: %s", len(got), got[len(got)-1].Body)
 	}
 }

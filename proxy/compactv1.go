@@ -15,9 +15,8 @@ import (
 // came, on its own v1 route (compactWire). The ChatGPT backend compacts only the v2 way
 // (chatgpt.com answered v1 404 in August: codex-lb PR #1705), so a ChatGPT account gets the
 // body as a v2 compaction, the trigger after its input, and the answer is put in v1's shape
-// (compactOverV2). A Chat Completions account cannot compact.
-
-var errNoChatCompaction = errors.New("a Chat Completions account cannot compact a conversation")
+// (compactOverV2). A Chat Completions account summarizes, and the relay seals the summary
+// (compactOverChat, relaycompact.go).
 
 // compactionTrigger ends the input of a v2 compaction request.
 var compactionTrigger = []byte(`{"type":"compaction_trigger"}`)

@@ -121,7 +121,7 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (payload.Override, bool) {
 	x.t.SealedOmitted, x.t.SealedOmittedParts = 0, nil
 	strip := x.sealed.stripFor == m.key()
-	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.key()))
+	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.key()) || x.carriesRelaySeal())
 	if !sealing && !classic {
 		return payload.Override{}, false
 	}
@@ -148,6 +148,9 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 func (x *exchange) foreignFor(m *member) func(v []byte) bool {
 	strip := x.sealed.stripFor == m.key()
 	return func(v []byte) bool {
+		if isRelaySealed(v) {
+			return true // no account reads the relay's own compactions: they are put as text
+		}
 		f, known := x.s.seals.foreignTo(v, m.key())
 		return f || (!known && strip)
 	}
@@ -167,9 +170,26 @@ func (x *exchange) ownOnly(m *member) func(v []byte) bool {
 // of the same conversation (compaction.go), or nil when there is none.
 func (x *exchange) remadeFor(m *member) func(v []byte) []byte {
 	return func(v []byte) []byte {
+		if sum, ok := x.s.openSummary(v); ok {
+			return summaryItem(sum)
+		}
 		item, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), m.key(), x.s.now())
 		return item
 	}
+}
+
+// carriesRelaySeal reports whether the request's input holds a compaction the relay sealed
+// (relaycompact.go), looked for once.
+func (x *exchange) carriesRelaySeal() bool {
+	if x.sealed.relaySeal == 0 {
+		x.sealed.relaySeal = 1
+		// An HTTP body's bytes are at hand; a socket turn's whole conversation would have to be
+		// replayed to look (socket turns to a Responses account keep such an item as it is).
+		if cb, ok := x.body.(*clientBody); ok && bytes.Contains(cb.raw, []byte(relaySealPrefix)) {
+			x.sealed.relaySeal = 2
+		}
+	}
+	return x.sealed.relaySeal == 2
 }
 
 // inputEdits are the edits of the input items all, in their order: the additional_tools items
@@ -283,6 +303,8 @@ func (a itemEdit) same(b itemEdit) bool { return a.i == b.i && bytes.Equal(a.ite
 type sealedParts struct {
 	stripped []strippedInput
 	stripFor string
+	// relaySeal: 0 not looked for yet, 1 none, 2 the input holds a compaction the relay sealed.
+	relaySeal int8
 	sealer   *string
 	remaking bool
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/cipher"
 	"golang.org/x/sync/singleflight"
 
 	"context"
@@ -75,6 +76,10 @@ type Options struct {
 	// a conversation's compaction survives a restart of the relay: a relay that starts serving
 	// reads back what an earlier one kept there ("": memory only).
 	CompactionDir string
+	// SealKey (32 bytes) seals the compactions the relay makes itself for Chat Completions
+	// accounts (relaycompact.go); the embedder keeps it (the keychain), so that a conversation
+	// compacted so keeps its memory across restarts. Without one, a key of the process's own.
+	SealKey []byte
 	// MemoryBudget bounds the bytes the requests in flight hold whole at once, all together:
 	// their bodies, and the answers read before they are relayed (default 256 MiB; memory.go).
 	MemoryBudget int64
@@ -150,6 +155,8 @@ type Server struct {
 	compactions *compactionStore
 	// replays are the replayed conversations requests use now (served.go).
 	replays replays
+	// sealAEAD seals the relay's own compactions (relaycompact.go).
+	sealAEAD cipher.AEAD
 	// remaking joins the requests that need one compaction re-made on one account (compaction.go).
 	remaking singleflight.Group
 	// mem is the budget of what requests hold at once (memory.go).
@@ -228,6 +235,7 @@ func New(opt Options) *Server {
 		traces:      newTraceRing(opt.TraceBufferSize),
 		seals:       newSealTable(opt.SealedItems),
 		compactions: newCompactionStore(opt.CompactionBudget),
+		sealAEAD:    newSealAEAD(opt.SealKey),
 		mem:         newMemBudget(opt.MemoryBudget),
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),

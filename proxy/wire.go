@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -68,10 +69,10 @@ var (
 	// Compaction v1, ChatGPT account, which compacts only the v2 way: a Responses request whose
 	// input ends with the compaction trigger, its answer put in v1's shape (compaction.go).
 	compactOverV2 = &wire{name: "compact over v2", body: compactOverV2Body, send: sendHTTP, whole: (*exchange).answerWholeAsCompact}
-	// Compaction v1, Chat account: no compaction can be made there.
-	compactOverChat = &wire{name: "compact over chat", chat: true, body: func(*exchange, *accountTry) (builtBody, error) {
-		return builtBody{}, errNoChatCompaction
-	}, send: sendHTTP}
+	// A compaction (v2, or v1), Chat account: the account summarizes, the relay seals the
+	// summary into the compaction item (relaycompact.go).
+	compactOverChat = &wire{name: "compact over chat", chat: true, body: compactOverChatBody, send: sendHTTP,
+		plain: (*exchange).answerChatCompaction}
 	// A backend call (web search, image generation), ChatGPT account: its body goes as it came,
 	// its answer is one document (backend.go).
 	documentWire        = &wire{name: "document", document: true, body: documentBody, send: sendHTTP, plain: (*exchange).relayDocument}
@@ -95,6 +96,8 @@ func (x *exchange) wireFor(m *member) *wire {
 		return chatWire
 	case x.req.route == routeChat:
 		return chatOverResponses
+	case chatAccount && compactionTriggered(x.body.items()):
+		return compactOverChat
 	case chatAccount:
 		return responsesOverChat
 	case x.via.turn != nil && x.s.speaksSocket(m):
@@ -262,6 +265,9 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 		if x.lite() {
 			// A Chat account takes no Lite body: the classic form is translated.
 			src = x.classicBody()
+		}
+		if x.req.route == routeResponses && bytes.Contains(src, compactionType) {
+			src = x.withCompactionsExpanded(src)
 		}
 		out, t.dropped, t.err = to(src)
 		if t.err == nil {

@@ -1,0 +1,296 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/bridge"
+	"github.com/codexrelay/codexrelay/proxy/payload"
+)
+
+// Compaction on a Chat Completions account. Such an account cannot compact (it knows no
+// compaction_trigger, and seals nothing), so the relay makes the compaction itself, as Codex does
+// with a provider that cannot: the model summarizes the conversation (Codex's own checkpoint
+// prompt, testdata/codex-0.171/compact-local), and the relay seals the summary with its own key
+// into the one compaction item the client expects. A compaction item the relay sealed is no
+// account's to read: wherever the request goes, it is expanded into the summary as text (the
+// user message Codex itself writes after a local compaction). A compaction another account
+// sealed is re-made on a Chat account the same way, from the request the relay kept
+// (compaction.go), once for all Chat accounts (relaySealer), so that a conversation compacted on
+// any account keeps its memory on a Chat account too.
+
+// relaySealer is the account key under which the relay's own compactions of a kept request are
+// remembered (compactionStore.remadeFor): every Chat account shares them.
+const relaySealer = "relay"
+
+// relaySealPrefix starts the sealed value of a compaction the relay made (AES-GCM under
+// Options.SealKey, base64url).
+const relaySealPrefix = "crcmp1."
+
+// compactPrompt is Codex 0.171's checkpoint prompt (compact-local/003).
+const compactPrompt = "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.\n\n" +
+	"Include:\n- Current progress and key decisions made\n- Important context, constraints, or user preferences\n" +
+	"- What remains to be done (clear next steps)\n- Any critical data, examples, or references needed to continue\n\n" +
+	"Be concise, structured, and focused on helping the next LLM seamlessly continue the work.\n"
+
+// summaryPrefix opens the summary where a compaction stood (compact-local/004).
+const summaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process. " +
+	"You also have access to the state of the tools that were used by that language model. Use this to build on the work " +
+	"that has already been done and avoid duplicating work. Here is the summary produced by the other language model, use " +
+	"the information in this summary to assist with your own analysis:\n"
+
+// newSealAEAD is the relay's sealing cipher: key (32 bytes) as given, else a new one for this
+// process (its compactions are then expanded only until it stops).
+func newSealAEAD(key []byte) cipher.AEAD {
+	if len(key) != 32 {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	block, _ := aes.NewCipher(key)
+	aead, _ := cipher.NewGCM(block)
+	return aead
+}
+
+// sealSummary is the sealed value (raw JSON string) of a summary.
+func (s *Server) sealSummary(summary string) []byte {
+	nonce := make([]byte, s.sealAEAD.NonceSize())
+	rand.Read(nonce)
+	ct := s.sealAEAD.Seal(nonce, nonce, []byte(summary), []byte(relaySealPrefix))
+	return payload.AppendString(nil, relaySealPrefix+base64.RawURLEncoding.EncodeToString(ct))
+}
+
+// openSummary is the summary a sealed value (raw JSON string) holds, when the relay sealed it.
+func (s *Server) openSummary(v []byte) (string, bool) {
+	if !isRelaySealed(v) {
+		return "", false
+	}
+	str, err := payload.DecodeString(v)
+	if err != nil {
+		return "", false
+	}
+	ct, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(str, relaySealPrefix))
+	if err != nil || len(ct) < s.sealAEAD.NonceSize() {
+		return "", false
+	}
+	n := s.sealAEAD.NonceSize()
+	pt, err := s.sealAEAD.Open(nil, ct[:n], ct[n:], []byte(relaySealPrefix))
+	return string(pt), err == nil
+}
+
+// isRelaySealed reports whether a sealed value (raw JSON string) is one the relay made.
+func isRelaySealed(v []byte) bool { return bytes.HasPrefix(v, []byte(`"`+relaySealPrefix)) }
+
+// summaryItem is the message that stands for a compaction the relay can read: its summary.
+func summaryItem(summary string) []byte {
+	text := payload.AppendString(nil, summaryPrefix+summary)
+	return []byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(text) + `}]}`)
+}
+
+// compactionTriggered reports whether a Responses input ends with the compaction trigger.
+func compactionTriggered(items [][]byte) bool {
+	return len(items) > 0 && isTrigger(items[len(items)-1])
+}
+
+func isTrigger(item []byte) bool {
+	return bytes.Contains(item, []byte(`"compaction_trigger"`)) && bytes.Equal(bytes.Join(bytes.Fields(item), nil), compactionTrigger)
+}
+
+// expandCompactions is items with each compaction item a Chat account cannot carry put as
+// text: one the relay sealed is its summary; one an account sealed is the relay's own summary
+// of the request behind it, when one was made (remakeCompactions); any other is left out
+// (said in the trace, as sealed content left out is). ok is false when nothing changed.
+func (x *exchange) expandCompactions(items [][]byte) (out [][]byte, ok bool) {
+	for i, it := range items {
+		v := compactionValue(it)
+		if v == nil {
+			if out != nil {
+				out = append(out, it)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([][]byte, 0, len(items)), items[:i]...)
+		}
+		if sum, ok := x.s.openSummary(v); ok {
+			out = append(out, summaryItem(sum))
+			continue
+		}
+		if made, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), relaySealer, x.s.now()); made != nil {
+			if sum, ok := x.s.openSummary(compactionValue(made)); ok {
+				out = append(out, summaryItem(sum))
+				x.t.CompactionRemade++
+				continue
+			}
+		}
+		if x.t.SealedOmittedParts == nil {
+			x.t.SealedOmittedParts = map[string]int{}
+		}
+		x.t.SealedOmitted++
+		x.t.SealedOmittedParts["compaction"]++
+	}
+	return out, out != nil
+}
+
+// chatCompactionBody is the Chat Completions request that has a Chat account summarize the
+// conversation of a compaction request (items, the trigger last): the items before the trigger,
+// their compactions expanded, then Codex's checkpoint prompt, not streamed.
+func (x *exchange) chatCompactionBody(obj *payload.Object, items [][]byte) ([]byte, error) {
+	items = items[:len(items)-1]
+	if exp, ok := x.expandCompactions(items); ok {
+		items = exp
+	}
+	prompt := []byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(payload.AppendString(nil, compactPrompt)) + `}]}`)
+	req := payload.Build(nil, obj, []payload.Override{{Key: "input", Value: joinItems(items, [][]byte{prompt})},
+		{Key: "stream", Value: []byte("false")}, {Key: "tools"}, {Key: "tool_choice"}, {Key: "parallel_tool_calls"}})
+	out, _, err := bridge.ResponsesToChatRequest(req)
+	return out, err
+}
+
+// compactOverChatBody is the body of a compaction request (v2, or v1's) to a Chat account.
+func compactOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
+	items := x.body.items()
+	if x.req.route == routeCompact {
+		items = append(append([][]byte(nil), compactInput(x)...), compactionTrigger)
+	}
+	est := 3 * int64(len(x.body.whole().raw))
+	if e := x.hold(est); e != nil {
+		return builtBody{}, e
+	}
+	out, err := x.chatCompactionBody(x.req.obj, items)
+	x.letGo(est - int64(len(out)))
+	if err != nil {
+		return builtBody{}, err
+	}
+	b := out
+	if ov := x.modelOverride(tr.tg); ov != nil {
+		o, perr := payload.Parse(out)
+		if perr != nil {
+			return builtBody{}, perr
+		}
+		b = payload.Build(nil, o, ov)
+	}
+	return builtBody{b: b}, nil
+}
+
+// compactInput is a v1 compaction request's input as items (a string is one user message).
+func compactInput(x *exchange) [][]byte {
+	raw, _ := x.req.obj.Get("input")
+	if payload.KindOf(raw) == payload.KindString {
+		return [][]byte{[]byte(`{"type":"message","role":"user","content":` + string(raw) + `}`)}
+	}
+	return x.body.items()
+}
+
+// chatSummary reads the summary a Chat Completions answer holds.
+func chatSummary(answer []byte) (string, error) {
+	var v struct {
+		Choices []struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(answer, &v); err != nil || len(v.Choices) == 0 {
+		return "", errors.New("the account's answer holds no message")
+	}
+	c := v.Choices[0].Message.Content
+	var s string
+	if json.Unmarshal(c, &s) != nil {
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		json.Unmarshal(c, &parts)
+		for _, p := range parts {
+			s += p.Text
+		}
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", errors.New("the account answered with an empty summary")
+	}
+	return s, nil
+}
+
+// relayCompactionItem is the compaction item the relay makes of a Chat account's summary.
+func (x *exchange) relayCompactionItem(summary string) []byte {
+	return []byte(`{"type":"compaction","id":"cmp_` + runID + "_" + x.t.ID + `","encrypted_content":` + string(x.s.sealSummary(summary)) + `}`)
+}
+
+// answerChatCompaction answers a compaction request a Chat account summarized: one compaction
+// item the relay sealed, in a Response (streamed when the client streams) or, for v1, in v1's
+// shape.
+func (x *exchange) answerChatCompaction(a *answer) {
+	x.noteUsage(a.plain)
+	summary, err := chatSummary(a.plain)
+	if err != nil {
+		x.reject(&apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "server_error",
+			Message: "the account could not compact the conversation: " + err.Error()}, OutcomeError)
+		return
+	}
+	item := x.relayCompactionItem(summary)
+	if x.req.route == routeCompact {
+		var output [][]byte
+		for _, it := range compactInput(x) {
+			if isUserMessage(it) {
+				output = append(output, it)
+			}
+		}
+		v1 := fmt.Sprintf(`{"id":%q,"object":"response.compaction","created_at":%d,"output":%s,"usage":null}`,
+			x.madeResponseID(), x.times.start.Unix(), joinItems(append(output, item)))
+		x.writeJSONBody([]byte(v1))
+		return
+	}
+	resp := x.madeResponse("", "completed")
+	resp.Output = []json.RawMessage{item}
+	if !x.req.stream {
+		x.writeJSONBody(resp.JSON())
+		return
+	}
+	if x.sink().start(http.Header{"Content-Type": {"text/event-stream"}}) != nil {
+		x.clientGone()
+		return
+	}
+	x.t.Status = http.StatusOK
+	created := x.madeResponse(resp.ID, "in_progress")
+	events := []struct {
+		name string
+		data string
+	}{
+		{"response.created", `{"type":"response.created","sequence_number":0,"response":` + string(created.JSON()) + `}`},
+		{"response.output_item.done", `{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":` + string(item) + `}`},
+		{"response.completed", `{"type":"response.completed","sequence_number":2,"response":` + string(resp.JSON()) + `}`},
+	}
+	for _, ev := range events {
+		if !x.emit(ev.name, []byte(ev.data), nil) {
+			return
+		}
+	}
+	x.sink().flush()
+	x.t.Outcome = OutcomeCompleted
+}
+
+// withCompactionsExpanded is a Responses body for a Chat account with its compaction items put
+// as text (expandCompactions); the body as it is when there is none.
+func (x *exchange) withCompactionsExpanded(src []byte) []byte {
+	o, err := payload.Parse(src)
+	if err != nil {
+		return src
+	}
+	raw, _ := o.Get("input")
+	items, err := inputItems(raw)
+	if err != nil {
+		return src
+	}
+	exp, ok := x.expandCompactions(items)
+	if !ok {
+		return src
+	}
+	return payload.Build(nil, o, []payload.Override{{Key: "input", Value: joinItems(exp)}})
+}
