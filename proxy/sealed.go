@@ -305,8 +305,8 @@ type sealedParts struct {
 	stripFor string
 	// relaySeal: 0 not looked for yet, 1 none, 2 the input holds a compaction the relay sealed.
 	relaySeal int8
-	sealer   *string
-	remaking bool
+	sealer    *string
+	remaking  bool
 }
 
 // strippedInput is an input built with edits of a list of n items whose first is from.
