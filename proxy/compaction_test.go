@@ -649,3 +649,48 @@ func TestACompactionIsRemadeOnAChatAccount(t *testing.T) {
 		t.Fatalf("the Chat account got %d requests: %s", len(got), got[len(got)-1].Body)
 	}
 }
+
+// servedRelay is a relay that Serve runs (as the app runs it: compactions read back, its sealing
+// key kept), and its stop.
+func servedRelay(t *testing.T, opt proxy.Options, accounts ...proxy.Account) (*relay, func()) {
+	t.Helper()
+	s := proxy.New(opt)
+	s.SetAccounts(accounts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, time.Second) }()
+	return &relay{Server: s, URL: "http://" + ln.Addr().String()}, func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the relay did not stop")
+		}
+	}
+}
+
+// A compaction a Chat account made is read by the relay after a restart: its key is kept in
+// the compactions' folder (mode 0600).
+func TestAChatCompactionSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	chat := newUpstream(t, chatSummarizer)
+	r, stop := servedRelay(t, proxy.Options{CompactionDir: dir}, chatAccount("llama", chat))
+	items, _ := r.streamItems(t, turnBody(userSays, toolCall, toolSaid, trigger))
+	stop()
+	if len(items) != 1 || !strings.Contains(items[0], "crcmp1.") {
+		t.Fatalf("the compaction: %v", items)
+	}
+	if st, err := os.Stat(dir + "/seal.key"); err != nil || st.Mode().Perm() != 0o600 || st.Size() != 32 {
+		t.Fatalf("the sealing key: %v %v", st, err)
+	}
+	r, stop = servedRelay(t, proxy.Options{CompactionDir: dir}, chatAccount("llama", chat))
+	defer stop()
+	got, _ := r.streamItems(t, turnBody(userSays, items[0], userAsks))
+	if len(got) != 1 || !strings.Contains(got[0], "FACT-PAPAYA") {
+		t.Fatalf("after a restart the compaction was forgotten: %v", got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/codexrelay/codexrelay/proxy/bridge"
@@ -293,4 +295,49 @@ func (x *exchange) withCompactionsExpanded(src []byte) []byte {
 		return src
 	}
 	return payload.Build(nil, o, []payload.Override{{Key: "input", Value: joinItems(exp)}})
+}
+
+// sealKeyName is the file of the relay's sealing key in the compactions' folder.
+const sealKeyName = "seal.key"
+
+// loadSealKey reads the sealing key kept in dir (a folder of the user's: compactionStore.open
+// checked it), making it on first use.
+func loadSealKey(dir string) ([]byte, error) {
+	name := filepath.Join(dir, sealKeyName)
+	for range 2 {
+		if key, err := readSealKey(name); err == nil || !errors.Is(err, os.ErrNotExist) {
+			return key, err
+		}
+		key := make([]byte, 32)
+		rand.Read(key)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue // another relay made it meanwhile: read it
+		}
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.Write(key)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+			return nil, err
+		}
+		return key, nil
+	}
+	return nil, errors.New("the sealing key keeps changing under " + dir)
+}
+
+// readSealKey reads a sealing key file: a regular file of the user's, of 32 bytes.
+func readSealKey(name string) ([]byte, error) {
+	st, err := os.Lstat(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular() || !ownedByUser(st) || st.Size() != 32:
+		return nil, errors.New(name + " is not a sealing key of the user's")
+	}
+	return os.ReadFile(name)
 }

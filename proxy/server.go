@@ -77,8 +77,9 @@ type Options struct {
 	// reads back what an earlier one kept there ("": memory only).
 	CompactionDir string
 	// SealKey (32 bytes) seals the compactions the relay makes itself for Chat Completions
-	// accounts (relaycompact.go); the embedder keeps it (the keychain), so that a conversation
-	// compacted so keeps its memory across restarts. Without one, a key of the process's own.
+	// accounts (relaycompact.go). Without one, the key kept in CompactionDir (seal.key, mode
+	// 0600, beside the conversations it seals summaries of), so that a conversation compacted
+	// so keeps its memory across restarts; without either, a key of the process's own.
 	SealKey []byte
 	// MemoryBudget bounds the bytes the requests in flight hold whole at once, all together:
 	// their bodies, and the answers read before they are relayed (default 256 MiB; memory.go).
@@ -494,6 +495,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	defer stopRefresh()
 	if err := s.compactions.open(s.opt.CompactionDir, s.seals.learnSealer); err != nil {
 		s.log.Warn("the compactions kept on disk cannot be read: conversations compacted before are kept in memory from now on", "error", err)
+	} else if s.opt.CompactionDir != "" && s.opt.SealKey == nil {
+		if key, err := loadSealKey(s.opt.CompactionDir); err != nil {
+			s.log.Warn("the key of the relay's own compactions cannot be kept: those made from now on are read until the relay stops", "error", err)
+		} else {
+			s.sealAEAD = newSealAEAD(key)
+		}
 	}
 	s.serving.Add(1)
 	defer s.serving.Add(-1)
