@@ -153,6 +153,9 @@ func (x *exchange) remakeJoined(m *member, tg *target, d uint64, depth int) (ver
 	}
 	key := strconv.FormatUint(d, 16) + "/" + makerKey(m)
 	res, _, shared := x.s.remaking.Do(key, func() (any, error) {
+		if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
+			return made{served, ""}, nil // made by one that ended just before this began
+		}
 		v, why := x.remake(m, tg, d, depth)
 		return made{v, why}, nil
 	})
