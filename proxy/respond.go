@@ -21,6 +21,7 @@ import (
 // respond relays the answer attempt found to the client, by the try's wire.
 func (x *exchange) respond(a *answer) {
 	defer a.close()
+	x.dropTranslation()
 	w := a.tr.wire
 	switch {
 	case a.resp.StatusCode/100 != 2:

@@ -290,6 +290,20 @@ func (x *exchange) translate(to func([]byte) ([]byte, []string, error)) *transla
 	return t
 }
 
+// dropTranslation lets go of the request's own translation once its answer is relayed: no
+// other account will be sent it, and the transport holds the bytes it still sends.
+func (x *exchange) dropTranslation() {
+	t := x.out.trans
+	if t == nil {
+		return
+	}
+	x.out.trans = nil
+	if sb, ok := x.body.(*servedBody); ok && sb.shared != nil {
+		return // the shared replay's: held until its last request ends
+	}
+	x.letGo(t.size)
+}
+
 // translateHeld makes a request's own translation within the memory budget: twice the source
 // is held while it is made, then what it made, until the request ends.
 func (x *exchange) translateHeld(make func() *translated) *translated {
