@@ -496,3 +496,28 @@ func TestAnAccountAddedWhileTheCatalogIsServedStaleIsNotMissed(t *testing.T) {
 		t.Fatalf("not served from the stale catalog: %+v", tr.ModelCatalogRefresh)
 	}
 }
+
+// With no account at all, the model list answers the clear 503 a request gets, not an empty
+// list (Codex reads one as "No models are available", issue 50); with one, the list.
+func TestModelsWithNoAccountSayWhy(t *testing.T) {
+	r := newRelay(t, proxy.Options{})
+	for _, path := range []string{"/v1/models", "/v1/models/gpt-5", "/models"} {
+		resp, err := http.Get(r.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := decodeErr(t, resp); resp.StatusCode != 503 || e.Error.Code != "no_accounts" || !strings.Contains(e.Error.Message, "accounts add") {
+			t.Fatalf("%s: %d %+v", path, resp.StatusCode, e)
+		}
+	}
+	up := newUpstream(t, answerText("x"))
+	r.SetAccounts([]proxy.Account{openaiAccount("a", up)})
+	resp, err := http.Get(r.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("with an account: %d", resp.StatusCode)
+	}
+}

@@ -16,6 +16,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("client_version"); v != "" {
 		s.catalog.askedWith(v)
 	}
+	if s.noAccounts(w) {
+		return
+	}
 	st, err := s.catalog.current(r.Context())
 	if err != nil {
 		return
@@ -27,6 +30,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 // handleModel serves GET /v1/models/{id}.
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.noAccounts(w) {
+		return
+	}
 	st, err := s.catalog.current(r.Context())
 	if err != nil {
 		return
@@ -155,3 +161,15 @@ func renamedEntry(raw json.RawMessage, slug, description string) json.RawMessage
 const defaultBaseInstructions = `You are Codex, a coding agent running in the user's terminal. You help with software engineering tasks in the user's workspace: you read files, run commands and edit code to complete the task.
 
 Work until the task is fully resolved before ending your turn. Keep changes focused and consistent with the existing style of the codebase, prefer the smallest correct change, and run the relevant tests when you can. Use the tools you are given to inspect the workspace rather than guessing; when you edit files, use the patch tool. State your assumptions when the request is ambiguous, and finish with a short summary of what you changed and how you verified it.`
+
+// noAccounts answers, when the relay has no account at all, the clear 503 a request gets
+// (pool.unavailable), rather than an empty list that Codex reads as "No models are available"
+// and then retries a request into for half a minute before the reason shows; it reports
+// whether it did.
+func (s *Server) noAccounts(w http.ResponseWriter) bool {
+	if len(s.pool.list()) > 0 {
+		return false
+	}
+	writeError(w, s.pool.unavailable("", s.now()))
+	return true
+}
