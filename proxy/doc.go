@@ -13,7 +13,8 @@
 // account, the answer). The files, by phase:
 //
 //	admit     handler.go (routes, guards, the exchange), body.go (reading and pooling bodies,
-//	          what upstream bodies are built from), session.go (the client's affinity key,
+//	          what upstream bodies are built from), memory.go (the memory budget every byte a
+//	          request holds counts against), served.go (responses the relay served, replayed), session.go (the client's affinity key,
 //	          bounded), instanceauth.go (signed requests of the relay's own programs)
 //	route     route.go (the plan, dispatch), catalog.go and version.go (the model catalog),
 //	          aliases.go, pool.go and account.go (the accounts, their health and order),
@@ -25,7 +26,9 @@
 //	          sealtable.go (which account sealed what), sealscan.go (finding sealed values in
 //	          JSON bytes), compaction.go (a conversation's compaction across a rotation: kept,
 //	          preferred, re-made), compactstore.go (the requests behind compactions, in memory
-//	          or on disk), compactv1.go (POST /v1/responses/compact), turn.go (Codex's headers
+//	          or on disk; owner_unix.go and owner_other.go: whose its files are), relaycompact.go
+//	          (the compactions the relay makes for Chat accounts, sealed with its own key),
+//	          compactv1.go (POST /v1/responses/compact), turn.go (Codex's headers
 //	          and turn state), limit.go (limits inside a 200 stream), upstream.go and call.go
 //	          (upstream requests and their deadlines)
 //	respond   respond.go (relaying an answer), sink.go (where a stream goes, where it comes
