@@ -113,8 +113,10 @@ relay_up() {
   logs="$w/logs"; mkdir -p "$logs"
   "$work/fake" "$@" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
-  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
-  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
+  # XDG_DATA_HOME too: the relay keeps its usage database and compactions/ there, and the one
+  # .ci/with-keyring sets would be shared by every path.
+  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" XDG_DATA_HOME="$w/data" CODEX_HOME="$w/codex"
+  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$CODEX_HOME" "$w/cwd"
   unset CODEXRELAY_API_KEY OPENAI_API_KEY CODEXRELAY_LISTEN
   export LANG=en_US.UTF-8
   # No ChatGPT call may leave the machine: the default base URL and the OAuth issuer are the fake's.
