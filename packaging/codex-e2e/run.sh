@@ -2,7 +2,7 @@
 # make codex-e2e: the real Codex CLI (npm @openai/codex, pinned) through `codexrelay serve` with two
 # ChatGPT accounts on a fake ChatGPT backend (fake/), running gpt-5.6-sol's tool loop (Responses
 # Lite: the tools in an additional_tools input item, the Lite marker) across a rotation, over
-# four paths:
+# these paths:
 #
 #   http              Codex over HTTP (supports_websockets = false) -> relay -> backend over HTTP
 #   socket-over-http  Codex over WebSocket -> relay -> a backend that refuses the upgrade (404):
@@ -18,6 +18,12 @@
 #   compact           Codex over a WebSocket compacts on A (remotely: the provider named
 #                     "OpenAI"), A reaches its limit, and B, on which the relay re-makes the
 #                     compaction, still knows what the tool printed before it (compact_path)
+#   compact-restart   as compact, but A compacts and finishes the turn, the relay is restarted
+#                     (the same compactions/ folder), A reaches its limit, and `codex exec
+#                     resume --last` asks what the tool printed: B re-makes the compaction from
+#                     the request kept on disk, without A's sealed reasoning in it (the
+#                     reasoning A sealed after its compaction, unknown to the restarted relay,
+#                     B may refuse once: retried without it, reported) (compact_restart_path)
 #
 # In each, account A answers the turn with its sealed reasoning and a call of code mode's exec
 # tool (JavaScript running `echo hi`), then 429 usage_limit_reached; the request after the tool
@@ -106,15 +112,18 @@ selfcheck
 # relay_up W FAKEFLAGS...: the fake backend (accounts A and B) and `codexrelay serve` with both
 # accounts, the local key, and the Codex configuration codex-config writes (the project trusted;
 # with SIGNED_IN set, Codex signed in with ChatGPT first), in throw-away homes under W; sets w pa
-# pb pr logs fake relay key.
+# pb pr logs fake relay key. relay_start starts `codexrelay serve` alone (again, after a stop),
+# its log appended to W/relay.log.
 relay_up() {
   w=$1; shift
   pa=$(port) pb=$(port) pr=$(port)
   logs="$w/logs"; mkdir -p "$logs"
   "$work/fake" "$@" "$pa" "$pb" "$logs" 2>"$w/fake.log" &
   fake=$!
-  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" CODEX_HOME="$w/codex"
-  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" "$w/cwd"
+  # XDG_DATA_HOME too: the relay keeps its usage database and compactions/ there, and the one
+  # .ci/with-keyring sets would be shared by every path.
+  export HOME="$w/home" XDG_CONFIG_HOME="$w/config" XDG_DATA_HOME="$w/data" CODEX_HOME="$w/codex"
+  mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$CODEX_HOME" "$w/cwd"
   unset CODEXRELAY_API_KEY OPENAI_API_KEY CODEXRELAY_LISTEN
   export LANG=en_US.UTF-8
   # No ChatGPT call may leave the machine: the default base URL and the OAuth issuer are the fake's.
@@ -146,7 +155,10 @@ PY
   [ -n "${SIGNED_IN:-}" ] && chatgpt_auth 00000000-0000-4000-8000-0000000000cc you@e2e.test >"$CODEX_HOME/auth.json"
   "$bin" codex-config --write >"$w/codex-config.out"
   printf '\n[projects."%s"]\ntrust_level = "trusted"\n' "$w/cwd" >>"$CODEX_HOME/config.toml"
-  "$bin" serve --listen "127.0.0.1:$pr" 2>"$w/relay.log" &
+  relay_start
+}
+relay_start() {
+  "$bin" serve --listen "127.0.0.1:$pr" 2>>"$w/relay.log" &
   relay=$!
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && break; sleep 0.1; done
 }
@@ -154,14 +166,21 @@ PY
 # codex_exec PROMPT: `codex exec` in W's working folder, its answer in W/codex.out; Codex's calls
 # elsewhere (a signed-in Codex's plugin sync and telemetry) go to a closed local port: nothing
 # leaves the machine. Then the relay's traces are kept (W/traces.json), the relay and the fake
-# stop, and leaked counts what of A's sealed parts reached B.
+# stop, and leaked counts what of A's sealed parts reached B. codex_run OUT [resume --last]
+# PROMPT is the run alone (W/OUT.out, W/OUT.err), `codex exec resume --last` with resume.
 codex_exec() {
-  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
-    timeout 180 "$cli/node_modules/.bin/codex" exec --skip-git-repo-check \
-    --dangerously-bypass-approvals-and-sandbox -m "$model" "$1" >"$w/codex.out" 2>"$w/codex.err") || true
+  codex_run codex "$1"
   curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
   kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
   leaked=$(cat "$logs"/B-* 2>/dev/null | grep -c 'gAAAABA' || true)
+}
+codex_run() {
+  local out=$1; shift
+  local sub=()
+  [ "$1" = resume ] && { sub=(resume --last); shift; }
+  (cd "$w/cwd" && HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    timeout 180 "$cli/node_modules/.bin/codex" exec "${sub[@]}" --skip-git-repo-check \
+    --dangerously-bypass-approvals-and-sandbox -m "$model" "$1" >"$w/$out.out" 2>"$w/$out.err") || true
 }
 
 # E2E_ONLY="compact esc" runs only the paths named.
@@ -435,5 +454,96 @@ PY
   fi
 }
 runs compact && compact_path
+
+# compact-restart: as compact, but the compaction outlives the relay process. Codex compacts on A
+# (remotely, the tool's FACT-7Q2 folded into A's sealed compaction) and A finishes the turn from
+# its own compaction; then the relay is stopped and started again on the same settings and data
+# folders (so the same compactions/ folder), A reaches its limit (the fake's POST /e2e/limit: 429
+# usage_limit_reached from then on), and `codex exec resume --last` asks what the tool printed.
+# The relay now knows nothing of who sealed what but what compactions/ kept: it re-makes A's
+# compaction on B from the kept request, which still holds A's sealed reasoning, to be left out.
+# The turn itself still carries the reasoning A sealed after its compaction, whose sealer the
+# restarted relay never saw: B refuses it once and the relay retries without it (sealedRetry,
+# proxy/sealed.go), which is reported, not failed. Checks: Codex's second answer names FACT-7Q2,
+# A made the compaction and served the first run alone, the relay kept the compaction on disk and
+# was restarted, B re-made the compaction, neither the re-making nor the turn B answered carried
+# A's sealed parts (B's one refusal of them, if any, retried as sealedRetry), and the restarted
+# relay's trace says it re-made the compaction on b.
+compact_restart_path() {
+  relay_up "$work/compact-restart" -compact -limit-on-demand
+  sed -i '1i model_auto_compact_token_limit = 1000' "$CODEX_HOME/config.toml"
+  codex_run first "run the tool, then say done and what it printed"
+  local before; before=$(wc -l <"$logs/requests.jsonl" 2>/dev/null || echo 0)
+  local kept; kept=$(find "$XDG_DATA_HOME/codexrelay/compactions" -type f ! -name seal.key 2>/dev/null | wc -l)
+  local old=$relay
+  kill "$relay"; wait "$relay" 2>/dev/null || true
+  curl -s -o /dev/null -X POST "http://127.0.0.1:$pa/e2e/limit"
+  relay_start
+  local up=no; curl -sf -o /dev/null "http://127.0.0.1:$pr/health" && [ "$relay" != "$old" ] && up=yes
+  codex_run codex resume "what did the tool print?"
+  curl -s -H "Authorization: Bearer $key" "http://127.0.0.1:$pr/relay/traces?limit=50" >"$w/traces.json" || true
+  kill "$relay" "$fake"; wait "$relay" "$fake" 2>/dev/null || true
+  if python3 - "$(tail -n 1 "$w/first.out" 2>/dev/null)" "$(tail -n 1 "$w/codex.out" 2>/dev/null)" "$before" "$kept" "$up" \
+    "$w/traces.json" "$logs/requests.jsonl" "$logs" <<'PY'
+import json, os, sys
+first, answer, before, kept, up, traces_f, reqs_f, logs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
+try:
+    traces = list(reversed(json.load(open(traces_f))))
+except Exception:
+    traces = []
+reqs = [json.loads(l) for l in open(reqs_f) if l.strip()]
+pre, post = [r for r in reqs[:before] if not r.get("warmup")], [r for r in reqs[before:] if not r.get("warmup")]
+turns = [t for t in traces if t.get("route") == "responses"]
+said = lambda rs: " ".join("%s:%s" % (r["account"], r["answer"]) for r in rs) or "-"
+remade = [t for t in turns if t.get("compactionRemade")]
+kinds = " ".join("/".join("%s%s" % (a["account"], ":" + a["kind"] if a.get("kind") else "") for a in t.get("attempts", [])) for t in turns)
+def sent(r): # what the account received for request r: its logged body or frame
+    for name in ("%s-%03d-body.json", "%s-%03d-ws-frame.json"):
+        f = os.path.join(logs, name % (r["account"], r["seq"]))
+        if os.path.exists(f):
+            return open(f).read()
+    return ""
+def carried(r): return sent(r).count("gAAAABA") # A's sealed parts in it
+def compacting(r): # its input ends with the compaction trigger: a compaction (re-)made
+    try:
+        return (json.loads(sent(r)).get("input") or [{}])[-1].get("type") == "compaction_trigger"
+    except (ValueError, AttributeError):
+        return False
+b_post = [r for r in post if r["account"] == "B"]
+remake_leaks = sum(carried(r) for r in b_post if compacting(r))
+served_leaks = sum(carried(r) for r in b_post if r["status"] == 200 and not compacting(r))
+retried = [r for r in b_post if r["status"] == 400 and carried(r) and not compacting(r)]
+leaked = sum(carried(r) for r in b_post)
+print("compact-restart: first run answered '%s'; the backend answered before the restart: %s; compactions kept on disk: %d; "
+      "relay restarted: %s" % (first, said(pre), kept, up))
+print("compact-restart: codex answered '%s'; the backend answered after the restart: %s; relay attempts per turn: %s; "
+      "turns with the compaction re-made: %s; A's sealed parts B received: %d (in the re-making: %d; in what B answered: %d; "
+      "refused by B and retried without them: %d, trace sealedRetry: %s)" % (answer, said(post), kinds,
+      " ".join(t.get("account") or "-" for t in remade) or "none", leaked, remake_leaks, served_leaks, len(retried),
+      "yes" if any(t.get("sealedRetry") for t in turns) else "no"))
+problems = []
+if not any(r["account"] == "A" and r["answer"] == "compaction" for r in pre): problems.append("A never compacted before the restart")
+if any(r["account"] != "A" for r in pre): problems.append("another account than A served before the restart")
+if not kept: problems.append("no compaction kept on disk before the restart")
+if up != "yes": problems.append("the relay was not restarted")
+if "FACT-7Q2" not in answer: problems.append("Codex's answer after the restart forgot what the tool printed before the compaction")
+if not any(r["account"] == "B" and r["answer"] == "compaction" for r in post): problems.append("B never re-made the compaction")
+if remake_leaks: problems.append("B's re-making of the compaction carried A's sealed parts")
+if served_leaks: problems.append("a request B answered carried A's sealed parts")
+if len(retried) > 1 or (retried and not any(t.get("sealedRetry") for t in turns)):
+    problems.append("B was sent A's sealed parts more than once, or without the trace's sealedRetry")
+refused = [r for r in post if r["status"] not in (200, 429) and r not in retried]
+if refused: problems.append("upstream refusals: " + "; ".join("%s#%d %d %s" % (r["account"], r["seq"], r["status"], r["answer"]) for r in refused))
+if not remade or remade[0].get("account") != "b": problems.append("no trace of the compaction re-made on b after the restart")
+for p in problems: print("  FAIL: " + p)
+sys.exit(1 if problems else 0)
+PY
+  then :; else
+    fail=1
+    echo "--- codex stderr (first)"; tail -n 10 "$w/first.err"; echo "--- codex stderr (resume)"; tail -n 20 "$w/codex.err"
+    echo "--- relay log"; tail -n 30 "$w/relay.log"; echo "--- fake log"; tail -n 30 "$w/fake.log"
+  fi
+}
+runs compact-restart && compact_restart_path
 
 [ $fail = 0 ] && echo "codex-e2e: passed" || { echo "codex-e2e: FAILED"; exit 1; }

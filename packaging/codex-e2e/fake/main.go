@@ -51,9 +51,16 @@
 // answered with one compaction item sealed to the account, which carries (readable to that
 // account alone) the FACT- words the history held. A answers its compaction, then 429 to every
 // later request. B's answers say what it knows: "done: the tool printed FACT-..." from the
-// plain input and its own compactions, or "done: I do not know what the tool printed".
+// plain input and its own compactions, or "done: I do not know what the tool printed"
+// (assistant messages are never read: what an answer knows comes from tool outputs and the
+// account's own compactions alone).
 //
-//	fake [-refuse-websocket] [-web] [-slow] [-compact] PORTA PORTB LOGDIR
+// With -limit-on-demand, A reaches its limit only when run.sh says so (POST /e2e/limit on A's
+// port; A's usage then reads 100% of its week): until then A serves every request, calling the
+// tool only while the conversation has neither a tool output nor a compaction, and answering
+// afterwards as B does. From then on it answers 429 usage_limit_reached to every request.
+//
+//	fake [-refuse-websocket] [-web] [-slow] [-compact] [-limit-on-demand] PORTA PORTB LOGDIR
 package main
 
 import (
@@ -95,6 +102,7 @@ var (
 	web      bool                // A's tool call is responses.WebScript
 	slow     bool                // turns stream a word every 200 ms (serveSlow)
 	compact  bool                // compaction v2, and a fact to remember (-compact)
+	onDemand bool                // A reaches its limit at POST /e2e/limit (-limit-on-demand)
 	liteOf   = map[string]bool{} // model slug -> use_responses_lite
 	jsonlMu  sync.Mutex
 )
@@ -106,6 +114,7 @@ type account struct {
 	real     int             // real (not warm-up) Responses requests answered
 	resps    int             // response ids issued
 	states   map[string]bool // turn states issued
+	limited  bool            // at its limit since POST /e2e/limit (-limit-on-demand)
 }
 
 func (a *account) prefix() string { return "gAAAAB" + a.name }
@@ -276,13 +285,19 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 		limitAfter = 2 // the turn's tool call, then the compaction
 		v.Tokens = 200
 	}
-	if compact && responses.LastItemType(input) == "compaction_trigger" && (a.name == "B" || n <= limitAfter) {
+	spent := a.name == "A" && n > limitAfter
+	if onDemand {
+		a.mu.Lock()
+		spent = a.limited
+		a.mu.Unlock()
+	}
+	if compact && responses.LastItemType(input) == "compaction_trigger" && !spent {
 		v.Answer = "compaction"
 		facts := strings.Join(a.facts(t.context), " ")
 		return id, []map[string]any{{"type": "compaction", "id": fmt.Sprintf("cmp_%s_%d", a.name, n),
 			"encrypted_content": a.prefix() + "-compaction-" + base64.RawURLEncoding.EncodeToString([]byte(facts))}}, newState, nil
 	}
-	if a.name == "A" && n > limitAfter {
+	if spent {
 		e := errOf(429, "usage_limit_reached", "usage_limit_reached", "The usage limit has been reached")
 		e.body["plan_type"] = "pro"
 		e.body["resets_at"] = time.Now().Unix() + 86400
@@ -295,7 +310,7 @@ func (a *account) answer(t *turn, v *verdict) (id string, items []map[string]any
 		// Without the marker the backend ignores additional_tools: the model has no tools.
 		v.Answer = "no_tools"
 		return id, []map[string]any{reasoning, message(a.name, n, "I have no shell tool here, so I cannot run `echo hi`.")}, newState, nil
-	case a.name == "A":
+	case a.name == "A" && !(onDemand && (toolOutputs(t.context) != "" || responses.HasItem(t.context, "compaction"))):
 		call := toolCall(t.context, a.name, n)
 		v.Answer = "tool_call"
 		if compact {
@@ -502,6 +517,14 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "the e2e fake refreshes no token"})
 		return
 	}
+	if onDemand && a.name == "A" && r.Method == "POST" && p == "/e2e/limit" {
+		a.mu.Lock()
+		a.limited = true
+		a.mu.Unlock()
+		log.Printf("[%s] #%d at its limit from now on", a.name, k)
+		writeJSON(w, 200, map[string]any{"limited": true})
+		return
+	}
 	if r.Method == "GET" && p == "/backend-api/wham/usage" && !a.authorized(r.Header) && r.Header.Get("Chatgpt-Account-Id") != "" {
 		now := time.Now().Unix()
 		writeJSON(w, 200, map[string]any{"plan_type": "plus", "rate_limit": map[string]any{"allowed": true, "limit_reached": false,
@@ -532,7 +555,7 @@ func (a *account) handler(w http.ResponseWriter, r *http.Request) {
 		if a.name == "A" { // a weekly-only plan: one window, the week
 			a.mu.Lock()
 			used := 12
-			if a.real > 1 {
+			if (!onDemand && a.real > 1) || a.limited {
 				used = 100
 			}
 			a.mu.Unlock()
@@ -730,9 +753,10 @@ func main() {
 	flag.BoolVar(&web, "web", false, "A's tool call runs web.run and image_gen.imagegen (code mode)")
 	flag.BoolVar(&slow, "slow", false, "turns stream a word every 200 ms until the relay ends them (LOGDIR/cancelled)")
 	flag.BoolVar(&compact, "compact", false, "compaction v2, and A's tool prints a fact to remember (FACT-7Q2)")
+	flag.BoolVar(&onDemand, "limit-on-demand", false, "A serves every request until POST /e2e/limit on its port, then answers 429")
 	flag.Parse()
 	if flag.NArg() != 3 {
-		log.Fatal("usage: fake [-refuse-websocket] [-web] [-slow] PORTA PORTB LOGDIR")
+		log.Fatal("usage: fake [-refuse-websocket] [-web] [-slow] [-compact] [-limit-on-demand] PORTA PORTB LOGDIR")
 	}
 	logDir = flag.Arg(2)
 	os.MkdirAll(logDir, 0o755)
