@@ -349,17 +349,32 @@ func TestColumnsFlexAndDrop(t *testing.T) {
 	}
 }
 
+// Configure, once there is an account, asks first, saying what it writes and how to undo it,
+// then writes and says what it did.
 func TestDashboardCodexRowConfigures(t *testing.T) {
 	home := t.TempDir()
-	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
+	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": home})
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = \"gpt-5-codex\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
 		t.Fatal(err)
 	}
 	u.ShowDashboard()
 	c := u.dashWin.Content()
 	mustShow(t, c, "Codex: not configured", `Codex uses the provider "openai"`, "Configure")
 	tapButton(t, c, "Configure")
-	mustContain(t, c, "Updated "+filepath.Join(home, "config.toml"), "config.toml.bak-")
+	asked := overlayTexts(t, u.dashWin)
+	for _, want := range []string{"config.toml", ".env", "SSL_CERT_FILE", "NO_PROXY", "backup", "codexrelay codex-config --remove"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("Configure's question does not say %q:\n%s", want, asked)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "config.toml")); strings.Contains(string(b), "codexrelay") {
+		t.Fatal("Configure wrote before the user agreed")
+	}
+	tapButton(t, u.dashWin.Canvas().Overlays().Top(), "Configure")
+	mustContain(t, c, "Updated "+filepath.Join(home, "config.toml"), "config.toml.bak-", "codexrelay codex-config --remove")
 	b, err := os.ReadFile(filepath.Join(home, "config.toml"))
 	if err != nil || !strings.Contains(string(b), `model_provider = "codexrelay"`) {
 		t.Fatalf("config.toml now:\n%s (%v)", b, err)
@@ -713,5 +728,32 @@ func TestBackgroundCallsFoldIntoOneLine(t *testing.T) {
 	d.Refresh()
 	if d.calls.box.Visible() {
 		t.Fatal("the folded line shows with no call")
+	}
+}
+
+// With no account there is no Configure beside the first-run card: a Codex pointed at a relay
+// with no account has no model, and loses the provider it had. The line says why, with the
+// path as the user knows it.
+func TestDashboardOffersNoConfigureWithoutAnAccount(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home) // the paths shown under ~ are those under it
+	codexHome := filepath.Join(home, ".codex")
+	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": codexHome})
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	if u.dash.codex.configure.Visible() {
+		t.Fatal("Configure shows with no account")
+	}
+	shown := "~" + strings.TrimPrefix(filepath.Join(codexHome, "config.toml"), home)
+	mustContain(t, c, "Codex: not configured", "There is no "+shown+" yet", "Add an account first")
+	if strings.Contains(strings.Join(texts(c), "\n"), codexHome) {
+		t.Errorf("the line shows the absolute path:\n%s", strings.Join(texts(c), "\n"))
+	}
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
+		t.Fatal(err)
+	}
+	u.refresh()
+	if !u.dash.codex.configure.Visible() {
+		t.Fatal("Configure does not show once there is an account")
 	}
 }
