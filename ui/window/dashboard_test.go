@@ -757,3 +757,36 @@ func TestDashboardOffersNoConfigureWithoutAnAccount(t *testing.T) {
 		t.Fatal("Configure does not show once there is an account")
 	}
 }
+
+// The labels that are the only sign of something show whole at the default size and wider
+// (issue 50): a request's status ("200 · compaction re-made"), the accounts it tried, an
+// account's last error. The columns that say less (Kind, Requests, Banked resets) go first.
+func TestDashboardLabelsThatAreTheOnlySignShowWhole(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[1].LastError = "429 usage_limit_reached: the 5-hour limit resets at 14:36"
+	src.Snapshot.Accounts[1].ResetCredits = uitest.Credits(2, uitest.Now.Add(20*time.Hour))
+	src.Recent[0].CompactionRemade = 1
+	src.Recent[0].Attempts = append([]proxy.Attempt{{Account: "api", Status: 401}}, src.Recent[0].Attempts...)
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
+	u.ShowDashboard()
+	for _, size := range []fyne.Size{DashboardSize, fyne.NewSize(1400, 760)} {
+		u.dashWin.Resize(size)
+		u.dash.relayout()
+		for _, want := range []string{"200 · compaction re-made", "api → team → personal", src.Snapshot.Accounts[1].LastError} {
+			var cell *textCell
+			visit(u.dashWin.Content(), func(o fyne.CanvasObject) {
+				if c, ok := o.(*textCell); ok && c.Text() == want {
+					cell = c
+				}
+			})
+			if cell == nil {
+				t.Errorf("at %v no cell shows %q", size, want)
+				continue
+			}
+			if need := cellWidth(want, fyne.TextStyle{}) - 4; cell.Size().Width < need {
+				t.Errorf("at %v %q is cut: its cell is %.0f wide, it needs %.0f", size, want, cell.Size().Width, need)
+			}
+		}
+	}
+}
