@@ -234,6 +234,9 @@ func (d *Dashboard) show(v view) {
 	snap := v.snap
 
 	s, word, detail := look.Header(snap, v.svc)
+	if back := look.BackAt(snap, now); s == look.Stopped && v.svc.Running && back != "" {
+		detail += " · " + back // a dry pool: when it serves again
+	}
 	d.stateDot.SetTone(s.Tone())
 	setText(d.stateText, word)
 	setText(d.status, "·  "+detail)

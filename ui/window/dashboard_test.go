@@ -790,3 +790,16 @@ func TestDashboardLabelsThatAreTheOnlySignShowWhole(t *testing.T) {
 		}
 	}
 }
+
+// A dry pool's header says when it serves again.
+func TestDashboardHeaderSaysWhenADryPoolIsBack(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[0].State = proxy.StateCooldown
+	back := uitest.Now.Add(9 * time.Minute)
+	src.Snapshot.Accounts[0].CooldownUntil = &back
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
+	u.ShowDashboard()
+	first := *src.Snapshot.Accounts[1].CooldownUntil // team's rest ends first
+	mustContain(t, u.dashWin.Content(), "Not serving", "no usable account · the first account is back at "+look.Clock(first, uitest.Now)+" (team)")
+}
