@@ -68,7 +68,8 @@ func (r *codexRow) show(setup *app.CodexSetup, accounts bool) {
 		setText(r.state, "Codex: not configured")
 		why := sentence(strings.ReplaceAll(setup.Why, setup.Path, tildePath(setup.Path)))
 		if !accounts {
-			why += " Add an account first: pointed at a relay with none, Codex would have no model."
+			// No Configure: pointed at a relay with no account, Codex would have no model.
+			why += " · Configure comes once there is an account"
 		}
 		r.why.Set(textView{why, look.Normal})
 	}

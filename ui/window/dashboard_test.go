@@ -745,7 +745,7 @@ func TestDashboardOffersNoConfigureWithoutAnAccount(t *testing.T) {
 		t.Fatal("Configure shows with no account")
 	}
 	shown := "~" + strings.TrimPrefix(filepath.Join(codexHome, "config.toml"), home)
-	mustContain(t, c, "Codex: not configured", "There is no "+shown+" yet", "Add an account first")
+	mustContain(t, c, "Codex: not configured", "There is no "+shown+" yet · Configure comes once there is an account")
 	if strings.Contains(strings.Join(texts(c), "\n"), codexHome) {
 		t.Errorf("the line shows the absolute path:\n%s", strings.Join(texts(c), "\n"))
 	}
