@@ -57,9 +57,6 @@ func TestTheWindowAPIBoundsItsConnections(t *testing.T) {
 	cancel()
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	if base, err = serveWindowAPI(ctx, &windowAPI{token: newToken()}); err != nil {
-		t.Fatal(err)
-	}
 	api := &windowAPI{token: newToken()}
 	if base, err = serveWindowAPI(ctx, api); err != nil {
 		t.Fatal(err)
