@@ -111,6 +111,8 @@ func windowProcess(name string) int {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)
 		return 1
 	}
+	// The tray's Quit ends this process at once (window.TrayLeft).
+	window.TrayLeft = func() { os.Exit(0) }
 	// The app has Codex Relay's ID and name, and no preferences file (window.NewApp).
 	if err := window.RunWindows(window.NewApp(app.ReadBuild().Version), store, log, name, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "codexrelay window:", err)

@@ -451,8 +451,15 @@ func (a *App) WriteCodexConfig(path string) (CodexConfigWrite, error) {
 	if err := writeAtomic(path, []byte(merged), mode); err != nil {
 		return res, err
 	}
+	var kept string
+	if err := a.recordPrevious(filepath.Dir(path), func(h *homePrevious) {
+		h.ConfigFile = traced(h.ConfigFile, old, res.Backup, []byte(merged))
+		kept = h.ConfigFile.keptBackup()
+	}); err != nil {
+		return res, fmt.Errorf("cannot keep what %s held: %w", path, err)
+	}
 	if res.Backup != "" {
-		pruneBackups(path, keptBackups)
+		pruneBackups(path, keptBackups, kept)
 	}
 	return res, nil
 }
@@ -530,10 +537,13 @@ func nextBackup(path, stamp string) string {
 	return name
 }
 
-// pruneBackups removes the backups of path but the keep newest.
-func pruneBackups(path string, keep int) {
+// pruneBackups removes the backups of path but the keep newest and the one named by except
+// (the file as it was before the relay's writes: codexundo.go gives it back).
+func pruneBackups(path string, keep int, except string) {
 	all := backups(path)
 	for _, b := range all[min(keep, len(all)):] {
-		os.Remove(b.path)
+		if b.path != except {
+			os.Remove(b.path)
+		}
 	}
 }

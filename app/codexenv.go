@@ -137,9 +137,9 @@ func (d *dotenv) text() string { return strings.Join(d.lines, "") }
 func (d *dotenv) changed() bool { return d.text() != string(d.old) || (!d.exists && len(d.lines) > 0) }
 
 // save writes the file if it changed, after a backup of the previous one (a new name each time,
-// the keptBackups newest kept), and returns the backup's path ("" when there was no file).
-// stamp names the backup.
-func (d *dotenv) save(stamp string) (backup string, err error) {
+// the keptBackups newest kept, and except), and returns the backup's path ("" when there was no
+// file). stamp names the backup.
+func (d *dotenv) save(stamp, except string) (backup string, err error) {
 	if !d.changed() {
 		return "", nil
 	}
@@ -156,7 +156,7 @@ func (d *dotenv) save(stamp string) (backup string, err error) {
 		return backup, err
 	}
 	if backup != "" {
-		pruneBackups(d.path, keptBackups)
+		pruneBackups(d.path, keptBackups, except)
 	}
 	return backup, nil
 }
@@ -272,7 +272,14 @@ func (a *App) pointCodexEnv(codexHome, certFile, stamp string) (CodexEnvWrite, e
 	if !d.exists {
 		w.Change = ConfigCreated
 	}
-	w.Backup, err = d.save(stamp)
+	var old []byte
+	if d.exists {
+		old = d.old
+	}
+	if w.Backup, err = d.save(stamp, a.previousOf(codexHome).EnvFile.keptBackup()); err != nil {
+		return w, err
+	}
+	err = a.recordPrevious(codexHome, func(h *homePrevious) { h.EnvFile = traced(h.EnvFile, old, w.Backup, []byte(d.text())) })
 	return w, err
 }
 

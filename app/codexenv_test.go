@@ -30,7 +30,7 @@ func TestDotenvLines(t *testing.T) {
 			t.Errorf("%q: read %q", c.before, v)
 		}
 		d.set("SSL_CERT_FILE", "/b.pem")
-		if _, err := d.save("20260101T000000Z"); err != nil {
+		if _, err := d.save("20260101T000000Z", ""); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(p); string(b) != c.after {

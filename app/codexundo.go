@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -48,6 +51,62 @@ type homePrevious struct {
 	// one.
 	NoEnv    bool `json:"no_env,omitempty"`
 	NoConfig bool `json:"no_config,omitempty"`
+	// ConfigFile and EnvFile trace each file across the relay's writes, so that an undo with
+	// nothing else changed since gives the file back byte for byte.
+	ConfigFile *fileTrace `json:"config_file,omitempty"`
+	EnvFile    *fileTrace `json:"env_file,omitempty"`
+}
+
+// fileTrace is one file across a run of the relay's writes with no other change between them:
+// what it held before the first (its digest, and the backup holding it) and what the last left.
+type fileTrace struct {
+	Before string `json:"before"`           // SHA-256 of the file before the first write ("": there was none)
+	Backup string `json:"backup,omitempty"` // the backup that holds it
+	Wrote  string `json:"wrote"`            // SHA-256 of what the last write left
+}
+
+// digest is the hex SHA-256 of b.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// traced is the trace after a write that found old (nil: no file), kept it in backup and left
+// now: a write over the previous write's own file continues its run, any other starts one.
+func traced(t *fileTrace, old []byte, backup string, now []byte) *fileTrace {
+	if t != nil && old != nil && digest(old) == t.Wrote {
+		return &fileTrace{Before: t.Before, Backup: t.Backup, Wrote: digest(now)}
+	}
+	n := &fileTrace{Backup: backup, Wrote: digest(now)}
+	if old != nil {
+		n.Before = digest(old)
+	}
+	return n
+}
+
+// original is what the file held before the relay's writes, when the file is still what the
+// last of them left (cur: its bytes now): ok says whether it can be given back, and none that
+// there was no file.
+func (t *fileTrace) original(cur []byte) (b []byte, none, ok bool) {
+	if t == nil || digest(cur) != t.Wrote {
+		return nil, false, false
+	}
+	if t.Before == "" {
+		return nil, true, true
+	}
+	b, err := readBounded(t.Backup, maxCodexConfig, "a backup")
+	if err != nil || digest(b) != t.Before {
+		return nil, false, false
+	}
+	return b, false, true
+}
+
+// keptBackup is the backup of a traced file that pruning must leave ("": none).
+func (t *fileTrace) keptBackup() string {
+	if t == nil {
+		return ""
+	}
+	return t.Backup
 }
 
 // prevValue is one value the relay replaced.
@@ -121,7 +180,7 @@ func (a *App) recordPrevious(codexHome string, change func(*homePrevious)) error
 		h = &homePrevious{}
 	}
 	change(h)
-	if len(h.Config)+len(h.Env) == 0 && !h.NoEnv && !h.NoConfig {
+	if len(h.Config)+len(h.Env) == 0 && !h.NoEnv && !h.NoConfig && h.ConfigFile == nil && h.EnvFile == nil {
 		delete(p.Homes, key)
 	} else {
 		p.Homes[key] = h
@@ -170,17 +229,18 @@ type CodexConfigRemoval struct {
 	Path   string   // config.toml
 	Backup string   // its copy before the change ("" when it did not change)
 	Config []string // what changed in it, a phrase each
-	// Deleted: the relay had created config.toml, and nothing else was left in it.
-	Deleted bool
-	Env     CodexEnvRemoval
+	// Restored: the file was still what the relay's writes left, and is again, byte for byte,
+	// what it was before them. Deleted: the same, where there was no file before.
+	Restored, Deleted bool
+	Env               CodexEnvRemoval
 }
 
 // CodexEnvRemoval says what RemoveCodexConfig did to Codex's .env.
 type CodexEnvRemoval struct {
-	Path    string
-	Backup  string   // its copy before the change ("" when it did not change)
-	Changes []string // a phrase each
-	Deleted bool     // the relay had created the file, and nothing else was left in it
+	Path              string
+	Backup            string   // its copy before the change ("" when it did not change)
+	Changes           []string // a phrase each
+	Restored, Deleted bool     // as CodexConfigRemoval's
 }
 
 // Changed says whether anything was undone.
@@ -195,24 +255,28 @@ func (r CodexConfigRemoval) Lines(show func(string) string) []string {
 		return []string{"Nothing to undo: " + show(r.Path) + " and " + show(r.Env.Path) + " hold nothing of Codex Relay's."}
 	}
 	var out []string
-	switch {
-	case r.Deleted:
-		out = append(out, "Removed "+show(r.Path)+", which Codex Relay had created (a copy is saved as "+show(r.Backup)+").")
-	case len(r.Config) > 0:
-		out = append(out, "Updated "+show(r.Path)+" (the previous version is saved as "+show(r.Backup)+"): "+strings.Join(r.Config, "; ")+".")
+	say := func(path, backup string, changes []string, restored, deleted bool) {
+		switch {
+		case len(changes) == 0:
+		case deleted:
+			out = append(out, "Removed "+show(path)+", which Codex Relay had created and nothing else had changed (a copy is saved as "+show(backup)+").")
+		case restored:
+			out = append(out, "Put "+show(path)+" back as it was before Codex Relay changed it, byte for byte (Codex Relay's version is saved as "+
+				show(backup)+"): "+strings.Join(changes, "; ")+".")
+		default:
+			out = append(out, "Updated "+show(path)+" (the previous version is saved as "+show(backup)+"): "+strings.Join(changes, "; ")+".")
+		}
 	}
-	switch {
-	case r.Env.Deleted:
-		out = append(out, "Removed "+show(r.Env.Path)+", which Codex Relay had created (a copy is saved as "+show(r.Env.Backup)+").")
-	case len(r.Env.Changes) > 0:
-		out = append(out, "Updated "+show(r.Env.Path)+" (the previous version is saved as "+show(r.Env.Backup)+"): "+strings.Join(r.Env.Changes, "; ")+".")
-	}
+	say(r.Path, r.Backup, r.Config, r.Restored, r.Deleted)
+	say(r.Env.Path, r.Env.Backup, r.Env.Changes, r.Env.Restored, r.Env.Deleted)
 	return out
 }
 
 // RemoveCodexConfig undoes what pointing Codex at the relay did to the Codex config at path (""
 // = $CODEX_HOME/config.toml) and to the .env beside it, and says what it changed; run again, it
-// finds nothing to undo. A file that changes is backed up first.
+// finds nothing to undo. A file that changes is backed up first. A file still as the relay's
+// writes left it is given back byte for byte as it was before them (and one the relay created
+// goes again); a file changed since keeps every change, and is never deleted.
 func (a *App) RemoveCodexConfig(path string) (CodexConfigRemoval, error) {
 	if path == "" {
 		path = filepath.Join(a.CodexHome(), "config.toml")
@@ -221,17 +285,13 @@ func (a *App) RemoveCodexConfig(path string) (CodexConfigRemoval, error) {
 	r := CodexConfigRemoval{Path: path, Env: CodexEnvRemoval{Path: filepath.Join(home, ".env")}}
 	prev := a.previousOf(home)
 	stamp := a.opt.Now().UTC().Format("20060102T150405Z")
-	var err error
-	if r.Config, r.Backup, err = a.removeFromConfig(path, prev, stamp); err != nil {
+	if err := a.removeFromConfig(&r, prev, stamp); err != nil {
 		return r, err
-	}
-	if _, err := os.Lstat(path); len(r.Config) > 0 && errors.Is(err, fs.ErrNotExist) {
-		r.Deleted = true
 	}
 	if err := a.removeFromEnv(&r.Env, prev, stamp); err != nil {
 		return r, err
 	}
-	if len(prev.Config)+len(prev.Env) > 0 || prev.NoEnv || prev.NoConfig {
+	if len(prev.Config)+len(prev.Env) > 0 || prev.NoEnv || prev.NoConfig || prev.ConfigFile != nil || prev.EnvFile != nil {
 		if err := a.recordPrevious(home, func(h *homePrevious) { *h = homePrevious{} }); err != nil {
 			return r, err
 		}
@@ -242,19 +302,43 @@ func (a *App) RemoveCodexConfig(path string) (CodexConfigRemoval, error) {
 	return r, nil
 }
 
-// removeFromConfig takes the relay's provider table out of config.toml and puts model_provider
-// and chatgpt_base_url back, while they name the relay; every other line stays as it is.
-func (a *App) removeFromConfig(path string, prev homePrevious, stamp string) (changes []string, backup string, err error) {
+// providerFields are the keys a Codex provider table takes (Codex 0.171's ModelProviderInfo):
+// a key of these the user added to the relay's table is the provider's, and goes with it.
+var providerFields = []string{"name", "base_url", "env_key", "env_key_instructions", "experimental_bearer_token", "wire_api",
+	"query_params", "http_headers", "env_http_headers", "request_max_retries", "stream_max_retries", "stream_idle_timeout_ms",
+	"websocket_connect_timeout_ms", "requires_openai_auth", "supports_websockets", "supports_standalone_web_search",
+	"model_catalog_url", "auth", "aws", "credential_file"}
+
+// tomlKeyLine matches a line that sets a key (bare or quoted, maybe dotted), the key's first
+// part in the match.
+var tomlKeyLine = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+|"[^"]*"|'[^']*')\s*[.=]`)
+
+// isOurSubTable says whether a table header names a table under the relay's provider
+// ([model_providers.codexrelay.http_headers]).
+func isOurSubTable(name string) bool {
+	name = strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(name, `"`, ""), "'", ""), " ", "")
+	return strings.HasPrefix(name, "model_providers."+codexProviderID+".")
+}
+
+// removeFromConfig undoes the relay's writes to config.toml. Still as they left it, the file is
+// given back as it was before them. Otherwise the relay's provider table goes (with the tables
+// under it, which would be left a provider without a name or base_url, which Codex refuses),
+// model_provider and chatgpt_base_url come back, while they name the relay, and every other
+// line stays as it is; a key the user appended after the relay's table that is no provider's
+// (TOML reads it as the table's) moves to the top of the file, where it was meant. The file is
+// not deleted then, even if nothing is left in it.
+func (a *App) removeFromConfig(r *CodexConfigRemoval, prev homePrevious, stamp string) error {
+	path := r.Path
 	old, err := readBounded(path, maxCodexConfig, "a Codex config.toml")
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
+		return nil
 	}
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	var before map[string]any
 	if err := toml.Unmarshal(old, &before); err != nil {
-		return nil, "", fmt.Errorf("%s is not valid TOML, so it was left alone: %v", path, err)
+		return fmt.Errorf("%s is not valid TOML, so it was left alone: %v", path, err)
 	}
 	was := func(key string) *string { // what it held before the relay
 		if v := prev.Config[key]; v != nil {
@@ -262,23 +346,51 @@ func (a *App) removeFromConfig(path string, prev homePrevious, stamp string) (ch
 		}
 		return fromBackups(path, key)
 	}
-	lines := strings.SplitAfter(string(old), "\n")
-	var out []string
-	inTop, inOurs := true, false
-	for _, l := range lines {
+	ourKeys := map[string]any{}
+	if ps, ok := before["model_providers"].(map[string]any); ok {
+		ourKeys, _ = ps[codexProviderID].(map[string]any)
+	}
+	topKeys := map[string]bool{}
+	for k, v := range before {
+		if _, table := v.(map[string]any); !table {
+			topKeys[k] = true
+		}
+	}
+	var changes []string
+	var top, rest, moved []string // the lines before the first table, those after, the keys moved to the top
+	var movedKeys, dropped []string
+	inTop, inOurs, inSub, moving := true, false, false, false
+	for _, l := range strings.SplitAfter(string(old), "\n") {
 		if m := tableHeader.FindStringSubmatch(strings.TrimRight(l, "\r\n")); m != nil {
-			inTop, inOurs = false, isOurTable(m[1])
-			if inOurs {
+			inTop, inOurs, inSub, moving = false, isOurTable(m[1]) || isOurSubTable(m[1]), isOurSubTable(m[1]), false
+			switch {
+			case isOurTable(m[1]):
 				changes = append(changes, "removed the [model_providers."+codexProviderID+"] table")
+				continue
+			case inOurs:
+				changes = append(changes, "removed the ["+m[1]+"] table with the relay's provider (a provider without it has no name or base_url, which Codex refuses)")
 				continue
 			}
 		}
 		switch {
 		case inOurs:
+			if m := tomlKeyLine.FindStringSubmatch(l); m != nil && !inSub {
+				key := strings.Trim(m[1], `"'`)
+				moving = !slices.Contains(providerKeyOrder, key) && !slices.Contains(providerFields, key)
+				switch {
+				case moving && topKeys[key]:
+					moving, dropped = false, append(dropped, key)
+				case moving:
+					movedKeys, topKeys[key] = append(movedKeys, key), true
+				}
+			}
+			if moving {
+				moved = append(moved, ensureNL(l))
+			}
 			continue
 		case inTop && providerLine.MatchString(l) && lineValue(l) == codexProviderID:
 			if w := was("model_provider"); w != nil {
-				out = append(out, fmt.Sprintf("model_provider = %q\n", *w))
+				top = append(top, fmt.Sprintf("model_provider = %q\n", *w))
 				changes = append(changes, fmt.Sprintf("model_provider is %q again", *w))
 			} else {
 				changes = append(changes, "removed model_provider (Codex uses its own provider, openai)")
@@ -286,54 +398,93 @@ func (a *App) removeFromConfig(path string, prev homePrevious, stamp string) (ch
 			continue
 		case inTop && chatgptBaseLine.MatchString(l) && isRelayChatGPTBase(lineValue(l)):
 			if w := was("chatgpt_base_url"); w != nil && !isRelayChatGPTBase(*w) {
-				out = append(out, fmt.Sprintf("chatgpt_base_url = %q\n", *w))
+				top = append(top, fmt.Sprintf("chatgpt_base_url = %q\n", *w))
 				changes = append(changes, fmt.Sprintf("chatgpt_base_url is %q again", *w))
 			} else {
 				changes = append(changes, "removed chatgpt_base_url (Codex reaches ChatGPT itself)")
 			}
 			continue
+		case inTop:
+			top = append(top, l)
+		default:
+			rest = append(rest, l)
 		}
-		out = append(out, l)
 	}
 	if len(changes) == 0 {
-		return nil, "", nil
+		return nil
 	}
-	merged := strings.TrimRight(strings.Join(out, ""), "\n") + "\n"
-	if strings.TrimSpace(merged) == "" {
-		merged = ""
+	if len(movedKeys) > 0 {
+		changes = append(changes, "kept "+strings.Join(movedKeys, ", ")+", which you added after the relay's table (where TOML reads it as the table's), "+
+			"at the top of the file")
 	}
-	if merged == "" && prev.NoConfig {
-		// The relay created the file, and nothing else is in it: it goes, as it came.
-		backup, err = createUnique(nextBackup(path, stamp), func(p string) error { return writeNew(p, old, 0o600) })
-		if err != nil {
-			return nil, "", fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
-		}
-		return changes, backup, os.Remove(path)
-	}
-	var after map[string]any
-	if err := toml.Unmarshal([]byte(merged), &after); err != nil {
-		return nil, "", fmt.Errorf("could not take the relay out of %s safely (%v), so it was left alone", path, err)
-	}
-	for _, k := range []string{"model_provider", "chatgpt_base_url"} {
-		delete(before, k)
-		delete(after, k)
-	}
-	if !sameExceptRelay(before, after) {
-		return nil, "", fmt.Errorf("could not take the relay out of %s without changing other settings, so it was left alone", path)
+	if len(dropped) > 0 {
+		changes = append(changes, "left out "+strings.Join(dropped, ", ")+" of the relay's table, which the top of the file sets already (the backup has it)")
 	}
 	mode := os.FileMode(0o600)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	backup, err = createUnique(nextBackup(path, stamp), func(p string) error { return writeNew(p, old, 0o600) })
-	if err != nil {
-		return nil, "", fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
+	backup := func() error {
+		b, err := createUnique(nextBackup(path, stamp), func(p string) error { return writeNew(p, old, 0o600) })
+		if err != nil {
+			return fmt.Errorf("could not write a backup of %s, so it was left alone: %w", path, err)
+		}
+		r.Config, r.Backup = changes, b
+		return nil
+	}
+	if orig, none, ok := prev.ConfigFile.original(old); ok {
+		// Nothing else changed since the relay's writes: the file is given back as it was.
+		if err := backup(); err != nil {
+			return err
+		}
+		if none {
+			r.Deleted = true
+			return os.Remove(path)
+		}
+		r.Restored = true
+		if err := writeAtomic(path, orig, mode); err != nil {
+			return err
+		}
+		pruneBackups(path, keptBackups, "")
+		return nil
+	}
+	head := strings.Join(top, "")
+	if len(moved) > 0 {
+		head = strings.TrimRight(head, "\n")
+		if head != "" {
+			head += "\n"
+		}
+		head += strings.TrimRight(strings.Join(moved, ""), "\n") + "\n"
+		if len(rest) > 0 {
+			head += "\n"
+		}
+	}
+	merged := strings.TrimLeft(strings.TrimRight(head+strings.Join(rest, ""), "\n"), "\n") + "\n"
+	if strings.TrimSpace(merged) == "" {
+		merged = ""
+	}
+	var after map[string]any
+	if err := toml.Unmarshal([]byte(merged), &after); err != nil {
+		return fmt.Errorf("could not take the relay out of %s safely (%v), so it was left alone", path, err)
+	}
+	for _, k := range []string{"model_provider", "chatgpt_base_url"} {
+		delete(before, k)
+		delete(after, k)
+	}
+	for _, k := range movedKeys {
+		before[k] = ourKeys[k]
+	}
+	if !sameExceptRelay(before, after) {
+		return fmt.Errorf("could not take the relay out of %s without changing other settings, so it was left alone", path)
+	}
+	if err := backup(); err != nil {
+		return err
 	}
 	if err := writeAtomic(path, []byte(merged), mode); err != nil {
-		return nil, backup, err
+		return err
 	}
-	pruneBackups(path, keptBackups)
-	return changes, backup, nil
+	pruneBackups(path, keptBackups, "")
+	return nil
 }
 
 // lineValue is the string value of a one-line TOML assignment ("" when it is none).
@@ -423,14 +574,23 @@ func (a *App) removeFromEnv(r *CodexEnvRemoval, prev homePrevious, stamp string)
 	if !d.changed() {
 		return nil
 	}
-	if prev.NoEnv && strings.TrimSpace(d.text()) == "" {
+	if orig, none, ok := prev.EnvFile.original(d.old); ok {
+		// Nothing else changed since the relay's writes: the file is given back as it was.
 		r.Backup, err = createUnique(nextBackup(r.Path, stamp), func(p string) error { return writeNew(p, d.old, 0o600) })
 		if err != nil {
 			return fmt.Errorf("could not write a backup of %s, so it was left alone: %w", r.Path, err)
 		}
-		r.Deleted = true
-		return os.Remove(r.Path)
+		if none {
+			r.Deleted = true
+			return os.Remove(r.Path)
+		}
+		r.Restored = true
+		if err := writeAtomic(r.Path, orig, d.mode); err != nil {
+			return err
+		}
+		pruneBackups(r.Path, keptBackups, "")
+		return nil
 	}
-	r.Backup, err = d.save(stamp)
+	r.Backup, err = d.save(stamp, "")
 	return err
 }

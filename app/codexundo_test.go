@@ -157,3 +157,112 @@ func TestRemoveWithoutARecord(t *testing.T) {
 		t.Fatalf(".env: %q (%+v)", got, r.Env)
 	}
 }
+
+// A file that nothing but the relay's writes changed is given back byte for byte as it was
+// before them (no blank line where the relay's block was, no quotes added), after any number
+// of writes (the backup that holds the original outlives the pruning of the others).
+func TestRemoveGivesTheFilesBackByteForByte(t *testing.T) {
+	codexHome := t.TempDir()
+	cfgPath, envPath := filepath.Join(codexHome, "config.toml"), filepath.Join(codexHome, ".env")
+	cfg := "# my settings\n[profiles.deep]\nmodel = \"o3\"\r\n[model_providers.mine]\nname = \"Mine\"\nbase_url = \"http://127.0.0.1:9/v1\""
+	env := "export A=1\nNO_PROXY=\"build.local\""
+	os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	os.WriteFile(envPath, []byte(env), 0o600)
+	a := codexUndoRelay(t, codexHome, map[string]string{})
+	for i, port := range []string{"7455", "7456", "7457", "7458", "7459"} {
+		if err := a.Set(SettingListen, "127.0.0.1:"+port); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.WriteCodexConfig("")
+		if err != nil || res.Change != ConfigUpdated {
+			t.Fatalf("write %d: %+v %v", i, res, err)
+		}
+	}
+	if got := readText(t, cfgPath); !strings.Contains(got, "127.0.0.1:7459") {
+		t.Fatalf("config.toml after the writes:\n%s", got)
+	}
+	r, err := a.RemoveCodexConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readText(t, cfgPath); got != cfg {
+		t.Errorf("config.toml after --remove:\n%q\nwant\n%q", got, cfg)
+	}
+	if got := readText(t, envPath); got != env {
+		t.Errorf(".env after --remove:\n%q\nwant\n%q", got, env)
+	}
+	if !r.Restored || !r.Env.Restored || r.Deleted || r.Env.Deleted || !strings.Contains(readText(t, r.Backup), "127.0.0.1:7459") {
+		t.Fatalf("removal: %+v", r)
+	}
+	if said := strings.Join(r.Lines(nil), "\n"); !strings.Contains(said, "Put "+cfgPath+" back as it was before Codex Relay changed it, byte for byte") ||
+		!strings.Contains(said, `removed the [model_providers.codexrelay] table`) {
+		t.Fatalf("the removal says:\n%s", said)
+	}
+}
+
+// A table the user put under the relay's provider ([model_providers.codexrelay.http_headers])
+// goes with the provider: left alone it would be a provider without name or base_url, which
+// Codex refuses. A change elsewhere in the file is kept, so the file is edited, not restored.
+func TestRemoveTakesTheTablesUnderTheRelaysProvider(t *testing.T) {
+	codexHome := t.TempDir()
+	cfgPath := filepath.Join(codexHome, "config.toml")
+	os.WriteFile(cfgPath, []byte("model_provider = \"mine\"\n\n[model_providers.mine]\nname = \"Mine\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"), 0o600)
+	a := codexUndoRelay(t, codexHome, map[string]string{})
+	if _, err := a.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfgPath, []byte(readText(t, cfgPath)+"\n[model_providers.codexrelay.http_headers]\nX-Team = \"a\"\n\n[profiles.deep]\nmodel = \"o3\"\n"), 0o600)
+	r, err := a.RemoveCodexConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readText(t, cfgPath)
+	var c map[string]any
+	if err := toml.Unmarshal([]byte(got), &c); err != nil {
+		t.Fatal(err)
+	}
+	providers, _ := c["model_providers"].(map[string]any)
+	profiles, _ := c["profiles"].(map[string]any)
+	if _, left := providers["codexrelay"]; left || providers["mine"] == nil || profiles["deep"] == nil || c["model_provider"] != "mine" || strings.Contains(got, "X-Team") {
+		t.Fatalf("config.toml after --remove:\n%s", got)
+	}
+	if r.Restored || r.Deleted || !strings.Contains(strings.Join(r.Config, "; "), "removed the [model_providers.codexrelay.http_headers] table") {
+		t.Fatalf("removal: %+v", r)
+	}
+}
+
+// A key the user appended after the relay's table (TOML reads it as the table's) is no reason
+// to take the file for the relay's alone: the file stays, with the key at its top, where it was
+// meant; a key the top sets already is left out, and said.
+func TestRemoveKeepsTheKeysAppendedAfterTheRelaysTable(t *testing.T) {
+	codexHome := t.TempDir()
+	cfgPath := filepath.Join(codexHome, "config.toml")
+	a := codexUndoRelay(t, codexHome, map[string]string{})
+	if _, err := a.WriteCodexConfig(""); err != nil { // the relay creates the file
+		t.Fatal(err)
+	}
+	os.WriteFile(cfgPath, []byte(readText(t, cfgPath)+"model = \"o3\"\n# review with the big one\nreview_model = \"gpt-5.5\"\nhttp_headers = { X = \"1\" }\n"), 0o600)
+	r, err := a.RemoveCodexConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readText(t, cfgPath), "model = \"o3\"\n# review with the big one\nreview_model = \"gpt-5.5\"\n"; got != want {
+		t.Fatalf("config.toml after --remove:\n%q\nwant\n%q", got, want)
+	}
+	if r.Deleted || r.Restored || !strings.Contains(strings.Join(r.Config, "; "), "kept model, review_model, which you added after the relay's table") {
+		t.Fatalf("removal: %+v", r)
+	}
+
+	// The top sets model already: the table's is left out.
+	os.WriteFile(cfgPath, []byte("model = \"gpt-5.5\"\n"), 0o600)
+	if _, err := a.WriteCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfgPath, []byte(readText(t, cfgPath)+"model = \"o3\"\n"), 0o600)
+	if r, err = a.RemoveCodexConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if got := readText(t, cfgPath); got != "model = \"gpt-5.5\"\n" || !strings.Contains(strings.Join(r.Config, "; "), "left out model of the relay's table") {
+		t.Fatalf("config.toml after --remove: %q (%+v)", got, r)
+	}
+}

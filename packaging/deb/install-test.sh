@@ -35,14 +35,28 @@ waitHealth() {
   echo "install-test: codexrelay serve did not answer /health:" >&2; cat "$2" >&2; exit 1
 }
 
+# simulate [APT-OPTION...]: apt-get install --simulate of the .deb; its dependencies are met. With this
+# very version installed (a developer's own build), apt has nothing to install and says "codexrelay is
+# already the newest version" instead of "Inst codexrelay": either passes (a missing dependency fails
+# apt-get itself), so that the test passes with the package installed or not.
+simulate() {
+  local sim
+  sim=$(LC_ALL=C apt-get install --simulate --no-install-recommends "$@" "$deb")
+  grep -qE '^(Inst|Conf) codexrelay|^codexrelay is already the newest version' <<<"$sim" ||
+    { echo "install-test: apt-get install --simulate would not install the package:" >&2; echo "$sim" >&2; exit 1; }
+}
 say "apt-get install --simulate $deb (dependencies against this machine's apt)"
-apt-get install --simulate --no-install-recommends "$deb" | grep -E '^(Inst|Conf) codexrelay' >/dev/null
+simulate
 
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" && touch "$root/var/lib/dpkg/status"
 before=$(cd "$root" && find . | sort)
 say "dpkg --root \$ROOT --force-depends -i $(basename "$deb")"
 time dpkg --root="$root" --log=/dev/null --force-depends --force-script-chrootless -i "$deb" >/dev/null
 dpkg --root="$root" -L codexrelay | while read -r f; do [[ -f $root$f ]] && printf "  %s\n" "$f"; done
+
+say "apt-get install --simulate $deb, as on a machine where this version is installed"
+{ cat /var/lib/dpkg/status; echo; cat "$root/var/lib/dpkg/status"; } >"$work/status-installed"
+simulate -o Dir::State::status="$work/status-installed"
 
 bin="$root/usr/bin/codexrelay"
 say "codexrelay version"; "$bin" version
@@ -90,7 +104,10 @@ say "dpkg --root \$ROOT --purge codexrelay"
 # prints, and names the command that undoes what Codex was given.
 note=$(dpkg --root="$root" --log=/dev/null --force-script-chrootless --purge codexrelay)
 echo "$note" | sed 's/^/  /'
-grep -q "codexrelay codex-config --remove" <<<"$note" || { echo "install-test: the removal note does not name codex-config --remove" >&2; exit 1; }
+# It says what to do before removing, what to do now (the backups, by hand) and what stays.
+for want in "codexrelay codex-config --remove" "before removing" "config.toml.bak-" ".env.bak-" "~/.config/codexrelay" "~/.local/share/codexrelay"; do
+  grep -qF -- "$want" <<<"$note" || { echo "install-test: the removal note does not name $want" >&2; exit 1; }
+done
 left=$(comm -13 <(echo "$before") <(cd "$root" && find . | grep -v '^\./var/lib/dpkg' | sort))
 if [[ -n $left ]]; then echo "install-test: left behind after purge:" >&2; echo "$left" >&2; exit 1; fi
 echo "install-test: installed, ran version and serve, served a request into the ledger under the unit's sandbox, purged; nothing left behind"

@@ -2,6 +2,7 @@ package look
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/proxy"
@@ -99,4 +100,24 @@ func Header(snap proxy.Snapshot, st app.ServiceStatus) (s State, word, detail st
 		return s, "Not serving", line // listening, but no account can take a request
 	}
 	return s, s.String(), line
+}
+
+// BackAt says when a pool with no usable account is back, read at now: "the first account is
+// back at 14:36 (team)", from the earliest rest that ends; "" when no rest ends (every account
+// needs a sign-in or is disabled) or an account is ready.
+func BackAt(snap proxy.Snapshot, now time.Time) string {
+	var first *proxy.AccountStats
+	for i, a := range snap.Accounts {
+		switch {
+		case a.State == proxy.StateReady:
+			return ""
+		case a.State != proxy.StateCooldown || a.CooldownUntil == nil || !a.CooldownUntil.After(now):
+		case first == nil || a.CooldownUntil.Before(*first.CooldownUntil):
+			first = &snap.Accounts[i]
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	return "the first account is back at " + Clock(*first.CooldownUntil, now) + " (" + first.Name + ")"
 }

@@ -87,3 +87,26 @@ func TestUsageShortLeavesOutAnAbsentWindow(t *testing.T) {
 		}
 	}
 }
+
+// A dry pool's header says when it is back: the earliest rest that ends, with its account;
+// nothing while an account is ready, or when no rest ends (sign-ins, disabled).
+func TestBackAtSaysWhenADryPoolServesAgain(t *testing.T) {
+	now := uitest.Now
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	snap := proxy.Snapshot{Accounts: []proxy.AccountStats{
+		{Name: "team", State: proxy.StateCooldown, CooldownUntil: at(40 * time.Minute)},
+		{Name: "pro", State: proxy.StateCooldown, CooldownUntil: at(12 * time.Minute)},
+		{Name: "lab", State: proxy.StateNeedsLogin},
+	}}
+	want := "the first account is back at " + look.Clock(now.Add(12*time.Minute), now) + " (pro)"
+	if got := look.BackAt(snap, now); got != want {
+		t.Errorf("BackAt = %q, want %q", got, want)
+	}
+	snap.Accounts[0].State = proxy.StateReady
+	if got := look.BackAt(snap, now); got != "" {
+		t.Errorf("with an account ready: %q", got)
+	}
+	if got := look.BackAt(proxy.Snapshot{Accounts: snap.Accounts[2:]}, now); got != "" {
+		t.Errorf("with no rest that ends: %q", got)
+	}
+}

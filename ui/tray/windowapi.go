@@ -3,11 +3,12 @@ package tray
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/localapi"
@@ -44,8 +45,10 @@ func serveWindowAPI(ctx context.Context, api *windowAPI) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: windowAPIIdle}
-	go srv.Serve(capListener(ln, windowAPIMaxConns)) // windowlimits.go
+	// windowlimits.go: an unproven connection has windowAPIHeaderWait to send its request (the
+	// window process sends it at once), and is closed when the request lacks the token.
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: windowAPIHeaderWait, IdleTimeout: windowAPIIdle, ConnContext: withConn}
+	go srv.Serve(capListener(ln, windowAPIMaxConns))
 	go func() { <-ctx.Done(); srv.Close() }()
 	return "http://" + ln.Addr().String(), nil
 }
@@ -65,5 +68,11 @@ func (api *windowAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		api.h = localapi.WithToken(api.token, localapi.Handler(b))
 	})
+	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if api.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(api.token)) != 1 || !proveConn(r.Context()) {
+		// Refused (WithToken answers 401), or one connection too many: it is closed after the
+		// answer, and holds no place (windowlimits.go).
+		w.Header().Set("Connection", "close")
+	}
 	api.h.ServeHTTP(w, r)
 }

@@ -26,6 +26,12 @@ func TestHelperWindowProcess(t *testing.T) {
 		os.Exit(3)
 	}
 	name := os.Getenv("CODEXRELAY_HELPER_WINDOW")
+	if name == "stubborn" { // shows its window, then stays when the tray leaves
+		fmt.Printf("shown %s\n", name)
+		io.Copy(io.Discard, r)
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
 	for {
 		if name == "die" { // ends before showing its window
 			os.Exit(0)
@@ -95,5 +101,25 @@ func TestWindowLauncherOneProcessAtATime(t *testing.T) {
 	l2, starts2 := helperLauncher(t)
 	if err := l2.open("die"); err == nil || starts2.Load() != 2 {
 		t.Errorf("a process that died twice before showing: %v after %d starts", err, starts2.Load())
+	}
+}
+
+// Quit does not wait on a window process that stays after the tray left: Close ends it.
+func TestWindowLauncherCloseEndsAWindowProcessThatStays(t *testing.T) {
+	l, _ := helperLauncher(t)
+	if err := l.open("stubborn"); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	p := l.cur
+	l.mu.Unlock()
+	l.Close()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the window process outlived Close")
+	}
+	if p.cmd.ProcessState == nil || p.cmd.ProcessState.Success() {
+		t.Fatalf("the window process was not ended: %v", p.cmd.ProcessState)
 	}
 }

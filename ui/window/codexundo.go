@@ -18,8 +18,8 @@ import (
 // codexUndoText says what the button does.
 const codexUndoText = "Codex Relay changed two of Codex's files when it pointed Codex at the relay: ~/.codex/config.toml " +
 	"(its provider block, model_provider and chatgpt_base_url) and ~/.codex/.env (SSL_CERT_FILE and NO_PROXY). " +
-	"Stop using the relay takes those out and puts back what was there before, keeping every other change, " +
-	"after a backup of each file. Do it before you uninstall Codex Relay: Codex would otherwise stay pointed at a relay that is gone."
+	"Stop using the relay takes those out and puts back what was there before, keeping every other change " +
+	"(a file nothing else changed comes back exactly as it was), after a backup of each file. Do it before you uninstall Codex Relay: Codex would otherwise stay pointed at a relay that is gone."
 
 // codexSection is the section's content: the explanation, the button and the line that says
 // what it did.

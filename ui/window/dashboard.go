@@ -33,6 +33,9 @@ type DashboardOptions struct {
 	CodexSetup func() app.CodexSetup
 	// ConfigureCodex merges the provider block into Codex's config.toml; nil hides Configure.
 	ConfigureCodex func() (app.CodexConfigWrite, error)
+	// AskFirst asks the user (title, the button that agrees, what it does) and calls ok when
+	// they agree; Configure asks through it (nil: it does not ask).
+	AskFirst func(title, confirm, text string, ok func())
 	// CodexLogin is the Codex CLI's login, which the first-run card offers to use.
 	CodexLogin func() app.CodexLogin
 	// Strategy is the routing strategy, named in the accounts' heading; nil leaves it out.
@@ -231,6 +234,9 @@ func (d *Dashboard) show(v view) {
 	snap := v.snap
 
 	s, word, detail := look.Header(snap, v.svc)
+	if back := look.BackAt(snap, now); s == look.Stopped && v.svc.Running && back != "" {
+		detail += " · " + back // a dry pool: when it serves again
+	}
 	d.stateDot.SetTone(s.Tone())
 	setText(d.stateText, word)
 	setText(d.status, "·  "+detail)
@@ -249,7 +255,7 @@ func (d *Dashboard) show(v view) {
 		setText(d.orphans, what+" to no account of this settings folder (left by an interrupted add).")
 	}
 	setVisible(d.orphanRow, len(v.orphans) > 0)
-	d.codex.show(v.codex)
+	d.codex.show(v.codex, len(snap.Accounts) > 0)
 
 	if d.firstMode && len(snap.Accounts) > 0 && v.codex != nil && !v.codex.Configured {
 		// An account came of the card's other ways in (the key form, the sign-in): the card

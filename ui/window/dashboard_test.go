@@ -349,17 +349,32 @@ func TestColumnsFlexAndDrop(t *testing.T) {
 	}
 }
 
+// Configure, once there is an account, asks first, saying what it writes and how to undo it,
+// then writes and says what it did.
 func TestDashboardCodexRowConfigures(t *testing.T) {
 	home := t.TempDir()
-	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
+	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": home})
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = \"gpt-5-codex\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
 		t.Fatal(err)
 	}
 	u.ShowDashboard()
 	c := u.dashWin.Content()
 	mustShow(t, c, "Codex: not configured", `Codex uses the provider "openai"`, "Configure")
 	tapButton(t, c, "Configure")
-	mustContain(t, c, "Updated "+filepath.Join(home, "config.toml"), "config.toml.bak-")
+	asked := overlayTexts(t, u.dashWin)
+	for _, want := range []string{"config.toml", ".env", "SSL_CERT_FILE", "NO_PROXY", "backup", "codexrelay codex-config --remove"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("Configure's question does not say %q:\n%s", want, asked)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "config.toml")); strings.Contains(string(b), "codexrelay") {
+		t.Fatal("Configure wrote before the user agreed")
+	}
+	tapButton(t, u.dashWin.Canvas().Overlays().Top(), "Configure")
+	mustContain(t, c, "Updated "+filepath.Join(home, "config.toml"), "config.toml.bak-", "codexrelay codex-config --remove")
 	b, err := os.ReadFile(filepath.Join(home, "config.toml"))
 	if err != nil || !strings.Contains(string(b), `model_provider = "codexrelay"`) {
 		t.Fatalf("config.toml now:\n%s (%v)", b, err)
@@ -714,4 +729,77 @@ func TestBackgroundCallsFoldIntoOneLine(t *testing.T) {
 	if d.calls.box.Visible() {
 		t.Fatal("the folded line shows with no call")
 	}
+}
+
+// With no account there is no Configure beside the first-run card: a Codex pointed at a relay
+// with no account has no model, and loses the provider it had. The line says why, with the
+// path as the user knows it.
+func TestDashboardOffersNoConfigureWithoutAnAccount(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home) // the paths shown under ~ are those under it
+	codexHome := filepath.Join(home, ".codex")
+	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": codexHome})
+	u.ShowDashboard()
+	c := u.dashWin.Content()
+	if u.dash.codex.configure.Visible() {
+		t.Fatal("Configure shows with no account")
+	}
+	shown := "~" + strings.TrimPrefix(filepath.Join(codexHome, "config.toml"), home)
+	mustContain(t, c, "Codex: not configured", "There is no "+shown+" yet · Configure comes once there is an account")
+	if strings.Contains(strings.Join(texts(c), "\n"), codexHome) {
+		t.Errorf("the line shows the absolute path:\n%s", strings.Join(texts(c), "\n"))
+	}
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
+		t.Fatal(err)
+	}
+	u.refresh()
+	if !u.dash.codex.configure.Visible() {
+		t.Fatal("Configure does not show once there is an account")
+	}
+}
+
+// The labels that are the only sign of something show whole at the default size and wider
+// (issue 50): a request's status ("200 · compaction re-made"), the accounts it tried, an
+// account's last error. The columns that say less (Kind, Requests, Banked resets) go first.
+func TestDashboardLabelsThatAreTheOnlySignShowWhole(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[1].LastError = "429 usage_limit_reached: the 5-hour limit resets at 14:36"
+	src.Snapshot.Accounts[1].ResetCredits = uitest.Credits(2, uitest.Now.Add(20*time.Hour))
+	src.Recent[0].CompactionRemade = 1
+	src.Recent[0].Attempts = append([]proxy.Attempt{{Account: "api", Status: 401}}, src.Recent[0].Attempts...)
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
+	u.ShowDashboard()
+	for _, size := range []fyne.Size{DashboardSize, fyne.NewSize(1400, 760)} {
+		u.dashWin.Resize(size)
+		u.dash.relayout()
+		for _, want := range []string{"200 · compaction re-made", "api → team → personal", src.Snapshot.Accounts[1].LastError} {
+			var cell *textCell
+			visit(u.dashWin.Content(), func(o fyne.CanvasObject) {
+				if c, ok := o.(*textCell); ok && c.Text() == want {
+					cell = c
+				}
+			})
+			if cell == nil {
+				t.Errorf("at %v no cell shows %q", size, want)
+				continue
+			}
+			if need := cellWidth(want, fyne.TextStyle{}) - 4; cell.Size().Width < need {
+				t.Errorf("at %v %q is cut: its cell is %.0f wide, it needs %.0f", size, want, cell.Size().Width, need)
+			}
+		}
+	}
+}
+
+// A dry pool's header says when it serves again.
+func TestDashboardHeaderSaysWhenADryPoolIsBack(t *testing.T) {
+	u, _ := newTestUI(t, nil)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[0].State = proxy.StateCooldown
+	back := uitest.Now.Add(9 * time.Minute)
+	src.Snapshot.Accounts[0].CooldownUntil = &back
+	u.ShowFixed(src, uitest.Running(), uitest.Now)
+	u.ShowDashboard()
+	first := *src.Snapshot.Accounts[1].CooldownUntil // team's rest ends first
+	mustContain(t, u.dashWin.Content(), "Not serving", "no usable account · the first account is back at "+look.Clock(first, uitest.Now)+" (team)")
 }

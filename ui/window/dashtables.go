@@ -25,9 +25,10 @@ type dashAccount struct {
 	now   time.Time
 }
 
-// accountSpec is the accounts table. Every column but Last error widens to its content (the
-// table measures its rows): the minimums are the floor for a narrow window, not a guess at the
-// longest name.
+// accountSpec is the accounts table. Every column widens to its content (the table measures its
+// rows): the minimums are the floor for a narrow window, not a guess at the longest name. Last
+// error, often the only sign of why an account rests, widens up to lastErrorWidest and is the
+// last column to go in a narrow window: Kind, Requests and Banked resets go first.
 var accountSpec = []tableColumn[dashAccount]{
 	{title: "Account", min: 150, weight: 2,
 		cell: nameOf(func(a dashAccount) nameView { return nameView{a.Name, a.badge} })},
@@ -39,13 +40,17 @@ var accountSpec = []tableColumn[dashAccount]{
 		cell: quotaOf(func(a dashAccount) quotaView { return quotaCellView(a.AccountStats, false, a.now) })},
 	{title: "Weekly usage", min: 165, weight: 1.3,
 		cell: quotaOf(func(a dashAccount) quotaView { return quotaCellView(a.AccountStats, true, a.now) })},
-	{title: "Banked resets", min: 90, weight: 0.5, drop: 1,
+	{title: "Banked resets", min: 90, weight: 0.5, drop: 2,
 		cell: textOf(func(a dashAccount) textView { return creditsCell(a.AccountStats, a.now) })},
 	{title: "Requests", min: 60, weight: 0.3, align: fyne.TextAlignTrailing, drop: 3,
 		cell: plainOf(func(a dashAccount) string { return look.Count(a.Requests) })},
-	{title: "Last error", min: 80, weight: 3, drop: 2, cut: true,
+	{title: "Last error", min: 80, weight: 3, drop: 1, widest: lastErrorWidest,
 		cell: textOf(func(a dashAccount) textView { return lastErrorView(a.LastError) })},
 }
+
+// lastErrorWidest is the most the Last error column widens to: "429 usage_limit_reached: the
+// 5-hour limit resets at 14:36" and its like show whole, a page of an upstream's prose is cut.
+const lastErrorWidest = 420
 
 // lastErrorView is an account's last error, or a dim "–".
 func lastErrorView(err string) textView {
@@ -133,7 +138,9 @@ func (t *requestsTable) wantHeight() float32 {
 }
 
 func newRequestsTable() *requestsTable {
-	t := &requestsTable{listTable: newListTable(requestSpec, false)}
+	// Its columns widen to their content, as the accounts': a status ("200 · compaction
+	// re-made") or the accounts a request tried are the only sign of what became of it.
+	t := &requestsTable{listTable: newListTable(requestSpec, true)}
 	// At least three rows show, however short the window: the dashboard scrolls the rest.
 	rowH := t.newRow().MinSize().Height + compact.Size(theme.SizeNamePadding)
 	t.rowH, t.headH = rowH, t.header.MinSize().Height

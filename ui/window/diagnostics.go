@@ -89,6 +89,14 @@ type diagnostics struct {
 	opened func()
 }
 
+// diagnosticsText says what Diagnostics is for, above its figures.
+const diagnosticsText = "The relay's workings since it started, for when something looks wrong and for a bug report; " +
+	"nothing here needs you in everyday use. Model catalog: the model list Codex reads, how old it is and how " +
+	"it was refreshed (in the background while the old one served, or while a request waited). Serialization " +
+	"cache: how often a request's payload was reused rather than written out again for the next account. " +
+	"Requests: totals, rotations to another account, what is under way. " +
+	"The same figures, as JSON: GET /relay/stats on the relay's port."
+
 // diagnosticsPanelWidth is the least width of a panel; the panels share the window's width,
 // as many in a row as fit.
 const diagnosticsPanelWidth = 250
@@ -107,7 +115,7 @@ func newDiagnostics(spec []panelSpec) *diagnostics {
 		d.values = append(d.values, values)
 		panels = append(panels, newPanel(container.NewPadded(container.NewVBox(rows...))))
 	}
-	d.detail = container.New(&panelGrid{minWidth: diagnosticsPanelWidth}, panels...)
+	d.detail = container.NewVBox(note(diagnosticsText), container.New(&panelGrid{minWidth: diagnosticsPanelWidth}, panels...))
 	d.collapsible = newCollapsible("Diagnostics", d.detail)
 	d.toggled = func(open bool) {
 		if open && d.opened != nil {

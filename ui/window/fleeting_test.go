@@ -6,17 +6,22 @@ import (
 
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/ui/uitest"
 )
 
 // A note about an action goes away by itself: the Codex line's result on the dashboard and
 // the accounts window's last action stayed ten minutes and more.
 func TestNotesAboutActionsExpire(t *testing.T) {
-	u, _ := newTestUI(t, nil)
+	u, relay := newTestUI(t, nil)
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
+		t.Fatal(err)
+	}
 	now := uitest.Now
 	u.now = func() time.Time { return now }
 	u.ShowDashboard()
 	tapButton(t, u.dashWin.Content(), "Configure")
+	tapButton(t, u.dashWin.Canvas().Overlays().Top(), "Configure")
 	r := u.dash.codex.result
 	if !r.Visible() || r.Text == "" {
 		t.Fatal("Configure said nothing")

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -108,6 +109,7 @@ func New(fa fyne.App, store *app.App, log *slog.Logger) *UI {
 		Status:         u.status,
 		CodexSetup:     u.codexConfigured,
 		ConfigureCodex: func() (app.CodexConfigWrite, error) { return u.store.WriteCodexConfig("") },
+		AskFirst:       u.askFirst,
 		CodexLogin:     u.codexLogin,
 		Strategy:       u.strategy,
 		UseCodexLogin:  u.useCodexLogin,
@@ -342,15 +344,27 @@ func (u *UI) codexLogin() app.CodexLogin { return u.codex.Login() }
 
 func (u *UI) copyText(s string) { u.fa.Clipboard().SetContent(s) }
 
-// configureCodex asks, then merges the provider block into ~/.codex/config.toml (with a backup).
+// askFirst asks in a dialog on the dashboard (title, the button that agrees, what it does) and
+// calls ok when the user agrees.
+func (u *UI) askFirst(title, confirm, text string, ok func()) {
+	dialog.ShowCustomConfirm(title, confirm, "Cancel", widthBox(560, note(text)), func(yes bool) {
+		if yes {
+			ok()
+		}
+	}, u.parent())
+}
+
+// configureCodex asks, then points Codex at the relay (config.toml and .env, each with a
+// backup); with no account it says to add one first, and changes nothing.
 func (u *UI) configureCodex() {
 	w := u.parent()
-	msg := widget.NewLabel("Codex Relay will add its provider block to ~/.codex/config.toml and make it\n" +
-		"Codex's default provider. The current file is copied to a backup first.")
-	dialog.ShowCustomConfirm("Configure Codex?", "Configure", "Cancel", msg, func(ok bool) {
-		if !ok {
-			return
-		}
+	if len(u.store.Accounts()) == 0 {
+		dialog.ShowInformation("Add an account first", "Codex Relay has no account yet: pointed at it now, Codex would have no model\n"+
+			"and lose the provider it has. Add an account (the dashboard shows the ways), then Configure Codex.", w)
+		return
+	}
+	path := filepath.Join(u.store.CodexHome(), "config.toml")
+	u.askFirst("Configure Codex?", "Configure", configureAskText(path), func() {
 		u.async(func() {
 			res, err := u.store.WriteCodexConfig("")
 			fyne.Do(func() {
@@ -365,10 +379,14 @@ func (u *UI) configureCodex() {
 				case app.ConfigUpdated:
 					text += "\n\nThe previous config was saved as:\n" + res.Backup
 				}
-				dialog.ShowInformation("Codex configured", text, w)
+				if s := res.Env.Summary(tildePath); s != "" {
+					text += "\n\n" + s
+				}
+				text += "\n\n" + undoCodexText
+				dialog.ShowCustom("Codex configured", "OK", widthBox(560, note(text)), w)
 			})
 		})
-	}, w)
+	})
 }
 
 // openURL opens a web page in the browser (for the ChatGPT sign-in); safe from any goroutine.

@@ -79,7 +79,11 @@ func RunWindows(fa fyne.App, store *app.App, log *slog.Logger, first string, in 
 			for {
 				line, err := r.ReadString('\n')
 				if err != nil {
-					fyne.Do(fa.Quit) // the tray left
+					// The tray left (Quit): the windows go with it.
+					if TrayLeft != nil {
+						TrayLeft()
+					}
+					fyne.Do(fa.Quit)
 					return
 				}
 				if name, ok := strings.CutPrefix(strings.TrimSpace(line), "open "); ok {
@@ -91,6 +95,13 @@ func RunWindows(fa fyne.App, store *app.App, log *slog.Logger, first string, in 
 	fa.Run()
 	return nil
 }
+
+// TrayLeft, when set, is called when the tray process left (its end of the pipe closed) before
+// the Fyne app quits. The window process (main.go) exits there and then: it holds nothing to
+// save (every file it writes is replaced whole, at once), and the windows' teardown (each
+// window's GL context, GLFW's, the lifecycle's queue) is what the tray's Quit would otherwise
+// wait on, while the windows stay on screen.
+var TrayLeft func()
 
 // warmDashboard makes and shows the dashboard's window, empty, while the windows are built:
 // its GL context is the process's first, the costly one. The content follows within the same

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	strings "strings"
 	testing "testing"
+
+	"github.com/codexrelay/codexrelay/app"
 )
 
 // The window process's copy: the dashboard, the block on its clipboard, and a word saying so.
@@ -19,9 +21,11 @@ func TestWindowCopiesCodexConfig(t *testing.T) {
 	}
 }
 
+// The tray's Configure Codex… says to add an account first while there is none, and changes
+// nothing; then it asks, saying what it writes and how to undo it, and writes.
 func TestWindowConfigureCodexAsksFirst(t *testing.T) {
 	home := t.TempDir()
-	u, _ := newTestUI(t, map[string]string{"CODEX_HOME": home})
+	u, relay := newTestUI(t, map[string]string{"CODEX_HOME": home})
 	old := "model = \"gpt-5.1-codex\"\n"
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
@@ -31,7 +35,19 @@ func TestWindowConfigureCodexAsksFirst(t *testing.T) {
 	if w == nil {
 		t.Fatal("no window for the confirmation")
 	}
-	if got := overlayTexts(t, w); !strings.Contains(got, "~/.codex/config.toml") {
+	if got := overlayTexts(t, w); !strings.Contains(got, "no account yet") {
+		t.Fatalf("with no account the dialog says %q", got)
+	}
+	w.Canvas().Overlays().Top().Hide()
+	w.Canvas().Overlays().Remove(w.Canvas().Overlays().Top())
+	if b, _ := os.ReadFile(filepath.Join(home, "config.toml")); string(b) != old {
+		t.Fatalf("config.toml changed with no account:\n%s", b)
+	}
+	if _, err := relay.AddAccount(app.NewAccount{Name: "key", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, app.Secret{APIKey: "sk-test-0000"}); err != nil {
+		t.Fatal(err)
+	}
+	u.OpenWindow("configure-codex")
+	if got := overlayTexts(t, w); !strings.Contains(got, filepath.Join(home, "config.toml")) || !strings.Contains(got, "codexrelay codex-config --remove") {
 		t.Fatalf("confirmation says %q", got)
 	}
 	tapButton(t, w.Canvas().Overlays().Top(), "Configure")

@@ -81,7 +81,7 @@ func main() {
 func parseFlags() options {
 	var opt options
 	flag.DurationVar(&opt.wait, "for", 0, "quit after this long (0 = stay until the window closes)")
-	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, first-run-key, accounts, settings, settings-codex or usage; "+
+	flag.StringVar(&opt.window, "window", "dashboard", "what to show: dashboard, first-run, first-run-empty, first-run-key, accounts, settings, settings-codex or usage; "+
 		"bare or bare-tray: a bare Fyne app (a label, a tray menu), the floor `make idle` compares with; "+
 		"bare-window: a label in a window and nothing else, the floor of a window's start")
 	flag.StringVar(&opt.size, "size", "", "the window's size, WxH (default: the window's own)")
@@ -153,6 +153,12 @@ func show(u *window.UI, relay *relay.Relay, opt options, dir string, now time.Ti
 		u.ShowFixed(dashboardFixture(now), running, now)
 		u.ShowFixedUsage(usageFor(opt.usage, dir, now))
 		u.ShowUsagePeriod(opt.period)
+	case "first-run-empty":
+		// A new user's first screen: no account, no Codex login to take, Codex on its own
+		// provider.
+		writeFile(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.1-codex\"\n")
+		u.ShowFixed(source.Fixed{Snapshot: proxy.Snapshot{Listen: "127.0.0.1:7455", Accounts: []proxy.AccountStats{}}}, running, now)
+		u.ShowDashboard()
 	case "first-run-key":
 		// No Codex login: an API key was added from the card, and Codex does not use the relay
 		// yet; the card stays to point Codex at it.
@@ -328,6 +334,7 @@ func dashboardFixture(now time.Time) source.Fixed {
 	rows := []tr{
 		{3 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{ok("personal", 4210)}, 200, proxy.OutcomeCompleted, 0.38, 4214},
 		{19 * time.Second, "codex", "gpt-5.1-codex", []proxy.Attempt{ok("personal", 2875)}, 200, proxy.OutcomeCompleted, 0.44, 2879},
+		// team reached its limit mid-conversation: personal re-made the compaction team had sealed.
 		{47 * time.Second, "gpt-5.1-codex", "", []proxy.Attempt{limited, ok("personal", 6120)}, 200, proxy.OutcomeCompleted, 0.41, 6338},
 		{68 * time.Second, "gpt-5.1-codex-mini", "", []proxy.Attempt{limited, ok("personal", 1432)}, 200, proxy.OutcomeCompleted, 0.36, 1651},
 		{2*time.Minute + 5*time.Second, "gpt-5.1-codex", "", []proxy.Attempt{{Account: "openai-api", Status: 401, Ms: 95}, limited, ok("personal", 3904)}, 200, proxy.OutcomeCompleted, 0.47, 4215},
@@ -343,6 +350,7 @@ func dashboardFixture(now time.Time) source.Fixed {
 			LatencyBreakdown: proxy.Latency{PreparationMs: r.prep, TotalMs: r.total},
 		}
 	}
+	traces[2].CompactionRemade = 1
 	// Codex's own background calls to ChatGPT, which fold into one line under the requests.
 	for i, call := range []struct {
 		ago  time.Duration

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders every screenshot into assets/: the dashboard, the first-run card (with the Codex login,
-# and after an API key was added), the Settings window's Codex section, the accounts window and
+# with none and no account, and after an API key was added), the Settings window's Codex section, the accounts window and
 # the Usage window (its 30 days, at its 800x600), each in the light and the dark
 # theme, and the dashboard at 800x500 (with Diagnostics closed and open); the light
 # dashboard is also assets/screenshot.png (the README's). Each window runs in a real X
@@ -17,6 +17,7 @@ shot() { # THEME OUT WINDOW TITLE [ARGS...]
 for theme in light dark; do
   shot "$theme" "assets/dashboard-$theme.png" dashboard '^Codex Relay$'
   shot "$theme" "assets/first-run-$theme.png" first-run '^Codex Relay$'
+  shot "$theme" "assets/first-run-empty-$theme.png" first-run-empty '^Codex Relay$'
   shot "$theme" "assets/first-run-key-$theme.png" first-run-key '^Codex Relay$'
   shot "$theme" "assets/settings-codex-$theme.png" settings-codex '^Settings'
   shot "$theme" "assets/accounts-$theme.png" accounts '^Accounts'
