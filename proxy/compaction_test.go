@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"io"
 	"net"
 	"net/http"
@@ -693,5 +694,58 @@ func TestAChatCompactionSurvivesARestart(t *testing.T) {
 	got, _ := r.streamItems(t, turnBody(userSays, items[0], userAsks))
 	if len(got) != 1 || !strings.Contains(got[0], "FACT-PAPAYA") {
 		t.Fatalf("after a restart the compaction was forgotten: %v", got)
+	}
+}
+
+// A window's long poll of /relay/changes does not hold the relay's stop: it answers as the stop
+// begins (issue 50: Quit with a window open took 1-2 s; the drain allows a minute here).
+func TestALongPollDoesNotHoldTheStop(t *testing.T) {
+	started := make(chan struct{}, 1)
+	s := proxy.New(proxy.Options{LocalAPI: func(s *proxy.Server) http.Handler {
+		h := localapi.Handler(localapi.ServerBackend(s))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/relay/changes" {
+				started <- struct{}{}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, time.Minute) }()
+	// The generation once the relay serves, as a window reads it before it polls.
+	resp, err := http.Get(fmt.Sprintf("http://%s/relay/changes", ln.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at struct{ Generation uint64 }
+	json.NewDecoder(resp.Body).Decode(&at)
+	resp.Body.Close()
+	<-started
+	polled := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/relay/changes?after=%d&wait=60s", ln.Addr(), at.Generation))
+		if err == nil {
+			resp.Body.Close()
+		}
+		polled <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll never reached the relay")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // the poll's 60 s, or the drain's minute
+		t.Fatal("the relay's stop waited for the long poll")
+	}
+	if err := <-polled; err != nil {
+		t.Fatalf("the long poll got no answer: %v", err)
 	}
 }

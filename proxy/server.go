@@ -516,6 +516,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	case <-ctx.Done():
 	}
 	s.log.Info("stopping: draining in-flight requests", "in_flight", s.c.inFlight.Load(), "drain", drain)
+	// Those waiting on Changes (a window's long poll of /relay/changes, 25 s) answer now:
+	// Shutdown waits for every request under way, and Quit with a window open took 1-2 s.
+	s.changes.Raise()
 	dctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	err := hs.Shutdown(dctx)
