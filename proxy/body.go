@@ -157,8 +157,10 @@ type stallWatch struct {
 	mu          sync.Mutex
 	done, fired bool
 	// paused: the request waits for room in the memory budget (memory.go); that wait is the
-	// relay's, not a stall of the client's.
-	paused atomic.Bool
+	// relay's, not a stall of the client's, and counts in neither limit (waited: the
+	// nanoseconds of the waits that ended, pausedAt: when the one under way began).
+	paused           atomic.Bool
+	waited, pausedAt atomic.Int64
 }
 
 func (sw *stallWatch) begin(w http.ResponseWriter, lim bodyLimits) {
@@ -169,12 +171,18 @@ func (sw *stallWatch) begin(w http.ResponseWriter, lim bodyLimits) {
 
 // progress notes that bytes arrived, or that a pause ended.
 func (sw *stallWatch) progress() {
-	sw.paused.Store(false)
-	sw.last.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	if sw.paused.Swap(false) {
+		sw.waited.Add(now - sw.pausedAt.Load())
+	}
+	sw.last.Store(now)
 }
 
 // pause stops counting time against the body until the next progress.
-func (sw *stallWatch) pause() { sw.paused.Store(true) }
+func (sw *stallWatch) pause() {
+	sw.pausedAt.Store(time.Now().UnixNano())
+	sw.paused.Store(true)
+}
 
 func (sw *stallWatch) check() {
 	now := time.Now()
@@ -182,7 +190,11 @@ func (sw *stallWatch) check() {
 		sw.last.Store(now.UnixNano())
 	}
 	idle := now.Sub(time.Unix(0, sw.last.Load()))
-	left := min(sw.lim.idle-idle, sw.lim.total-now.Sub(sw.start))
+	spent := now.Sub(sw.start) - time.Duration(sw.waited.Load())
+	if sw.paused.Load() {
+		spent -= time.Duration(now.UnixNano() - sw.pausedAt.Load())
+	}
+	left := min(sw.lim.idle-idle, sw.lim.total-spent)
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	switch {
@@ -335,15 +347,24 @@ type upstreamBodies struct {
 	lite liteRequest
 	// ends are what the request lets go of when it ends besides its buffers (a shared replay).
 	ends []func()
+	// noRoom is why a body built through the cache found no room in the memory budget.
+	noRoom *apiError
 }
 
 // onEnd runs f when the request ends.
 func (u *upstreamBodies) onEnd(f func()) { u.ends = append(u.ends, f) }
 
-// startCache makes the request's serialization cache, which builds into pooled buffers.
-func (u *upstreamBodies) startCache() {
+// startCache makes the request's serialization cache, which builds into pooled buffers counted
+// against the memory budget by hold (x.hold): a build that found no room notes it in noRoom,
+// and the try is answered 503 (exchange.built).
+func (u *upstreamBodies) startCache(hold func(int64) *apiError) {
 	u.cache = payload.NewCache()
-	u.cache.Alloc = u.alloc
+	u.cache.Alloc = func(n int) ([]byte, any) {
+		if e := hold(int64(n)); e != nil && u.noRoom == nil {
+			u.noRoom = e
+		}
+		return u.alloc(n)
+	}
 }
 
 // hold makes the pooled buffer b one the request holds until it ends, and the upstream

@@ -383,6 +383,8 @@ func TestTheLocalKeyNeverReachesChatGPT(t *testing.T) {
 	}{
 		{"/backend-api/ps/plugins/installed?api_key=" + key, http.Header{}, "local_key_in_query"},
 		{"/backend-api/ps/plugins/installed?k=" + strings.ReplaceAll(key, "-", "%2D"), http.Header{}, "local_key_in_query"},
+		{"/backend-api/ps/plugins/installed?x=%zz&k=%63" + key[1:], http.Header{}, "local_key_in_query"}, // one bad escape beside it
+		{"/backend-api/ps/" + key + "/installed", http.Header{}, "local_key_in_query"},
 		{"/backend-api/ps/plugins/installed", http.Header{"Cookie": {"session=" + key}}, "local_key_in_cookie"},
 	} {
 		resp := send(http.MethodGet, c.path, c.h)

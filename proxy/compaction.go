@@ -148,24 +148,31 @@ func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (v
 // others wait for it and read what it made from the store.
 func (x *exchange) remakeJoined(m *member, tg *target, d uint64, depth int) (verdict, string) {
 	type made struct {
-		v   verdict
-		why string
+		v    verdict
+		why  string
+		gone bool // the maker's client went away: its verdict says nothing of the account
 	}
 	key := strconv.FormatUint(d, 16) + "/" + makerKey(m)
-	res, _, shared := x.s.remaking.Do(key, func() (any, error) {
-		if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
-			return made{served, ""}, nil // made by one that ended just before this began
+	for try := 0; ; try++ {
+		mine := false
+		res, _, _ := x.s.remaking.Do(key, func() (any, error) {
+			mine = true
+			if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
+				return made{v: served}, nil // made by one that ended just before this began
+			}
+			v, why := x.remake(m, tg, d, depth)
+			return made{v, why, x.r.Context().Err() != nil}, nil
+		})
+		r := res.(made)
+		switch {
+		case mine || r.v == served:
+			return r.v, r.why
+		case (r.gone || r.v == busy) && try < 2 && x.r.Context().Err() == nil:
+			continue // the maker's own matter: make it again, or join the next maker
 		}
-		v, why := x.remake(m, tg, d, depth)
-		return made{v, why}, nil
-	})
-	r := res.(made)
-	if shared && r.v != served {
-		// Another request's re-making failed; this one moves on as it would have, but it was
-		// not this request's call: the account's failure was counted once, by the maker.
+		// The account failed another request's re-making; this one moves on as it would have.
 		return nextAccount, r.why
 	}
-	return r.v, r.why
 }
 
 // remake asks m for its own compaction of the kept compaction d: the kept request, with the
@@ -178,8 +185,8 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 	}
 	// The kept request, decoded, and the body built from it count against the memory budget
 	// while the re-making runs.
-	held := 2 * int64(len(body))
-	if e := x.hold(held); e != nil {
+	held, e := x.holdUpTo(2 * int64(len(body)))
+	if e != nil {
 		return busy, e.Message
 	}
 	defer x.letGo(held)

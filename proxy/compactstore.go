@@ -109,8 +109,8 @@ func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []
 		return
 	}
 	z := cs.enc.EncodeAll(body, make([]byte, 0, len(body)/4))
-	if int64(len(z)) > cs.budget/8 {
-		return
+	if int64(len(z)+len(value))+compactionHeaderRoom > cs.budget/8 {
+		return // its file, header and all, must be one that open and request read back
 	}
 	e = &compacted{digest: d, name: compactionName(value), session: session, sealer: sealer, body: z, size: int64(len(z))}
 	for _, p := range parents {
@@ -258,6 +258,10 @@ type compactionHeader struct {
 }
 
 const compactionExt = ".compaction"
+
+// compactionHeaderRoom is what a file's header takes besides its sealed value (sealer, session,
+// time, the parents' names), at most: keep bounds a file by it.
+const compactionHeaderRoom = 4 << 10
 
 // maxCompactionHeader bounds a file's first line (a sealed value is a few kilobytes).
 const maxCompactionHeader = 1 << 20

@@ -40,7 +40,7 @@ func compactOverV2Body(x *exchange, tr *accountTry) (builtBody, error) {
 		items, _ = inputItems(in.Value)
 	}
 	ov := append(x.modelOverride(tr.tg), payload.Override{Key: "input", Value: joinItems(items, [][]byte{compactionTrigger})})
-	return x.build(x.body.whole(), "", append(ov, backendRules(tr.m)...)), nil
+	return x.built(x.build(x.body.whole(), "", append(ov, backendRules(tr.m)...)))
 }
 
 // answerWholeAsCompact answers a v1 compaction from the v2 answer's final response: the user

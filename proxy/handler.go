@@ -156,9 +156,9 @@ func (s *Server) guard(r *http.Request, row *routeRow) *apiError {
 // X-Api-Key or Authorization); a request that carries it in its query or a cookie is refused,
 // as those cannot be taken out without changing what the client meant.
 func scrubLocalKey(r *http.Request, key string) *apiError {
-	if q, err := url.QueryUnescape(r.URL.RawQuery); strings.Contains(r.URL.RawQuery, key) || err == nil && strings.Contains(q, key) {
+	if inQuery(r.URL, key) {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "local_key_in_query",
-			Message: "the relay's local key is in the query of a request to chatgpt.com: send it as a bearer token, never in a URL"}
+			Message: "the relay's local key is in the URL (path or query) of a request to chatgpt.com: send it as a bearer token, never in a URL"}
 	}
 	for name, values := range r.Header {
 		kept := values[:0:0]
@@ -179,6 +179,22 @@ func scrubLocalKey(r *http.Request, key string) *apiError {
 		}
 	}
 	return nil
+}
+
+// inQuery reports whether key is in u's path or query, as it is or escaped, in any pair (one
+// badly escaped pair hides none of the others).
+func inQuery(u *url.URL, key string) bool {
+	if strings.Contains(u.RawQuery, key) || strings.Contains(u.Path, key) || strings.Contains(u.RawPath, key) {
+		return true
+	}
+	for _, pair := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		for _, part := range strings.SplitN(pair, "=", 2) {
+			if v, err := url.QueryUnescape(part); err == nil && strings.Contains(v, key) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // carriesKey reports whether a header value holds key: as it is, or inside a Basic

@@ -100,6 +100,13 @@ func (b *memBudget) release(n int64) {
 	b.mu.Unlock()
 }
 
+// peakUse is the most the requests held at once.
+func (b *memBudget) peakUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
 // inUse is what the requests hold now.
 func (b *memBudget) inUse() int64 {
 	b.mu.Lock()
@@ -131,6 +138,14 @@ func (x *exchange) hold(n int64) *apiError {
 	}
 	x.memHeld += n
 	return nil
+}
+
+// holdUpTo is hold, reporting what it took (hold takes at most what a request may hold in all):
+// the caller gives back that, not what it asked for.
+func (x *exchange) holdUpTo(n int64) (int64, *apiError) {
+	before := x.memHeld
+	e := x.hold(n)
+	return x.memHeld - before, e
 }
 
 // letGo gives back n of the bytes x holds, which it no longer needs.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,11 +62,15 @@ func newSealAEAD(key []byte) cipher.AEAD {
 	return aead
 }
 
+// sealCipher is the relay's sealing cipher, as Server.sealer holds it.
+type sealCipher struct{ aead cipher.AEAD }
+
 // sealSummary is the sealed value (raw JSON string) of a summary.
 func (s *Server) sealSummary(summary string) []byte {
-	nonce := make([]byte, s.sealAEAD.NonceSize())
+	aead := s.sealer.Load().aead
+	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)
-	ct := s.sealAEAD.Seal(nonce, nonce, []byte(summary), []byte(relaySealPrefix))
+	ct := aead.Seal(nonce, nonce, []byte(summary), []byte(relaySealPrefix))
 	return payload.AppendString(nil, relaySealPrefix+base64.RawURLEncoding.EncodeToString(ct))
 }
 
@@ -78,12 +83,13 @@ func (s *Server) openSummary(v []byte) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	aead := s.sealer.Load().aead
 	ct, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(str, relaySealPrefix))
-	if err != nil || len(ct) < s.sealAEAD.NonceSize() {
+	if err != nil || len(ct) < aead.NonceSize() {
 		return "", false
 	}
-	n := s.sealAEAD.NonceSize()
-	pt, err := s.sealAEAD.Open(nil, ct[:n], ct[n:], []byte(relaySealPrefix))
+	n := aead.NonceSize()
+	pt, err := aead.Open(nil, ct[:n], ct[n:], []byte(relaySealPrefix))
 	return string(pt), err == nil
 }
 
@@ -162,12 +168,12 @@ func compactOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if x.req.route == routeCompact {
 		items = append(append([][]byte(nil), compactInput(x)...), compactionTrigger)
 	}
-	est := 3 * int64(len(x.body.whole().raw))
-	if e := x.hold(est); e != nil {
+	took, e := x.holdUpTo(3 * int64(len(x.body.whole().raw)))
+	if e != nil {
 		return builtBody{}, e
 	}
 	out, err := x.chatCompactionBody(x.req.obj, items)
-	x.letGo(est - int64(len(out)))
+	x.letGo(took - min(int64(len(out)), took))
 	if err != nil {
 		return builtBody{}, err
 	}
@@ -308,21 +314,29 @@ func loadSealKey(dir string) ([]byte, error) {
 		if key, err := readSealKey(name); err == nil || !errors.Is(err, os.ErrNotExist) {
 			return key, err
 		}
+		// Written whole to a file of its own, synced, then linked in place (never over another
+		// relay's): a crash leaves no key of fewer than 32 bytes.
 		key := make([]byte, 32)
 		rand.Read(key)
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			continue // another relay made it meanwhile: read it
-		}
+		f, err := os.CreateTemp(dir, ".seal-*")
 		if err != nil {
 			return nil, err
 		}
 		_, err = f.Write(key)
+		if err == nil {
+			err = f.Sync()
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		if err == nil {
+			err = os.Link(f.Name(), name)
+		}
+		os.Remove(f.Name())
+		if errors.Is(err, os.ErrExist) {
+			continue // another relay made it meanwhile: read it
+		}
 		if err != nil {
-			os.Remove(name)
 			return nil, err
 		}
 		return key, nil
@@ -330,14 +344,33 @@ func loadSealKey(dir string) ([]byte, error) {
 	return nil, errors.New("the sealing key keeps changing under " + dir)
 }
 
-// readSealKey reads a sealing key file: a regular file of the user's, of 32 bytes.
+// readSealKey reads a sealing key file: a regular file of the user's, of 32 bytes, checked on
+// the file it opened.
 func readSealKey(name string) ([]byte, error) {
-	st, err := os.Lstat(name)
-	switch {
-	case err != nil:
+	if st, err := os.Lstat(name); err != nil {
 		return nil, err
-	case !st.Mode().IsRegular() || !ownedByUser(st) || st.Size() != 32:
+	} else if !st.Mode().IsRegular() {
 		return nil, errors.New(name + " is not a sealing key of the user's")
 	}
-	return os.ReadFile(name)
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || !ownedByUser(st) || st.Size() != 32 {
+		return nil, errors.New(name + " is not a sealing key of the user's")
+	}
+	key := make([]byte, 32)
+	_, err = io.ReadFull(f, key)
+	return key, err
+}
+
+// streamedChatCompaction answers a compaction whose Chat account streamed though it was asked
+// for one answer (the stream has begun): a failure the client retries, never a cut stream.
+func (x *exchange) streamedChatCompaction(a *answer) {
+	why := "the account streamed the conversation's summary though it was asked for one answer"
+	x.t.Outcome, x.t.Error = OutcomeFailed, why
+	x.emit("response.failed", x.failedEvent(0, x.madeResponseID(), "server_error", why), nil)
+	x.sink().flush()
 }

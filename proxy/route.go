@@ -193,7 +193,7 @@ func (s *Server) Resolve(ctx context.Context, model string) (Resolution, error) 
 // dispatch tries the plan's targets in order and, for each, the accounts that serve it, until
 // one answers or all failed; a pool that rests may hold the request and try again (hold.go).
 func (x *exchange) dispatch(p *plan) {
-	x.out.startCache()
+	x.out.startCache(x.hold)
 	var tl tally
 	for {
 		if x.dispatchOnce(p, &tl) {

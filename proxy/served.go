@@ -59,7 +59,8 @@ func (x *exchange) followServed() *apiError {
 		// once, so that requests holding a replay never wait for each other's room.
 		trans = 2 * est
 	}
-	r, e := x.s.replays.join(x, replayKey{prev: prev, body: sha256.Sum256(cb.raw)}, func() (*servedBody, int64) {
+	key := replayKey{prev: prev, body: sha256.Sum256(cb.raw), lite: x.liteMarked()}
+	r, e := x.s.replays.join(x, key, func() (*servedBody, int64) {
 		sb := &servedBody{client: cb, prev: prev, base: base}
 		joined := joinItems(base, cb.items())
 		sb.raw = payload.Build(nil, cb.obj, []payload.Override{{Key: "previous_response_id"}, {Key: "input", Value: joined}})
@@ -86,6 +87,7 @@ func (x *exchange) followServed() *apiError {
 type replayKey struct {
 	prev string
 	body [32]byte
+	lite bool // the request is marked Lite (its header): its translation differs (x.lite)
 }
 
 // replays are the replayed bodies requests use now, shared by identical requests.
@@ -147,6 +149,10 @@ func (rs *replays) join(x *exchange, key replayKey, build func() (*servedBody, i
 	case <-r.ready:
 	case <-x.r.Context().Done():
 		return nil, &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+	}
+	if r.err != nil && r.err.Status == 499 && !maker && x.r.Context().Err() == nil {
+		// The maker's client went away while it waited for room: this request makes it.
+		return rs.join(x, key, build, est, trans)
 	}
 	return r, r.err
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/cipher"
 	"golang.org/x/sync/singleflight"
 
 	"context"
@@ -156,8 +155,9 @@ type Server struct {
 	compactions *compactionStore
 	// replays are the replayed conversations requests use now (served.go).
 	replays replays
-	// sealAEAD seals the relay's own compactions (relaycompact.go).
-	sealAEAD cipher.AEAD
+	// sealer seals the relay's own compactions (relaycompact.go); Serve may replace it with the
+	// key kept on disk while handlers of an earlier Serve still run.
+	sealer atomic.Pointer[sealCipher]
 	// remaking joins the requests that need one compaction re-made on one account (compaction.go).
 	remaking singleflight.Group
 	// mem is the budget of what requests hold at once (memory.go).
@@ -236,7 +236,6 @@ func New(opt Options) *Server {
 		traces:      newTraceRing(opt.TraceBufferSize),
 		seals:       newSealTable(opt.SealedItems),
 		compactions: newCompactionStore(opt.CompactionBudget),
-		sealAEAD:    newSealAEAD(opt.SealKey),
 		mem:         newMemBudget(opt.MemoryBudget),
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
@@ -250,6 +249,7 @@ func New(opt Options) *Server {
 	s.SetTimeouts(opt.Timeouts)
 	s.pool.setStrategy(opt.Strategy)
 	s.SetLocalAPIKey(opt.LocalAPIKey)
+	s.sealer.Store(&sealCipher{newSealAEAD(opt.SealKey)})
 	s.catalog = newCatalog(s, opt.Catalog)
 	s.routes()
 	return s
@@ -499,7 +499,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		if key, err := loadSealKey(s.opt.CompactionDir); err != nil {
 			s.log.Warn("the key of the relay's own compactions cannot be kept: those made from now on are read until the relay stops", "error", err)
 		} else {
-			s.sealAEAD = newSealAEAD(key)
+			s.sealer.Store(&sealCipher{newSealAEAD(key)})
 		}
 	}
 	s.serving.Add(1)

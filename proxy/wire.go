@@ -72,7 +72,7 @@ var (
 	// A compaction (v2, or v1), Chat account: the account summarizes, the relay seals the
 	// summary into the compaction item (relaycompact.go).
 	compactOverChat = &wire{name: "compact over chat", chat: true, body: compactOverChatBody, send: sendHTTP,
-		plain: (*exchange).answerChatCompaction}
+		plain: (*exchange).answerChatCompaction, stream: (*exchange).streamedChatCompaction}
 	// A backend call (web search, image generation), ChatGPT account: its body goes as it came,
 	// its answer is one document (backend.go).
 	documentWire        = &wire{name: "document", document: true, body: documentBody, send: sendHTTP, plain: (*exchange).relayDocument}
@@ -148,7 +148,7 @@ func responsesBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if meta, ok := x.metadataFor(tr, whole.obj, false); ok {
 		ov = append(ov, meta)
 	}
-	return x.build(whole, "input", append(ov, backendRules(tr.m)...)), nil
+	return x.built(x.build(whole, "input", append(ov, backendRules(tr.m)...)))
 }
 
 func chatBody(x *exchange, tr *accountTry) (builtBody, error) {
@@ -156,7 +156,7 @@ func chatBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if tier, ok := x.tierFor(tr.m); ok {
 		ov = append(ov, tier)
 	}
-	return x.build(x.body.whole(), "", ov), nil
+	return x.built(x.build(x.body.whole(), "", ov))
 }
 
 func chatOverResponsesBody(x *exchange, tr *accountTry) (builtBody, error) {
@@ -168,7 +168,7 @@ func chatOverResponsesBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if tier, ok := x.tierFor(tr.m); ok {
 		ov = append(ov, tier)
 	}
-	return x.build(wholeBody{obj: t.obj}, "", append(ov, backendRules(tr.m)...)), nil
+	return x.built(x.build(wholeBody{obj: t.obj}, "", append(ov, backendRules(tr.m)...)))
 }
 
 func responsesOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
@@ -184,7 +184,7 @@ func responsesOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
 	// store and the Codex backend's rules do not apply to a Chat account; the translation
 	// leaves service_tier out (not every Chat upstream takes it).
 	x.t.ServiceTierOmitted = x.req.tier != ""
-	return x.build(wholeBody{obj: t.obj}, "", x.modelOverride(tr.tg)), nil
+	return x.built(x.build(wholeBody{obj: t.obj}, "", x.modelOverride(tr.tg)))
 }
 
 // backendRules are what the account's backend requires of a Responses body: the Codex backend
@@ -240,6 +240,15 @@ func (x *exchange) build(src wholeBody, inputKey string, ov []payload.Override) 
 	b, held := x.out.cache.BodyIn(src.obj, inputKey, ov)
 	buf, _ := held.(*sharedBuffer)
 	return builtBody{b: b, buf: buf}
+}
+
+// built is a try's body once x.build made it, or the relay's 503 when building it found no room
+// in the memory budget.
+func (x *exchange) built(b builtBody) (builtBody, error) {
+	if e := x.out.noRoom; e != nil {
+		return builtBody{}, e
+	}
+	return b, nil
 }
 
 // translated is a request body in the other protocol, made once per request.
@@ -307,12 +316,13 @@ func (x *exchange) dropTranslation() {
 // translateHeld makes a request's own translation within the memory budget: twice the source
 // is held while it is made, then what it made, until the request ends.
 func (x *exchange) translateHeld(make func() *translated) *translated {
-	est := 2 * int64(len(x.body.whole().raw))
-	if e := x.hold(est); e != nil {
+	took, e := x.holdUpTo(2 * int64(len(x.body.whole().raw)))
+	if e != nil {
 		return &translated{err: e}
 	}
 	t := make()
-	x.letGo(est - t.size)
+	x.letGo(took - min(t.size, took))
+	t.size = min(t.size, took) // what dropTranslation gives back
 	return t
 }
 
