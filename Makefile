@@ -84,7 +84,9 @@ bench: build
 
 ## codex-e2e: the real Codex CLI (npm @openai/codex 0.171.0, fetched into bin/ once) through the relay
 ## and two ChatGPT accounts on a fake ChatGPT backend: gpt-5.6-sol's tool loop (Responses Lite) across a
-## rotation, over HTTP, over a client socket served by HTTP, and socket to socket
+## rotation, over HTTP, over a client socket served by HTTP, and socket to socket; web search and images,
+## /status and Esc in the TUI, a remote compaction re-made after a rotation, and after a restart of the
+## relay (compact-restart). E2E_ONLY="compact compact-restart" runs only the paths named.
 .PHONY: codex-e2e
 codex-e2e: build test-deps
 	.ci/with-keyring bash packaging/codex-e2e/run.sh $(BIN)
