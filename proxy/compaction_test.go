@@ -350,6 +350,19 @@ func TestCompactionV1(t *testing.T) {
 	if sent := string(chat.requests()[0].Body); !strings.Contains(sent, "CONTEXT CHECKPOINT COMPACTION") || !strings.Contains(sent, "FACT-PAPAYA") {
 		t.Fatalf("the Chat account was sent %s", sent)
 	}
+	// The kept message is an output Message (id, status, a list of parts) and the usage the
+	// account reported is there, as the OpenResponses CompactResource wants them.
+	var v1 struct {
+		Output []struct {
+			ID, Status string
+			Content    []struct{ Type, Text string }
+		}
+	}
+	json.Unmarshal([]byte(got.RawJSON()), &v1)
+	if m := v1.Output[0]; m.ID == "" || m.Status != "completed" || len(m.Content) != 1 || m.Content[0].Type != "input_text" ||
+		m.Content[0].Text != "remember FACT-PAPAYA" || got.Usage.TotalTokens != 2 {
+		t.Fatalf("a Chat account's v1 answer: %s", got.RawJSON())
+	}
 	var resp *http.Response
 
 	// Streamed, it is a clear 400, never an empty 200 (issue 49), and nothing goes upstream.

@@ -56,12 +56,7 @@ func (x *exchange) answerWholeAsCompact(a *answer) {
 			Message: "the upstream's compaction is not a response object"}, OutcomeError)
 		return
 	}
-	var output [][]byte
-	for _, it := range x.body.items() {
-		if isUserMessage(it) {
-			output = append(output, it)
-		}
-	}
+	output := x.keptUserMessages(compactInput(x))
 	raw, _ := o.Get("output")
 	out, _ := inputItems(raw)
 	made := false

@@ -243,20 +243,15 @@ func (x *exchange) answerChatCompaction(a *answer) {
 		return
 	}
 	item := x.relayCompactionItem(summary)
+	usage := bridge.ResponsesUsage(a.plain)
 	if x.req.route == routeCompact {
-		var output [][]byte
-		for _, it := range compactInput(x) {
-			if isUserMessage(it) {
-				output = append(output, it)
-			}
-		}
-		v1 := fmt.Sprintf(`{"id":%q,"object":"response.compaction","created_at":%d,"output":%s,"usage":null}`,
-			x.madeResponseID(), x.times.start.Unix(), joinItems(append(output, item)))
+		v1 := fmt.Sprintf(`{"id":%q,"object":"response.compaction","created_at":%d,"output":%s,"usage":%s}`,
+			x.madeResponseID(), x.times.start.Unix(), joinItems(append(x.keptUserMessages(compactInput(x)), item)), usage)
 		x.writeJSONBody([]byte(v1))
 		return
 	}
 	resp := x.madeResponse("", "completed")
-	resp.Output = []json.RawMessage{item}
+	resp.Output, resp.Usage = []json.RawMessage{item}, usage
 	if !x.req.stream {
 		x.writeJSONBody(resp.JSON())
 		return
@@ -373,4 +368,30 @@ func (x *exchange) streamedChatCompaction(a *answer) {
 	x.t.Outcome, x.t.Error = OutcomeFailed, why
 	x.emit("response.failed", x.failedEvent(0, x.madeResponseID(), "server_error", why), nil)
 	x.sink().flush()
+}
+
+// keptUserMessages are the user messages of a v1 compaction's input, as output items of the
+// compacted conversation: each with an id and a status, its content a list of parts (a string
+// is one input_text), as the API writes a Message (the OpenResponses CompactResource).
+func (x *exchange) keptUserMessages(items [][]byte) [][]byte {
+	var out [][]byte
+	for i, it := range items {
+		if !isUserMessage(it) {
+			continue
+		}
+		o, err := payload.Parse(it)
+		if err != nil {
+			continue
+		}
+		content, _ := o.Get("content")
+		if payload.KindOf(content) == payload.KindString {
+			content = []byte(`[{"type":"input_text","text":` + string(content) + `}]`)
+		}
+		id, ok := o.Get("id")
+		if !ok || payload.KindOf(id) != payload.KindString {
+			id = payload.AppendString(nil, fmt.Sprintf("msg_%s_%s_%d", runID, x.t.ID, i))
+		}
+		out = append(out, []byte(`{"type":"message","id":`+string(id)+`,"status":"completed","role":"user","content":`+string(content)+`}`))
+	}
+	return out
 }

@@ -295,3 +295,18 @@ func newItemIDs(responseID string) itemIDs {
 func (ids itemIDs) make(prefix string, index int) string {
 	return prefix + "_" + ids.base + "_" + strconv.Itoa(index)
 }
+
+// ResponsesUsage is the Responses usage object of a Chat Completions answer's usage (the
+// answer's "usage" member, or the answer itself), zeros when it has none: a Response the relay
+// makes from a Chat answer always carries one.
+func ResponsesUsage(answer []byte) []byte {
+	var v struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	var u chatUsage
+	if json.Unmarshal(answer, &v) == nil && !decodeUsage(v.Usage, &u) {
+		u = chatUsage{}
+	}
+	b, _ := json.Marshal(u.toResponses())
+	return b
+}
