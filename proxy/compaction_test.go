@@ -392,23 +392,7 @@ func TestCompactionSurvivesARestartOfTheRelay(t *testing.T) {
 	})
 	b := newUpstream(t, compacter("B"))
 	serve := func() (*relay, func()) {
-		s := proxy.New(proxy.Options{CompactionDir: dir})
-		s.SetAccounts([]proxy.Account{chatgptAccount("a", a), chatgptAccount("b", b)})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, ln, time.Second) }()
-		return &relay{Server: s, URL: "http://" + ln.Addr().String()}, func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the relay did not stop")
-			}
-		}
+		return servedRelay(t, proxy.Options{CompactionDir: dir}, chatgptAccount("a", a), chatgptAccount("b", b))
 	}
 	r, stop := serve()
 	cmp := compactOnA(t, r)
@@ -501,23 +485,7 @@ func TestCompactionWithSealedReasoningSurvivesARestart(t *testing.T) {
 	})
 	b := newUpstream(t, compacter("B"))
 	serve := func() (*relay, func()) {
-		s := proxy.New(proxy.Options{CompactionDir: dir})
-		s.SetAccounts([]proxy.Account{chatgptAccount("a", a), chatgptAccount("b", b)})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, ln, time.Second) }()
-		return &relay{Server: s, URL: "http://" + ln.Addr().String()}, func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the relay did not stop")
-			}
-		}
+		return servedRelay(t, proxy.Options{CompactionDir: dir}, chatgptAccount("a", a), chatgptAccount("b", b))
 	}
 	r, stop := serve()
 	items, _ := r.streamItems(t, turnBody(userSays, reasoningA, toolCall, toolSaid, trigger))

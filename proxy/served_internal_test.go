@@ -112,19 +112,7 @@ func TestIdenticalContinuationsShareOneReplay(t *testing.T) {
 	relay := httptest.NewServer(s)
 	defer relay.Close()
 	body := `{"model":"gpt-5","previous_response_id":"resp_big","input":"and then?"}`
-	statuses := make(chan int, 16)
-	for range 16 {
-		go func() {
-			resp, err := http.Post(relay.URL+"/v1/responses", "application/json", strings.NewReader(body))
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
-	}
+	statuses := postAll(relay.URL+"/v1/responses", 16, func(int) string { return body })
 	deadline := time.Now().Add(20 * time.Second)
 	for inFlight.Load() < 16 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -161,20 +149,9 @@ func TestReplaysAreCountedInTheBudget(t *testing.T) {
 	bigConversation(s, "resp_big", conv)
 	relay := httptest.NewServer(s)
 	defer relay.Close()
-	statuses := make(chan int, 8)
-	for i := range 8 {
-		go func() {
-			body := fmt.Sprintf(`{"model":"gpt-5","previous_response_id":"resp_big","input":"question %d"}`, i)
-			resp, err := http.Post(relay.URL+"/v1/responses", "application/json", strings.NewReader(body))
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
-	}
+	statuses := postAll(relay.URL+"/v1/responses", 8, func(i int) string {
+		return fmt.Sprintf(`{"model":"gpt-5","previous_response_id":"resp_big","input":"question %d"}`, i)
+	})
 	for range 8 {
 		if st := <-statuses; st != 200 {
 			t.Errorf("a continuation was answered %d", st)
@@ -189,4 +166,23 @@ func TestReplaysAreCountedInTheBudget(t *testing.T) {
 	if u := s.mem.inUse(); u != 0 {
 		t.Fatalf("%d bytes still held after every request ended", u)
 	}
+}
+
+// postAll posts n bodies (body(i)) to url at once; each status arrives on the channel (0: no
+// answer).
+func postAll(url string, n int, body func(int) string) <-chan int {
+	statuses := make(chan int, n)
+	for i := range n {
+		go func() {
+			resp, err := http.Post(url, "application/json", strings.NewReader(body(i)))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	return statuses
 }
