@@ -131,6 +131,9 @@ func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (v
 		if foreign, _ := x.s.seals.foreignTo(v, m.key()); !foreign || isRelaySealed(v) {
 			continue // the relay's own compactions are read, not re-made
 		}
+		if depth == 0 {
+			x.sealed.unknownFor = m.key() // a conversation another account compacted (sealed.go)
+		}
 		d := x.s.seals.digest(v)
 		if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
 			continue

@@ -498,12 +498,16 @@ func TestCompactionWithSealedReasoningSurvivesARestart(t *testing.T) {
 	limited.Store(true)
 	r, stop = serve()
 	defer stop()
-	items, _ = r.streamItems(t, turnBody(userSays, cmp, userAsks))
+	// The turn after the compaction carries reasoning A sealed after it, which the restarted
+	// relay never saw A make: in a conversation A compacted, it is left out for B, not sent to
+	// be refused.
+	const laterA = `{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAAABAreasoning-later"}`
+	items, _ = r.streamItems(t, turnBody(userSays, cmp, laterA, userAsks))
 	if len(items) != 1 || !strings.Contains(items[0], "FACT-PAPAYA") {
 		t.Fatalf("after the restart, B's answer forgot what the compaction stood for: %v", items)
 	}
-	if tr := r.lastTrace(t, 1); tr.Account != "b" || tr.CompactionRemade != 1 {
-		t.Fatalf("trace: account %q, compactionRemade %d, left out %v", tr.Account, tr.CompactionRemade, tr.SealedOmittedParts)
+	if tr := r.lastTrace(t, 1); tr.Account != "b" || tr.CompactionRemade != 1 || tr.SealedRetry || tr.SealedOmittedParts["reasoning"] != 1 {
+		t.Fatalf("trace: account %q, compactionRemade %d, retried %v, left out %v", tr.Account, tr.CompactionRemade, tr.SealedRetry, tr.SealedOmittedParts)
 	}
 	for _, got := range b.requests() {
 		if strings.Contains(string(got.Body), "gAAAABAreasoning") {

@@ -146,7 +146,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 // by m; after m refused sealed content in this request, every value m is not known to have
 // sealed.
 func (x *exchange) foreignFor(m *member) func(v []byte) bool {
-	strip := x.sealed.stripFor == m.key()
+	strip := x.sealed.stripFor == m.key() || x.sealed.unknownFor == m.key()
 	return func(v []byte) bool {
 		if isRelaySealed(v) {
 			return true // no account reads the relay's own compactions: they are put as text
@@ -305,8 +305,13 @@ type sealedParts struct {
 	stripFor string
 	// relaySeal: 0 not looked for yet, 1 none, 2 the input holds a compaction the relay sealed.
 	relaySeal int8
-	sealer    *string
-	remaking  bool
+	// unknownFor is the account this request goes to whose input holds a compaction another
+	// account sealed (compaction.go): the sealed parts nobody is known to have sealed are, in
+	// such a conversation, most likely that account's too (the seal table forgets across a
+	// restart), so they are left out for it rather than sent to be refused.
+	unknownFor string
+	sealer     *string
+	remaking   bool
 }
 
 // strippedInput is an input built with edits of a list of n items whose first is from.
