@@ -67,14 +67,29 @@ func (b *memBudget) room(total int64) int64 {
 	return b.size - b.reserve
 }
 
+// tryAcquire takes n more bytes for a request that holds held already if there is room now.
+func (b *memBudget) tryAcquire(n, held int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.takeLocked(n, held)
+}
+
+// takeLocked takes n bytes if there is room (b.mu held).
+func (b *memBudget) takeLocked(n, held int64) bool {
+	if b.used+n > b.room(held+n) {
+		return false
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return true
+}
+
 // acquire takes n more bytes for a request that holds held already, waiting for room until ctx
 // ends.
 func (b *memBudget) acquire(ctx context.Context, n, held int64) error {
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.room(held+n) {
-			b.used += n
-			b.peak = max(b.peak, b.used)
+		if b.takeLocked(n, held) {
 			b.mu.Unlock()
 			return nil
 		}
@@ -125,6 +140,10 @@ func (x *exchange) hold(n int64) *apiError {
 	b := x.s.mem
 	n = min(n, b.room(x.memHeld+n)-x.memHeld)
 	if n <= 0 {
+		return nil
+	}
+	if b.tryAcquire(n, x.memHeld) { // the common case: room now, no timer
+		x.memHeld += n
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)

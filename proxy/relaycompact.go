@@ -62,11 +62,30 @@ func newSealAEAD(key []byte) cipher.AEAD {
 	return aead
 }
 
-// sealCipher is the relay's sealing cipher, as Server.sealer holds it.
-type sealCipher struct{ aead cipher.AEAD }
+// sealCipher is the relay's sealing cipher, as Server.sealer holds it; kept says its key outlives
+// the process (Options.SealKey, or the compactions' folder).
+type sealCipher struct {
+	aead  cipher.AEAD
+	kept  bool
+	tried bool // keeping it failed once: not tried again by this process
+}
 
-// sealSummary is the sealed value (raw JSON string) of a summary.
+// sealSummary is the sealed value (raw JSON string) of a summary, under the kept key (made now,
+// in the compactions' folder, if there is none yet).
 func (s *Server) sealSummary(summary string) []byte {
+	s.relaySeals.Store(true)
+	if c := s.sealer.Load(); !c.kept && !c.tried && s.opt.CompactionDir != "" {
+		s.sealKeyMu.Lock()
+		if c := s.sealer.Load(); !c.kept && !c.tried {
+			if key, err := loadSealKey(s.opt.CompactionDir); err != nil {
+				s.log.Warn("the key of the relay's own compactions cannot be kept: those made now are read until the relay stops", "error", err)
+				s.sealer.Store(&sealCipher{aead: c.aead, tried: true})
+			} else {
+				s.sealer.Store(&sealCipher{aead: newSealAEAD(key), kept: true})
+			}
+		}
+		s.sealKeyMu.Unlock()
+	}
 	aead := s.sealer.Load().aead
 	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)

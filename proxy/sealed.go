@@ -183,6 +183,9 @@ func (x *exchange) remadeFor(m *member) func(v []byte) []byte {
 func (x *exchange) carriesRelaySeal() bool {
 	if x.sealed.relaySeal == 0 {
 		x.sealed.relaySeal = 1
+		if !x.s.relaySeals.Load() {
+			return false // no compaction the relay sealed can be about: no look at the body
+		}
 		// An HTTP body's bytes are at hand; a socket turn's whole conversation would have to be
 		// replayed to look (socket turns to a Responses account keep such an item as it is).
 		if cb, ok := x.body.(*clientBody); ok && bytes.Contains(cb.raw, []byte(relaySealPrefix)) {

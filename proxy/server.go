@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"golang.org/x/sync/singleflight"
-
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,12 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Options configure a Server. The zero value is usable: no local key, loopback only.
@@ -158,6 +159,10 @@ type Server struct {
 	// sealer seals the relay's own compactions (relaycompact.go); Serve may replace it with the
 	// key kept on disk while handlers of an earlier Serve still run.
 	sealer atomic.Pointer[sealCipher]
+	// relaySeals says that compactions the relay sealed may come back in requests: it made one,
+	// or its key is one an earlier relay kept. Until then no request is looked through for them.
+	relaySeals atomic.Bool
+	sealKeyMu  sync.Mutex // making the kept key (sealSummary)
 	// remaking joins the requests that need one compaction re-made on one account (compaction.go).
 	remaking singleflight.Group
 	// mem is the budget of what requests hold at once (memory.go).
@@ -249,7 +254,8 @@ func New(opt Options) *Server {
 	s.SetTimeouts(opt.Timeouts)
 	s.pool.setStrategy(opt.Strategy)
 	s.SetLocalAPIKey(opt.LocalAPIKey)
-	s.sealer.Store(&sealCipher{newSealAEAD(opt.SealKey)})
+	s.sealer.Store(&sealCipher{aead: newSealAEAD(opt.SealKey), kept: opt.SealKey != nil})
+	s.relaySeals.Store(opt.SealKey != nil) // the embedder's key may have sealed compactions before
 	s.catalog = newCatalog(s, opt.Catalog)
 	s.routes()
 	return s
@@ -496,10 +502,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	if err := s.compactions.open(s.opt.CompactionDir, s.seals.learnSealer); err != nil {
 		s.log.Warn("the compactions kept on disk cannot be read: conversations compacted before are kept in memory from now on", "error", err)
 	} else if s.opt.CompactionDir != "" && s.opt.SealKey == nil {
-		if key, err := loadSealKey(s.opt.CompactionDir); err != nil {
-			s.log.Warn("the key of the relay's own compactions cannot be kept: those made from now on are read until the relay stops", "error", err)
-		} else {
-			s.sealer.Store(&sealCipher{newSealAEAD(key)})
+		// A key kept by an earlier relay means it sealed compactions clients may send again;
+		// without one, the key is made with the first compaction this relay seals (sealSummary).
+		if key, err := readSealKey(filepath.Join(s.opt.CompactionDir, sealKeyName)); err == nil {
+			s.sealer.Store(&sealCipher{aead: newSealAEAD(key), kept: true})
+			s.relaySeals.Store(true)
 		}
 	}
 	s.serving.Add(1)
