@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/codexrelay/codexrelay/app/localapi"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
