@@ -28,12 +28,9 @@ import (
 const DefaultMaxBody = 64 << 20
 
 // A body's buffer starts at its declared size up to firstBodyBuffer (a Codex request is about
-// 1 MB) and grows as more arrives; the memory budget counts what arrived and one read ahead
-// (bodyReadChunk), never the declared size.
-const (
-	firstBodyBuffer = 4 << 20
-	bodyReadChunk   = 256 << 10
-)
+// 1 MB) and doubles as more arrives; the memory budget counts the buffer the body fills, never
+// the declared size.
+const firstBodyBuffer = 4 << 20
 
 // bodyLimits bound a request body: its decoded size, the longest stall between two reads
 // and the whole time it may take.
@@ -48,8 +45,8 @@ type bodyLimits struct {
 // lim.idle) or trickles past lim.total is cut with 408. feed, when not nil, sees the (decoded)
 // body received so far after each read, so that it can be validated while the rest arrives.
 //
-// hold counts what arrived against the relay's memory budget (memory.go), as it arrives; an
-// error from it is the answer (503 relay_busy, the connection then closed), and while it waits
+// hold counts the buffer the body fills against the relay's memory budget (memory.go) as it
+// grows with what arrives; an error from it is the answer (503 relay_busy, the connection then closed), and while it waits
 // the body is not watched for stalls.
 func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error, hold func(int64) *apiError) ([]byte, *apiError) {
 	limit := lim.size
@@ -94,25 +91,36 @@ func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallW
 		size = int(min(r.ContentLength+1, firstBodyBuffer)) // +1: a body longer than announced still shows
 	}
 	buf := getBodyBuffer(size)
-	held := 0 // what the budget counts: what arrived, and room for one more read
+	use := 0 // the part of buf the body may fill, counted against the budget
 	n := 0
 	for {
-		if n == len(buf) {
-			buf = append(buf, 0)[:n] // grow
-			buf = buf[:cap(buf)]
-		}
-		if want := min(len(buf), n+bodyReadChunk); want > held {
+		if n == use {
+			// The first size, then doubling, to the declared size at most: what the budget
+			// counts is what the body takes (at most twice what arrived), and a 60 MiB body is
+			// copied four times, not the twenty times append's quarter steps would.
+			next := size
+			if use > 0 {
+				next = 2 * use
+				if r.ContentLength > 0 && enc == "" && int64(use) <= r.ContentLength {
+					next = int(min(int64(next), r.ContentLength+1))
+				}
+			}
 			sw.pause()
-			e := hold(int64(want - held))
+			e := hold(int64(next - use))
 			sw.progress()
 			if e != nil {
 				putBodyBuffer(buf)
 				w.Header().Set("Connection", "close") // the rest of the body is not read
 				return nil, e
 			}
-			held = want
+			if next > len(buf) {
+				grown := make([]byte, next)
+				copy(grown, buf[:n])
+				buf = grown // the old one is left to the collector: the parser may still view it
+			}
+			use = next
 		}
-		m, err := src.Read(buf[n:held])
+		m, err := src.Read(buf[n:use])
 		if m > 0 {
 			sw.progress()
 		}

@@ -97,7 +97,7 @@ func TestSmallRequestsNeverWaitBehindLargeOnes(t *testing.T) {
 // for its body is answered 503 relay_busy with a Retry-After, never 408, and its connection
 // closed.
 func TestABodyIsCountedAsItArrives(t *testing.T) {
-	s := New(Options{MemoryBudget: 8 << 20})
+	s := New(Options{MemoryBudget: 32 << 20})
 	s.mem.wait = 100 * time.Millisecond
 	pr, pw := io.Pipe()
 	defer pw.Close()
@@ -114,7 +114,7 @@ func TestABodyIsCountedAsItArrives(t *testing.T) {
 	for s.mem.inUse() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if held := s.mem.inUse(); held == 0 || held > 2*bodyReadChunk {
+	if held := s.mem.inUse(); held == 0 || held > firstBodyBuffer {
 		t.Fatalf("a 60 MiB body of which 26 bytes arrived holds %d bytes of the budget", held)
 	}
 	// A small request beside it gets room, and a large one that does not fit gets 503.
@@ -123,10 +123,10 @@ func TestABodyIsCountedAsItArrives(t *testing.T) {
 		t.Fatal(e)
 	}
 	big := &exchange{s: s, r: httptest.NewRequest("POST", "/v1/responses", nil)}
-	if e := big.hold(6<<20 + 512<<10); e != nil {
+	if e := big.hold(23 << 20); e != nil {
 		t.Fatal(e)
 	}
-	go pw.Write(bytes.Repeat([]byte("x"), 2<<20))
+	go pw.Write(bytes.Repeat([]byte("x"), 6<<20)) // past its 4 MiB: 4 more, which are not there
 	e := <-read
 	w := x.w.(*httptest.ResponseRecorder)
 	if e == nil || e.Status != 503 || e.Code != "relay_busy" || e.RetryAfter <= 0 || w.Header().Get("Connection") != "close" {
