@@ -76,3 +76,6 @@ var ErrNeedsLogin = errors.New("needs sign-in")
 // an upstream can fix. A request that no account could take for that reason gets 503
 // keychain_unavailable with the error's advice.
 var ErrSecretStoreUnavailable = errors.New("the secret store is unavailable")
+
+// isChatAccount reports whether m speaks Chat Completions only.
+func isChatAccount(m *member) bool { return m.Kind == KindOpenAI && m.API == APIChat }

@@ -118,9 +118,6 @@ func makerKey(m *member) string {
 	return m.key()
 }
 
-// isChatAccount reports whether m speaks Chat Completions only.
-func isChatAccount(m *member) bool { return m.Kind == KindOpenAI && m.API == APIChat }
-
 // remakeIn re-makes on m the foreign compactions among items, at the depth given.
 func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (verdict, string) {
 	for _, it := range items {
@@ -248,16 +245,9 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 // for a Chat account, the summary request the relay makes its compaction from.
 func (x *exchange) remakeTry(m *member, tg *target, obj *payload.Object, items [][]byte) (*accountTry, error) {
 	if isChatAccount(m) {
-		b, err := x.chatCompactionBody(obj, items)
+		b, err := x.chatCompactionBody(obj, items, tg)
 		if err != nil {
 			return nil, err
-		}
-		if ov := x.modelOverride(tg); ov != nil {
-			o, err := payload.Parse(b)
-			if err != nil {
-				return nil, err
-			}
-			b = payload.Build(nil, o, ov)
 		}
 		return &accountTry{m: m, tg: tg, wire: compactOverChat, body: builtBody{b: b}}, nil
 	}

@@ -436,9 +436,10 @@ func TestConcurrentTurnsJoinOneRemake(t *testing.T) {
 	r.streamItems(t, `{"model":"gpt-5-codex","stream":true,"store":false,"prompt_cache_key":"other","input":[`+userAsks+`]}`)
 
 	answers := make(chan string, turns)
+	client := &http.Client{Timeout: time.Minute}
 	for range turns {
 		go func() {
-			resp, err := http.Post(r.URL+"/v1/responses", "application/json", strings.NewReader(turnBody(userSays, cmp, userAsks)))
+			resp, err := client.Post(r.URL+"/v1/responses", "application/json", strings.NewReader(turnBody(userSays, cmp, userAsks)))
 			if err != nil {
 				answers <- err.Error()
 				return
@@ -713,7 +714,7 @@ func TestALongPollDoesNotHoldTheStop(t *testing.T) {
 	<-started
 	polled := make(chan error, 1)
 	go func() {
-		resp, err := http.Get(fmt.Sprintf("http://%s/relay/changes?after=%d&wait=60s", ln.Addr(), at.Generation))
+		resp, err := (&http.Client{Timeout: 90 * time.Second}).Get(fmt.Sprintf("http://%s/relay/changes?after=%d&wait=60s", ln.Addr(), at.Generation))
 		if err == nil {
 			resp.Body.Close()
 		}

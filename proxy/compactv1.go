@@ -26,16 +26,10 @@ var compactionTrigger = []byte(`{"type":"compaction_trigger"}`)
 // unstored.
 func compactOverV2Body(x *exchange, tr *accountTry) (builtBody, error) {
 	raw, _ := x.req.obj.Get("input")
-	var items [][]byte
-	switch payload.KindOf(raw) {
-	case payload.KindString:
-		items = [][]byte{payload.Build(nil, &payload.Object{}, []payload.Override{
-			{Key: "type", Value: []byte(`"message"`)}, {Key: "role", Value: []byte(`"user"`)}, {Key: "content", Value: raw}})}
-	case payload.KindArray:
-		items = x.body.items()
-	default:
+	if k := payload.KindOf(raw); k != payload.KindString && k != payload.KindArray {
 		return builtBody{}, errors.New("a compaction needs an input: a string or an array of items")
 	}
+	items := compactInput(x)
 	if in, ok := x.inputFor(tr.m, func() [][]byte { return items }, false); ok {
 		items, _ = inputItems(in.Value)
 	}

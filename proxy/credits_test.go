@@ -630,7 +630,7 @@ func TestTenRedeemRequestsAtOnceSpendOneCredit(t *testing.T) {
 			defer wg.Done()
 			req, _ := http.NewRequest(http.MethodPost, r.URL+"/relay/accounts/plus/redeem-credit", nil)
 			req.Header.Set("Authorization", "Bearer crk-ten")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 			if err != nil {
 				statuses <- 0
 				return

@@ -142,21 +142,30 @@ func (x *exchange) hold(n int64) *apiError {
 	if n <= 0 {
 		return nil
 	}
-	if b.tryAcquire(n, x.memHeld) { // the common case: room now, no timer
-		x.memHeld += n
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
-	err := b.acquire(ctx, n, x.memHeld)
-	cancel()
-	if err != nil {
-		if x.r.Context().Err() != nil {
-			return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
-		}
-		return x.relayBusy()
+	if e := x.take(n, x.memHeld); e != nil {
+		return e
 	}
 	x.memHeld += n
 	return nil
+}
+
+// take takes n bytes of the budget for x, which holds held already (or for what x shares with
+// other requests: held 0), waiting at most memoryWait for room; an error is the client's answer.
+func (x *exchange) take(n, held int64) *apiError {
+	b := x.s.mem
+	if b.tryAcquire(n, held) { // the common case: room now, no timer
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
+	err := b.acquire(ctx, n, held)
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case x.r.Context().Err() != nil:
+		return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
+	}
+	return x.relayBusy()
 }
 
 // holdUpTo is hold, reporting what it took (hold takes at most what a request may hold in all):

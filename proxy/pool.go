@@ -318,7 +318,7 @@ func (p *pool) setStrategy(s string) {
 // anyChat reports whether an account of the pool speaks Chat Completions only.
 func (p *pool) anyChat() bool {
 	for _, m := range p.list() {
-		if m.Kind == KindOpenAI && m.API == APIChat {
+		if isChatAccount(m) {
 			return true
 		}
 	}

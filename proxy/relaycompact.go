@@ -168,15 +168,17 @@ func (x *exchange) expandCompactions(items [][]byte) (out [][]byte, ok bool) {
 
 // chatCompactionBody is the Chat Completions request that has a Chat account summarize the
 // conversation of a compaction request (items, the trigger last): the items before the trigger,
-// their compactions expanded, then Codex's checkpoint prompt, not streamed.
-func (x *exchange) chatCompactionBody(obj *payload.Object, items [][]byte) ([]byte, error) {
+// their compactions expanded, then Codex's checkpoint prompt, not streamed, to tg's model.
+func (x *exchange) chatCompactionBody(obj *payload.Object, items [][]byte, tg *target) ([]byte, error) {
 	items = items[:len(items)-1]
 	if exp, ok := x.expandCompactions(items); ok {
 		items = exp
 	}
 	prompt := []byte(`{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(payload.AppendString(nil, compactPrompt)) + `}]}`)
-	req := payload.Build(nil, obj, []payload.Override{{Key: "input", Value: joinItems(items, [][]byte{prompt})},
-		{Key: "stream", Value: []byte("false")}, {Key: "tools"}, {Key: "tool_choice"}, {Key: "parallel_tool_calls"}})
+	ov := append(x.modelOverride(tg), payload.Override{Key: "input", Value: joinItems(items, [][]byte{prompt})},
+		payload.Override{Key: "stream", Value: []byte("false")}, payload.Override{Key: "tools"},
+		payload.Override{Key: "tool_choice"}, payload.Override{Key: "parallel_tool_calls"})
+	req := payload.Build(nil, obj, ov)
 	out, _, err := bridge.ResponsesToChatRequest(req)
 	return out, err
 }
@@ -191,20 +193,9 @@ func compactOverChatBody(x *exchange, tr *accountTry) (builtBody, error) {
 	if e != nil {
 		return builtBody{}, e
 	}
-	out, err := x.chatCompactionBody(x.req.obj, items)
+	out, err := x.chatCompactionBody(x.req.obj, items, tr.tg)
 	x.letGo(took - min(int64(len(out)), took))
-	if err != nil {
-		return builtBody{}, err
-	}
-	b := out
-	if ov := x.modelOverride(tr.tg); ov != nil {
-		o, perr := payload.Parse(out)
-		if perr != nil {
-			return builtBody{}, perr
-		}
-		b = payload.Build(nil, o, ov)
-	}
-	return builtBody{b: b}, nil
+	return builtBody{b: out}, err
 }
 
 // compactInput is a v1 compaction request's input as items (a string is one user message).

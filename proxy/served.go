@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -202,16 +201,9 @@ func (r *sharedReplay) translation(x *exchange, make func() *translated) *transl
 // holdShared takes n bytes of the budget for something several requests share, adding them
 // to *held: waiting as x.hold does, and answering as it does when there is no room.
 func (x *exchange) holdShared(held *int64, n int64) *apiError {
-	b := x.s.mem
-	n = min(n, b.room(n))
-	ctx, cancel := context.WithTimeout(x.r.Context(), b.wait)
-	err := b.acquire(ctx, n, 0)
-	cancel()
-	if err != nil {
-		if x.r.Context().Err() != nil {
-			return &apiError{Status: 499, Type: "invalid_request_error", Code: "client_closed", Message: "the client went away"}
-		}
-		return x.relayBusy()
+	n = min(n, x.s.mem.room(n))
+	if e := x.take(n, 0); e != nil {
+		return e
 	}
 	*held += n
 	return nil

@@ -169,12 +169,13 @@ func TestReplaysAreCountedInTheBudget(t *testing.T) {
 }
 
 // postAll posts n bodies (body(i)) to url at once; each status arrives on the channel (0: no
-// answer).
+// answer within a minute).
 func postAll(url string, n int, body func(int) string) <-chan int {
 	statuses := make(chan int, n)
+	client := &http.Client{Timeout: time.Minute}
 	for i := range n {
 		go func() {
-			resp, err := http.Post(url, "application/json", strings.NewReader(body(i)))
+			resp, err := client.Post(url, "application/json", strings.NewReader(body(i)))
 			if err != nil {
 				statuses <- 0
 				return

@@ -46,7 +46,7 @@ var errNoSocket = errors.New("the upstream does not accept WebSocket")
 // speaksSocket reports whether a turn may go to m over WebSocket: a Responses account whose
 // upstream has not refused the upgrade lately.
 func (s *Server) speaksSocket(m *member) bool {
-	if m.Kind == KindOpenAI && m.API == APIChat {
+	if isChatAccount(m) {
 		return false
 	}
 	until := m.noSocketUntil.Load()

@@ -79,7 +79,7 @@ func forwarded(k string, connTokens string) bool {
 func (x *exchange) upstreamHeaders(tr *accountTry, socket bool) http.Header {
 	m := tr.m
 	h := http.Header{}
-	if m.Kind == KindOpenAI && m.API == APIChat {
+	if isChatAccount(m) {
 		// A Chat Completions server gets the session id alone, by the name the older Codex
 		// CLI gave it.
 		if x.req.sessionHeader != "" {

@@ -82,7 +82,7 @@ var (
 
 // wireFor is the wire between the request's client and account m (each try chooses once).
 func (x *exchange) wireFor(m *member) *wire {
-	chatAccount := m.Kind == KindOpenAI && m.API == APIChat
+	chatAccount := isChatAccount(m)
 	switch {
 	case x.req.route == routeDocument:
 		return documentWire
