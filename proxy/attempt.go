@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/internal/stat"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
@@ -74,100 +75,90 @@ func (x *exchange) newTry(m *member, tg *target) *accountTry {
 // and the breaker makes an account that keeps failing rest.
 func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 	// A client request counts once for each account it is sent to, however many tries there.
-	m.requests.Add(1)
-	if v, why := x.remakeCompactions(m, tg); v == busy {
-		x.reject(x.relayBusy(), OutcomeError) // no room to re-make it: the relay's matter
-		return true, failure{}
-	} else if v != served {
-		// m could not make its own compaction of the conversation: its failure, as an
-		// attempt's would be.
-		m.failures.Add(1)
-		switch v {
-		case unauthorized:
-			m.markNeedsLogin(why)
-		case transient, timedOut:
-			m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker)
-		}
-		return false, failure{reason: why}
+	m.CountRequest()
+	if v, why := x.remakeCompactions(m, tg); v != served {
+		return x.failed(m, v, why, "")
 	}
 	tr := x.newTry(m, tg)
-	refreshed := false
 	for n := 0; n < 2; n++ {
 		if tr.err != nil {
-			if ae, ok := tr.err.(*apiError); ok && (ae.Code == "relay_busy" || ae.Status == 499) {
-				// No room in the memory budget to make the body, or the client left while it
-				// waited: the relay's matter, not the account's, and no other account fares better.
-				x.reject(ae, OutcomeError)
-				return true, failure{}
-			}
-			return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: tr.err}
+			return x.untranslatable(tr)
 		}
-		if n > 0 && !refreshed {
-			t := time.NewTimer(x.s.opt.RetryBackoff)
-			select {
-			case <-x.r.Context().Done():
-				t.Stop()
-				return false, failure{reason: "client went away"}
-			case <-t.C:
-			}
+		if n > 0 && !x.backoff() {
+			return false, failure{reason: "client went away"}
 		}
-		v, why, a := x.attempt(tr)
-		if v == served && a.resp.StatusCode/100 == 2 {
-			v, why = x.await(tr, a) // a 2xx answer: is it one to relay?
-		}
+		v, why, a := x.call(tr)
 		switch v {
 		case served:
 			x.t.Account = m.Name
 			x.respond(a)
 			x.keepSession(m)
 			return true, failure{}
-		case nextAccount:
-			m.failures.Add(1)
-			return false, failure{reason: why, storeErr: tr.storeErr}
-		case busy: // await closed the answer
-			x.reject(x.relayBusy(), OutcomeError)
-			return true, failure{}
-		case fallback, resealed:
-			// Not the account's failure: the same account again, on a new socket or over HTTP
-			// (fallback), or without the sealed items it could not read (resealed, once), a
-			// compaction among them re-made on it first.
-			if v == resealed {
-				if rv, rwhy := x.remakeCompactions(m, tg); rv == busy {
-					x.reject(x.relayBusy(), OutcomeError)
-					return true, failure{}
-				} else if rv != served {
-					m.failures.Add(1)
-					return false, failure{reason: rwhy}
-				}
+		case fallback:
+			// Not the account's failure: the same account again, on a new socket or over HTTP.
+			tr = x.newTry(m, tg)
+			n--
+			continue
+		case resealed:
+			// Not the account's failure either: the same account without the sealed items it
+			// could not read (once), a compaction among them re-made on it first.
+			if rv, rwhy := x.remakeCompactions(m, tg); rv != served {
+				return x.failed(m, rv, rwhy, "")
 			}
 			tr = x.newTry(m, tg)
 			n--
 			continue
-		case unauthorized:
-			m.failures.Add(1)
-			// A sign-in can be renewed: refresh once, then retry the request on this account.
-			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
-				if _, err := r.Refresh(x.r.Context(), tr.cred); err == nil {
-					refreshed = true
-					n--
-					continue
-				} else {
-					why += "; refresh failed: " + redactString(err.Error(), tr.cred.Token)
-				}
+		case transient, timedOut:
+			if x.r.Context().Err() != nil {
+				return false, failure{reason: "client went away"}
 			}
-			m.markNeedsLogin(why)
-			return false, failure{reason: why}
+			m.CountFailure()
+			if x.s.pool.Fail(m, v == timedOut, why) || v == timedOut {
+				return false, failure{reason: why}
+			}
+			f.reason = why // once more on the same account
+			continue
 		}
-		if x.r.Context().Err() != nil {
-			return false, failure{reason: "client went away"}
-		}
-		m.failures.Add(1)
-		if m.fail(x.s.now(), v == timedOut, why, x.s.opt.Breaker) || v == timedOut {
-			return false, failure{reason: why}
-		}
-		f.reason = why
+		return x.failed(m, v, why, tr.storeErr)
 	}
 	return false, f
+}
+
+// failed ends m's tries for verdict v (why): busy is the relay's matter, any other m's failure;
+// a transient failure or a timeout counts for the breaker.
+func (x *exchange) failed(m *member, v verdict, why, storeErr string) (bool, failure) {
+	if v == busy {
+		x.reject(x.relayBusy(), OutcomeError) // no room to hold it: the relay's matter
+		return true, failure{}
+	}
+	m.CountFailure()
+	if v == transient || v == timedOut {
+		x.s.pool.Fail(m, v == timedOut, why)
+	}
+	return false, failure{reason: why, storeErr: storeErr}
+}
+
+// untranslatable ends the tries of a try whose body could not be built: for want of room in
+// the memory budget or a client that left (the relay's matter, no other account fares better),
+// or because the request cannot be said to the account.
+func (x *exchange) untranslatable(tr *accountTry) (bool, failure) {
+	if ae, ok := tr.err.(*apiError); ok && (ae.Code == "relay_busy" || ae.Status == 499) {
+		x.reject(ae, OutcomeError)
+		return true, failure{}
+	}
+	return false, failure{reason: "cannot translate the request for this account: " + tr.err.Error(), untranslatable: tr.err}
+}
+
+// backoff waits before a try again on the same account; false when the client went away.
+func (x *exchange) backoff() bool {
+	t := time.NewTimer(x.s.opt.RetryBackoff)
+	defer t.Stop()
+	select {
+	case <-x.r.Context().Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // keepSession records that m served the request: only an account that produced an answer
@@ -176,73 +167,108 @@ func (x *exchange) keepSession(m *member) {
 	if x.t.Status >= 400 {
 		return
 	}
-	m.succeeded()
-	x.s.pool.remember(x.req.session, m.key(), x.s.now())
-	k := m.key()
+	x.s.pool.Served(m, x.req.session)
+	k := m.Key()
 	x.s.lastServed.Store(&k)
 }
 
-// attempt sends the try's body to its account once and reads the answer's status. An answer
-// comes back with served: a 2xx one for await to look at, or one that is the client's own
-// mistake, to relay; any other ends here, as the account's failure.
+// call makes the try through the pool (pool.Call: the account's credential, one renewal when
+// the upstream refuses it, the judgment of what the upstream said and what that rests): the
+// send (attempt) and, for a 2xx answer, the wait for what tells whether it can be relayed
+// (await). Each send is one attempt in the trace. Served means respond may relay a.
+func (x *exchange) call(tr *accountTry) (v verdict, why string, a *answer) {
+	var start time.Time
+	var said *pool.Said
+	first := true
+	out := x.s.pool.Call(x.r.Context(), tr.m, tr.tg.model, func(cred Credential) *pool.Said {
+		if !first { // the upstream refused the credential; it was renewed: the same try again
+			x.finish(tr, a, start, nextAccount, said.Reason())
+		}
+		first, tr.cred, start = false, cred, x.s.now()
+		if x.times.firstSend.IsZero() {
+			x.times.firstSend = start
+		}
+		v, why, a, said = x.attempt(tr)
+		if said == nil && v == served && a.resp.StatusCode/100 == 2 {
+			v, why, said = x.await(tr, a) // a 2xx answer: is it one to relay?
+		}
+		return said
+	})
+	switch {
+	case out.Err != nil:
+		why = "credential unavailable: " + out.Err.Error()
+		if out.StoreDown {
+			tr.storeErr = out.Err.Error()
+		}
+		x.record(tr.m, x.s.now(), 0, why)
+		return nextAccount, why, nil
+	case out.Judgment != nil:
+		v, why = x.act(tr, *out.Judgment)
+		if v == served && a.resp.StatusCode/100 == 2 {
+			v, why = x.awaitOn(tr, a, said) // the client's own failure, in a stream: relayed as it goes
+		} else if v == served {
+			x.t.Error = why // the client's own mistake: respond relays it
+		}
+	}
+	x.finish(tr, a, start, v, why)
+	return v, why, a
+}
+
+// finish records the attempt on tr's account that began at start and ended with v (why), and
+// closes its answer unless it is to be relayed.
+func (x *exchange) finish(tr *accountTry, a *answer, start time.Time, v verdict, why string) {
+	status := 0
+	if a != nil {
+		status = a.resp.StatusCode
+	}
+	if v == fallback && why == "" {
+		return // the wire could not reach the account: no attempt was made
+	}
+	x.record(tr.m, start, status, why)
+	switch {
+	case a == nil:
+	case v != served:
+		a.close()
+	case status/100 == 2:
+		x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.times.firstSend))
+	}
+}
+
+// attempt sends the try's body to its account once and reads the answer's status: an error
+// answer is read whole (redacted where it enters) and comes back with what it said, for the
+// pool to judge; a 2xx one comes back for await to look at. No answer (a transport error) is
+// transient, or timedOut when no headers came in time.
 //
 // The request's phases run one after the other from tryAccount (attempt, await, respond), not
 // nested: net/http's first write of the answer's headers needs a deep stack, and a handler
 // goroutine whose stack once grew keeps the larger size for the rest of the stream, which
 // under load is a quarter of the relay's memory.
-func (x *exchange) attempt(tr *accountTry) (verdict, string, *answer) {
-	s, m := x.s, tr.m
-	ctx := x.r.Context()
-	start := s.now()
-	if x.times.firstSend.IsZero() {
-		x.times.firstSend = start
-	}
-	cred, err := m.Credentials.Credential(ctx)
-	if err != nil {
-		reason := "credential unavailable: " + err.Error()
-		switch {
-		case errors.Is(err, ErrNeedsLogin):
-			m.markNeedsLogin(reason)
-		case errors.Is(err, ErrSecretStoreUnavailable):
-			tr.storeErr = err.Error()
-			m.setLastError(reason)
-		default:
-			m.setLastError(reason)
-		}
-		x.record(m, start, 0, reason)
-		return nextAccount, reason, nil
-	}
-	tr.cred = cred
-	m.sawCredential(cred)
-	tmo := s.Timeouts()
+func (x *exchange) attempt(tr *accountTry) (verdict, string, *answer, *pool.Said) {
+	start := x.s.now()
+	tmo := x.s.Timeouts()
 	out, err := tr.wire.send(x, tr, tmo)
 	x.t.UpstreamBytes += int64(out.bytes)
 	if errors.Is(err, errNoSocket) {
-		return fallback, "", nil // the wire cannot reach m: the same account by another
+		return fallback, "", nil, nil // the wire cannot reach m: the same account by another
 	}
 	resp, c := out.resp, out.call
 	if err != nil {
-		reason := describeTransportError(err, cred.Token)
-		x.record(m, start, 0, reason)
+		reason := describeTransportError(err, tr.cred.Token)
 		if errors.Is(err, errHeaderTimeout) {
-			return timedOut, reason, nil
+			return timedOut, reason, nil, nil
 		}
-		return transient, reason, nil
+		return transient, reason, nil, nil
 	}
-	s.learnTurnState(m, resp.Header)
+	x.s.learnTurnState(tr.m, resp.Header)
+	a := &answer{tr: tr, resp: resp, call: c, rd: out.events, started: start, timeouts: tmo}
 	if resp.StatusCode/100 != 2 {
-		v, reason, body := x.classifyStatus(tr, resp)
-		x.record(m, start, resp.StatusCode, reason)
-		if v == served {
-			// The client's own mistake: respond relays it (the call ends there).
-			x.t.Error = reason
-			return v, reason, &answer{tr: tr, resp: resp, call: c, plain: body, started: start, timeouts: tmo}
-		}
-		resp.Body.Close()
-		c.end()
-		return v, reason, nil
+		// The upstream's text enters here: nothing of it goes further unredacted.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		a.plain = redact(body, tr.cred.Token)
+		w := pool.SaidHTTP(resp, a.plain)
+		return served, w.Reason(), a, &w
 	}
-	return served, "", &answer{tr: tr, resp: resp, call: c, rd: out.events, started: start, timeouts: tmo}
+	return served, "", a, nil
 }
 
 // sent is what a wire's send function sent and got: the answer's status and headers, the call
@@ -271,48 +297,28 @@ func sendHTTP(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 // await reads a 2xx answer up to what tells whether it can be relayed: the first real event of
 // a stream (the bookkeeping events before it are held back), or the whole answer when the
 // client gets it whole. Nothing has reached the client yet, so any failure here (a failure
-// event, a break, an empty stream, a timeout) moves the request on. Served means respond may
-// relay a; otherwise a is closed.
-func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
-	m, c, status := tr.m, a.call, a.resp.StatusCode
-	defer func() {
-		x.record(m, a.started, status, reason)
-		if v == served {
-			x.t.LatencyBreakdown.UpstreamHeadersMs = stat.Ms(x.s.now().Sub(x.times.firstSend))
-		} else {
-			a.close()
-		}
-	}()
-	broke := func(what string, err error) (verdict, string) {
-		err = c.explain(err)
-		if why, ok := tr.wire.renew(x, nil, err); ok {
-			return fallback, what + why
-		}
-		if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
-			what += ": " + describeTransportError(err, tr.cred.Token)
-		}
-		if isTimeout(err) {
-			return timedOut, what
-		}
-		return transient, what
-	}
-	var err error
+// event, a break, an empty stream, a timeout) moves the request on. A failure the stream says
+// comes back for the pool to judge (awaitOn goes on when it is the client's own).
+func (x *exchange) await(tr *accountTry, a *answer) (verdict, string, *pool.Said) {
+	c := a.call
 	if tr.wire.document {
 		// A backend call's answer is relayed as it comes (relayDocument), not held.
 		c.live(a.timeouts.StreamIdle)
-		return served, ""
+		return served, "", nil
 	}
 	if a.rd == nil && !isEventStream(a.resp.Header) {
 		// A plain answer is read whole before any of it is relayed, within the relay's
 		// memory budget.
 		c.live(a.timeouts.StreamIdle)
+		var err error
 		if a.plain, err = x.readWhole(c.body(a.resp.Body), a.resp.ContentLength, maxEventBytes); err != nil {
 			if errors.Is(err, errRelayBusy) {
-				return busy, "no room in the relay's memory budget for the answer"
+				return busy, "no room in the relay's memory budget for the answer", nil
 			}
-			return broke("the upstream answer broke off", err)
+			v, why := x.broke(a, "the upstream answer broke off", err)
+			return v, why, nil
 		}
-		return served, ""
+		return served, "", nil
 	}
 	c.arm(a.timeouts.FirstEvent, errFirstEventTimeout)
 	if a.rd == nil {
@@ -320,35 +326,78 @@ func (x *exchange) await(tr *accountTry, a *answer) (v verdict, reason string) {
 	}
 	held, first, ferr := peekStream(a.rd)
 	for _, ev := range held {
-		x.learnEvent(m, ev.Name, ev.Data) // a turn state m issues before its first output
+		x.learnEvent(tr.m, ev.Name, ev.Data) // a turn state m issues before its first output
 	}
 	if ferr != nil {
-		if len(held) == 0 {
-			return broke("the upstream stream ended before its first event", ferr)
+		what := "the upstream stream ended before its first event"
+		if len(held) > 0 {
+			what = "the upstream stream ended after " + held[len(held)-1].Name + ", before its first output"
 		}
-		return broke("the upstream stream ended after "+held[len(held)-1].Name+", before its first output", ferr)
+		v, why := x.broke(a, what, ferr)
+		return v, why, nil
 	}
-	if w, failed := x.streamFailure(tr, &first, "stream failed at once"); failed {
-		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
-		if v, reason := x.judgeEvent(tr, w); v != served {
-			return v, reason
-		}
-		first.Raw = sse.AppendEvent(nil, first.Name, first.Data)
-	}
-	c.live(a.timeouts.StreamIdle)
 	a.held, a.first = held, first
-	if !x.req.stream {
-		// The client gets the answer whole: read it to its end before answering, so that a
-		// break anywhere in it still moves on.
-		if a.final, err = collectFinal(a.rd, first, x.learnEventOf(m)); err != nil {
-			return broke("the upstream stream ended before response.completed", err)
-		}
-		if v, reason := x.finalFails(tr, a); v != served {
-			return v, reason
-		}
-		a.whole = true
+	if w, failed := x.streamFailure(tr, &a.first, "stream failed at once"); failed {
+		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
+		return served, w.Reason(), &w
 	}
-	return served, ""
+	return x.awaitRest(tr, a)
+}
+
+// awaitOn goes on with an answer whose stream said a failure the pool judged the client's own
+// (said): it is relayed as it came, its first event redacted, or, for a client that gets the
+// answer whole, read to its end.
+func (x *exchange) awaitOn(tr *accountTry, a *answer, said *pool.Said) (verdict, string) {
+	if a.whole || a.final.Name != "" {
+		a.whole = true // the failure was the whole answer's terminal event
+		return served, said.Reason()
+	}
+	a.first.Raw = sse.AppendEvent(nil, a.first.Name, a.first.Data)
+	v, why, _ := x.awaitRest(tr, a)
+	if a.final.Name != "" && v == served {
+		a.whole = true // its terminal event says the same failure (or less): relayed
+	}
+	return v, why
+}
+
+// awaitRest reads on from a stream's first real event: nothing more for a client that streams,
+// the whole answer for one that gets it whole (its terminal event judged as the first was).
+func (x *exchange) awaitRest(tr *accountTry, a *answer) (verdict, string, *pool.Said) {
+	a.call.live(a.timeouts.StreamIdle)
+	if x.req.stream {
+		return served, "", nil
+	}
+	// The client gets the answer whole: read it to its end before answering, so that a break
+	// anywhere in it still moves on.
+	final, err := collectFinal(a.rd, a.first, x.learnEventOf(tr.m))
+	if err != nil {
+		v, why := x.broke(a, "the upstream stream ended before response.completed", err)
+		return v, why, nil
+	}
+	a.final = final
+	if w, failed := x.streamFailure(tr, &a.final, "stream failed at once"); failed {
+		return served, w.Reason(), &w // a limit or an overload anywhere in it moves it on
+	}
+	a.whole = true
+	return served, "", nil
+}
+
+// broke is the verdict on a 2xx answer that broke off (what) with err before it could be
+// relayed: the wire's own matter when it mends it (a socket the upstream closed), a timeout,
+// or a transient failure.
+func (x *exchange) broke(a *answer, what string, err error) (verdict, string) {
+	tr := a.tr
+	err = a.call.explain(err)
+	if why, ok := tr.wire.renew(x, nil, err); ok {
+		return fallback, what + why
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, sse.ErrTruncated) {
+		what += ": " + describeTransportError(err, tr.cred.Token)
+	}
+	if isTimeout(err) {
+		return timedOut, what
+	}
+	return transient, what
 }
 
 // answer is an upstream answer attempt found fit to relay, waiting for respond.
@@ -378,49 +427,25 @@ func (a *answer) close() {
 	a.call.end()
 }
 
-// classifyStatus judges a non-2xx upstream answer (judge.go) and applies what it rests. An
-// answer that is the client's own mistake is served: its body, redacted, comes back for
-// respond to relay.
-func (x *exchange) classifyStatus(tr *accountTry, resp *http.Response) (verdict, string, []byte) {
-	// The upstream's text enters here: nothing of it goes further unredacted.
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	body = redact(body, tr.cred.Token)
-	j := x.s.judgeFor(tr.m, saidHTTP(resp, body))
-	x.s.rest(tr.m, tr.cred, tr.tg.model, j)
-	v, reason := x.act(tr, j)
-	if v == served {
-		return served, reason, body // the client's own mistake
+// act is what the attempt does after the pool's judgment: move on, retry, retry without
+// sealed content, or relay (the pool renewed a refused credential already).
+func (x *exchange) act(tr *accountTry, j pool.Judgment) (verdict, string) {
+	if why, ok := tr.wire.renew(x, &j, nil); ok {
+		return fallback, why // the wire mends it itself: a socket at its time limit, say
 	}
-	return v, reason, nil
-}
-
-// act is what the attempt does after a judgment: move on, retry, renew the credential, retry
-// without sealed content, or relay.
-func (x *exchange) act(tr *accountTry, j judgment) (verdict, string) {
-	switch j.class {
-	case limited, noModel, redirected:
-		return nextAccount, j.reason
-	case refused:
-		return unauthorized, j.reason
-	case flaky:
-		return transient, j.reason
-	case unsealed:
+	switch j.Class {
+	case pool.Limited, pool.NoModel, pool.Redirected:
+		return nextAccount, j.Reason
+	case pool.Refused:
+		return unauthorized, j.Reason
+	case pool.Flaky:
+		return transient, j.Reason
+	case pool.Unsealed:
 		if x.refused(tr.m, x.body.items) {
-			return resealed, j.reason + " (sealed by another account: retried without it)"
+			return resealed, j.Reason + " (sealed by another account: retried without it)"
 		}
 	}
-	return served, j.reason
-}
-
-// judgeEvent judges a failure a stream said in its event w, unless the wire mends it itself (a
-// socket at its time limit, fallback), and applies what it rests.
-func (x *exchange) judgeEvent(tr *accountTry, w said) (verdict, string) {
-	j := x.s.judgeFor(tr.m, w)
-	if why, ok := tr.wire.renew(x, &j, nil); ok {
-		return fallback, why
-	}
-	x.s.rest(tr.m, tr.cred, tr.tg.model, j)
-	return x.act(tr, j)
+	return served, j.Reason
 }
 
 // record adds the attempt on m that began at start to the trace.

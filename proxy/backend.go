@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
@@ -94,7 +93,7 @@ func (x *exchange) relayDocument(a *answer) {
 // what the pool can do (noBackendAccount).
 func (x *exchange) documentFailed(tl *tally) {
 	failures := "every ChatGPT account failed this " + x.t.Route + ": " + strings.Join(tl.failures, "; ")
-	if tl.tried == 0 || !x.s.pool.anyUsableOf(x.s.now(), isChatGPT) {
+	if tl.tried == 0 || !x.s.pool.AnyUsable("", x.s.now(), isChatGPT) {
 		e := x.noBackendAccount()
 		if tl.tried > 0 {
 			e.Message = failures + ". " + e.Message
@@ -107,39 +106,8 @@ func (x *exchange) documentFailed(tl *tally) {
 
 // noBackendAccount is the answer when no ChatGPT account can take a backend call now.
 func (x *exchange) noBackendAccount() *apiError {
-	s := x.s
 	what := map[string]string{RouteSearch: "Web search", RouteImages: "Image generation"}[x.t.Route]
-	isChatGPT := func(m *member) bool { return m.Kind == KindChatGPT }
-	found := false
-	for _, m := range s.pool.list() {
-		found = found || isChatGPT(m)
-	}
-	now := s.now()
-	back := s.pool.backAt(now, isChatGPT)
-	switch {
-	case !found:
-		return &apiError{Status: http.StatusNotImplemented, Type: "invalid_request_error", Code: "no_chatgpt_account",
-			Message: what + " goes to a ChatGPT account, and Codex Relay has none: add one with `codexrelay accounts add --kind chatgpt`"}
-	case !back.IsZero():
-		e := &apiError{Status: http.StatusTooManyRequests, Type: "usage_limit_reached", Code: "usage_limit_reached",
-			Message: what + " goes to a ChatGPT account, and every one is resting until " + back.Local().Format("15:04"), ResetsAt: back.Unix()}
-		if d := back.Sub(now); d > 0 {
-			e.RetryAfter = int(d.Seconds()) + 1
-		}
-		return e
-	}
-	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "no_account_available",
-		Message: what + " goes to a ChatGPT account, and none can serve now (signed out or disabled): see `codexrelay accounts list`"}
-}
-
-// anyUsableOf reports whether an account that serves passes may take a request now.
-func (p *pool) anyUsableOf(now time.Time, serves func(*member) bool) bool {
-	for _, m := range p.list() {
-		if serves(m) && m.usable("", now) {
-			return true
-		}
-	}
-	return false
+	return x.s.unavailable(x.s.pool.Unavailable("", x.s.now(), isChatGPT), what)
 }
 
 // backendModel is the model a backend call names ("" for none).

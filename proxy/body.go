@@ -468,10 +468,3 @@ func (r *bodyReader) Close() error {
 }
 
 var errBodyClosed = errors.New("request body read after close")
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,7 +162,7 @@ func (c *catalog) fresh(st *catalogState, now time.Time) bool {
 // meanwhile (stale-while-revalidate) does not miss the account that was just added while the
 // others are disabled or resting.
 func (c *catalog) invalidate() {
-	members := c.s.pool.list()
+	members := c.s.pool.List()
 	for {
 		old := c.state.Load()
 		if old == nil {
@@ -247,7 +248,7 @@ func (c *catalog) run(call *refreshCall) {
 	c.refreshes.Add(1)
 	version := c.clientVersion()
 	var members []*member
-	for _, m := range c.s.pool.list() {
+	for _, m := range c.s.pool.List() {
 		if !m.Disabled {
 			members = append(members, m)
 		}
@@ -363,38 +364,33 @@ func (s *Server) catalogStats(now time.Time) CatalogStats {
 }
 
 // discoverHTTP lists an account's models: {base}/models?client_version=V for ChatGPT accounts
-// ({"models":[{slug,...}]}), {base}/models for OpenAI-compatible ones ({"data":[{id}]}).
+// ({"models":[{slug,...}]}), {base}/models for OpenAI-compatible ones ({"data":[{id}]}). It is
+// a side call of the pool's (pool.Call): a token the upstream stopped taking is renewed once,
+// and a key it still refuses is key_rejected before any request finds that out.
 func (c *catalog) discoverHTTP(ctx context.Context, m *member) ([]Discovered, error) {
-	cred, err := m.Credentials.Credential(ctx)
-	if err != nil {
-		return nil, err
-	}
 	u := m.BaseURL + "/models"
 	if m.Kind == KindChatGPT {
 		u += "?client_version=" + url.QueryEscape(c.clientVersion())
 	}
-	req, err := c.s.upstreamRequest(ctx, m, cred, http.MethodGet, u, "application/json")
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("listing models: %s", describeTransportError(err, cred.Token))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return nil, fmt.Errorf("listing models: %s", describeTransportError(err, cred.Token))
-	}
-	if resp.StatusCode != http.StatusOK {
-		// The upstream's text: redacted before it is stored or logged.
-		e := parseErrorBody(redact(body, cred.Token))
-		code, msg := e.code, e.msg
-		err := fmt.Errorf("listing models: HTTP %d %s %s", resp.StatusCode, code, truncate(msg, 160))
-		if m.Kind == KindOpenAI && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-			// The key itself was refused: no request should find that out again.
-			m.markNeedsLogin("the upstream refused the API key: " + err.Error())
+	var body []byte
+	var err error
+	out := c.s.pool.Call(ctx, m, "", func(cred Credential) *pool.Said {
+		var w *pool.Said
+		body, w, err = c.s.sideCall(ctx, m, cred, http.MethodGet, u, nil, 8<<20)
+		if err != nil {
+			err = fmt.Errorf("listing models: %s", describeTransportError(err, cred.Token))
+		} else if w != nil {
+			err = fmt.Errorf("listing models: HTTP %d %s %s", w.Status, w.Code, truncate(w.Msg, 160))
+			if m.Kind == KindOpenAI {
+				w.Where = "the upstream refused the API key: listing models: HTTP " + strconv.Itoa(w.Status)
+			}
 		}
+		return w
+	})
+	switch {
+	case out.Err != nil:
+		return nil, out.Err
+	case err != nil:
 		return nil, err
 	}
 	return parseModelList(body)

@@ -169,14 +169,13 @@ func (x *exchange) writeRaw(status int, b []byte) {
 }
 
 // quotaCopy is m's last usage read (nil: none yet), copied.
-func (m *member) quotaCopy() *Quota {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.quota == nil {
+func quotaCopy(m *member) *Quota {
+	q := m.Snapshot(time.Time{}, "").Quota
+	if q == nil {
 		return nil
 	}
-	q := *m.quota
-	return &q
+	c := *q
+	return &c
 }
 
 // statusWriter records what a passed-through answer's status and size were.

@@ -92,7 +92,7 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 				}
 			}
 		}
-		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.key(), v, body, parents)
+		x.s.compactions.keep(x.s.seals.digest(v), x.req.session, m.Key(), v, body, parents)
 	}
 }
 
@@ -102,7 +102,7 @@ func (x *exchange) keepCompactions(m *member, output []byte) {
 // nothing (more) to make, or when m could not make it (the item is then left out); any other
 // verdict is m's failure, judged as an attempt's is, and the request moves on.
 func (x *exchange) remakeCompactions(m *member, tg *target) (verdict, string) {
-	if x.req.route != routeResponses || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.key()) {
+	if x.req.route != routeResponses || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, m.Key()) {
 		return served, "" // the cost of a conversation that never rotated: this look-up
 	}
 	return x.remakeIn(m, tg, x.body.items(), 0)
@@ -115,7 +115,7 @@ func makerKey(m *member) string {
 	if isChatAccount(m) {
 		return relaySealer
 	}
-	return m.key()
+	return m.Key()
 }
 
 // remakeIn re-makes on m the foreign compactions among items, at the depth given.
@@ -125,11 +125,11 @@ func (x *exchange) remakeIn(m *member, tg *target, items [][]byte, depth int) (v
 		if v == nil {
 			continue
 		}
-		if foreign, _ := x.s.seals.foreignTo(v, m.key()); !foreign || isRelaySealed(v) {
+		if foreign, _ := x.s.seals.foreignTo(v, m.Key()); !foreign || isRelaySealed(v) {
 			continue // the relay's own compactions are read, not re-made
 		}
 		if depth == 0 {
-			x.sealed.unknownFor = m.key() // a conversation another account compacted (sealed.go)
+			x.sealed.unknownFor = m.Key() // a conversation another account compacted (sealed.go)
 		}
 		d := x.s.seals.digest(v)
 		if _, ask := x.s.compactions.remadeFor(d, makerKey(m), x.s.now()); !ask {
@@ -208,36 +208,28 @@ func (x *exchange) remake(m *member, tg *target, d uint64, depth int) (verdict, 
 	}
 	x.sealed.remaking = true
 	defer func() { x.sealed.remaking = false }()
-	for refreshed := false; ; refreshed = true {
-		v, why, item := x.askCompaction(tr)
-		if n := len(x.t.Attempts); n > 0 && x.t.Attempts[n-1].Account == m.Name {
-			x.t.Attempts[n-1].Kind = AttemptCompaction
-		}
-		switch v {
-		case served:
-			retry := time.Time{}
-			if item == nil {
-				retry = x.s.now().Add(cannotRetry)
-				x.s.log.Info("the account could not re-make the conversation's compaction: it is left out", "id", x.t.ID,
-					"account", m.Name, "reason", why)
-			} else if !isChatAccount(m) {
-				x.s.seals.learn(m.key(), x.req.session, compactionValue(item))
-			}
-			x.s.compactions.setRemade(d, makerKey(m), item, retry)
-			return served, ""
-		case resealed:
-			x.s.compactions.setRemade(d, makerKey(m), nil, x.s.now().Add(cannotRetry))
-			return served, ""
-		case unauthorized:
-			// A sign-in can be renewed: refresh once, then ask again.
-			if r, ok := m.Credentials.(Refresher); ok && !refreshed {
-				if _, err := r.Refresh(x.r.Context(), tr.cred); err == nil {
-					continue
-				}
-			}
-		}
-		return v, "re-making the conversation's compaction: " + why
+	n0 := len(x.t.Attempts)
+	v, why, item := x.askCompaction(tr) // through the pool: a refused sign-in is renewed there
+	for i := n0; i < len(x.t.Attempts); i++ {
+		x.t.Attempts[i].Kind = AttemptCompaction
 	}
+	switch v {
+	case served:
+		retry := time.Time{}
+		if item == nil {
+			retry = x.s.now().Add(cannotRetry)
+			x.s.log.Info("the account could not re-make the conversation's compaction: it is left out", "id", x.t.ID,
+				"account", m.Name, "reason", why)
+		} else if !isChatAccount(m) {
+			x.s.seals.learn(m.Key(), x.req.session, compactionValue(item))
+		}
+		x.s.compactions.setRemade(d, makerKey(m), item, retry)
+		return served, ""
+	case resealed:
+		x.s.compactions.setRemade(d, makerKey(m), nil, x.s.now().Add(cannotRetry))
+		return served, ""
+	}
+	return v, "re-making the conversation's compaction: " + why
 }
 
 // remakeTry is the try that asks m for its compaction of a kept request (obj, its items): the
@@ -267,18 +259,14 @@ const AttemptCompaction = "compaction"
 // it answered (nil with served: the account answered, but with no compaction, or refused the
 // request as the client's mistake).
 func (x *exchange) askCompaction(tr *accountTry) (verdict, string, []byte) {
-	v, why, a := x.attempt(tr)
+	v, why, a := x.call(tr)
 	if v != served {
 		return v, why, nil
 	}
+	defer a.close()
 	if a.resp.StatusCode/100 != 2 {
-		a.close()
 		return served, why, nil
 	}
-	if v, why = x.await(tr, a); v != served {
-		return v, why, nil
-	}
-	defer a.close()
 	if tr.wire == compactOverChat {
 		summary, err := chatSummary(a.plain)
 		if err != nil {

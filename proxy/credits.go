@@ -163,6 +163,19 @@ type creditPolicy struct {
 	flight   *redeemFlight // the auto redemption under way, shared by the requests waiting
 	lastAuto time.Time     // when the last auto redemption started
 	lastAsk  time.Time
+
+	// accounts is each ChatGPT account's banked resets (*accountCredits), by account key: an
+	// account whose runtime state the pool made anew (SetAccounts) starts with none known.
+	accounts sync.Map
+}
+
+// creditsOf is m's banked resets.
+func (s *Server) creditsOf(m *member) *accountCredits {
+	if c, ok := s.credits.accounts.Load(m.Key()); ok {
+		return c.(*accountCredits)
+	}
+	c, _ := s.credits.accounts.LoadOrStore(m.Key(), &accountCredits{})
+	return c.(*accountCredits)
 }
 
 // redeemFlight is one auto redemption that concurrent requests wait for together.
@@ -212,7 +225,7 @@ func (s *Server) SetResetCredits(mode string) error {
 	prev := s.ResetCreditsMode()
 	s.credits.mode.Store(&mode)
 	if prev == ResetCreditsOff && mode != ResetCreditsOff {
-		for _, m := range s.pool.list() {
+		for _, m := range s.pool.List() {
 			s.refreshCreditsSoon(m)
 		}
 	}
@@ -269,7 +282,7 @@ func (s *Server) resetCredits(m *member) *ResetCredits {
 	if m.Kind != KindChatGPT || s.ResetCreditsMode() == ResetCreditsOff {
 		return nil
 	}
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.known {
@@ -296,7 +309,7 @@ func (s *Server) PendingRedeem(account string) (PendingRedeem, bool) {
 	if m == nil {
 		return PendingRedeem{}, false
 	}
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending == nil {
@@ -312,7 +325,7 @@ func (s *Server) SetPendingRedeem(account string, p PendingRedeem) {
 	if m == nil || p.CreditID == "" || p.RequestID == "" {
 		return
 	}
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.pending = &pendingRedeem{creditID: p.CreditID, requestID: p.RequestID, expiresAt: p.ExpiresAt}
@@ -321,11 +334,4 @@ func (s *Server) SetPendingRedeem(account string, p PendingRedeem) {
 }
 
 // memberNamed is the account called name, or nil.
-func (s *Server) memberNamed(name string) *member {
-	for _, m := range s.pool.list() {
-		if m.Name == name {
-			return m
-		}
-	}
-	return nil
-}
+func (s *Server) memberNamed(name string) *member { return s.pool.Named(name) }

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // The backend client of banked resets: the list read on the quota cadence, and the calls a
@@ -67,11 +67,11 @@ func (s *Server) fetchCredits(ctx context.Context, m *member) ([]resetCredit, er
 			view.NextExpiresAt = &t
 		}
 	}
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	c.known, c.view, c.credits = true, view, list
 	c.mu.Unlock()
-	m.changed.Raise()
+	s.changes.Raise()
 	return list, nil
 }
 
@@ -153,44 +153,58 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// creditCall sends one reset-credit request for m (body: JSON, nil for none). A 401 is tried
-// once more with a renewed credential when the account's credentials can renew.
+// creditCall is a call of a banked reset or a usage read to a ChatGPT account's backend: a side
+// call of the pool's (pool.Call), its credential renewed once when the backend refuses it. It
+// returns the answer's status and body (redacted when it is an error), and the credential of
+// the last try.
 func (s *Server) creditCall(ctx context.Context, m *member, method, url string, body []byte) (int, []byte, Credential, error) {
-	cred, err := m.Credentials.Credential(ctx)
+	var status int
+	var answer []byte
+	var err error
+	out := s.pool.Call(ctx, m, "", func(cred Credential) *pool.Said {
+		var w *pool.Said
+		answer, w, err = s.sideCall(ctx, m, cred, method, url, body, 1<<20)
+		status = http.StatusOK
+		if w != nil {
+			status = w.Status
+		}
+		return w
+	})
+	if out.Err != nil {
+		return 0, nil, out.Cred, out.Err
+	}
+	return status, answer, out.Cred, err
+}
+
+// sideCall makes one call to m's upstream that is no client's request (the model listing, a
+// usage or credit read): the answer's body, read up to limit, and when its status is not 2xx
+// what it said (its body redacted where it enters).
+func (s *Server) sideCall(ctx context.Context, m *member, cred Credential, method, url string, body []byte, limit int64) ([]byte, *pool.Said, error) {
+	req, err := s.upstreamRequest(ctx, m, cred, method, url, "application/json")
 	if err != nil {
-		return 0, nil, cred, err
+		return nil, nil, err
 	}
-	m.sawCredential(cred) // the usage read tells each account's workspace (restWorkspace)
-	for try := 0; ; try++ {
-		req, err := s.upstreamRequest(ctx, m, cred, method, url, "application/json")
-		if err != nil {
-			return 0, nil, cred, err
-		}
-		if body != nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-			req.ContentLength = int64(len(body))
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := s.client.Do(req)
-		if err != nil {
-			return 0, nil, cred, err
-		}
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if err != nil {
-			return 0, nil, cred, err
-		}
-		if resp.StatusCode == http.StatusUnauthorized && try == 0 {
-			if r, ok := m.Credentials.(Refresher); ok {
-				if next, rerr := r.Refresh(ctx, cred); rerr == nil {
-					cred = next
-					continue
-				}
-			}
-		}
-		return resp.StatusCode, b, cred, nil
+	if body != nil {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
 	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return b, nil, nil
+	}
+	b = redact(b, cred.Token)
+	w := pool.SaidHTTP(resp, b)
+	return b, &w, nil
 }
 
 // upstreamSays is the cleaned message of an upstream's error answer, as ": message" ("" when
@@ -199,32 +213,9 @@ func upstreamSays(body []byte, secrets ...string) string {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return ""
 	}
-	msg := parseErrorBody(body).msg
+	msg := pool.ParseErrorBody(body).Msg
 	if msg = cleanText(redactString(msg, secrets...), 200); msg == "" {
 		return ""
 	}
 	return ": " + msg
 }
-
-// cleanText makes upstream text safe to store and show: secrets masked, no control or
-// invisible formatting characters, at most n bytes (on a rune boundary).
-func cleanText(s string, n int) string {
-	s = redactString(s)
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		i := n
-		for i > 0 && !utf8RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i]
-	}
-	return s
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -66,7 +66,7 @@ func (s *Server) redeem(ctx context.Context, m *member, auto bool) (RedeemResult
 // arrived (the intent is kept for the next try).
 func (s *Server) redeemOnce(ctx context.Context, m *member, auto bool) (res RedeemResult, pending bool, err error) {
 	res = RedeemResult{Account: m.Name, Auto: auto}
-	c := &m.credits
+	c := s.creditsOf(m)
 	seen, leave, err := c.enter(ctx)
 	if err != nil {
 		return res, false, err
@@ -136,7 +136,7 @@ func (s *Server) newIntent(ctx context.Context, m *member) (*pendingRedeem, erro
 		return nil, fmt.Errorf("%s: %w", m.Name, ErrNoResetCredit)
 	}
 	intent := &pendingRedeem{creditID: list[0].id, requestID: newRequestID(), expiresAt: list[0].expiresAt}
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	c.pending = intent
 	c.mu.Unlock()
@@ -173,11 +173,9 @@ func (s *Server) consume(ctx context.Context, m *member, intent *pendingRedeem) 
 		return nil, true, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s: %w", m.Name, status, upstreamSays(answer, cred.Token), ErrRedeemPending)
 	}
 	// An answer arrived: the intent is settled, whatever it says.
-	m.credits.settled(intent)
+	s.creditsOf(m).settled(intent)
 	if status/100 != 2 {
-		if status == http.StatusUnauthorized {
-			m.markNeedsLogin("the ChatGPT sign-in was refused while redeeming a banked reset: sign in again")
-		}
+		// A sign-in the backend still refused after its renewal is marked by the pool (pool.Call).
 		s.refreshCredits(ctx, m)
 		return nil, false, fmt.Errorf("redeeming a banked reset of %s: HTTP %d%s", m.Name, status, upstreamSays(answer, cred.Token))
 	}
@@ -201,15 +199,13 @@ func (s *Server) settle(ctx context.Context, m *member, res *RedeemResult, answe
 	if res.RedeemedAt.IsZero() {
 		res.RedeemedAt = s.now()
 	}
-	m.creditReset()
+	s.pool.WindowsReset(m)
 	s.refreshQuota(context.WithoutCancel(ctx), m)
 	if _, err := s.fetchCredits(context.WithoutCancel(ctx), m); err == nil {
 		res.Remaining = s.resetCreditsOf(m)
 	}
-	m.mu.Lock()
-	res.Quota = m.quota
-	m.mu.Unlock()
-	c := &m.credits
+	res.Quota = m.Snapshot(s.now(), "").Quota
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	c.done++
 	c.last, c.lastAt = *res, s.now()
@@ -218,20 +214,11 @@ func (s *Server) settle(ctx context.Context, m *member, res *RedeemResult, answe
 
 // resetCreditsOf is m's credits as last read.
 func (s *Server) resetCreditsOf(m *member) *ResetCredits {
-	c := &m.credits
+	c := s.creditsOf(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.view
 	return &v
-}
-
-// creditReset ends m's rest after a credit reset its windows: it serves again at once.
-func (m *member) creditReset() {
-	m.mu.Lock()
-	m.cooldownUntil, m.cooldownReason, m.streak, m.rests = time.Time{}, "", 0, 0
-	m.lastError = ""
-	m.modelBlocked = nil
-	m.mu.Unlock()
 }
 
 // newRequestID is a random (version 4) UUID.

@@ -26,7 +26,7 @@ func (x *exchange) redeemForPool(p *plan, back time.Time) bool {
 		return x.waitRedeem(f)
 	}
 	now := s.now() // after any wait for the lock: what a redemption that just ended changed
-	if p.anyUsable(&s.pool, now) {
+	if p.anyUsable(s.pool, now) {
 		cp.mu.Unlock()
 		return true // a redemption that just ended made an account usable
 	}
@@ -87,21 +87,19 @@ func (x *exchange) creditCandidate(p *plan, now time.Time) (*member, *ResetCredi
 	var best *member
 	var bestCredits *ResetCredits
 	var bestExp time.Time
-	for _, m := range x.s.pool.list() {
+	for _, m := range x.s.pool.List() {
 		if m.Kind != KindChatGPT || m.Disabled || !p.servesAny(m) {
 			continue
 		}
-		m.mu.Lock()
-		st, until, why := m.stateLocked(now), m.cooldownUntil, m.cooldownReason
-		m.mu.Unlock()
+		snap := m.Snapshot(now, "")
 		// A credit resets rate-limit windows: it does nothing for an upstream that fails.
-		if st != StateCooldown || why != CooldownRateLimit || until.Sub(now) <= creditSoonBack {
+		if snap.State != StateCooldown || snap.CooldownReason != CooldownRateLimit || snap.CooldownUntil.Sub(now) <= creditSoonBack {
 			continue
 		}
-		if t := m.quotaReset(now); !t.IsZero() && t.Sub(now) <= creditSoonBack {
+		if t := m.QuotaReset(now); !t.IsZero() && t.Sub(now) <= creditSoonBack {
 			continue // its window resets soon: the rest is a stale reading
 		}
-		c := &m.credits
+		c := x.s.creditsOf(m)
 		c.mu.Lock()
 		has := c.pending != nil || len(c.credits) > 0
 		var exp time.Time

@@ -53,10 +53,10 @@ func (x *exchange) holdForPool(p *plan) bool {
 	var back time.Time
 	for i := range p.targets {
 		tg := &p.targets[i]
-		if p.usable(&s.pool, tg, now) {
+		if p.usable(s.pool, tg, now) {
 			return false
 		}
-		t := s.pool.backAt(now, func(m *member) bool { return p.serves(m, tg) })
+		t := s.pool.BackAt(now, func(m *member) bool { return p.serves(m, tg) })
 		if !t.IsZero() && (back.IsZero() || t.Before(back)) {
 			back = t
 		}
@@ -112,33 +112,5 @@ func (x *exchange) holdUntil(back time.Time) bool {
 // holdSlack is waited past an account's return, so that its cooldown has surely ended.
 const holdSlack = 50 * time.Millisecond
 
-// backAt is when the first account that rests (cools down) and serves a request (serves) is
-// back; zero when none rests. Disabled and signed-out accounts do not come back by waiting.
-func (p *pool) backAt(now time.Time, serves func(*member) bool) time.Time {
-	var back time.Time
-	for _, m := range p.list() {
-		if !serves(m) {
-			continue
-		}
-		m.mu.Lock()
-		if m.stateLocked(now) == StateCooldown && (back.IsZero() || m.cooldownUntil.Before(back)) {
-			back = m.cooldownUntil
-		}
-		m.mu.Unlock()
-	}
-	return back
-}
-
 // HoldBound is the longest wait for a resting pool in force (negative: never).
 func (s *Server) HoldBound() time.Duration { return time.Duration(s.hold.Load()) }
-
-// restsUntil is when m, cooling down, is back; zero when it does not rest (or does not come
-// back by waiting: disabled, signed out).
-func (m *member) restsUntil(now time.Time) time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stateLocked(now) != StateCooldown {
-		return time.Time{}
-	}
-	return m.cooldownUntil
-}

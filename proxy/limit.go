@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
@@ -50,14 +51,14 @@ func carriesNoOutput(ev sse.Event) bool {
 // or a terminal event whose response failed or stopped for a limit; where says where it came
 // (for the reason). The event's data is redacted in place when it is one; ok is false for any
 // other event.
-func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event, where string) (w said, ok bool) {
+func (x *exchange) streamFailure(tr *accountTry, ev *sse.Event, where string) (w pool.Said, ok bool) {
 	if !tr.wire.firstFails(*ev) && !terminalFailed(ev.Name, ev.Data) {
-		return said{}, false
+		return pool.Said{}, false
 	}
 	ev.Data = redact(ev.Data, tr.cred.Token)
-	w = saidEvent(where, ev.Data)
+	w = pool.SaidEvent(where, ev.Data)
 	if tr.wire.firstFails(*ev) {
-		w.code = parseErrorBody(ev.Data).code // a failure event's code is its own, not its response's incomplete reason
+		w.Code = pool.ParseErrorBody(ev.Data).Code // a failure event's code is its own, not its response's incomplete reason
 	}
 	return w, true
 }
@@ -79,32 +80,8 @@ func terminalFailed(name string, data []byte) bool {
 		return false
 	}
 	hasError := len(v.Response.Error) > 0 && string(v.Response.Error) != "null"
-	cl, _ := codeClass(incompleteReason(data))
-	return v.Response.Status == "failed" || hasError || cl == limited
-}
-
-// incompleteReason is a terminal event's response.incomplete_details.reason ("": none).
-func incompleteReason(data []byte) string {
-	var v struct {
-		Response struct {
-			IncompleteDetails struct {
-				Reason string `json:"reason"`
-			} `json:"incomplete_details"`
-		} `json:"response"`
-	}
-	json.Unmarshal(data, &v)
-	return v.Response.IncompleteDetails.Reason
-}
-
-// finalFails judges the terminal event of an answer read whole (the client asked for no
-// stream): nothing of it reached the client, so a limit or an overload anywhere in it, after
-// output items included, moves the request on like one at the start.
-func (x *exchange) finalFails(tr *accountTry, a *answer) (verdict, string) {
-	w, ok := x.streamFailure(tr, &a.final, "stream failed at once")
-	if !ok {
-		return served, ""
-	}
-	return x.judgeEvent(tr, w)
+	cl, _ := pool.CodeClass(pool.IncompleteReason(data))
+	return v.Response.Status == "failed" || hasError || cl == pool.Limited
 }
 
 // restIfLimited rests the account serving a (or its workspace) when a terminal event relayed
@@ -115,7 +92,7 @@ func (x *exchange) restIfLimited(a *answer, name string, data []byte) {
 		return
 	}
 	m := a.tr.m
-	if j := x.s.judgeFor(m, saidEvent("limit reached after output", redact(data, a.tr.cred.Token))); j.class == limited {
-		x.s.rest(m, a.tr.cred, a.tr.tg.model, j)
+	if j := x.s.pool.Judge(m, pool.SaidEvent("limit reached after output", redact(data, a.tr.cred.Token))); j.Class == pool.Limited {
+		x.s.pool.Rest(m, a.tr.cred, a.tr.tg.model, j)
 	}
 }

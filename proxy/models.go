@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"slices"
 	"strings"
@@ -163,13 +164,13 @@ const defaultBaseInstructions = `You are Codex, a coding agent running in the us
 Work until the task is fully resolved before ending your turn. Keep changes focused and consistent with the existing style of the codebase, prefer the smallest correct change, and run the relevant tests when you can. Use the tools you are given to inspect the workspace rather than guessing; when you edit files, use the patch tool. State your assumptions when the request is ambiguous, and finish with a short summary of what you changed and how you verified it.`
 
 // noAccounts answers, when the relay has no account at all, the clear 503 a request gets
-// (pool.unavailable), rather than an empty list that Codex reads as "No models are available"
+// (Server.unavailable), rather than an empty list that Codex reads as "No models are available"
 // and then retries a request into for half a minute before the reason shows; it reports
 // whether it did.
 func (s *Server) noAccounts(w http.ResponseWriter) bool {
-	if len(s.pool.list()) > 0 {
+	if len(s.pool.List()) > 0 {
 		return false
 	}
-	writeError(w, s.pool.unavailable("", s.now()))
+	writeError(w, s.unavailable(pool.Dry{}, ""))
 	return true
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"math"
 	"net/http"
@@ -46,8 +47,8 @@ type poolWindows struct {
 	// servingCounted says that an account that can serve has a fresh reading: without one,
 	// the figures could only be invented.
 	servingCounted bool
-	limit          usageLimit
-	additional     []additionalLimit
+	limit          pool.UsageLimit
+	additional     []pool.AdditionalLimit
 	counted        []string // the accounts whose readings made the figures
 	unread         []string // accounts that can serve, left out: no fresh reading
 }
@@ -65,12 +66,12 @@ type poolAccount struct {
 // enabled ChatGPT account.
 func (s *Server) poolUsage(ctx context.Context) (pw poolWindows, ok bool) {
 	var stale []*member
-	for _, m := range s.pool.list() {
+	for _, m := range s.pool.List() {
 		if m.Kind != KindChatGPT || m.Disabled {
 			continue
 		}
 		ok = true
-		if q := m.quotaCopy(); m.usable("", s.now()) && (q == nil || s.now().Sub(q.FetchedAt) > usageFresh) {
+		if q := quotaCopy(m); m.Usable("", s.now()) && (q == nil || s.now().Sub(q.FetchedAt) > usageFresh) {
 			stale = append(stale, m)
 		}
 	}
@@ -89,11 +90,11 @@ func (s *Server) poolUsage(ctx context.Context) (pw poolWindows, ok bool) {
 	}
 	now := s.now()
 	var accts []poolAccount
-	for _, m := range s.pool.list() {
+	for _, m := range s.pool.List() {
 		if m.Kind != KindChatGPT || m.Disabled {
 			continue
 		}
-		a := poolAccount{name: m.Name, serves: m.usable("", now), back: m.restsUntil(now), q: m.quotaCopy()}
+		a := poolAccount{name: m.Name, serves: m.Usable("", now), back: m.RestsUntil(now), q: quotaCopy(m)}
 		if a.serves && (a.q == nil || now.Sub(a.q.FetchedAt) > usageFresh) {
 			pw.unread = append(pw.unread, m.Name)
 			continue
@@ -116,7 +117,7 @@ func pooled(accts []poolAccount, unread []string, now time.Time) poolWindows {
 		}
 	}
 	pw.serving = pw.serving || len(unread) > 0
-	pw.limit = usageLimit{Allowed: pw.serving, LimitReached: !pw.serving}
+	pw.limit = pool.UsageLimit{Allowed: pw.serving, LimitReached: !pw.serving}
 	core := func(primary bool) func(q *Quota) (windowReading, bool) {
 		return func(q *Quota) (windowReading, bool) {
 			if primary {
@@ -155,10 +156,10 @@ func pooled(accts []poolAccount, unread []string, now time.Time) poolWindows {
 				return windowReading{}, false
 			}
 		}
-		l := usageLimit{Allowed: pw.serving, LimitReached: !pw.serving}
+		l := pool.UsageLimit{Allowed: pw.serving, LimitReached: !pw.serving}
 		l.Primary, l.Secondary = ordered(poolWindow(accts, of(true), pw.serving, firstBack, now),
 			poolWindow(accts, of(false), pw.serving, firstBack, now))
-		pw.additional = append(pw.additional, additionalLimit{LimitName: name, MeteredFeature: feature, RateLimit: &l})
+		pw.additional = append(pw.additional, pool.AdditionalLimit{LimitName: name, MeteredFeature: feature, RateLimit: &l})
 	}
 	return pw
 }
@@ -173,7 +174,7 @@ type windowReading struct {
 
 // poolWindow is the pool's figure of one window, read of each account by get (false: the
 // account has no such limit at all); nil when no account has the window.
-func poolWindow(accts []poolAccount, get func(*Quota) (windowReading, bool), serving bool, firstBack, now time.Time) *usageWindow {
+func poolWindow(accts []poolAccount, get func(*Quota) (windowReading, bool), serving bool, firstBack, now time.Time) *pool.UsageWindow {
 	var n int
 	var left float64
 	var secs int64
@@ -215,7 +216,7 @@ func poolWindow(accts []poolAccount, get func(*Quota) (windowReading, bool), ser
 	if !serving && !firstBack.IsZero() && (reset.IsZero() || firstBack.Before(reset)) {
 		reset = firstBack // nothing serves: the pool is back when its first account is
 	}
-	w := &usageWindow{UsedPercent: max(used, 0), LimitWindowSeconds: secs}
+	w := &pool.UsageWindow{UsedPercent: max(used, 0), LimitWindowSeconds: secs}
 	if reset.After(now) {
 		w.ResetAfterSeconds, w.ResetAt = int64(reset.Sub(now).Seconds()), reset.Unix()
 	}
@@ -224,7 +225,7 @@ func poolWindow(accts []poolAccount, get func(*Quota) (windowReading, bool), ser
 
 // ordered puts the shorter of two windows first: the primary and the secondary of an answer
 // (a pool with the week alone has it as its primary, and no secondary).
-func ordered(a, b *usageWindow) (*usageWindow, *usageWindow) {
+func ordered(a, b *pool.UsageWindow) (*pool.UsageWindow, *pool.UsageWindow) {
 	if a == nil {
 		return b, nil
 	}
@@ -278,7 +279,7 @@ func (pw poolWindows) overlay(own []byte) []byte {
 }
 
 // overlayLimit is the user's limit object with the pool's state and windows over it.
-func overlayLimit(theirs json.RawMessage, pool *usageLimit) json.RawMessage {
+func overlayLimit(theirs json.RawMessage, pool *pool.UsageLimit) json.RawMessage {
 	var l map[string]json.RawMessage
 	if json.Unmarshal(theirs, &l) != nil || l == nil {
 		l = map[string]json.RawMessage{}

@@ -1,16 +1,13 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 
 // QuotaInterval is how often ChatGPT accounts' usage is read in the background.
@@ -26,7 +23,7 @@ func usageURL(base string) string {
 // figures stay in the stats while it runs and when an account's read fails.
 func (s *Server) RefreshQuotas(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, m := range s.pool.list() {
+	for _, m := range s.pool.List() {
 		if m.Kind != KindChatGPT || m.Disabled {
 			continue
 		}
@@ -47,10 +44,7 @@ func (s *Server) refreshQuota(ctx context.Context, m *member) {
 		s.log.Debug("quota read failed", "account", m.Name, "error", err)
 		return
 	}
-	m.mu.Lock()
-	m.quota = q
-	m.mu.Unlock()
-	s.changes.Raise()
+	s.pool.SetQuota(m, q)
 }
 
 // refreshQuotaSoon reads an enabled ChatGPT account's usage in the background, if the relay is
@@ -77,124 +71,8 @@ func (s *Server) fetchQuota(ctx context.Context, m *member) (*Quota, error) {
 	if status != http.StatusOK {
 		return nil, fmt.Errorf("usage: HTTP %d", status)
 	}
-	return parseUsage(body, s.now())
+	return pool.ParseUsage(body, s.now())
 }
-
-// usageAnswer is the ChatGPT backend's /wham/usage answer, as far as the relay reads an
-// account's (parseUsage) or writes the pool's windows over the signed-in user's own
-// (poolusage.go): the limit's windows and each metered feature's own (additional_rate_limits,
-// told apart by limit_name), each window with its length and reset, an absent one null.
-type usageAnswer struct {
-	PlanType  string      `json:"plan_type"`
-	RateLimit *usageLimit `json:"rate_limit"`
-	Credits   *struct {
-		HasCredits bool            `json:"has_credits"`
-		Unlimited  bool            `json:"unlimited"`
-		Balance    json.RawMessage `json:"balance"`
-	} `json:"credits"`
-	ResetCredits *struct {
-		Available *int `json:"available_count"`
-	} `json:"rate_limit_reset_credits"`
-	Additional []additionalLimit `json:"additional_rate_limits"`
-}
-
-// usageLimit is one limit's state and windows.
-type usageLimit struct {
-	Allowed      bool         `json:"allowed"`
-	LimitReached bool         `json:"limit_reached"`
-	Primary      *usageWindow `json:"primary_window"`
-	Secondary    *usageWindow `json:"secondary_window"`
-}
-
-// usageWindow is one window. Codex reads its fields as whole numbers: the relay writes them so.
-type usageWindow struct {
-	UsedPercent        float64 `json:"used_percent"`
-	LimitWindowSeconds int64   `json:"limit_window_seconds"`
-	ResetAfterSeconds  int64   `json:"reset_after_seconds"`
-	ResetAt            int64   `json:"reset_at"`
-}
-
-// additionalLimit is a metered feature's own limit (a research preview's model, say).
-type additionalLimit struct {
-	LimitName      string      `json:"limit_name"`
-	MeteredFeature string      `json:"metered_feature"`
-	RateLimit      *usageLimit `json:"rate_limit"`
-}
-
-const (
-	fiveHours = 5 * 3600
-	week      = 7 * 24 * 3600
-)
-
-// parseUsage reads the usage answer. Windows are told apart by their length (18000 s: five
-// hours, 604800 s: a week), else taken as primary and secondary; each keeps its length (an
-// answer that gives none: five hours for the first, a week for the second).
-func parseUsage(body []byte, now time.Time) (*Quota, error) {
-	type window = usageWindow
-	type windows = usageLimit
-	var v usageAnswer
-	if err := json.Unmarshal(body, &v); err != nil {
-		return nil, fmt.Errorf("usage: %v", err)
-	}
-	reset := func(w *window) time.Time {
-		if w.ResetAt > 0 {
-			return time.Unix(w.ResetAt, 0)
-		}
-		if w.ResetAfterSeconds > 0 {
-			return now.Add(time.Duration(w.ResetAfterSeconds) * time.Second)
-		}
-		return time.Time{}
-	}
-	// read fills the two windows of ws: the weekly one is the secondary.
-	read := func(ws *windows, pu *float64, pr *time.Time, ps *int64, su *float64, sr *time.Time, ss *int64) {
-		if ws == nil {
-			return
-		}
-		for i, w := range []*window{ws.Primary, ws.Secondary} {
-			if w == nil {
-				continue
-			}
-			secs := min(max(w.LimitWindowSeconds, 0), 366*24*3600)
-			if weekly := secs >= week || (secs == 0 && i == 1); weekly {
-				*su, *sr, *ss = w.UsedPercent, reset(w), cmp.Or(secs, week)
-			} else {
-				*pu, *pr, *ps = w.UsedPercent, reset(w), cmp.Or(secs, fiveHours)
-			}
-		}
-	}
-	q := &Quota{FetchedAt: now, PlanType: cleanText(v.PlanType, 32)}
-	read(v.RateLimit, &q.PrimaryUsedPercent, &q.PrimaryResetsAt, &q.PrimaryWindowSeconds,
-		&q.SecondaryUsedPercent, &q.SecondaryResetsAt, &q.SecondaryWindowSeconds)
-	if c := v.Credits; c != nil {
-		q.Credits = &QuotaCredits{HasCredits: c.HasCredits, Unlimited: c.Unlimited}
-		// The backend writes the balance as a string ("12.5") or a number.
-		if b, err := payload.DecodeString(c.Balance); err == nil {
-			q.Credits.Balance = cleanText(b, 32)
-		} else if payload.KindOf(c.Balance) == payload.KindNumber {
-			q.Credits.Balance = string(c.Balance)
-		}
-	}
-	if rc := v.ResetCredits; rc != nil && rc.Available != nil && *rc.Available >= 0 {
-		n := min(*rc.Available, 1000)
-		q.ResetCredits = &n
-	}
-	for _, a := range v.Additional {
-		if len(q.Additional) == maxAdditionalQuotas {
-			break
-		}
-		if a.RateLimit == nil || cleanText(a.LimitName, 64) == "" {
-			continue
-		}
-		aq := AdditionalQuota{Name: cleanText(a.LimitName, 64), Feature: cleanText(a.MeteredFeature, 64)}
-		read(a.RateLimit, &aq.PrimaryUsedPercent, &aq.PrimaryResetsAt, &aq.PrimaryWindowSeconds,
-			&aq.SecondaryUsedPercent, &aq.SecondaryResetsAt, &aq.SecondaryWindowSeconds)
-		q.Additional = append(q.Additional, aq)
-	}
-	return q, nil
-}
-
-// maxAdditionalQuotas bounds the feature limits kept of one account (the backend sends a few).
-const maxAdditionalQuotas = 8
 
 // startQuotaLoop reads quotas now and every QuotaInterval until stop.
 func (s *Server) startQuotaLoop() (stop func()) {
@@ -212,35 +90,4 @@ func (s *Server) startQuotaLoop() (stop func()) {
 		}
 	}()
 	return cancel
-}
-
-// usedScore orders accounts of equal priority: untouched first, then the most headroom.
-func (m *member) usedScore() float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.quota == nil {
-		return 0
-	}
-	return max(m.quota.PrimaryUsedPercent, m.quota.SecondaryUsedPercent)
-}
-
-// quotaReset is when an exhausted window of m resets (the later one if both are), or zero.
-func (m *member) quotaReset(now time.Time) time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.quota
-	if q == nil {
-		return time.Time{}
-	}
-	var t time.Time
-	if q.PrimaryUsedPercent >= 100 && q.PrimaryResetsAt.After(now) {
-		t = q.PrimaryResetsAt
-	}
-	if q.SecondaryUsedPercent >= 100 && q.SecondaryResetsAt.After(t) {
-		t = q.SecondaryResetsAt
-	}
-	if t.IsZero() && q.PrimaryResetsAt.After(now) {
-		t = q.PrimaryResetsAt
-	}
-	return t
 }

@@ -1,77 +1,22 @@
 package proxy
 
-import (
-	"bytes"
-	"regexp"
-)
+import upstreamtext "github.com/codexrelay/codexrelay/proxy/internal/redact"
 
-// Text that comes from an upstream (an error body, a failure event, a transport error, a
-// model list's error) is untrusted: an upstream may echo the key it was sent ("Incorrect API
-// key provided: sk-...") or dump its request headers. Such text is redacted where it enters
-// the relay, before it is stored (account state, traces), logged, counted or relayed to a
-// client, so that no client can read another account's key through the relay.
+// Text that comes from an upstream is untrusted: it is redacted where it enters the relay
+// (proxy/internal/redact), before it is stored, logged, counted or relayed.
 
-var secretShapes = []struct {
-	re   *regexp.Regexp
-	keep int // leading submatch to keep as it is (a prefix), 0 for none
-}{
-	// Authorization header values: "Bearer <token>", "Basic <creds>".
-	{regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=:-]{6,}`), 2},
-	// JSON Web Tokens (OAuth access and id tokens).
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0},
-	// API keys with a known prefix: OpenAI (sk-, sk-proj-, sess-), Anthropic, the relay's own
-	// local key (crk-), GitHub, Slack, Google.
-	{regexp.MustCompile(`\b(?:sk|rk|pk|sess|crk)-[A-Za-z0-9_-]{12,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{30,}`), 0},
-	// key = value pairs that name a secret.
-	{regexp.MustCompile(`(?i)\b((?:api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|password|secret|x-api-key|authorization)["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?)[^\s"',;&}]{6,}`), 1},
-}
-
-// redact returns text with every secret masked: the given secrets (the account's own
-// credential) by their last four characters, anything shaped like an API key, a bearer
-// token or a JWT likewise. Text without any is returned as it is, without a copy.
-func redact(text []byte, secrets ...string) []byte {
-	out := text
-	copied := false
-	for _, s := range secrets {
-		if len(s) < 8 || !bytes.Contains(out, []byte(s)) {
-			continue
-		}
-		out = bytes.ReplaceAll(out, []byte(s), []byte(mask(s)))
-		copied = true
-	}
-	for _, sh := range secretShapes {
-		if !sh.re.Match(out) {
-			continue
-		}
-		if !copied {
-			out = bytes.Clone(out)
-			copied = true
-		}
-		out = sh.re.ReplaceAllFunc(out, func(m []byte) []byte {
-			prefix := 0
-			if sh.keep > 0 {
-				sub := sh.re.FindSubmatchIndex(m)
-				prefix = sub[2*sh.keep+1]
-			}
-			if bytes.Contains(m[prefix:], []byte("****")) {
-				return m // masked already
-			}
-			return append(append([]byte(nil), m[:prefix]...), mask(string(m[prefix:]))...)
-		})
-	}
-	return out
-}
+// redact returns text with every secret masked (redact.Bytes).
+func redact(text []byte, secrets ...string) []byte { return upstreamtext.Bytes(text, secrets...) }
 
 // redactString is redact for strings.
 func redactString(text string, secrets ...string) string {
-	b := redact([]byte(text), secrets...)
-	return string(b)
+	return upstreamtext.String(text, secrets...)
 }
 
-// mask keeps the last four characters of a secret, as API dashboards show keys.
-func mask(s string) string {
-	if len(s) <= 8 {
-		return "****"
-	}
-	return "****" + s[len(s)-4:]
-}
+// mask keeps the last four characters of a secret.
+func mask(s string) string { return upstreamtext.Mask(s) }
+
+// cleanText makes upstream text safe to store and show (redact.Clean).
+func cleanText(s string, n int) string { return upstreamtext.Clean(s, n) }
+
+func truncate(s string, n int) string { return upstreamtext.Truncate(s, n) }

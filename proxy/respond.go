@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"strconv"
@@ -86,7 +87,7 @@ func (x *exchange) relayStream(a *answer) {
 		data, raw := ev.Data, ev.Raw
 		if isFailureEvent(ev.Name) {
 			data, raw = redact(data, token), redact(raw, token)
-			if msg := parseErrorBody(data).msg; msg != "" {
+			if msg := pool.ParseErrorBody(data).Msg; msg != "" {
 				x.t.Error = truncate(msg, 200)
 			}
 		}
@@ -348,13 +349,13 @@ func (x *exchange) answerWholeAsChat(a *answer) {
 func (x *exchange) finalResponse(a *answer) ([]byte, bool) {
 	final := a.final
 	if final.Name == "response.failed" || final.Name == "error" {
-		w := saidEvent("the response failed", redact(final.Data, a.tr.cred.Token))
-		j := x.s.judgeFor(a.tr.m, w)
-		msg := w.msg
+		w := pool.SaidEvent("the response failed", redact(final.Data, a.tr.cred.Token))
+		j := x.s.pool.Judge(a.tr.m, w)
+		msg := w.Msg
 		if msg == "" {
 			msg = "the upstream failed the response"
 		}
-		x.reject(&apiError{Status: j.clientStatus(), Type: "upstream_error", Code: w.code, Message: msg, ResetsAt: w.resetsAt}, OutcomeFailed)
+		x.reject(&apiError{Status: j.ClientStatus(), Type: "upstream_error", Code: w.Code, Message: msg, ResetsAt: w.ResetsAt}, OutcomeFailed)
 		return nil, false
 	}
 	x.noteUsage(final.Data)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"slices"
 	"strings"
@@ -101,7 +102,7 @@ func (p *plan) servesAny(m *member) bool {
 }
 
 // anyUsable reports whether an account that serves one of the plan's targets can take it now.
-func (p *plan) anyUsable(pl *pool, now time.Time) bool {
+func (p *plan) anyUsable(pl *pool.Pool, now time.Time) bool {
 	for i := range p.targets {
 		if p.usable(pl, &p.targets[i], now) {
 			return true
@@ -111,13 +112,8 @@ func (p *plan) anyUsable(pl *pool, now time.Time) bool {
 }
 
 // usable reports whether an account that serves target tg can take it now.
-func (p *plan) usable(pl *pool, tg *target, now time.Time) bool {
-	for _, m := range pl.list() {
-		if p.serves(m, tg) && m.usable(tg.model, now) {
-			return true
-		}
-	}
-	return false
+func (p *plan) usable(pl *pool.Pool, tg *target, now time.Time) bool {
+	return pl.AnyUsable(tg.model, now, func(m *member) bool { return p.serves(m, tg) })
 }
 
 // notLite reports whether the target's catalog entry says the model is not served in the
@@ -245,7 +241,7 @@ func (x *exchange) dispatchOnce(p *plan, tl *tally) bool {
 		x.filterTools(tg)
 		x.t.ResolvedModel = tg.model
 		for _, m := range x.candidates(p, tg) {
-			if tl.tried > 0 && (!s.pool.current(m) || !m.usable(tg.model, s.now())) {
+			if tl.tried > 0 && (!s.pool.Current(m) || !m.Usable(tg.model, s.now())) {
 				// Removed, disabled or rested while this request was trying other accounts (a
 				// workspace's limit rests all its accounts at once: restWorkspace).
 				continue
@@ -276,7 +272,7 @@ func (x *exchange) dispatchOnce(p *plan, tl *tally) bool {
 // candidates are the accounts that may take target tg now, in the order to try them.
 func (x *exchange) candidates(p *plan, tg *target) []*member {
 	serves := func(m *member) bool { return p.serves(m, tg) }
-	return x.preferSealer(x.s.pool.candidates(tg.model, x.req.session, x.s.now(), serves), tg.model, serves)
+	return x.preferSealer(x.s.pool.Candidates(tg.model, x.req.session, x.s.now(), serves), tg.model, serves)
 }
 
 // filterTools removes from the request's tools the types tg's catalog entry says it does not
@@ -346,7 +342,7 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 			Message: "Codex Relay cannot read the accounts' secrets: " + tl.storeErr}, OutcomeError)
 		return
 	}
-	e := s.pool.unavailable(model, s.now())
+	e := s.unavailable(s.pool.Unavailable(model, s.now(), nil), "")
 	if tl.tried == 0 {
 		x.reject(e, OutcomeRejected)
 		return
@@ -354,7 +350,7 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 	// Every candidate failed before any byte reached the client. When no account is usable any
 	// more (all cooling down or signed out) the pool's answer says so and when to come back;
 	// otherwise the failures were the upstreams' (a 502 the Codex CLI retries).
-	if !s.pool.anyUsable(model, s.now()) {
+	if !s.pool.AnyUsable(model, s.now(), nil) {
 		e.Message = "every account failed: " + strings.Join(tl.failures, "; ") + ". " + e.Message
 		x.reject(e, OutcomeError)
 		return
@@ -370,25 +366,25 @@ func (x *exchange) noAccountServed(p *plan, tl *tally) {
 // that account rests and is back within the hold bound, the request waits for it (hold.go)
 // rather than go elsewhere without the content.
 func (x *exchange) preferSealer(cands []*member, target string, serves func(*member) bool) []*member {
-	if len(cands) == 0 || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, cands[0].key()) {
+	if len(cands) == 0 || x.s.sealOff.Load() || !x.s.seals.foreignIn(x.req.session, cands[0].Key()) {
 		return cands // the cost of a conversation that never rotated: this look-up
 	}
 	key := x.preciousSealer()
-	if key == "" || key == cands[0].key() {
+	if key == "" || key == cands[0].Key() {
 		return cands
 	}
 	for i, m := range cands {
-		if m.key() == key {
+		if m.Key() == key {
 			copy(cands[1:i+1], cands[:i])
 			cands[0] = m
 			return cands
 		}
 	}
-	m := x.s.pool.get(key)
+	m := x.s.pool.Get(key)
 	if m == nil || !serves(m) {
 		return cands
 	}
-	if back := m.restsUntil(x.s.now()); x.holdCovers(back) && x.holdUntil(back) && m.usable(target, x.s.now()) {
+	if back := m.RestsUntil(x.s.now()); x.holdCovers(back) && x.holdUntil(back) && m.Usable(target, x.s.now()) {
 		return append([]*member{m}, cands...)
 	}
 	return cands

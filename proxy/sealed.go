@@ -100,7 +100,7 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 	if x.s.sealOff.Load() {
 		return
 	}
-	learn := func(v []byte) { x.s.seals.learn(m.key(), x.req.session, v) }
+	learn := func(v []byte) { x.s.seals.learn(m.Key(), x.req.session, v) }
 	sealedContents(output, learn)
 	if bytes.Contains(output, sealedArgsKey) {
 		sealedTokens(output, learn)
@@ -120,8 +120,8 @@ func (x *exchange) learnSealed(m *member, output []byte) {
 // serialization cache.
 func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (payload.Override, bool) {
 	x.t.SealedOmitted, x.t.SealedOmittedParts = 0, nil
-	strip := x.sealed.stripFor == m.key()
-	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.key()) || x.carriesRelaySeal())
+	strip := x.sealed.stripFor == m.Key()
+	sealing := !x.s.sealOff.Load() && (strip || x.s.seals.foreignIn(x.req.session, m.Key()) || x.carriesRelaySeal())
 	if !sealing && !classic {
 		return payload.Override{}, false
 	}
@@ -146,12 +146,12 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 // by m; after m refused sealed content in this request, every value m is not known to have
 // sealed.
 func (x *exchange) foreignFor(m *member) func(v []byte) bool {
-	strip := x.sealed.stripFor == m.key() || x.sealed.unknownFor == m.key()
+	strip := x.sealed.stripFor == m.Key() || x.sealed.unknownFor == m.Key()
 	return func(v []byte) bool {
 		if isRelaySealed(v) {
 			return true // no account reads the relay's own compactions: they are put as text
 		}
-		f, known := x.s.seals.foreignTo(v, m.key())
+		f, known := x.s.seals.foreignTo(v, m.Key())
 		return f || (!known && strip)
 	}
 }
@@ -161,7 +161,7 @@ func (x *exchange) foreignFor(m *member) func(v []byte) bool {
 // table never learned: sent to another account, they would make it refuse the re-making.
 func (x *exchange) ownOnly(m *member) func(v []byte) bool {
 	return func(v []byte) bool {
-		f, known := x.s.seals.foreignTo(v, m.key())
+		f, known := x.s.seals.foreignTo(v, m.Key())
 		return f || !known
 	}
 }
@@ -173,7 +173,7 @@ func (x *exchange) remadeFor(m *member) func(v []byte) []byte {
 		if sum, ok := x.s.openSummary(v); ok {
 			return summaryItem(sum)
 		}
-		item, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), m.key(), x.s.now())
+		item, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), m.Key(), x.s.now())
 		return item
 	}
 }
@@ -423,7 +423,7 @@ func withoutForeignBlocks(o *payload.Object, foreign func([]byte) bool) (out []b
 // be retried on m without them. It reports false when there is nothing to leave out, or when
 // this request already retried m so (the refusal is then the client's answer).
 func (x *exchange) refused(m *member, items func() [][]byte) bool {
-	if x.sealed.stripFor == m.key() || x.s.sealOff.Load() {
+	if x.sealed.stripFor == m.Key() || x.s.sealOff.Load() {
 		return false
 	}
 	found := false
@@ -432,11 +432,11 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 			continue
 		}
 		sealedIn(it, func(v []byte) {
-			if owner, known := x.s.seals.owner(v); known && owner == m.key() {
+			if owner, known := x.s.seals.owner(v); known && owner == m.Key() {
 				return
 			}
 			found = true
-			x.s.seals.refuse(m.key(), x.req.session, v)
+			x.s.seals.refuse(m.Key(), x.req.session, v)
 		})
 	}
 	if !found {
@@ -446,7 +446,7 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		for _, it := range items() {
 			if mayBeSealed(it) {
 				sealedIn(it, func(v []byte) {
-					if x.s.seals.disown(m.key(), x.req.session, v) {
+					if x.s.seals.disown(m.Key(), x.req.session, v) {
 						found = true
 					}
 				})
@@ -454,7 +454,7 @@ func (x *exchange) refused(m *member, items func() [][]byte) bool {
 		}
 	}
 	if found {
-		x.sealed.stripFor = m.key()
+		x.sealed.stripFor = m.Key()
 		x.t.SealedRetry = true
 	}
 	return found

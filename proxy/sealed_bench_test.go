@@ -12,7 +12,7 @@ import (
 func BenchmarkSealedTracking(b *testing.B) {
 	s := New(Options{})
 	s.SetAccounts([]Account{{Name: "a", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:1/v1", Credentials: Static{Token: "sk-a"}}})
-	m := s.pool.list()[0]
+	m := s.pool.List()[0]
 	answer := []byte(`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAABbench-own-0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz="}}`)
 	obj, _ := payload.Parse([]byte(`{"model":"m","input":[{"type":"message","role":"user","content":"hi"}]}`))
 	x := &exchange{s: s, req: &clientRequest{obj: obj, session: "conv-1"}, body: &clientBody{obj: obj}}
@@ -30,7 +30,7 @@ func BenchmarkSealedTracking(b *testing.B) {
 func BenchmarkSealedTrackingMultiAgent(b *testing.B) {
 	s := New(Options{})
 	s.SetAccounts([]Account{{Name: "a", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:1/v1", Credentials: Static{Token: "sk-a"}}})
-	m := s.pool.list()[0]
+	m := s.pool.List()[0]
 	answer := []byte(`{"type":"response.output_item.done","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc_s","call_id":"call_s","namespace":"collaboration","name":"spawn_agent","arguments":"{\"message\":\"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz=\",\"task_name\":\"helper\"}","encrypted_function_args":["message"]}}`)
 	obj, _ := payload.Parse([]byte(`{"model":"m","input":[{"type":"agent_message","author":"/root","recipient":"/root/helper","content":[{"type":"input_text","text":"task"},{"type":"encrypted_content","encrypted_content":"gAAAABbench-own-task-0123456789abcdefghijklmnopqrstuvwxyz="}]}]}`))
 	x := &exchange{s: s, req: &clientRequest{obj: obj, session: "conv-1"}, body: &clientBody{obj: obj}}

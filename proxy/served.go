@@ -346,4 +346,4 @@ func responseItems(resp []byte) (string, []json.RawMessage) {
 }
 
 // anyChatAccount reports whether an account of the pool would translate a Responses request.
-func (s *Server) anyChatAccount() bool { return s.pool.anyChat() }
+func (s *Server) anyChatAccount() bool { return s.pool.AnyChat() }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"log/slog"
 	"net"
 	"net/http"
@@ -107,7 +108,7 @@ type Server struct {
 	opt         Options
 	log         *slog.Logger
 	client      *http.Client
-	pool        pool
+	pool        *pool.Pool
 	traces      *traceRing
 	c           counters
 	catalog     *catalog
@@ -206,7 +207,7 @@ func New(opt Options) *Server {
 	if opt.IdleReclaim == 0 {
 		opt.IdleReclaim = 10 * time.Second
 	}
-	opt.Breaker = opt.Breaker.withDefaults()
+	opt.Breaker = opt.Breaker.WithDefaults()
 	if opt.RetryBackoff <= 0 {
 		opt.RetryBackoff = 250 * time.Millisecond
 	}
@@ -245,14 +246,14 @@ func New(opt Options) *Server {
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
 	}
-	s.pool.changed = &s.changes
+	s.pool = pool.New(s.changes.Raise, s.now, opt.Breaker)
 	s.SetHold(opt.Hold)
 	if err := s.SetResetCredits(opt.ResetCredits); err != nil {
 		s.log.Error("options: banked resets ignored", "error", err)
 	}
 	s.started = s.now()
 	s.SetTimeouts(opt.Timeouts)
-	s.pool.setStrategy(opt.Strategy)
+	s.pool.SetStrategy(opt.Strategy)
 	s.SetLocalAPIKey(opt.LocalAPIKey)
 	s.sealer.Store(&sealCipher{aead: newSealAEAD(opt.SealKey), kept: opt.SealKey != nil})
 	s.relaySeals.Store(opt.SealKey != nil) // the embedder's key may have sealed compactions before
@@ -361,7 +362,7 @@ func (s *Server) now() time.Time { return s.opt.Now() }
 // SetAccounts replaces the upstream accounts, in priority order. Runtime state (cooldowns,
 // counters) is kept for accounts that keep their name, kind and base URL.
 func (s *Server) SetAccounts(accounts []Account) {
-	added := s.pool.set(accounts)
+	added := s.pool.Set(accounts)
 	s.catalog.invalidate()
 	// A ChatGPT account added while the relay serves shows its quota at once, not at the next
 	// round of the quota loop.
@@ -373,9 +374,9 @@ func (s *Server) SetAccounts(accounts []Account) {
 // ResetAccount forgets the cooldown, model blocks and needs-login mark of the account with
 // this ID (or, for accounts without one, name), after the user signed in again.
 func (s *Server) ResetAccount(key string) {
-	for _, m := range s.pool.list() {
-		if m.key() == key {
-			m.reset()
+	for _, m := range s.pool.List() {
+		if m.Key() == key {
+			s.pool.SignedIn(m)
 			s.refreshQuotaSoon(m)
 		}
 	}
@@ -383,8 +384,7 @@ func (s *Server) ResetAccount(key string) {
 
 // SetStrategy switches the routing strategy at runtime.
 func (s *Server) SetStrategy(strategy string) {
-	s.pool.setStrategy(strategy)
-	s.changes.Raise()
+	s.pool.SetStrategy(strategy)
 }
 
 // SetLocalAPIKey sets (or with "" removes) the key clients must present.
@@ -443,11 +443,11 @@ func (s *Server) Stats() Snapshot {
 	snap.Listen, _ = s.listen.Load().(string)
 	snap.SettingsGeneration = s.generation.Load()
 	if k := s.lastServed.Load(); k != nil {
-		if m := s.pool.get(*k); m != nil {
+		if m := s.pool.Get(*k); m != nil {
 			snap.LastServed = m.Name
 		}
 	}
-	if m := s.pool.next(s.now()); m != nil {
+	if m := s.pool.Next(s.now()); m != nil {
 		snap.Next = m.Name
 	}
 	return snap

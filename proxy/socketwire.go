@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"time"
@@ -49,8 +50,7 @@ func (s *Server) speaksSocket(m *member) bool {
 	if isChatAccount(m) {
 		return false
 	}
-	until := m.noSocketUntil.Load()
-	return until == 0 || s.now().UnixNano() >= until
+	return !s.now().Before(m.NoSocketUntil())
 }
 
 // upstreamSocket is a client connection's socket to one account.
@@ -79,7 +79,7 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 	c.arm(tmo.Header, errHeaderTimeout)
 	out := sent{}
 	for {
-		if up := sc.up; up != nil && (up.key != m.key() || up.dead) {
+		if up := sc.up; up != nil && (up.key != m.Key() || up.dead) {
 			up.close()
 			sc.up = nil
 		}
@@ -88,7 +88,7 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 			if err != nil {
 				if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 					if noSocketStatus(resp.StatusCode) {
-						m.noSocketUntil.Store(x.s.now().Add(noSocketFor).UnixNano())
+						m.RefuseSockets(x.s.now().Add(noSocketFor))
 						resp.Body.Close()
 						c.end()
 						return out, errNoSocket
@@ -101,7 +101,7 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 				c.end()
 				return out, err
 			}
-			sc.up = &upstreamSocket{c: conn, key: m.key()}
+			sc.up = &upstreamSocket{c: conn, key: m.Key()}
 		} else {
 			sc.up.reused = true
 		}
@@ -132,7 +132,7 @@ func sendSocket(x *exchange, tr *accountTry, tmo Timeouts) (sent, error) {
 
 // renewSocket is the socket wire's recover: what an upstream socket does that a new socket to
 // the same account mends, with the conversation replayed, before the client notices.
-func renewSocket(x *exchange, j *judgment, err error) (string, bool) {
+func renewSocket(x *exchange, j *pool.Judgment, err error) (string, bool) {
 	up := x.via.turn.sc.up
 	switch {
 	case j == nil && up != nil && up.reused && !isTimeout(err):
@@ -141,10 +141,10 @@ func renewSocket(x *exchange, j *judgment, err error) (string, bool) {
 		return " (on a socket kept from an earlier turn: retried on a new one)", true
 	case j == nil:
 		return "", false
-	case j.class == lostPrevious && x.t.Incremental && !x.via.turn.keepPrev:
+	case j.Class == pool.LostPrevious && x.t.Incremental && !x.via.turn.keepPrev:
 		up.close()
 		return "the upstream socket lost the conversation: replayed on a new one", true
-	case j.class == socketEnded && !x.via.turn.renewed:
+	case j.Class == pool.SocketEnded && !x.via.turn.renewed:
 		// The upstream ends each socket after its time limit (60 minutes); once a turn.
 		x.via.turn.renewed = true
 		up.close()

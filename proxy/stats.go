@@ -80,55 +80,6 @@ type AccountStats struct {
 	ResetCredits *ResetCredits `json:"reset_credits,omitempty"`
 }
 
-// Quota is a ChatGPT account's usage: the five-hour (primary) and weekly (secondary) windows.
-// A window's length is as the backend said it; 0 says the account has no such window (a
-// weekly-only plan has no five hours), and its used percent is then 0.
-type Quota struct {
-	PrimaryUsedPercent     float64   `json:"primary_used_percent"`
-	PrimaryResetsAt        time.Time `json:"primary_resets_at,omitzero"`
-	PrimaryWindowSeconds   int64     `json:"primary_window_seconds,omitempty"`
-	SecondaryUsedPercent   float64   `json:"secondary_used_percent"`
-	SecondaryResetsAt      time.Time `json:"secondary_resets_at,omitzero"`
-	SecondaryWindowSeconds int64     `json:"secondary_window_seconds,omitempty"`
-	FetchedAt              time.Time `json:"fetched_at"`
-	// What /wham/usage carries beside the two windows: the plan, the credits balance, how many
-	// banked resets are available, and the limits of metered features (a model family, say)
-	// that have windows of their own.
-	PlanType     string            `json:"plan_type,omitempty"`
-	Credits      *QuotaCredits     `json:"credits,omitempty"`
-	ResetCredits *int              `json:"reset_credits_available,omitempty"`
-	Additional   []AdditionalQuota `json:"additional,omitempty"`
-}
-
-// HasPrimary reports whether the account has a five-hour window (a reading that says no length
-// for either window, an older one, is taken to have both).
-func (q *Quota) HasPrimary() bool { return q.PrimaryWindowSeconds > 0 || q.SecondaryWindowSeconds == 0 }
-
-// HasSecondary reports whether the account has a weekly window (as HasPrimary).
-func (q *Quota) HasSecondary() bool {
-	return q.SecondaryWindowSeconds > 0 || q.PrimaryWindowSeconds == 0
-}
-
-// QuotaCredits is a ChatGPT account's credits balance (balance as the backend writes it).
-type QuotaCredits struct {
-	HasCredits bool   `json:"has_credits"`
-	Unlimited  bool   `json:"unlimited"`
-	Balance    string `json:"balance,omitempty"`
-}
-
-// AdditionalQuota is the windows of one metered feature's own limit (Name is its limit_name,
-// which tells the limits apart), with their lengths as in Quota.
-type AdditionalQuota struct {
-	Name                   string    `json:"name"`
-	Feature                string    `json:"feature,omitempty"`
-	PrimaryUsedPercent     float64   `json:"primary_used_percent"`
-	PrimaryResetsAt        time.Time `json:"primary_resets_at,omitzero"`
-	PrimaryWindowSeconds   int64     `json:"primary_window_seconds,omitempty"`
-	SecondaryUsedPercent   float64   `json:"secondary_used_percent"`
-	SecondaryResetsAt      time.Time `json:"secondary_resets_at,omitzero"`
-	SecondaryWindowSeconds int64     `json:"secondary_window_seconds,omitempty"`
-}
-
 // counters are the proxy's running totals.
 type counters struct {
 	total, errors, rotations, inFlight atomic.Int64
@@ -154,18 +105,14 @@ func (s *Server) snapshot() Snapshot {
 			MedianPreparationMs: s.traces.medianPreparation(),
 		},
 	}
-	for _, m := range s.pool.list() {
-		m.mu.Lock()
-		st := AccountStats{
-			Name: m.Name, Kind: m.Kind, API: m.API, State: m.stateLocked(now),
-			Requests: m.requests.Load(), Failures: m.failures.Load(), LastError: m.lastError,
-			Quota: m.quota,
-		}
+	for _, m := range s.pool.List() {
+		ms := m.Snapshot(now, "")
+		st := AccountStats{Name: m.Name, Kind: m.Kind, API: m.API, State: ms.State,
+			Requests: ms.Requests, Failures: ms.Failures, LastError: ms.LastError, Quota: ms.Quota}
 		if st.State == StateCooldown {
-			t := m.cooldownUntil
-			st.CooldownUntil, st.CooldownReason = &t, m.cooldownReason
+			t := ms.CooldownUntil
+			st.CooldownUntil, st.CooldownReason = &t, ms.CooldownReason
 		}
-		m.mu.Unlock()
 		st.ResetCredits = s.resetCredits(m)
 		snap.Accounts = append(snap.Accounts, st)
 	}

@@ -149,7 +149,7 @@ func (x *exchange) turnState() string {
 // issuedBy reports whether the relay saw m issue turn state st.
 func (x *exchange) issuedBy(m *member, st string) bool {
 	owner, ok := x.s.turnStates.owner([]byte(st))
-	return ok && owner == m.key()
+	return ok && owner == m.Key()
 }
 
 // routingHint is the x-codex-routing-hint of a try, as the Codex CLI writes it for a ChatGPT
@@ -165,7 +165,7 @@ func (x *exchange) routingHint(tr *accountTry) string {
 // learnTurnState records the turn state m issued in an answer's (or a handshake's) headers.
 func (s *Server) learnTurnState(m *member, h http.Header) {
 	if st := h.Get(turnStateHeader); st != "" {
-		s.turnStates.learn(m.key(), "", []byte(st))
+		s.turnStates.learn(m.Key(), "", []byte(st))
 	}
 }
 
@@ -186,7 +186,7 @@ func (x *exchange) learnMetadata(m *member, data []byte) {
 	}
 	for k, v := range ev.Headers {
 		if st, ok := v.(string); ok && st != "" && strings.EqualFold(k, turnStateHeader) {
-			x.s.turnStates.learn(m.key(), "", []byte(st))
+			x.s.turnStates.learn(m.Key(), "", []byte(st))
 		}
 	}
 	if r := ev.Reroute; r != nil && r.To != "" && len(r.To) <= maxModelName && r.To != x.t.ResolvedModel {

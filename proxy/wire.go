@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"slices"
 
 	"github.com/codexrelay/codexrelay/proxy/bridge"
@@ -36,7 +37,7 @@ type wire struct {
 	// recover, when set, says whether an answer that broke before its first event (j nil, err
 	// the break) or failed in it (j the judgment) is the wire's own matter, mended by sending
 	// again to the same account (a new upstream socket), and why. Nil: never.
-	recover func(x *exchange, j *judgment, err error) (why string, ok bool)
+	recover func(x *exchange, j *pool.Judgment, err error) (why string, ok bool)
 	// stream relays an upstream stream to a streaming client: the held events, the first real
 	// one, then the rest as it comes.
 	stream func(x *exchange, a *answer)
@@ -107,7 +108,7 @@ func (x *exchange) wireFor(m *member) *wire {
 }
 
 // renew asks the wire's recover, if it has one.
-func (w *wire) renew(x *exchange, j *judgment, err error) (string, bool) {
+func (w *wire) renew(x *exchange, j *pool.Judgment, err error) (string, bool) {
 	if w.recover == nil {
 		return "", false
 	}

@@ -1,4 +1,4 @@
-package proxy
+package pool
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func TestUsageBesideTheWindows(t *testing.T) {
 		"rate_limit_reset_credits":{"available_count":2},
 		"additional_rate_limits":[{"limit_name":"GPT-6 Sol\u0007","metered_feature":"codex_gpt_6_sol","rate_limit":{"primary_window":{"used_percent":80,"limit_window_seconds":18000,"reset_at":1764471000}}},
 		{"limit_name":"` + strings.Repeat("x", 500) + `","metered_feature":"f"}]}`
-	q, err := parseUsage([]byte(body), now)
+	q, err := ParseUsage([]byte(body), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestUsageBesideTheWindows(t *testing.T) {
 		t.Errorf("additional %+v", q.Additional)
 	}
 	// An older answer, with the windows only, reads as before.
-	q, _ = parseUsage([]byte(`{"rate_limit":{"primary_window":{"used_percent":5}}}`), now)
+	q, _ = ParseUsage([]byte(`{"rate_limit":{"primary_window":{"used_percent":5}}}`), now)
 	if q.Credits != nil || q.ResetCredits != nil || q.Additional != nil || q.PrimaryUsedPercent != 5 {
 		t.Errorf("old shape %+v", q)
 	}
