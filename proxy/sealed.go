@@ -138,6 +138,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 	if len(edits) == 0 {
 		return payload.Override{}, false
 	}
+	x.t.CompactionRemade = 0
 	x.countOmitted(edits)
 	return payload.Override{Key: "input", Value: x.sealed.input(all, edits)}, true
 }

@@ -11,8 +11,9 @@ import (
 // replaced (itemEdit): for a Responses account, the sealed parts foreign to it left out, with
 // the outputs of the calls whose arguments are, and a compaction another account sealed put as
 // the account's own (inputEdits; which values are foreign to it is sealed.go's inputFor), and
-// the additional_tools items left out of a Lite request's classic form. The edits are counted
-// in the trace (countOmitted) and the input built with them once per set (sealedParts.input).
+// the additional_tools items left out of a Lite request's classic form; for a Chat account,
+// which carries no compaction, every compaction put as text or left out (compactionEdits). The
+// edits are counted in the trace (countOmitted) and applied in one place (withEdits).
 
 // itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
 // names what was left out (the item's type, or "TYPE content" for blocks left out of it),
@@ -165,10 +166,65 @@ func withoutForeignBlocks(o *payload.Object, foreign func([]byte) bool) (out []b
 	return payload.Build(nil, o, ov), removed, empty
 }
 
-// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds, and
-// the compactions they replace with the serving account's own.
+// compactionEdits are the edits of a Chat account's input items, in their order: each
+// compaction item, which such an account cannot carry, put as text: one the relay sealed is its
+// summary; one an account sealed is the relay's own summary of the request behind it, when one
+// was made (remakeCompactions; remade); any other is left out (sealed, said in the trace as
+// sealed content left out is).
+func (x *exchange) compactionEdits(items [][]byte) []itemEdit {
+	var edits []itemEdit
+	for i, it := range items {
+		v := compactionValue(it)
+		if v == nil {
+			continue
+		}
+		e := itemEdit{i: i, kind: "compaction", sealed: true}
+		if sum, ok := x.s.openSummary(v); ok {
+			e = itemEdit{i: i, item: summaryItem(sum), kind: "compaction"}
+		} else if made, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), relaySealer, x.s.now()); made != nil {
+			if sum, ok := x.s.openSummary(compactionValue(made)); ok {
+				e = itemEdit{i: i, item: summaryItem(sum), kind: "compaction", remade: true}
+			}
+		}
+		edits = append(edits, e)
+	}
+	return edits
+}
+
+// expandCompactions is items for a Chat account, with its compaction items put as text
+// (compactionEdits), counted in the trace; ok is false when there is none.
+func (x *exchange) expandCompactions(items [][]byte) (out [][]byte, ok bool) {
+	edits := x.compactionEdits(items)
+	if len(edits) == 0 {
+		return nil, false
+	}
+	x.countOmitted(edits)
+	return withEdits(items, edits), true
+}
+
+// withCompactionsExpanded is a Responses body for a Chat account with its compaction items put
+// as text (expandCompactions); the body as it is when there is none.
+func (x *exchange) withCompactionsExpanded(src []byte) []byte {
+	o, err := payload.Parse(src)
+	if err != nil {
+		return src
+	}
+	raw, _ := o.Get("input")
+	items, err := inputItems(raw)
+	if err != nil {
+		return src
+	}
+	exp, ok := x.expandCompactions(items)
+	if !ok {
+		return src
+	}
+	return payload.Build(nil, o, []payload.Override{{Key: "input", Value: joinItems(exp)}})
+}
+
+// countOmitted adds to the trace the sealed parts edits leave out, naming their kinds, and the
+// compactions they replace with the serving account's own (for a Chat account, the relay's
+// summary of the request behind one).
 func (x *exchange) countOmitted(edits []itemEdit) {
-	x.t.CompactionRemade = 0
 	for _, e := range edits {
 		if e.remade {
 			x.t.CompactionRemade++
@@ -194,6 +250,14 @@ func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
 			return v.input
 		}
 	}
+	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(withEdits(all, edits))}
+	p.stripped = append(p.stripped, v)
+	return v.input
+}
+
+// withEdits is the items all with edits (sorted by item): an item without one as it is, one
+// left out or replaced.
+func withEdits(all [][]byte, edits []itemEdit) [][]byte {
 	kept := make([][]byte, 0, len(all))
 	for i, it := range all {
 		j, found := slices.BinarySearchFunc(edits, i, func(e itemEdit, i int) int { return e.i - i })
@@ -204,9 +268,7 @@ func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
 			kept = append(kept, edits[j].item)
 		}
 	}
-	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
-	p.stripped = append(p.stripped, v)
-	return v.input
+	return kept
 }
 
 // strippedInput is an input built with edits of a list of n items whose first is from.
