@@ -25,10 +25,10 @@ import (
 // prompt, testdata/codex-0.171/compact-local), and the relay seals the summary with its own key
 // into the one compaction item the client expects. A compaction item the relay sealed is no
 // account's to read: wherever the request goes, it is expanded into the summary as text (the
-// user message Codex itself writes after a local compaction; sealedit.go). A compaction another account
-// sealed is re-made on a Chat account the same way, from the request the relay kept
-// (compaction.go), once for all Chat accounts (relaySealer), so that a conversation compacted on
-// any account keeps its memory on a Chat account too.
+// user message Codex itself writes after a local compaction), by the input's edits
+// (sealedit.go). A compaction another account sealed is re-made on a Chat account the same way,
+// from the request the relay kept (compaction.go), once for all Chat accounts (relaySealer), so
+// that a conversation compacted on any account keeps its memory on a Chat account too.
 
 // relaySealer is the account key under which the relay's own compactions of a kept request are
 // remembered (compactionStore.remadeFor): every Chat account shares them.
