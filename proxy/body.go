@@ -46,109 +46,163 @@ type bodyLimits struct {
 // body received so far after each read, so that it can be validated while the rest arrives.
 //
 // hold counts the buffer the body fills against the relay's memory budget (memory.go) as it
-// grows with what arrives; an error from it is the answer (503 relay_busy, the connection then closed), and while it waits
-// the body is not watched for stalls.
+// grows with what arrives; an error from it is the answer (503 relay_busy, the connection then
+// closed), and while it waits the body is not watched for stalls.
 func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, sw *stallWatch, feed func([]byte) error, hold func(int64) *apiError) ([]byte, *apiError) {
 	limit := lim.size
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-			return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
-				Code: "unsupported_media_type", Message: fmt.Sprintf("Content-Type %q is not supported: send application/json", truncate(ct, 64))}
-		}
+	if e := checkContentType(r); e != nil {
+		return nil, e
 	}
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
 	sw.begin(w, lim)
 	defer sw.stop()
-	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	src, enc, done, e := decodedBody(r, limit)
+	if e != nil {
+		return nil, e
+	}
+	defer done()
+	f := &bodyFill{w: w, sw: sw, hold: hold, first: 32 << 10}
+	if r.ContentLength > 0 && enc == "" {
+		f.declared = r.ContentLength
+		f.first = int(min(r.ContentLength+1, firstBodyBuffer)) // +1: a body longer than announced still shows
+	}
+	f.buf = getBodyBuffer(f.first)
+	return f.read(src, lim, enc, feed)
+}
+
+// checkContentType refuses (415) a body whose Content-Type is not JSON; one with none is taken
+// as JSON.
+func checkContentType(r *http.Request) *apiError {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
+			Code: "unsupported_media_type", Message: fmt.Sprintf("Content-Type %q is not supported: send application/json", truncate(ct, 64))}
+	}
+	return nil
+}
+
+// decodedBody is the request body limited to limit wire bytes, with its Content-Encoding undone:
+// enc is the encoding ("" for none or identity; an unknown one is refused with 415) and done
+// closes its decoder once the body is read. A gzip header is read here, under the stall watch.
+func decodedBody(r *http.Request, limit int64) (src io.Reader, enc string, done func(), e *apiError) {
+	src = http.MaxBytesReader(nil, r.Body, limit)
+	enc = strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
-		enc = ""
+		return src, "", func() {}, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(src)
 		if err != nil {
-			return nil, bodyError(err, limit, "gzip")
+			return nil, "", nil, bodyError(err, limit, "gzip")
 		}
-		defer zr.Close()
-		src = zr
+		return zr, enc, func() { zr.Close() }, nil
 	case "zstd":
 		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderMaxWindow(uint64(min(limit, 1<<29))))
 		if err != nil {
-			return nil, bodyError(err, limit, "zstd")
+			return nil, "", nil, bodyError(err, limit, "zstd")
 		}
-		defer zr.Close()
-		src = zr
-	default:
-		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
-			Code: "unsupported_encoding", Message: fmt.Sprintf("Content-Encoding %q is not supported: use gzip, zstd or none", truncate(enc, 32))}
+		return zr, enc, zr.Close, nil
 	}
-	size := 32 << 10
-	if r.ContentLength > 0 && enc == "" {
-		size = int(min(r.ContentLength+1, firstBodyBuffer)) // +1: a body longer than announced still shows
-	}
-	buf := getBodyBuffer(size)
-	use := 0 // the part of buf the body may fill, counted against the budget
-	n := 0
+	return nil, "", nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
+		Code: "unsupported_encoding", Message: fmt.Sprintf("Content-Encoding %q is not supported: use gzip, zstd or none", truncate(enc, 32))}
+}
+
+// bodyFill is a request body being read into its buffer: the first use bytes of buf are
+// counted against the memory budget (by hold), the first n hold the body read so far. first is
+// the buffer's first size, declared the size the request announced for a body read as it came
+// (no Content-Encoding; 0: none announced).
+type bodyFill struct {
+	w        http.ResponseWriter
+	sw       *stallWatch
+	hold     func(int64) *apiError
+	buf      []byte
+	use, n   int
+	first    int
+	declared int64
+}
+
+// read reads the body from src (encoded as enc) to its end, to at most lim.size bytes, handing
+// feed (when not nil) what arrived so far after each read that brought bytes. On an error the
+// buffer goes back to the pool.
+func (f *bodyFill) read(src io.Reader, lim bodyLimits, enc string, feed func([]byte) error) ([]byte, *apiError) {
 	for {
-		if n == use {
-			// The first size, then doubling, to the declared size at most: what the budget
-			// counts is what the body takes (at most twice what arrived), and a 60 MiB body is
-			// copied four times, not the twenty times append's quarter steps would.
-			next := size
-			if use > 0 {
-				next = 2 * use
-				if r.ContentLength > 0 && enc == "" && int64(use) <= r.ContentLength {
-					next = int(min(int64(next), r.ContentLength+1))
-				}
-			}
-			sw.pause()
-			e := hold(int64(next - use))
-			sw.progress()
-			if e != nil {
-				putBodyBuffer(buf)
-				w.Header().Set("Connection", "close") // the rest of the body is not read
+		if f.n == f.use {
+			if e := f.grow(); e != nil {
 				return nil, e
 			}
-			if next > len(buf) {
-				grown := make([]byte, next)
-				copy(grown, buf[:n])
-				buf = grown // the old one is left to the collector: the parser may still view it
-			}
-			use = next
 		}
-		m, err := src.Read(buf[n:use])
+		m, err := src.Read(f.buf[f.n:f.use])
 		if m > 0 {
-			sw.progress()
+			f.sw.progress()
 		}
-		n += m
-		if int64(n) > limit {
-			putBodyBuffer(buf)
-			return nil, errTooLarge(limit)
+		f.n += m
+		if int64(f.n) > lim.size {
+			putBodyBuffer(f.buf)
+			return nil, errTooLarge(lim.size)
 		}
 		if err == io.EOF {
-			return buf[:n], nil
+			return f.buf[:f.n], nil
 		}
 		if feed != nil && m > 0 {
 			// An invalid body is still read to its end: the client gets its answer on a
 			// connection it can keep, and the parser remembers the error.
-			feed(buf[:n])
+			feed(f.buf[:f.n])
 		}
 		if err != nil {
-			putBodyBuffer(buf)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				// Close the connection after the answer: the server would otherwise wait
-				// for the rest of the body before answering.
-				w.Header().Set("Connection", "close")
-				return nil, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
-					Message: fmt.Sprintf("the request body stalled: no byte for %s, or not all of it within %s", lim.idle, lim.total)}
-			}
-			return nil, bodyError(err, limit, enc)
+			putBodyBuffer(f.buf)
+			return nil, f.readError(err, lim, enc)
 		}
 	}
+}
+
+// grow makes room for more of the body (the buffer is full): the first size, then doubling, to
+// the declared size at most: what the budget counts is what the body takes (at most twice what
+// arrived), and a 60 MiB body is copied four times, not the twenty times append's quarter steps
+// would. The stall watch pauses while hold waits; an error from hold is the answer, the buffer
+// back in the pool and the connection closed after it.
+func (f *bodyFill) grow() *apiError {
+	next := f.first
+	if f.use > 0 {
+		next = 2 * f.use
+		if f.declared > 0 && int64(f.use) <= f.declared {
+			next = int(min(int64(next), f.declared+1))
+		}
+	}
+	f.sw.pause()
+	e := f.hold(int64(next - f.use))
+	f.sw.progress()
+	if e != nil {
+		putBodyBuffer(f.buf)
+		f.w.Header().Set("Connection", "close") // the rest of the body is not read
+		return e
+	}
+	if next > len(f.buf) {
+		grown := make([]byte, next)
+		copy(grown, f.buf[:f.n])
+		f.buf = grown // the old one is left to the collector: the parser may still view it
+	}
+	f.use = next
+	return nil
+}
+
+// readError is the answer to a read of the body that failed with err: 408 when the stall
+// watch cut it, else what bodyError makes of err.
+func (f *bodyFill) readError(err error, lim bodyLimits, enc string) *apiError {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Close the connection after the answer: the server would otherwise wait for the
+		// rest of the body before answering.
+		f.w.Header().Set("Connection", "close")
+		return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+			Message: fmt.Sprintf("the request body stalled: no byte for %s, or not all of it within %s", lim.idle, lim.total)}
+	}
+	return bodyError(err, lim.size, enc)
 }
 
 // stallWatch cuts a request body that stalls (no byte for lim.idle) or trickles past

@@ -23,7 +23,8 @@
 //	attempt   attempt.go (the try, the send, the verdict), wire.go (the five wires and their
 //	          bodies), lite.go (Responses Lite), tier.go (service tiers), sealed.go (content
 //	          sealed to an account: what a request leaves out of an account's input),
-//	          sealtable.go (which account sealed what), sealscan.go (finding sealed values in
+//	          sealedit.go (the edits of an account's input: parts left out, compactions put as
+//	          the account's own or, for a Chat account, as text), sealtable.go (which account sealed what), sealscan.go (finding sealed values in
 //	          JSON bytes), compaction.go (a conversation's compaction across a rotation: kept,
 //	          preferred, re-made), compactstore.go (the requests behind compactions, in memory
 //	          or on disk; owner_unix.go and owner_other.go: whose its files are), relaycompact.go

@@ -25,10 +25,10 @@ import (
 // prompt, testdata/codex-0.171/compact-local), and the relay seals the summary with its own key
 // into the one compaction item the client expects. A compaction item the relay sealed is no
 // account's to read: wherever the request goes, it is expanded into the summary as text (the
-// user message Codex itself writes after a local compaction). A compaction another account
-// sealed is re-made on a Chat account the same way, from the request the relay kept
-// (compaction.go), once for all Chat accounts (relaySealer), so that a conversation compacted on
-// any account keeps its memory on a Chat account too.
+// user message Codex itself writes after a local compaction), by the input's edits
+// (sealedit.go). A compaction another account sealed is re-made on a Chat account the same way,
+// from the request the relay kept (compaction.go), once for all Chat accounts (relaySealer), so
+// that a conversation compacted on any account keeps its memory on a Chat account too.
 
 // relaySealer is the account key under which the relay's own compactions of a kept request are
 // remembered (compactionStore.remadeFor): every Chat account shares them.
@@ -128,42 +128,6 @@ func compactionTriggered(items [][]byte) bool {
 
 func isTrigger(item []byte) bool {
 	return bytes.Contains(item, []byte(`"compaction_trigger"`)) && bytes.Equal(bytes.Join(bytes.Fields(item), nil), compactionTrigger)
-}
-
-// expandCompactions is items with each compaction item a Chat account cannot carry put as
-// text: one the relay sealed is its summary; one an account sealed is the relay's own summary
-// of the request behind it, when one was made (remakeCompactions); any other is left out
-// (said in the trace, as sealed content left out is). ok is false when nothing changed.
-func (x *exchange) expandCompactions(items [][]byte) (out [][]byte, ok bool) {
-	for i, it := range items {
-		v := compactionValue(it)
-		if v == nil {
-			if out != nil {
-				out = append(out, it)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([][]byte, 0, len(items)), items[:i]...)
-		}
-		if sum, ok := x.s.openSummary(v); ok {
-			out = append(out, summaryItem(sum))
-			continue
-		}
-		if made, _ := x.s.compactions.remadeFor(x.s.seals.digest(v), relaySealer, x.s.now()); made != nil {
-			if sum, ok := x.s.openSummary(compactionValue(made)); ok {
-				out = append(out, summaryItem(sum))
-				x.t.CompactionRemade++
-				continue
-			}
-		}
-		if x.t.SealedOmittedParts == nil {
-			x.t.SealedOmittedParts = map[string]int{}
-		}
-		x.t.SealedOmitted++
-		x.t.SealedOmittedParts["compaction"]++
-	}
-	return out, out != nil
 }
 
 // chatCompactionBody is the Chat Completions request that has a Chat account summarize the
@@ -287,25 +251,6 @@ func (x *exchange) answerChatCompaction(a *answer) {
 	}
 	x.sink().flush()
 	x.t.Outcome = OutcomeCompleted
-}
-
-// withCompactionsExpanded is a Responses body for a Chat account with its compaction items put
-// as text (expandCompactions); the body as it is when there is none.
-func (x *exchange) withCompactionsExpanded(src []byte) []byte {
-	o, err := payload.Parse(src)
-	if err != nil {
-		return src
-	}
-	raw, _ := o.Get("input")
-	items, err := inputItems(raw)
-	if err != nil {
-		return src
-	}
-	exp, ok := x.expandCompactions(items)
-	if !ok {
-		return src
-	}
-	return payload.Build(nil, o, []payload.Override{{Key: "input", Value: joinItems(exp)}})
 }
 
 // sealKeyName is the file of the relay's sealing key in the compactions' folder.

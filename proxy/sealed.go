@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
 	"github.com/codexrelay/codexrelay/proxy/sse"
@@ -39,8 +38,9 @@ import (
 //
 // This file is what one request does with sealed parts: it learns from the answers it relays
 // (learnEvent), works out the input an account receives (inputFor) and takes a refusal
-// (refused). What the relay remembers across requests is the seal table (sealtable.go); the
-// scans that find sealed values in raw JSON bytes are sealscan.go.
+// (refused). The edits that leave parts out of the input are sealedit.go; what the relay
+// remembers across requests is the seal table (sealtable.go); the scans that find sealed values
+// in raw JSON bytes are sealscan.go.
 
 // SetSealedTracking turns the tracking of sealed items on (the default) or off: off, the
 // relay neither learns who sealed what nor leaves anything out (an account's refusal of sealed
@@ -138,6 +138,7 @@ func (x *exchange) inputFor(m *member, items func() [][]byte, classic bool) (pay
 	if len(edits) == 0 {
 		return payload.Override{}, false
 	}
+	x.t.CompactionRemade = 0
 	x.countOmitted(edits)
 	return payload.Override{Key: "input", Value: x.sealed.input(all, edits)}, true
 }
@@ -195,108 +196,6 @@ func (x *exchange) carriesRelaySeal() bool {
 	return x.sealed.relaySeal == 2
 }
 
-// inputEdits are the edits of the input items all, in their order: the additional_tools items
-// when classic, and the items whose sealed parts foreign says are foreign (nil: none), with the
-// outputs of the calls left out; a foreign compaction item for which remade gives the account's
-// own is replaced by it.
-func inputEdits(all [][]byte, classic bool, foreign func([]byte) bool, remade func([]byte) []byte) []itemEdit {
-	var edits []itemEdit
-	var calls []string
-	for i, it := range all {
-		if classic && isAdditionalTools(it) {
-			edits = append(edits, itemEdit{i: i})
-			continue
-		}
-		if foreign == nil || !mayBeSealed(it) {
-			continue
-		}
-		e, call := editSealed(it, foreign, remade)
-		if e.kind == "" {
-			continue
-		}
-		e.i = i
-		edits = append(edits, e)
-		if call != "" {
-			calls = append(calls, call)
-		}
-	}
-	if len(calls) > 0 {
-		edits = withCallOutputs(all, edits, calls)
-	}
-	return edits
-}
-
-// withCallOutputs is edits with the outputs, among the items all, of the calls left out: they go
-// with their calls (the backend refuses an output without its call). Sorted by item again.
-func withCallOutputs(all [][]byte, edits []itemEdit, calls []string) []itemEdit {
-	for i, it := range all {
-		if kind, call := callOutput(it); call != "" && slices.Contains(calls, call) {
-			edits = append(edits, itemEdit{i: i, kind: kind, sealed: true})
-		}
-	}
-	slices.SortFunc(edits, func(a, b itemEdit) int { return a.i - b.i })
-	return edits
-}
-
-// countOmitted counts in the trace the sealed parts edits leave out, and names their kinds, and
-// the compactions they replace with the serving account's own.
-func (x *exchange) countOmitted(edits []itemEdit) {
-	x.t.CompactionRemade = 0
-	for _, e := range edits {
-		if e.remade {
-			x.t.CompactionRemade++
-			continue
-		}
-		if !e.sealed {
-			continue
-		}
-		if x.t.SealedOmittedParts == nil {
-			x.t.SealedOmittedParts = map[string]int{}
-		}
-		n := max(e.blocks, 1)
-		x.t.SealedOmitted += n
-		x.t.SealedOmittedParts[e.kind] += n
-	}
-}
-
-// input is the input made of the items all with edits: the one built before for the same
-// items and edits (an earlier attempt's), else a new one, remembered.
-func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
-	for _, v := range p.stripped {
-		if v.from == &all[0] && v.n == len(all) && slices.EqualFunc(v.edits, edits, itemEdit.same) {
-			return v.input
-		}
-	}
-	kept := make([][]byte, 0, len(all))
-	for i, it := range all {
-		j, found := slices.BinarySearchFunc(edits, i, func(e itemEdit, i int) int { return e.i - i })
-		switch {
-		case !found:
-			kept = append(kept, it)
-		case edits[j].item != nil:
-			kept = append(kept, edits[j].item)
-		}
-	}
-	v := strippedInput{from: &all[0], n: len(all), edits: edits, input: joinItems(kept)}
-	p.stripped = append(p.stripped, v)
-	return v.input
-}
-
-// itemEdit is what becomes of input item i: left out (item nil) or replaced by item; kind
-// names what was left out (the item's type, or "TYPE content" for blocks left out of it),
-// sealed says it was left out for its sealed parts and blocks counts the blocks; remade says
-// that a compaction was replaced by the serving account's own (item).
-type itemEdit struct {
-	i      int
-	item   []byte
-	kind   string
-	sealed bool
-	remade bool
-	blocks int
-}
-
-func (a itemEdit) same(b itemEdit) bool { return a.i == b.i && bytes.Equal(a.item, b.item) }
-
 // sealedParts is what a request worked out of the sealed parts it carries: stripped the
 // inputs built without foreign sealed parts (one per set of edits), stripFor the account that
 // refused sealed content and is retried without every sealed part it did not seal, sealer
@@ -315,107 +214,6 @@ type sealedParts struct {
 	unknownFor string
 	sealer     *string
 	remaking   bool
-}
-
-// strippedInput is an input built with edits of a list of n items whose first is from.
-type strippedInput struct {
-	from  *[]byte
-	n     int
-	edits []itemEdit
-	input []byte
-}
-
-// editSealed decides what becomes of an input item whose sealed parts foreign says are
-// foreign: an item whose own encrypted_content is foreign is left out; a function call whose
-// sealed arguments are is left out, and its call_id comes back (its outputs follow it); else
-// the content blocks whose encrypted_content is foreign are left out of the item, at any
-// depth (an item with nothing left is left out). A zero kind: nothing changes.
-func editSealed(item []byte, foreign func([]byte) bool, remade func([]byte) []byte) (e itemEdit, call string) {
-	o, err := payload.Parse(item)
-	if err != nil {
-		return itemEdit{}, ""
-	}
-	typ, _ := stringMember(o, "type")
-	if typ == "" {
-		typ = "item"
-	}
-	if v, ok := o.Get("encrypted_content"); ok && payload.KindOf(v) == payload.KindString && len(v) > 2 && foreign(v) {
-		if typ == "compaction" && remade != nil {
-			if own := remade(v); own != nil {
-				return itemEdit{item: own, kind: typ, remade: true}, ""
-			}
-		}
-		return itemEdit{kind: typ, sealed: true}, ""
-	}
-	if slices.ContainsFunc(sealedArgs(o), foreign) {
-		call, _ = stringMember(o, "call_id")
-		return itemEdit{kind: typ, sealed: true}, call
-	}
-	if !bytes.Contains(item, encryptedKey) {
-		return itemEdit{}, ""
-	}
-	out, removed, empty := withoutForeignBlocks(o, foreign)
-	if removed == 0 {
-		return itemEdit{}, ""
-	}
-	e = itemEdit{kind: typ + " content", sealed: true, blocks: removed}
-	if !empty {
-		e.item = out
-	}
-	return e, ""
-}
-
-// withoutForeignBlocks is o without the objects, in any array at any depth, whose own
-// encrypted_content is foreign; removed counts them and empty says that an array o holds
-// directly lost every element.
-func withoutForeignBlocks(o *payload.Object, foreign func([]byte) bool) (out []byte, removed int, empty bool) {
-	var ov []payload.Override
-	for _, mem := range o.Members {
-		v := mem.Value
-		if !bytes.Contains(v, encryptedKey) {
-			continue
-		}
-		switch payload.KindOf(v) {
-		case payload.KindArray:
-			els, err := payload.Elements(v)
-			if err != nil {
-				continue
-			}
-			kept := els[:0:0]
-			n := 0
-			for _, el := range els {
-				if payload.KindOf(el) == payload.KindObject {
-					if eo, err := payload.Parse(el); err == nil {
-						if c, ok := eo.Get("encrypted_content"); ok && payload.KindOf(c) == payload.KindString && len(c) > 2 && foreign(c) {
-							n++
-							continue
-						}
-						if b, r, _ := withoutForeignBlocks(eo, foreign); r > 0 {
-							n += r
-							el = b
-						}
-					}
-				}
-				kept = append(kept, el)
-			}
-			if n > 0 {
-				removed += n
-				empty = empty || len(kept) == 0
-				ov = append(ov, payload.Override{Key: mem.Key, Value: joinItems(kept)})
-			}
-		case payload.KindObject:
-			if eo, err := payload.Parse(v); err == nil {
-				if b, r, _ := withoutForeignBlocks(eo, foreign); r > 0 {
-					removed += r
-					ov = append(ov, payload.Override{Key: mem.Key, Value: b})
-				}
-			}
-		}
-	}
-	if removed == 0 {
-		return nil, 0, false
-	}
-	return payload.Build(nil, o, ov), removed, empty
 }
 
 // refused is called when m refused sealed content: the sealed values m is not known to have
