@@ -91,6 +91,9 @@ func (x *exchange) tryAccount(m *member, tg *target) (done bool, f failure) {
 		switch v {
 		case served:
 			x.t.Account = m.Name
+			if a.resp.StatusCode/100 != 2 {
+				x.t.Error = why // the client's own mistake: respond relays it
+			}
 			x.respond(a)
 			x.keepSession(m)
 			return true, failure{}
@@ -206,8 +209,6 @@ func (x *exchange) call(tr *accountTry) (v verdict, why string, a *answer) {
 		v, why = x.act(tr, *out.Judgment)
 		if v == served && a.resp.StatusCode/100 == 2 {
 			v, why = x.awaitOn(tr, a, said) // the client's own failure, in a stream: relayed as it goes
-		} else if v == served {
-			x.t.Error = why // the client's own mistake: respond relays it
 		}
 	}
 	x.finish(tr, a, start, v, why)

@@ -18,23 +18,18 @@ const maxFuncLines = 70
 // maxSealedLines is the longest sealed.go may be (issue 51).
 const maxSealedLines = 400
 
-// longFuncsAllowed are the functions, by name, allowed past maxFuncLines for now, each in its
-// file.
-var longFuncsAllowed = map[string]string{
-	// being split in issue 51 (attempt.go)
-	"tryAccount": "attempt.go",
-	"await":      "attempt.go",
-}
-
-// No function of the package is longer than maxFuncLines (but those allowed), and an allowed one
-// that got shorter is named, to be taken off the list.
+// No function of the package, or of the pool's (proxy/pool), is longer than maxFuncLines.
 func TestNoFunctionIsTooLong(t *testing.T) {
 	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	inPool, err := filepath.Glob("pool/*.go")
+	if err != nil || len(inPool) == 0 {
+		t.Fatalf("no files in pool/: %v", err)
+	}
+	names = append(names, inPool...)
 	fset := token.NewFileSet()
-	seen := map[string]bool{}
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -56,21 +51,12 @@ func TestNoFunctionIsTooLong(t *testing.T) {
 				return true
 			}
 			lines := fset.Position(body.Rbrace).Line - fset.Position(n.Pos()).Line + 1
-			if file, ok := longFuncsAllowed[what]; ok && file == name {
-				seen[what] = lines > maxFuncLines
-				return false // a literal inside it is as long as it at most
-			}
 			if lines > maxFuncLines {
 				t.Errorf("%s: %s is %d lines long, more than %d: split it", fset.Position(n.Pos()), what, lines, maxFuncLines)
 				return false
 			}
 			return true
 		})
-	}
-	for name, file := range longFuncsAllowed {
-		if !seen[name] {
-			t.Errorf("%s in %s is no longer than %d lines (or is gone): take it off longFuncsAllowed", name, file, maxFuncLines)
-		}
 	}
 }
 
