@@ -29,29 +29,20 @@ const (
 	RouteImages = "images"
 )
 
-// handleBackend serves one backend call (path, e.g. /alpha/search) as route: by the same
-// dispatch and rotation as a model request (route.go, attempt.go), over the document wire
-// (wire.go), to the pool's ChatGPT accounts.
-func (s *Server) handleBackend(path, route string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		x := s.begin(w, r, route)
-		defer x.end()
-		body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, nil, x.hold)
-		if e != nil {
-			x.reject(e, OutcomeRejected)
-			return
-		}
-		x.t.ClientBytes = int64(len(body))
-		buf := x.out.hold(body)
+// serveBackend serves one backend call (path, e.g. /alpha/search) by the same dispatch and
+// rotation as a model request (route.go, attempt.go), over the document wire (wire.go), to the
+// pool's ChatGPT accounts. Its body goes as it came: it is read whole, not validated as it
+// arrives.
+func (x *exchange) serveBackend(path string) {
+	parse := func(body []byte) (*clientRequest, *apiError) {
 		obj, err := payload.Parse(body)
 		if err != nil {
-			x.reject(errInvalid("invalid_json", "", "the request body is not a JSON object"), OutcomeRejected)
-			return
+			return nil, errInvalid("invalid_json", "", "the request body is not a JSON object")
 		}
-		x.req = &clientRequest{route: routeDocument, obj: obj, path: path, model: backendModel(obj),
-			session: turnThread(r.Header.Get("X-Codex-Turn-Metadata"))}
-		x.body = &clientBody{obj: obj, raw: body, buf: buf}
-		x.t.Model, x.t.ResolvedModel, x.t.Session = x.req.model, x.req.model, x.req.session
+		return &clientRequest{route: routeDocument, obj: obj, path: path, model: backendModel(obj),
+			session: turnThread(x.r.Header.Get("X-Codex-Turn-Metadata"))}, nil
+	}
+	if x.admitBody(parse, false) {
 		x.prepared()
 		x.dispatch(&plan{targets: []target{{model: x.req.model}}, accounts: isChatGPT})
 	}

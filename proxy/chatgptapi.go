@@ -46,17 +46,17 @@ func ChatGPTBackendOf(codexBase string) string {
 	return strings.TrimSuffix(strings.TrimRight(codexBase, "/"), "/codex")
 }
 
-// handlePoolUsage answers Codex's usage read with the pool's windows over the signed-in user's
+// servePoolUsage answers Codex's usage read with the pool's windows over the signed-in user's
 // own answer (poolusage.go). With no ChatGPT account in the pool, or none that can serve with
 // a fresh reading, the call goes to the backend as it came.
-func (s *Server) handlePoolUsage(w http.ResponseWriter, r *http.Request) {
+func (x *exchange) servePoolUsage(path string) {
+	s, w, r := x.s, x.w, x.r
+	x.t.Path = truncate(r.URL.Path, 200)
 	pw, ok := s.poolUsage(r.Context())
 	if !ok || pw.serving && !pw.servingCounted {
-		s.handleChatGPTPassthrough(w, r)
+		x.passThrough(path)
 		return
 	}
-	x := s.beginChatGPT(w, r)
-	defer x.end()
 	x.t.Account = strings.Join(pw.counted, ",")
 	if len(pw.unread) > 0 {
 		x.t.Error = "pooled without " + strings.Join(pw.unread, ", ") + ": no usage read in the last " + usageFresh.String()
@@ -81,11 +81,11 @@ func (s *Server) handlePoolUsage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleAccountsCheck answers Codex's workspace routing discovery for the account it is
+// serveAccountsCheck answers Codex's workspace routing discovery for the account it is
 // signed in with: no routing constraint, so that its ChatGPT calls stay on chatgpt_base_url.
-func (s *Server) handleAccountsCheck(w http.ResponseWriter, r *http.Request) {
-	x := s.beginChatGPT(w, r)
-	defer x.end()
+func (x *exchange) serveAccountsCheck(string) {
+	r := x.r
+	x.t.Path = truncate(r.URL.Path, 200)
 	id := truncate(strings.TrimSpace(r.Header.Get("Chatgpt-Account-Id")), 128)
 	accounts, order := []any{}, []string{}
 	if id != "" {
@@ -96,11 +96,11 @@ func (s *Server) handleAccountsCheck(w http.ResponseWriter, r *http.Request) {
 	x.writeJSON(http.StatusOK, map[string]any{"accounts": accounts, "account_ordering": order})
 }
 
-// handleChatGPTPassthrough sends a ChatGPT backend call as it came (Codex's own credential
+// passThrough sends a ChatGPT backend call as it came (Codex's own credential
 // included) to Options.ChatGPTBackend and relays the answer as it streams.
-func (s *Server) handleChatGPTPassthrough(w http.ResponseWriter, r *http.Request) {
-	x := s.beginChatGPT(w, r)
-	defer x.end()
+func (x *exchange) passThrough(string) {
+	s, w, r := x.s, x.w, x.r
+	x.t.Path = truncate(r.URL.Path, 200)
 	if !plainPath(r.URL.EscapedPath()) {
 		// An encoded "..", or an encoded slash, would reach another route of chatgpt.com than
 		// the one named (ServeMux cleans only what it decodes).
@@ -138,13 +138,6 @@ func (s *Server) handleChatGPTPassthrough(w http.ResponseWriter, r *http.Request
 	if x.t.Status >= 400 {
 		x.t.Outcome = OutcomeFailed
 	}
-}
-
-// beginChatGPT starts the exchange of a ChatGPT backend call.
-func (s *Server) beginChatGPT(w http.ResponseWriter, r *http.Request) *exchange {
-	x := s.begin(w, r, RouteChatGPT)
-	x.t.Path = truncate(r.URL.Path, 200)
-	return x
 }
 
 // writeJSON answers v with status, and records it.

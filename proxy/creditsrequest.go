@@ -16,7 +16,7 @@ import (
 func (x *exchange) redeemForPool(p *plan, back time.Time) bool {
 	s := x.s
 	mode := s.ResetCreditsMode()
-	if mode == ResetCreditsOff || x.wait.redeemed {
+	if mode == ResetCreditsOff || x.times.wait.redeemed {
 		return false
 	}
 	cp := &s.credits
@@ -55,7 +55,7 @@ func (x *exchange) redeemForPool(p *plan, back time.Time) bool {
 	f := &redeemFlight{done: make(chan struct{})}
 	cp.flight, cp.lastAuto = f, now
 	cp.mu.Unlock()
-	x.wait.redeemed = true
+	x.times.wait.redeemed = true
 	s.log.Info("every account rests: redeeming a banked reset", "id", x.t.ID, "account", m.Name)
 	// The redemption is the pool's, not this request's: a client that leaves does not cut it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), redeemWait)
@@ -71,7 +71,7 @@ func (x *exchange) redeemForPool(p *plan, back time.Time) bool {
 
 // waitRedeem waits for the redemption another request started; true when it succeeded.
 func (x *exchange) waitRedeem(f *redeemFlight) bool {
-	x.wait.redeemed = true
+	x.times.wait.redeemed = true
 	select {
 	case <-f.done:
 		return f.ok

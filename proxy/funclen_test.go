@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,12 @@ func TestSealedGoIsShort(t *testing.T) {
 	}
 	if n := bytes.Count(b, []byte("\n")); n > maxSealedLines {
 		t.Errorf("sealed.go is %d lines long, more than %d", n, maxSealedLines)
+	}
+}
+
+// An exchange keeps to a few groups of what a request owns (handler.go): at most 12 fields.
+func TestExchangeStaysSmall(t *testing.T) {
+	if n := reflect.TypeFor[exchange]().NumField(); n > 12 {
+		t.Errorf("exchange has %d fields, more than 12: group what a phase owns, or pass it as a value", n)
 	}
 }

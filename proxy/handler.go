@@ -38,12 +38,11 @@ import (
 // ChatGPT backend's own routes for a Codex whose chatgpt_base_url is the relay (its limits
 // are the pool's).
 
-// handleUnknown answers a route the relay does not serve, in the OpenAI error shape with what
+// serveUnknown answers a route the relay does not serve, in the OpenAI error shape with what
 // it serves, and names it in a trace (route "unserved"), so that what a newer Codex asks and
 // the relay lacks shows in the dashboard instead of failing unseen.
-func (s *Server) handleUnknown(w http.ResponseWriter, r *http.Request) {
-	x := s.begin(w, r, RouteUnserved)
-	defer x.end()
+func (x *exchange) serveUnknown(string) {
+	s, r := x.s, x.r
 	x.t.Path = truncate(r.URL.Path, 200)
 	x.reject(&apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_route",
 		Message: "Codex Relay has no route " + r.Method + " " + truncate(r.URL.Path, 200) + "; it serves " + s.served}, OutcomeRejected)
@@ -228,38 +227,34 @@ func isKey(key *[32]byte, got string) bool {
 	return got != "" && subtle.ConstantTimeCompare(h[:], key[:]) == 1
 }
 
-// handleResponses serves POST /v1/responses.
-func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, routeResponses)
-}
-
-// handleCompact serves POST /v1/responses/compact, compaction v1 (compaction.go).
-func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, routeCompact)
-}
-
-// handleChat serves POST /v1/chat/completions.
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, routeChat)
-}
-
-// serve runs a client request of either protocol: read and check it, then relay it.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string) {
-	x := s.begin(w, r, route)
-	defer x.end()
-	if x.admitBody(route) {
+// serveModel serves a model request of either protocol (POST /v1/responses, its compact, and
+// /v1/chat/completions): read and check it, then relay it.
+func (x *exchange) serveModel(string) {
+	if x.admitBody(x.parseModelRequest, true) {
 		x.relay()
 	}
 }
 
-// admitBody reads and checks the client's body, and reports whether it was admitted (else the
-// client has its answer). Apart from serve, whose frame every request's stack carries while
-// its answer streams.
+// parseModelRequest makes the request of a model route's body, read (and validated as it
+// arrived: admitBody) by the parser.
+func (x *exchange) parseModelRequest(body []byte) (*clientRequest, *apiError) {
+	return parseClientRequest(x.t.Route, body, x.r.Header, &x.admit.parser)
+}
+
+// admitBody is the front door's part for the routes that take a body: the client's body read
+// within the limits and the memory budget (validated by the parser as it arrives when
+// validate is set), its pooled buffer held, the request made of it (parse) and admitted. It
+// reports whether the request was admitted (else the client has its answer). Apart from the
+// handler, whose frame every request's stack carries while its answer streams.
 //
 //go:noinline
-func (x *exchange) admitBody(route string) bool {
+func (x *exchange) admitBody(parse func([]byte) (*clientRequest, *apiError), validate bool) bool {
 	s, w, r := x.s, x.w, x.r
-	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, x.admit.parser.Feed, x.hold)
+	var feed func([]byte) error
+	if validate {
+		feed = x.admit.parser.Feed
+	}
+	body, e := readBody(w, r, bodyLimits{s.opt.MaxBodyBytes, s.opt.BodyIdleTimeout, s.opt.BodyTimeout}, &x.admit.stall, feed, x.hold)
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return false
@@ -267,19 +262,27 @@ func (x *exchange) admitBody(route string) bool {
 	x.t.ClientBytes = int64(len(body))
 	// The client's bytes may go upstream as they are: the request holds their pooled buffer.
 	buf := x.out.hold(body)
-	req, e := parseClientRequest(route, body, r.Header, &x.admit.parser)
+	req, e := parse(body)
+	if e == nil {
+		x.admitted(req, &clientBody{obj: req.obj, raw: body, buf: buf})
+		e = x.followServed() // a request that follows a response the relay served gets its conversation
+	}
 	if e != nil {
 		x.reject(e, OutcomeRejected)
 		return false
 	}
-	x.req, x.body = req, &clientBody{obj: req.obj, raw: body, buf: buf}
-	if e := x.followServed(); e != nil {
-		x.reject(e, OutcomeRejected)
-		return false
-	}
-	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
-	x.t.Session, x.t.Project = req.session, projectOf(r.Header.Get("X-Codex-Turn-Metadata"), req.obj)
 	return true
+}
+
+// admitted makes req, whose body is body (an HTTP body, or a WebSocket turn), the exchange's
+// request, and names it in the trace: every route's request is admitted here.
+func (x *exchange) admitted(req *clientRequest, body requestBody) {
+	x.req, x.body = req, body
+	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, req.stream, req.tier
+	x.t.Session = req.session
+	if req.route != routeDocument {
+		x.t.Project = projectOf(x.turnMetadata(), req.obj)
+	}
 }
 
 // exchange is one client request on its way through the relay: the client's side of it, and
@@ -305,13 +308,14 @@ type exchange struct {
 	sealed sealedParts    // what it worked out of the sealed parts it carries (sealed.go)
 	// memHeld is what it holds of the relay's memory budget (memory.go).
 	memHeld int64
-	wait    poolWait // how it waited for a resting pool (hold.go, creditsrequest.go)
 }
 
-// exchangeTimes are when an exchange began, and when its first upstream attempt started (for
-// upstreamHeadersMs; zero until then).
+// exchangeTimes are when an exchange began, when its first upstream attempt started (for
+// upstreamHeadersMs; zero until then), and how it waited for a resting pool (hold.go,
+// creditsrequest.go).
 type exchangeTimes struct {
 	start, firstSend time.Time
+	wait             poolWait
 }
 
 // admission is what admits an HTTP body while it is read: parser validates it as it arrives,
@@ -329,14 +333,18 @@ type clientTransport struct {
 	events eventSink
 }
 
-func (s *Server) begin(w http.ResponseWriter, r *http.Request, route string) *exchange {
-	if route != RouteChatGPT { // Codex's own ChatGPT calls are not the pool's requests
+// begin is the one front door of an exchange: every request the relay serves as an exchange
+// (a route's row with a route, and each turn of a client's WebSocket) begins here, its trace
+// named by the row. Codex's own ChatGPT calls (Trace.Background) do not count among the
+// requests.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, row *routeRow) *exchange {
+	x := &exchange{s: s, w: w, r: r, times: exchangeTimes{start: s.now()}}
+	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.times.start, Route: row.route, Attempts: []Attempt{}, Transport: TransportHTTP}
+	if !x.t.Background() {
 		s.c.total.Add(1)
 	}
 	s.c.inFlight.Add(1)
 	s.changes.Raise()
-	x := &exchange{s: s, w: w, r: r, times: exchangeTimes{start: s.now()}}
-	x.t = Trace{ID: "req_" + strconv.FormatUint(s.seq.Add(1), 10), Time: x.times.start, Route: route, Attempts: []Attempt{}, Transport: TransportHTTP}
 	return x
 }
 
@@ -502,7 +510,7 @@ func (x *exchange) end() {
 	if x.t.ServiceTierOmitted {
 		s.c.tierOmitted.Add(1)
 	}
-	if (x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed) && x.t.Route != RouteChatGPT {
+	if (x.t.Status >= 400 || x.t.Outcome == OutcomeInterrupted || x.t.Outcome == OutcomeFailed) && !x.t.Background() {
 		s.c.errors.Add(1)
 	}
 	s.traces.add(x.t)

@@ -65,7 +65,7 @@ func (x *exchange) holdForPool(p *plan) bool {
 		return false
 	}
 	wait := back.Sub(now)
-	if bound <= 0 || x.wait.held+wait > bound {
+	if bound <= 0 || x.times.wait.held+wait > bound {
 		// Longer than the hold covers: the reset-credit policy's turn (creditsrequest.go).
 		return x.redeemForPool(p, back)
 	}
@@ -76,7 +76,7 @@ func (x *exchange) holdForPool(p *plan) bool {
 // bound.
 func (x *exchange) holdCovers(back time.Time) bool {
 	bound := time.Duration(x.s.hold.Load())
-	return !back.IsZero() && bound > 0 && x.wait.held+back.Sub(x.s.now()) <= bound
+	return !back.IsZero() && bound > 0 && x.times.wait.held+back.Sub(x.s.now()) <= bound
 }
 
 // holdUntil waits, with nothing sent to the client, until back (and holdSlack) has passed. It
@@ -98,8 +98,8 @@ func (x *exchange) holdUntil(back time.Time) bool {
 	defer t.Stop()
 	start := time.Now()
 	defer func() {
-		x.wait.held += time.Since(start)
-		x.t.HeldMs = stat.Ms(x.wait.held)
+		x.times.wait.held += time.Since(start)
+		x.t.HeldMs = stat.Ms(x.times.wait.held)
 	}()
 	select {
 	case <-x.r.Context().Done():

@@ -13,7 +13,7 @@ import (
 //
 // A new route under /backend-api/ is a row here with its access (signIn: Codex's own ChatGPT
 // sign-in, which the ChatGPT backend checks) and its handler; anything under /backend-api/ that
-// has no row of its own goes to the ChatGPT backend as it came (handleChatGPTPassthrough).
+// has no row of its own goes to the ChatGPT backend as it came (passThrough, chatgptapi.go).
 
 // access says who may call a route.
 type access int
@@ -43,18 +43,29 @@ type routeRow struct {
 	spends  bool // it sends requests to the pool's accounts
 	paused  bool // a paused relay answers it 503 relay_paused
 	doc     string
-	handler func(s *Server, path string) http.Handler
+	// route names the trace of each of its requests (Trace.Route), whose exchange the front
+	// door (begin) opens; "" for a route that makes no exchange.
+	route   string
+	handler func(s *Server, row *routeRow, path string) http.Handler
 }
 
-func handle(f func(*Server, http.ResponseWriter, *http.Request)) func(*Server, string) http.Handler {
-	return func(s *Server, _ string) http.Handler {
+// handle is a route that makes no exchange of its requests.
+func handle(f func(*Server, http.ResponseWriter, *http.Request)) func(*Server, *routeRow, string) http.Handler {
+	return func(s *Server, _ *routeRow, _ string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f(s, w, r) })
 	}
 }
 
-func backend(route string) func(*Server, string) http.Handler {
-	return func(s *Server, path string) http.Handler {
-		return s.handleBackend(strings.TrimPrefix(path, "/v1"), route)
+// exchanges is a route whose every request is an exchange: the front door (begin) opens it,
+// its trace named by the row, and serve serves it (path: the route's path, without /v1).
+func exchanges(serve func(x *exchange, path string)) func(*Server, *routeRow, string) http.Handler {
+	return func(s *Server, row *routeRow, path string) http.Handler {
+		path = strings.TrimPrefix(path, "/v1")
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			x := s.begin(w, r, row)
+			defer x.end()
+			serve(x, path)
+		})
 	}
 }
 
@@ -64,40 +75,40 @@ var passthroughMethods = []string{http.MethodGet, http.MethodPost, http.MethodPu
 // routeTable is every route the proxy serves.
 var routeTable = []routeRow{
 	{methods: []string{"POST"}, path: "/responses", v1: true, access: localKey, spends: true, paused: true,
-		doc: "the Responses API, streamed (SSE) or whole", handler: handle((*Server).handleResponses)},
+		doc: "the Responses API, streamed (SSE) or whole", route: routeResponses, handler: exchanges((*exchange).serveModel)},
 	{methods: []string{"GET"}, path: "/responses", v1: true, access: localKey, spends: true, paused: true,
-		doc: "the Responses API over a WebSocket", handler: handle((*Server).handleResponsesSocket)},
+		doc: "the Responses API over a WebSocket", route: routeResponses, handler: socketRoute},
 	{methods: []string{"POST"}, path: "/responses/compact", v1: true, access: localKey, spends: true, paused: true,
-		doc: "compaction v1, answered whole", handler: handle((*Server).handleCompact)},
+		doc: "compaction v1, answered whole", route: routeCompact, handler: exchanges((*exchange).serveModel)},
 	{methods: []string{"POST"}, path: "/chat/completions", v1: true, access: localKey, spends: true, paused: true,
-		doc: "the Chat Completions API, streamed (SSE) or whole", handler: handle((*Server).handleChat)},
+		doc: "the Chat Completions API, streamed (SSE) or whole", route: routeChat, handler: exchanges((*exchange).serveModel)},
 	{methods: []string{"GET"}, path: "/models", v1: true, access: localKey, paused: true,
 		doc: "the model catalog: the OpenAI list and Codex's shape in one body", handler: handle((*Server).handleModels)},
 	{methods: []string{"GET"}, path: "/models/{id...}", v1: true, access: localKey, paused: true,
 		doc: "one model of the catalog", handler: handle((*Server).handleModel)},
 	{methods: []string{"POST"}, path: "/alpha/search", v1: true, access: localKey, spends: true, paused: true,
-		doc: "Codex's web search, to a ChatGPT account", handler: backend(RouteSearch)},
+		doc: "Codex's web search, to a ChatGPT account", route: RouteSearch, handler: exchanges((*exchange).serveBackend)},
 	{methods: []string{"POST"}, path: "/images/generations", v1: true, access: localKey, spends: true, paused: true,
-		doc: "Codex's image generation, to a ChatGPT account", handler: backend(RouteImages)},
+		doc: "Codex's image generation, to a ChatGPT account", route: RouteImages, handler: exchanges((*exchange).serveBackend)},
 	{methods: []string{"POST"}, path: "/images/edits", v1: true, access: localKey, spends: true, paused: true,
-		doc: "Codex's image edits, to a ChatGPT account", handler: backend(RouteImages)},
+		doc: "Codex's image edits, to a ChatGPT account", route: RouteImages, handler: exchanges((*exchange).serveBackend)},
 	{methods: []string{"GET"}, path: chatgptPrefix + "wham/usage", access: signIn, paused: true,
-		doc: "Codex's usage read (/status): the user's own, with the pool's windows over it", handler: handle((*Server).handlePoolUsage)},
+		doc: "Codex's usage read (/status): the user's own, with the pool's windows over it", route: RouteChatGPT, handler: exchanges((*exchange).servePoolUsage)},
 	{methods: []string{"GET"}, path: chatgptPrefix + "wham/accounts/check", access: signIn, paused: true,
-		doc: "Codex's workspace discovery, answered from the request alone", handler: handle((*Server).handleAccountsCheck)},
+		doc: "Codex's workspace discovery, answered from the request alone", route: RouteChatGPT, handler: exchanges((*exchange).serveAccountsCheck)},
 	{methods: passthroughMethods, path: chatgptPrefix, access: signIn, paused: true,
 		doc:     "Codex's other ChatGPT calls (plugins, settings, analytics), to the ChatGPT backend as they came",
-		handler: handle((*Server).handleChatGPTPassthrough)},
+		route: RouteChatGPT, handler: exchanges((*exchange).passThrough)},
 	{methods: []string{"GET"}, path: "/health", access: loopback,
 		doc: "liveness", handler: handle((*Server).handleHealth)},
 	{methods: []string{"GET"}, path: "/metrics", access: localKey,
 		doc: "Prometheus text", handler: handle((*Server).handleMetrics)},
 	{path: "/relay/", access: localKey,
-		doc: "the local API (app/localapi/routes.go)", handler: func(s *Server, _ string) http.Handler { return s.localAPI() }},
+		doc: "the local API (app/localapi/routes.go)", handler: func(s *Server, _ *routeRow, _ string) http.Handler { return s.localAPI() }},
 	{path: "/relay", access: localKey,
-		doc: "the local API", handler: func(s *Server, _ string) http.Handler { return s.localAPI() }},
+		doc: "the local API", handler: func(s *Server, _ *routeRow, _ string) http.Handler { return s.localAPI() }},
 	{path: "/", access: localKey, paused: true,
-		doc: "anything else: 404 unknown_route, naming what is served", handler: handle((*Server).handleUnknown)},
+		doc: "anything else: 404 unknown_route, naming what is served", route: RouteUnserved, handler: exchanges((*exchange).serveUnknown)},
 }
 
 // routes makes the mux of the route table, and the row each of its patterns is.
@@ -114,7 +125,7 @@ func (s *Server) routes() {
 			paths = append(paths, "/v1"+row.path)
 		}
 		for _, p := range paths {
-			h := row.handler(s, p)
+			h := row.handler(s, row, p)
 			methods := row.methods
 			if methods == nil {
 				methods = []string{""}
@@ -132,7 +143,11 @@ func (s *Server) routes() {
 // localAPI is the embedder's local API handler, or unknown_route without one.
 func (s *Server) localAPI() http.Handler {
 	if s.opt.LocalAPI == nil {
-		return http.HandlerFunc(s.handleUnknown)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			x := s.begin(w, r, s.rows["/"])
+			defer x.end()
+			x.serveUnknown("")
+		})
 	}
 	return s.opt.LocalAPI(s)
 }

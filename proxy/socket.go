@@ -45,9 +45,14 @@ const (
 	TransportWebSocket = "websocket"
 )
 
+// socketRoute is the WebSocket route: each turn of a socket is an exchange of the row's.
+func socketRoute(s *Server, row *routeRow, _ string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handleResponsesSocket(w, r, row) })
+}
+
 // handleResponsesSocket serves GET /v1/responses: the WebSocket transport. The loopback
 // guards and the local key have been applied (ServeHTTP) before the upgrade.
-func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request, row *routeRow) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
@@ -67,7 +72,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered the client
 	}
 	c.SetReadLimit(s.opt.MaxBodyBytes)
-	sc := &socketConn{s: s, c: c, header: r.Header.Clone(), drained: make(chan struct{})}
+	sc := &socketConn{s: s, row: row, c: c, header: r.Header.Clone(), drained: make(chan struct{})}
 	sc.ctx, sc.cancel = context.WithCancel(r.Context())
 	sc.conv = newConversation(s.convBudget())
 	sc.serve()
@@ -76,6 +81,7 @@ func (s *Server) handleResponsesSocket(w http.ResponseWriter, r *http.Request) {
 // socketConn is one client WebSocket connection.
 type socketConn struct {
 	s      *Server
+	row    *routeRow // the route its turns are exchanges of
 	c      *websocket.Conn
 	ctx    context.Context // cancelled when the client leaves or the relay stops
 	cancel context.CancelFunc
@@ -402,8 +408,8 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 	sc.running.Store(t)
 	defer sc.running.Store(nil)
 	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/v1/responses"}, Header: sc.header, Proto: "HTTP/1.1"}).WithContext(ctx)
-	x := s.begin(w, r, routeResponses)
-	x.via.turn, x.body, x.via.events = t, t, w
+	x := s.begin(w, r, sc.row)
+	x.via.turn, x.via.events = t, w
 	x.t.Transport, x.t.ClientBytes = TransportWebSocket, int64(size)
 	defer x.end()
 	req, e := clientFields(routeResponses, t.obj, sc.header)
@@ -413,12 +419,10 @@ func (sc *socketConn) run(t *socketTurn, size int) {
 		return
 	}
 	req.stream = true // a socket's turns always stream
-	x.req = req
+	x.admitted(req, t)
 	// Copied now, while the turn's memory is counted: the client may send its next frame as
 	// soon as this one's answer arrives.
 	t.params = withoutInput(t.obj)
-	x.t.Model, x.t.ResolvedModel, x.t.Stream, x.t.ServiceTier = req.model, req.model, true, req.tier
-	x.t.Session, x.t.Project = req.session, projectOf(x.turnMetadata(), t.obj)
 	x.relay()
 	if t.interrupted.Load() {
 		x.interrupted(w)

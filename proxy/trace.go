@@ -88,6 +88,12 @@ type Trace struct {
 	Path string `json:"path,omitempty"`
 }
 
+// Background reports whether t is of a call Codex makes of its ChatGPT backend for itself (its
+// limits, plugins, settings: RouteChatGPT), no request of the user's: it counts neither among
+// the requests nor their errors, its trace is kept apart from theirs, and the dashboard folds
+// them under the requests.
+func (t *Trace) Background() bool { return t.Route == RouteChatGPT }
+
 // Attempt is one upstream try of a request. Kind says what a try that was not the request
 // itself did: "compaction" re-made the conversation's compaction on the account first
 // (compaction.go).
@@ -154,7 +160,7 @@ func (r *traceRing) add(t Trace) {
 	r.mu.Lock()
 	r.seq++
 	g := &r.main
-	if t.Route == RouteChatGPT {
+	if t.Background() {
 		g = &r.side
 	}
 	g.buf[g.next], g.seqs[g.next] = t, r.seq

@@ -107,7 +107,7 @@ func (r *Relay) openLedgerLocked(s app.UsageSettings) {
 	r.Proxy.SetTraceHook(func(t proxy.Trace) {
 		// Codex's own ChatGPT calls (its limits, plugins, settings) and routes the relay does
 		// not serve are no account's work: the ledger keeps what the accounts served.
-		if t.Route == proxy.RouteChatGPT || t.Route == proxy.RouteUnserved {
+		if t.Background() || t.Route == proxy.RouteUnserved {
 			return
 		}
 		l.Record(LedgerRow(t))

@@ -27,7 +27,7 @@ import (
 // later).
 func splitTraces(traces []proxy.Trace) (requests, calls []proxy.Trace) {
 	for _, t := range traces {
-		if t.Route == proxy.RouteChatGPT {
+		if t.Background() {
 			calls = append(calls, t)
 		} else {
 			requests = append(requests, t)
