@@ -97,7 +97,7 @@ var routeTable = []routeRow{
 	{methods: []string{"GET"}, path: chatgptPrefix + "wham/accounts/check", access: signIn, paused: true,
 		doc: "Codex's workspace discovery, answered from the request alone", route: RouteChatGPT, handler: exchanges((*exchange).serveAccountsCheck)},
 	{methods: passthroughMethods, path: chatgptPrefix, access: signIn, paused: true,
-		doc:     "Codex's other ChatGPT calls (plugins, settings, analytics), to the ChatGPT backend as they came",
+		doc:   "Codex's other ChatGPT calls (plugins, settings, analytics), to the ChatGPT backend as they came",
 		route: RouteChatGPT, handler: exchanges((*exchange).passThrough)},
 	{methods: []string{"GET"}, path: "/health", access: loopback,
 		doc: "liveness", handler: handle((*Server).handleHealth)},
