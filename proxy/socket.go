@@ -739,7 +739,7 @@ func (s *Server) convBudget() *convBudget {
 		if limit <= 0 {
 			limit = defaultConversationBudget
 		}
-		s.convs = &convBudget{limit: limit, perConn: maxConversationBytes}
+		s.convs = newConvBudget(limit, maxConversationBytes)
 	})
 	return s.convs
 }
