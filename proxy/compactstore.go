@@ -20,11 +20,8 @@ import (
 )
 
 // The compaction store: the requests that produced compactions, kept for another account to
-// re-make them from (compaction.go), in memory or on disk, bounded.
-
-// DefaultCompactionBudget bounds the compressed requests the relay keeps to re-make
-// compactions, all conversations together.
-const DefaultCompactionBudget = 64 << 20
+// re-make them from (compaction.go), in memory or on disk, bounded (compactions in budgets.go's
+// table).
 
 // keepPerConversation is how many compactions of one conversation the relay keeps the request
 // of: the latest, and the one whose item the latest's input holds. A conversation is told by
@@ -80,7 +77,7 @@ type remadeCompaction struct {
 
 func newCompactionStore(budget int64) *compactionStore {
 	if budget <= 0 {
-		budget = DefaultCompactionBudget
+		budget = defaultBudget(budgetCompactions)
 	}
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(DefaultMaxBody)+1))

@@ -39,10 +39,6 @@ type conversation struct {
 // upstream that forgot it, and the client starts over with the whole input.
 const maxConversationBytes = 64 << 20
 
-// defaultConversationBudget bounds the histories of all connections together; past it the
-// least recently used connection's history is forgotten.
-const defaultConversationBudget = 512 << 20
-
 func newConversation(b *convBudget) *conversation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
