@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,11 +20,8 @@ import (
 )
 
 // The compaction store: the requests that produced compactions, kept for another account to
-// re-make them from (compaction.go), in memory or on disk, bounded.
-
-// DefaultCompactionBudget bounds the compressed requests the relay keeps to re-make
-// compactions, all conversations together.
-const DefaultCompactionBudget = 64 << 20
+// re-make them from (compaction.go), in memory or on disk, bounded (compactions in budgets.go's
+// table).
 
 // keepPerConversation is how many compactions of one conversation the relay keeps the request
 // of: the latest, and the one whose item the latest's input holds. A conversation is told by
@@ -48,11 +44,12 @@ type compactionStore struct {
 	mu      sync.Mutex
 	entries map[uint64]*compacted
 	byName  map[string]*compacted // by compactionName of the sealed value
-	lru     list.List             // of *compacted, the most recently used first
-	size    int64                 // compressed bytes kept
-	budget  int64
-	enc     *zstd.Encoder
-	dec     *zstd.Decoder
+	// lru orders the kept compactions, the most recently used first, and counts their bytes
+	// (the compressed requests and the re-made items) against the budget.
+	lru    lru[*compacted]
+	budget int64
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
 }
 
 // compacted is one kept compaction: the conversation it belongs to, the account that sealed it,
@@ -68,7 +65,7 @@ type compacted struct {
 	file    string                      // its file ("": in memory)
 	size    int64                       // the compressed request's bytes
 	remade  map[string]remadeCompaction // by account key
-	el      *list.Element
+	el      *lruEntry[*compacted]       // its place in the store's LRU, holding size and the remade items
 }
 
 // remadeCompaction is an account's own compaction of a kept request: its compaction item as
@@ -80,11 +77,12 @@ type remadeCompaction struct {
 
 func newCompactionStore(budget int64) *compactionStore {
 	if budget <= 0 {
-		budget = DefaultCompactionBudget
+		budget = defaultBudget(budgetCompactions)
 	}
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(DefaultMaxBody)+1))
-	return &compactionStore{entries: map[uint64]*compacted{}, byName: map[string]*compacted{}, budget: budget, enc: enc, dec: dec}
+	return &compactionStore{entries: map[uint64]*compacted{}, byName: map[string]*compacted{}, lru: lru[*compacted]{bound: budget},
+		budget: budget, enc: enc, dec: dec}
 }
 
 // compactionName names a compaction by a digest of its sealed value (raw JSON): its file's name
@@ -102,7 +100,7 @@ func (cs *compactionStore) keep(d uint64, session, sealer string, value, body []
 	cs.mu.Lock()
 	e := cs.entries[d]
 	if e != nil && e.sealer == sealer {
-		cs.lru.MoveToFront(e.el) // kept already: a stream names its items twice (done, completed)
+		cs.lru.touch(e.el) // kept already: a stream names its items twice (done, completed)
 	}
 	cs.mu.Unlock()
 	if e != nil && e.sealer == sealer {
@@ -142,10 +140,9 @@ func (cs *compactionStore) add(e *compacted) {
 		}
 		cs.drop(old)
 	}
-	e.el = cs.lru.PushFront(e)
+	e.el = cs.lru.push(e, e.size)
 	cs.entries[e.digest] = e
 	cs.byName[e.name] = e
-	cs.size += e.size
 	for _, p := range e.parents {
 		if pe := cs.byName[p]; pe != nil {
 			for _, gp := range pe.parents {
@@ -155,26 +152,23 @@ func (cs *compactionStore) add(e *compacted) {
 			}
 		}
 	}
-	for cs.size > cs.budget {
-		cs.drop(cs.lru.Back().Value.(*compacted))
-	}
+	cs.lru.evict(0, nil, cs.dropEntry)
 }
 
-// drop forgets e (cs.mu held).
+// drop forgets e, its request and its re-made items (cs.mu held).
 func (cs *compactionStore) drop(e *compacted) {
-	cs.lru.Remove(e.el)
+	cs.lru.remove(e.el)
 	delete(cs.entries, e.digest)
-	cs.size -= e.size
 	if e.file != "" {
 		os.Remove(e.file)
-	}
-	for _, it := range e.remade {
-		cs.size -= int64(len(it.item))
 	}
 	if cs.byName[e.name] == e {
 		delete(cs.byName, e.name)
 	}
 }
+
+// dropEntry is drop for the LRU's evict.
+func (cs *compactionStore) dropEntry(el *lruEntry[*compacted]) { cs.drop(el.Value) }
 
 // request is the kept request of the compaction with digest d, decompressed, and its sealer;
 // ok is false when none is kept.
@@ -185,7 +179,7 @@ func (cs *compactionStore) request(d uint64) (body []byte, sealer string, ok boo
 		cs.mu.Unlock()
 		return nil, "", false
 	}
-	cs.lru.MoveToFront(e.el)
+	cs.lru.touch(e.el)
 	z, file, sealer, name, session := e.body, e.file, e.sealer, e.name, e.session
 	cs.mu.Unlock()
 	if file != "" {
@@ -213,7 +207,7 @@ func (cs *compactionStore) remadeFor(d uint64, account string, now time.Time) (i
 	}
 	r, ok := e.remade[account]
 	if ok && r.item != nil {
-		cs.lru.MoveToFront(e.el)
+		cs.lru.touch(e.el)
 		return r.item, false
 	}
 	return nil, !ok || now.After(r.retryAt)
@@ -231,18 +225,16 @@ func (cs *compactionStore) setRemade(d uint64, account string, item []byte, retr
 	if e.remade == nil {
 		e.remade = map[string]remadeCompaction{}
 	}
-	cs.size += int64(len(item)) - int64(len(e.remade[account].item))
+	cs.lru.grow(e.el, int64(len(item))-int64(len(e.remade[account].item)))
 	e.remade[account] = remadeCompaction{item: item, retryAt: retryAt}
-	for cs.size > cs.budget && cs.lru.Len() > 1 {
-		cs.drop(cs.lru.Back().Value.(*compacted))
-	}
+	cs.lru.evict(1, nil, cs.dropEntry) // one stays, however large
 }
 
 // usage is the compressed bytes kept and the compactions they belong to.
 func (cs *compactionStore) usage() (bytes int64, entries int) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.size, len(cs.entries)
+	return cs.lru.bytes(), len(cs.entries)
 }
 
 // A kept request's file: one line of JSON (compactionHeader), then the compressed request. Its

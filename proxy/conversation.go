@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
@@ -26,9 +25,10 @@ type conversation struct {
 	// idle connection keeps of its frames stays inside the budget (nil: none, or forgotten).
 	params     *payload.Object
 	paramsSize int64
-	// budget and el account for this conversation in the relay-wide budget.
+	// budget and el account for this conversation in the relay-wide budget: el holds size, in
+	// the budget's LRU (nil: closed, or a served conversation forgotten).
 	budget *convBudget
-	el     *list.Element
+	el     *lruEntry[*conversation]
 	// served says that the conversation is one of the responses the relay served over HTTP
 	// (served.go): its ids are in the budget's index, and forgotten it is let go whole.
 	served bool
@@ -39,10 +39,6 @@ type conversation struct {
 // upstream that forgot it, and the client starts over with the whole input.
 const maxConversationBytes = 64 << 20
 
-// defaultConversationBudget bounds the histories of all connections together; past it the
-// least recently used connection's history is forgotten.
-const defaultConversationBudget = 512 << 20
-
 func newConversation(b *convBudget) *conversation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -52,7 +48,7 @@ func newConversation(b *convBudget) *conversation {
 // newConversation is a new conversation in b, most recently used. Called with b.mu held.
 func (b *convBudget) newConversation() *conversation {
 	c := &conversation{ends: map[string]int{}, budget: b}
-	c.el = b.lru.PushFront(c)
+	c.el = b.lru.push(c, 0)
 	return c
 }
 
@@ -64,7 +60,7 @@ func (c *conversation) upTo(id string) ([][]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	c.budget.lru.MoveToFront(c.el)
+	c.budget.lru.touch(c.el)
 	return c.items[:n:n], true
 }
 
@@ -86,14 +82,12 @@ func (c *conversation) commitLocked(base int, input, output [][]byte, id string,
 	}
 	if params != nil {
 		n := int64(params.Size)
-		c.size += n - c.paramsSize
-		b.used += n - c.paramsSize
+		c.grow(n - c.paramsSize)
 		c.params, c.paramsSize = params, n
 	}
 	if base < len(c.items) {
 		for _, it := range c.items[base:] {
-			c.size -= int64(len(it))
-			b.used -= int64(len(it))
+			c.grow(-int64(len(it)))
 		}
 		clear(c.items[base:])
 		c.items = c.items[:base]
@@ -106,25 +100,29 @@ func (c *conversation) commitLocked(base int, input, output [][]byte, id string,
 	for _, group := range [][][]byte{input, output} {
 		for _, it := range group {
 			c.items = append(c.items, it)
-			c.size += int64(len(it))
-			b.used += int64(len(it))
+			c.grow(int64(len(it)))
 		}
 	}
 	c.ends[id] = len(c.items)
-	b.lru.MoveToFront(c.el)
+	b.lru.touch(c.el)
 	if c.size > b.perConn {
 		b.forget(c)
 	}
-	// Past the relay-wide bound, the least recently used conversations go first, this one last.
-	for e := b.lru.Back(); b.used > b.limit && e != nil; {
-		prev := e.Prev() // before forget, which takes a served conversation out of the list
-		if o := e.Value.(*conversation); o != c && o.size > 0 {
-			b.forget(o)
-		}
-		e = prev
-	}
-	if b.used > b.limit {
+	// Past the relay-wide bound, the least recently used conversations go first (those holding
+	// nothing are passed over), this one last.
+	b.lru.evict(0, func(o *conversation) bool { return o == c || o.size == 0 },
+		func(e *lruEntry[*conversation]) { b.forget(e.Value) })
+	if b.lru.over() {
 		b.forget(c)
+	}
+}
+
+// grow counts n more bytes of c's (fewer when negative), in c and in the budget. Called with
+// the budget's lock held.
+func (c *conversation) grow(n int64) {
+	c.size += n
+	if c.el != nil {
+		c.budget.lru.grow(c.el, n)
 	}
 }
 
@@ -144,8 +142,7 @@ func (c *conversation) evict(id string) {
 		keep = max(keep, n)
 	}
 	for _, it := range c.items[keep:] {
-		c.size -= int64(len(it))
-		b.used -= int64(len(it))
+		c.grow(-int64(len(it)))
 	}
 	clear(c.items[keep:])
 	c.items = c.items[:keep]
@@ -168,17 +165,16 @@ func (c *conversation) close() {
 		return
 	}
 	b.forget(c)
-	b.lru.Remove(c.el)
+	b.lru.remove(c.el)
 	c.el = nil
 }
 
 // convBudget is the relay-wide bound of the conversations' histories, least recently used
-// first out.
+// first out: its LRU holds every open conversation, and counts their bytes against the bound
+// (the conversations' row of the budgets' table, budgets.go).
 type convBudget struct {
-	mu    sync.Mutex
-	lru   list.List
-	used  int64
-	limit int64
+	mu  sync.Mutex
+	lru lru[*conversation]
 	// perConn bounds one conversation (maxConversationBytes).
 	perConn int64
 	// forgotten counts histories dropped for the bound.
@@ -188,13 +184,16 @@ type convBudget struct {
 	served map[string]*conversation
 }
 
+func newConvBudget(limit, perConn int64) *convBudget {
+	return &convBudget{lru: lru[*conversation]{bound: limit}, perConn: perConn}
+}
+
 // forget drops c's history. Called with b.mu held.
 func (b *convBudget) forget(c *conversation) {
 	if c.size > 0 {
 		b.forgotten++
 	}
-	b.used -= c.size
-	c.size = 0
+	c.grow(-c.size)
 	c.params, c.paramsSize = nil, 0
 	if c.served {
 		// Nothing holds a served conversation but the index: it leaves it, and the list. Requests
@@ -204,7 +203,7 @@ func (b *convBudget) forget(c *conversation) {
 		}
 		c.items, c.ends = nil, map[string]int{}
 		if c.el != nil {
-			b.lru.Remove(c.el)
+			b.lru.remove(c.el)
 			c.el = nil
 		}
 		return

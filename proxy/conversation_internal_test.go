@@ -12,21 +12,20 @@ import (
 // used conversation is forgotten first; a forgotten response is not found, never an empty
 // history.
 func TestConversationBounds(t *testing.T) {
-	b := &convBudget{limit: 100, perConn: 80}
+	b := newConvBudget(100, 80)
 	item := func(n int) []byte { return []byte(strings.Repeat("x", n)) }
-	a, c := newConversation(b), newConversation(b)
 	empty := newConversation(b) // the least recently used, with nothing to forget
-	b.lru.MoveToBack(empty.el)
+	a, c := newConversation(b), newConversation(b)
 	a.commit(0, [][]byte{item(20)}, [][]byte{item(10)}, "a1", nil)
 	c.commit(0, [][]byte{item(30)}, nil, "c1", nil)
-	if h, ok := a.upTo("a1"); !ok || len(h) != 2 || b.used != 60 {
-		t.Fatalf("a1: %v %d items, used %d", ok, len(h), b.used)
+	if h, ok := a.upTo("a1"); !ok || len(h) != 2 || b.lru.bytes() != 60 {
+		t.Fatalf("a1: %v %d items, used %d", ok, len(h), b.lru.bytes())
 	}
 	// a is used again, so c is the least recently used when the relay-wide bound is passed.
 	a.upTo("a1")
 	a.commit(2, [][]byte{item(45)}, nil, "a2", nil)
-	if b.used > b.limit {
-		t.Fatalf("used %d over the limit %d", b.used, b.limit)
+	if b.lru.bytes() > b.lru.bound {
+		t.Fatalf("used %d over the limit %d", b.lru.bytes(), b.lru.bound)
 	}
 	if _, ok := c.upTo("c1"); ok {
 		t.Fatal("c1 survived the relay-wide bound; the least recently used conversation should go")
@@ -50,15 +49,15 @@ func TestConversationBounds(t *testing.T) {
 	a.close()
 	c.close()
 	empty.close()
-	if b.used != 0 || b.lru.Len() != 0 {
-		t.Fatalf("closed conversations left %d bytes, %d entries", b.used, b.lru.Len())
+	if b.lru.bytes() != 0 || b.lru.count() != 0 {
+		t.Fatalf("closed conversations left %d bytes, %d entries", b.lru.bytes(), b.lru.count())
 	}
 }
 
 // The parameters a conversation keeps for response.append count in its size and the budget,
 // are replaced by the next completed turn's, and go when the conversation is forgotten.
 func TestConversationCountsItsParameters(t *testing.T) {
-	b := &convBudget{limit: 1000, perConn: 100}
+	b := newConvBudget(1000, 100)
 	c := newConversation(b)
 	params := func(n int) *payload.Object {
 		o, err := payload.Parse([]byte(`{"instructions":"` + strings.Repeat("x", n) + `"}`))
@@ -68,16 +67,16 @@ func TestConversationCountsItsParameters(t *testing.T) {
 		return o
 	}
 	c.commit(0, [][]byte{[]byte("0123456789")}, nil, "r1", params(20))
-	if want := int64(10 + 20 + len(`{"instructions":""}`)); c.size != want || b.used != want || c.lastParams() == nil {
-		t.Fatalf("size %d, used %d, want %d", c.size, b.used, want)
+	if want := int64(10 + 20 + len(`{"instructions":""}`)); c.size != want || b.lru.bytes() != want || c.lastParams() == nil {
+		t.Fatalf("size %d, used %d, want %d", c.size, b.lru.bytes(), want)
 	}
 	c.commit(1, nil, nil, "r2", params(1))
-	if want := int64(10 + 1 + len(`{"instructions":""}`)); c.size != want || b.used != want {
-		t.Fatalf("replaced parameters: size %d, used %d, want %d", c.size, b.used, want)
+	if want := int64(10 + 1 + len(`{"instructions":""}`)); c.size != want || b.lru.bytes() != want {
+		t.Fatalf("replaced parameters: size %d, used %d, want %d", c.size, b.lru.bytes(), want)
 	}
 	c.commit(1, nil, nil, "r3", params(200)) // over the per-connection bound: forgotten
-	if c.lastParams() != nil || c.size != 0 || b.used != 0 {
-		t.Fatalf("parameters over the bound kept: size %d, used %d", c.size, b.used)
+	if c.lastParams() != nil || c.size != 0 || b.lru.bytes() != 0 {
+		t.Fatalf("parameters over the bound kept: size %d, used %d", c.size, b.lru.bytes())
 	}
 	c.close()
 }
@@ -107,7 +106,7 @@ func TestSocketKeepsItsItemsNotItsFrames(t *testing.T) {
 // A connection forgets a response whose continuation the upstream refused: its end, and the
 // items only it reached, with their bytes.
 func TestConversationEvict(t *testing.T) {
-	b := &convBudget{limit: 1000, perConn: 1000}
+	b := newConvBudget(1000, 1000)
 	c := newConversation(b)
 	c.commit(0, [][]byte{[]byte("aaaa")}, [][]byte{[]byte("bb")}, "r1", nil)
 	c.commit(2, [][]byte{[]byte("cccc")}, [][]byte{[]byte("dd")}, "r2", nil)
@@ -115,13 +114,13 @@ func TestConversationEvict(t *testing.T) {
 	if _, ok := c.upTo("r2"); ok {
 		t.Fatal("r2 survived its eviction")
 	}
-	if h, ok := c.upTo("r1"); !ok || len(h) != 2 || len(c.items) != 2 || b.used != 6 || c.size != 6 {
-		t.Fatalf("after evicting r2: r1 %v, %d items, used %d", ok, len(c.items), b.used)
+	if h, ok := c.upTo("r1"); !ok || len(h) != 2 || len(c.items) != 2 || b.lru.bytes() != 6 || c.size != 6 {
+		t.Fatalf("after evicting r2: r1 %v, %d items, used %d", ok, len(c.items), b.lru.bytes())
 	}
 	c.evict("r9") // unknown: nothing happens
 	c.evict("r1")
-	if len(c.items) != 0 || b.used != 0 {
-		t.Fatalf("after evicting r1: %d items, used %d", len(c.items), b.used)
+	if len(c.items) != 0 || b.lru.bytes() != 0 {
+		t.Fatalf("after evicting r1: %d items, used %d", len(c.items), b.lru.bytes())
 	}
 	c.close()
 }

@@ -37,10 +37,12 @@
 //
 // A WebSocket client's turns take the same phases: socket.go (the client's socket),
 // socketwire.go (the upstream's socket, the fifth wire), conversation.go (what a connection
-// keeps between turns). Beside the phases: server.go (the Server and its options), errors.go
-// (the OpenAI error shape, and what an upstream's error means), stats.go, trace.go and
-// metrics.go (what is shown), models.go (GET /v1/models), pause.go (pausing from another
-// process), quota.go (usage windows), poolusage.go (the pool's windows over the signed-in user's
-// usage, for Codex's /status), credits.go, creditsclient.go and creditsredeem.go (banked
-// resets), sysinfo.go (the system the user agent names).
+// keeps between turns). Beside the phases: server.go (the Server and its options), budgets.go
+// (the relay's byte budgets: one table, adding up to what the process is allowed), lru.go (the
+// one least-recently-used order the budgets evict by), errors.go (the OpenAI error shape, and
+// what an upstream's error means), stats.go, trace.go and metrics.go (what is shown), models.go
+// (GET /v1/models), pause.go (pausing from another process), quota.go (usage windows),
+// poolusage.go (the pool's windows over the signed-in user's usage, for Codex's /status),
+// credits.go, creditsclient.go and creditsredeem.go (banked resets), sysinfo.go (the system the
+// user agent names).
 package proxy

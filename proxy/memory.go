@@ -12,7 +12,7 @@ import (
 )
 
 // The relay's memory across requests. Every byte a request makes the relay hold is counted
-// against one budget of the whole relay (Options.MemoryBudget), as it is made: its body, as it
+// against one budget of the whole relay (request memory in budgets.go's table), as it is made: its body, as it
 // arrives (never the size it declares); a conversation replayed in its input (served.go) and
 // its translation for a Chat account (wire.go); the kept request a re-made compaction is sent
 // from (compaction.go); an upstream's answer read whole before it can be relayed. Bytes that
@@ -28,9 +28,6 @@ import (
 // eighths of the budget, and a 100-byte request beside them never waits. A request that finds
 // no room waits at most memoryWait, then gets 503 relay_busy with a Retry-After; a body is
 // not watched for stalls while its request waits (the wait is the relay's, not the client's).
-
-// DefaultMemoryBudget is the default of Options.MemoryBudget.
-const DefaultMemoryBudget = 256 << 20
 
 // memoryWait is how long a request waits for room in the budget before it is answered 503.
 const memoryWait = 30 * time.Second
@@ -53,7 +50,7 @@ type memBudget struct {
 
 func newMemBudget(size int64) *memBudget {
 	if size <= 0 {
-		size = DefaultMemoryBudget
+		size = defaultBudget(budgetRequests)
 	}
 	return &memBudget{size: size, reserve: size / 8, wait: memoryWait, freed: make(chan struct{})}
 }

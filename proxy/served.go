@@ -294,7 +294,7 @@ func (b *convBudget) servedUpTo(id string) ([][]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b.lru.MoveToFront(c.el)
+	b.lru.touch(c.el)
 	return c.items[:n:n], true
 }
 
@@ -319,8 +319,7 @@ func (b *convBudget) keepServed(prev string, base, input, output [][]byte, id st
 	}
 	// An id costs its entry, whatever its items weigh: a conversation of responses with no
 	// items stays inside the bound too.
-	c.size += servedEntryBytes
-	b.used += servedEntryBytes
+	c.grow(servedEntryBytes)
 	b.served[id] = c // before commit, which may forget c at once (it is then out of the index)
 	c.commitLocked(len(c.items), input, output, id, nil)
 }

@@ -16,7 +16,7 @@ import (
 // forgotten conversation leaves the index and the list whole, while a request that was
 // replaying its items still reads them intact.
 func TestServedConversationsIndexAndForget(t *testing.T) {
-	b := &convBudget{limit: 1000, perConn: 600}
+	b := newConvBudget(1000, 600)
 	item := func(s string, n int) []byte { return []byte(s + strings.Repeat("x", n)) }
 	b.keepServed("", nil, [][]byte{item("u1", 50)}, [][]byte{item("o1", 50)}, "r1")
 	base, ok := b.servedUpTo("r1")
@@ -24,12 +24,12 @@ func TestServedConversationsIndexAndForget(t *testing.T) {
 		t.Fatalf("r1: %v, %d items", ok, len(base))
 	}
 	b.keepServed("r1", base, [][]byte{item("u2", 50)}, [][]byte{item("o2", 50)}, "r2")
-	if b.served["r1"] != b.served["r2"] || b.lru.Len() != 1 {
+	if b.served["r1"] != b.served["r2"] || b.lru.count() != 1 {
 		t.Fatal("continuing the last response did not extend its conversation")
 	}
 	// A fork from r1: a conversation of its own; r2 stays.
 	b.keepServed("r1", base, [][]byte{item("u3", 50)}, nil, "r3")
-	if b.served["r3"] == b.served["r1"] || b.lru.Len() != 2 {
+	if b.served["r3"] == b.served["r1"] || b.lru.count() != 2 {
 		t.Fatal("a fork did not start a conversation of its own")
 	}
 	if h, ok := b.servedUpTo("r2"); !ok || len(h) != 4 || !strings.HasPrefix(string(h[2]), "u2") {
@@ -55,15 +55,15 @@ func TestServedConversationsIndexAndForget(t *testing.T) {
 	if _, ok := b.servedUpTo("r3"); !ok {
 		t.Fatal("the fork went with the conversation it came from")
 	}
-	if len(b.served) != 1 || b.lru.Len() != 1 {
-		t.Fatalf("forgotten conversations left %d ids, %d entries", len(b.served), b.lru.Len())
+	if len(b.served) != 1 || b.lru.count() != 1 {
+		t.Fatalf("forgotten conversations left %d ids, %d entries", len(b.served), b.lru.count())
 	}
 	if len(replaying) != 4 || replaying[0] == nil || !strings.HasPrefix(string(replaying[3]), "o2") {
 		t.Fatal("forgetting a conversation cleared the items a request was replaying")
 	}
 	// What is left counts the fork alone: its three items and its one entry.
-	if want := int64(3*52 + servedEntryBytes); b.used != want {
-		t.Fatalf("used %d, want %d", b.used, want)
+	if want := int64(3*52 + servedEntryBytes); b.lru.bytes() != want {
+		t.Fatalf("used %d, want %d", b.lru.bytes(), want)
 	}
 }
 

@@ -54,8 +54,13 @@ type Options struct {
 	Catalog CatalogOptions
 	// TraceBufferSize is how many recent traces /relay/traces keeps (default 500).
 	TraceBufferSize int
+	// MemoryLimit is what the relay's byte budgets hold at most, all together (default
+	// DefaultMemoryLimit, 448 MiB): each budget's default bound is its share of it (budgets.go's
+	// table). ConversationBudget, SocketReadBudget, CompactionBudget and MemoryBudget, when set,
+	// are their budgets' bounds instead of their shares.
+	MemoryLimit int64
 	// ConversationBudget bounds the conversations the WebSocket connections keep, and those of
-	// the responses the relay served over HTTP (served.go), all together (default 512 MiB);
+	// the responses the relay served over HTTP (served.go), all together (default 64 MiB);
 	// past it the least recently used is forgotten.
 	ConversationBudget int64
 	// MaxSockets bounds the client WebSockets open at once (default 256); SocketReadBudget the
@@ -70,7 +75,7 @@ type Options struct {
 	// remembers the sealing account of (default 262144, about 40 bytes each).
 	SealedItems int
 	// CompactionBudget bounds the requests that produced compactions, kept (compressed) to
-	// re-make a compaction on another account after a rotation (default 64 MiB, all
+	// re-make a compaction on another account after a rotation (default 32 MiB, all
 	// conversations together; compaction.go).
 	CompactionBudget int64
 	// CompactionDir, when set, is where those requests are kept, as files (mode 0600), so that
@@ -83,7 +88,7 @@ type Options struct {
 	// so keeps its memory across restarts; without either, a key of the process's own.
 	SealKey []byte
 	// MemoryBudget bounds the bytes the requests in flight hold whole at once, all together:
-	// their bodies, and the answers read before they are relayed (default 256 MiB; memory.go).
+	// their bodies, and the answers read before they are relayed (default 224 MiB; memory.go).
 	MemoryBudget int64
 	// Hold is the longest a request waits, with nothing sent, when every account rests and
 	// the earliest is back within it (0: the default 30 s; negative: never wait); SetHold
@@ -166,7 +171,9 @@ type Server struct {
 	sealKeyMu  sync.Mutex // making the kept key (sealSummary)
 	// remaking joins the requests that need one compaction re-made on one account (compaction.go).
 	remaking singleflight.Group
-	// mem is the budget of what requests hold at once (memory.go).
+	// budgets are the bounds of the relay's byte budgets (budgets.go); mem the budget of what
+	// requests hold at once (memory.go).
+	budgets budgets
 	mem     *memBudget
 	sealOff atomic.Bool // SetSealedTracking(false)
 	// turnStates remembers which account issued each x-codex-turn-state (turn.go).
@@ -223,9 +230,8 @@ func New(opt Options) *Server {
 	if opt.MaxSockets <= 0 {
 		opt.MaxSockets = 256
 	}
-	if opt.SocketReadBudget <= 0 {
-		opt.SocketReadBudget = 128 << 20
-	}
+	budgets := newBudgets(opt)
+	opt.SocketReadBudget = budgets.of(budgetSocketReads)
 	if opt.SocketIdle <= 0 {
 		opt.SocketIdle = defaultSocketIdle
 	}
@@ -241,8 +247,9 @@ func New(opt Options) *Server {
 		client:      &http.Client{Transport: opt.Transport, CheckRedirect: noRedirects},
 		traces:      newTraceRing(opt.TraceBufferSize),
 		seals:       newSealTable(opt.SealedItems),
-		compactions: newCompactionStore(opt.CompactionBudget),
-		mem:         newMemBudget(opt.MemoryBudget),
+		budgets:     budgets,
+		compactions: newCompactionStore(budgets.of(budgetCompactions)),
+		mem:         newMemBudget(budgets.of(budgetRequests)),
 		// Turn states live for a turn; a few thousand cover every conversation in flight.
 		turnStates: newSealTable(4096),
 	}

@@ -739,11 +739,7 @@ func (s *Server) drainSockets() {
 // convBudget is the relay's bound of the conversations' histories, made on first need.
 func (s *Server) convBudget() *convBudget {
 	s.convOnce.Do(func() {
-		limit := s.opt.ConversationBudget
-		if limit <= 0 {
-			limit = defaultConversationBudget
-		}
-		s.convs = &convBudget{limit: limit, perConn: maxConversationBytes}
+		s.convs = newConvBudget(s.budgets.of(budgetConversations), maxConversationBytes)
 	})
 	return s.convs
 }

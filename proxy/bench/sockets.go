@@ -69,7 +69,7 @@ func Sockets(opt SocketsOptions) (SocketsResult, error) {
 		opt.Held = 40
 	}
 	res := SocketsResult{Sockets: opt.Sockets, FrameBytes: opt.FrameBytes, Turns: opt.Turns, Held: opt.Held,
-		Budget: 128 << 20, ConversationBudget: 512 << 20} // the relay's defaults
+		Budget: 128 << 20, ConversationBudget: 64 << 20} // the relay's defaults (proxy/budgets.go)
 	// The benchmark's plain upstream: it answers the upgrade as a GET (no WebSocket), so the relay
 	// sends each turn over HTTP, whose body the upstream reads and lets go.
 	relay, base, stop, err := benchRelay()
