@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,52 @@ func TestWindowHelpOpensNoWindow(t *testing.T) {
 	}
 	if code, _, errs := run(t, home, nil, "window"); code != 2 || !strings.Contains(errs, "tray app starts it") {
 		t.Fatalf("window: %d %q", code, errs)
+	}
+}
+
+// docs/development.md's layout names every package of app/, proxy/ and ui/ (proxy/internal's as
+// one), and every package it names is one.
+func TestTheLayoutNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("docs/development.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "```\n")
+	end := strings.Index(doc[start+4:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/development.md has no layout block")
+	}
+	layout := " " + strings.Join(strings.Fields(doc[start+4:start+4+end]), " ") + " "
+	pkgs := map[string]bool{}
+	for _, top := range []string{"app", "proxy", "ui"} {
+		filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if gos, _ := filepath.Glob(filepath.Join(path, "*.go")); len(gos) > 0 && strings.Count(path, "/") > 0 {
+				if strings.HasPrefix(path, "proxy/internal/") {
+					path = "proxy/internal"
+				}
+				pkgs[path] = true
+			}
+			return nil
+		})
+	}
+	for p := range pkgs {
+		if !strings.Contains(layout, " "+p+" ") {
+			t.Errorf("docs/development.md's layout does not say what %s is", p)
+		}
+	}
+	for _, f := range regexp.MustCompile(`\b(?:app|proxy|ui)/[a-z]+(?:/[a-z]+)?(?:\.[a-z]+)?`).FindAllString(layout, -1) {
+		if strings.Contains(f, ".") {
+			continue // a file
+		}
+		if _, err := os.Stat(f); err != nil || !pkgs[f] && !strings.HasPrefix(f, "proxy/internal") {
+			t.Errorf("docs/development.md's layout names %s: there is no such package", f)
+		}
 	}
 }

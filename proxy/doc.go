@@ -10,39 +10,33 @@
 //
 // A request travels in four phases, one file each (handler.go's comment walks them); each hands
 // the next what it found as a value (the client's request and body, the plan, one try an
-// account, the answer). The files, by phase:
+// account, the answer). The accounts themselves, their health, the judge of what an upstream
+// says and the one way to call an account are proxy/pool's: proxy asks it which accounts may
+// serve and tells it what each call met. By phase (doc_test.go holds this index to the folder):
 //
-//	admit     handler.go (routes, guards, the exchange), body.go (reading and pooling bodies,
-//	          what upstream bodies are built from), memory.go (the memory budget every byte a
-//	          request holds counts against), served.go (responses the relay served, replayed), session.go (the client's affinity key,
-//	          bounded), instanceauth.go (signed requests of the relay's own programs)
-//	route     route.go (the plan, dispatch), catalog.go and version.go (the model catalog),
-//	          aliases.go, pool.go and account.go (the accounts, their health and order),
-//	          hold.go (waiting for a resting pool), creditsrequest.go (a banked reset for a
-//	          pool that rests too long)
-//	attempt   attempt.go (the try, the send, the verdict), wire.go (the five wires and their
-//	          bodies), lite.go (Responses Lite), tier.go (service tiers), sealed.go (content
-//	          sealed to an account: what a request leaves out of an account's input),
-//	          sealedit.go (the edits of an account's input: parts left out, compactions put as
-//	          the account's own or, for a Chat account, as text), sealtable.go (which account sealed what), sealscan.go (finding sealed values in
-//	          JSON bytes), compaction.go (a conversation's compaction across a rotation: kept,
-//	          preferred, re-made), compactstore.go (the requests behind compactions, in memory
-//	          or on disk; owner_unix.go and owner_other.go: whose its files are), relaycompact.go
-//	          (the compactions the relay makes for Chat accounts, sealed with its own key),
-//	          compactv1.go (POST /v1/responses/compact), turn.go (Codex's headers
-//	          and turn state), limit.go (limits inside a 200 stream), upstream.go and call.go
-//	          (upstream requests and their deadlines)
-//	respond   respond.go (relaying an answer), sink.go (where a stream goes, where it comes
-//	          from), drain.go (reusing connections), usage.go (tokens), redact.go (upstream text)
+//	handler.go, routes.go                    admit: the guards, the route table, the exchange's one front door (begin, admitBody, admitted)
+//	body.go, memory.go                       admit: reading and pooling bodies; the memory budget every byte a request holds counts against
+//	served.go, session.go, instanceauth.go   admit: responses the relay served, replayed; the client's affinity key; the relay's own signed programs
+//	route.go, catalog.go, version.go         route: the plan and dispatch; the model catalog and Codex's version
+//	aliases.go, account.go                   route: model aliases; the pool's account types, as the embedder names them
+//	backend.go                               route: Codex's backend calls (web search, images), to the ChatGPT accounts
+//	hold.go, creditsrequest.go               route: waiting for a resting pool; a banked reset for a pool that rests too long
+//	attempt.go, wire.go, upstream.go, call.go  attempt: the try through pool.Call and its verdict; the five wires; upstream requests and their deadlines
+//	lite.go, tier.go, turn.go, limit.go      attempt: Responses Lite; service tiers; Codex's headers and turn state; limits inside a 200 stream
+//	sealed.go, sealedit.go, sealtable.go, sealscan.go  attempt: sealed parts: what a request leaves out, the input's edits, who sealed what, the byte scans
+//	compaction.go, compactstore.go, compactv1.go  attempt: a compaction across a rotation (kept, preferred, re-made), the kept requests, POST /v1/responses/compact
+//	relaycompact.go, owner_unix.go, owner_other.go  attempt: the compactions the relay makes for Chat accounts; whose the kept files are
+//	respond.go, sink.go, drain.go, usage.go  respond: relaying an answer; where a stream goes; reusing connections; tokens
+//	maderesponse.go, interrupt.go            respond: a response the relay makes itself; a turn the client interrupted
+//	socket.go, socketwire.go, conversation.go  a WebSocket client's turns: the client's socket, the upstream's socket, what a connection keeps
+//	server.go, budgets.go, lru.go, signal.go  beside: the Server and its options; the byte budgets, one table; the one LRU; the change signal
+//	errors.go, redact.go                     beside: the OpenAI error shape and the one answer when no account can serve; upstream text
+//	stats.go, trace.go, metrics.go, models.go  beside: what is shown (stats, traces, Prometheus); GET /v1/models
+//	quota.go, poolusage.go, chatgptapi.go    beside: usage reads; the pool's windows for Codex's /status; Codex's own ChatGPT calls
+//	credits.go, creditsclient.go, creditsredeem.go  beside: banked resets: the policy, the backend's calls, a redemption
+//	pause.go, sysinfo.go, doc.go             beside: pausing from another process; the system the user agent names; this index
 //
-// A WebSocket client's turns take the same phases: socket.go (the client's socket),
-// socketwire.go (the upstream's socket, the fifth wire), conversation.go (what a connection
-// keeps between turns). Beside the phases: server.go (the Server and its options), budgets.go
-// (the relay's byte budgets: one table, adding up to what the process is allowed), lru.go (the
-// one least-recently-used order the budgets evict by), errors.go (the OpenAI error shape, and
-// what an upstream's error means), stats.go, trace.go and metrics.go (what is shown), models.go
-// (GET /v1/models), pause.go (pausing from another process), quota.go (usage windows),
-// poolusage.go (the pool's windows over the signed-in user's usage, for Codex's /status),
-// credits.go, creditsclient.go and creditsredeem.go (banked resets), sysinfo.go (the system the
-// user agent names).
+// Below: proxy/pool (the accounts and the judge), proxy/payload (parse-once bodies and the
+// serialization cache), proxy/sse (the SSE reader), proxy/bridge (Chat Completions and
+// Responses translated), proxy/bench (the benchmarks), proxy/internal (redact, stat, testkit).
 package proxy

@@ -243,7 +243,7 @@ func (x *exchange) dispatchOnce(p *plan, tl *tally) bool {
 		for _, m := range x.candidates(p, tg) {
 			if tl.tried > 0 && (!s.pool.Current(m) || !m.Usable(tg.model, s.now())) {
 				// Removed, disabled or rested while this request was trying other accounts (a
-				// workspace's limit rests all its accounts at once: restWorkspace).
+				// workspace's limit rests all its accounts at once: pool.Rest).
 				continue
 			}
 			if tl.tried > 0 {
