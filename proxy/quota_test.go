@@ -141,3 +141,56 @@ func TestAQuotaRead401IsRefreshedOnceAndRetried(t *testing.T) {
 		t.Fatalf("%d refreshes, %d reads; want one refresh and one retry", cred.refreshes, reads.Load())
 	}
 }
+
+// Every call to an account goes through the pool's one way (pool.Call): a ChatGPT token the
+// backend stopped taking is renewed once whichever call met it first, the model listing
+// included (it once never renewed a sign-in), and one the backend still refuses after its
+// renewal marks the account, a usage read included (it once marked nothing).
+func TestEveryCallRenewsARefusedSignIn(t *testing.T) {
+	up := newUpstream(t, answerText("hi"))
+	up.setModels(listing(nil, "gpt-5"))
+	inner := up.Config.Handler
+	var refused atomic.Int32
+	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer access-renewed-1" {
+			refused.Add(1)
+			http.Error(w, `{"detail":"token revoked"}`, http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/backend-api/wham/usage" {
+			fmt.Fprint(w, `{"rate_limit":{"primary_window":{"used_percent":7,"limit_window_seconds":18000,"reset_after_seconds":600}}}`)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	cred := &renewing{token: "access-stale"}
+	r := catalogRelay(t, newClock(), false, proxy.Account{Name: "cg", Kind: proxy.KindChatGPT, BaseURL: up.URL + "/backend-api/codex", Credentials: cred})
+	// The first call is the catalog's listing, which the request waits for.
+	tr := r.send(t, "gpt-5")
+	if tr.Status != 200 || tr.Account != "cg" {
+		t.Fatalf("the request: %+v", tr)
+	}
+	if cred.refreshes != 1 || refused.Load() != 1 {
+		t.Fatalf("%d refreshes, %d refused calls; want the listing's 401 renewed once, and nothing refused after", cred.refreshes, refused.Load())
+	}
+	if len(tr.Attempts) != 1 {
+		t.Fatalf("attempts %+v: the request met the renewed sign-in", tr.Attempts)
+	}
+
+	// A sign-in the backend refuses even renewed, met first by a usage read, marks the account.
+	never := &renewing{token: "access-stale"}
+	up2 := newUpstream(t, answerText("hi"))
+	inner2 := up2.Config.Handler
+	up2.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/backend-api/wham/usage" {
+			http.Error(w, `{"detail":"token revoked"}`, http.StatusUnauthorized)
+			return
+		}
+		inner2.ServeHTTP(w, r)
+	})
+	r2 := newRelay(t, proxy.Options{}, proxy.Account{Name: "gone", Kind: proxy.KindChatGPT, BaseURL: up2.URL + "/backend-api/codex", Credentials: never})
+	r2.RefreshQuotas(context.Background())
+	if a := r2.account(t, "gone"); a.State != proxy.StateNeedsLogin || never.refreshes != 1 {
+		t.Fatalf("after a usage read refused twice: %+v, %d refreshes; want needs_login after one renewal", a, never.refreshes)
+	}
+}
