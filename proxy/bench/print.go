@@ -71,8 +71,9 @@ func (r ProxyResult) Print(w io.Writer) {
 			r      LoadResult
 			target string
 		}{{r.Concurrent, "<= 1.5x bare"}, {r.ConcurrentLarge, "<= 150 MB"}} {
-			fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; %d errors, bare %d [0] (%s)\n",
-				l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target, l.r.Errors, l.r.BareErrors, where)
+			fmt.Fprintf(tw, "%d concurrent streams x %d\tpeak RSS %s, bare ReverseProxy %s: %.2fx [%s]; above RSS at start (%s, bare %s): %.2fx; %d errors, bare %d [0] (%s)\n",
+				l.r.Streams, l.r.Rounds, mb(l.r.PeakRSSBytes), mb(l.r.BarePeakRSSBytes), l.r.PeakToBare, l.target,
+				mb(l.r.RSSBeforeBytes), mb(l.r.BareRSSBeforeBytes), l.r.AddedToBare, l.r.Errors, l.r.BareErrors, where)
 		}
 	}
 	if lg := r.Ledger; ran("ledger") && !lg.Skipped {

@@ -172,6 +172,15 @@ type LoadResult struct {
 	BareErrors       int     `json:"bareErrors"`
 	PeakToBare       float64 `json:"peakToBare"`
 	RelayProcess     bool    `json:"relayProcess"`
+	// RSSBeforeBytes and BareRSSBeforeBytes are each process's resident memory as its load
+	// began, and AddedToBare the ratio of what the load added to each (peak less that). Both
+	// processes are the one codexrelay binary, nearly all of it resident (about 30 MB of file
+	// pages, GUI included) before any request: PeakToBare counts that on both sides, while a
+	// bare proxy built apart (about 9 MB resident) does not, and AddedToBare compares what the
+	// streams cost either way.
+	RSSBeforeBytes     int64   `json:"rssBeforeBytes"`
+	BareRSSBeforeBytes int64   `json:"bareRSSBeforeBytes"`
+	AddedToBare        float64 `json:"addedToBare"`
 }
 
 // Proxy sends the same requests to an in-process fake upstream directly and through a
@@ -455,7 +464,7 @@ func (r *proxyRun) loads() (err error) {
 	}{{&res.Concurrent, opt.Concurrent}, {&res.ConcurrentLarge, opt.LargeConcurrent}}
 	for _, l := range loads {
 		l.r.Streams, l.r.Rounds, l.r.RelayProcess = l.n, opt.Rounds, opt.StartProcess != nil
-		if l.r.Errors, l.r.PeakRSSBytes, err = r.streams(r.rp, l.n); err != nil {
+		if l.r.Errors, l.r.RSSBeforeBytes, l.r.PeakRSSBytes, err = r.streams(r.rp, l.n); err != nil {
 			return err
 		}
 	}
@@ -463,11 +472,14 @@ func (r *proxyRun) loads() (err error) {
 	// The bare proxy's loads run meanwhile (its process, not the relay's).
 	loadsEnd := time.Now()
 	for _, l := range loads {
-		if l.r.BareErrors, l.r.BarePeakRSSBytes, err = r.streams(r.bare, l.n); err != nil {
+		if l.r.BareErrors, l.r.BareRSSBeforeBytes, l.r.BarePeakRSSBytes, err = r.streams(r.bare, l.n); err != nil {
 			return err
 		}
 		if l.r.BarePeakRSSBytes > 0 {
 			l.r.PeakToBare = float64(l.r.PeakRSSBytes) / float64(l.r.BarePeakRSSBytes)
+		}
+		if added := l.r.BarePeakRSSBytes - l.r.BareRSSBeforeBytes; added > 0 {
+			l.r.AddedToBare = float64(l.r.PeakRSSBytes-l.r.RSSBeforeBytes) / float64(added)
 		}
 	}
 	time.Sleep(time.Until(loadsEnd.Add(opt.IdleWait)))
@@ -494,7 +506,11 @@ func (r *proxyRun) startProxies() error {
 			rss, n := Settle(relay)
 			return rss, n, nil
 		}, Stop: func() {}}
-		r.bare = &Process{URL: "http://" + ln.Addr().String() + "/v1", Stop: func() { srv.Close() }}
+		r.bare = &Process{URL: "http://" + ln.Addr().String() + "/v1", Settled: func() (int64, int, error) {
+			http.DefaultTransport.(*http.Transport).CloseIdleConnections() // the bare proxy's
+			rss, n := Settle(relay)
+			return rss, n, nil
+		}, Stop: func() { srv.Close() }}
 	} else {
 		rp, err := r.opt.StartProcess("relay", r.directURL)
 		if err != nil {
@@ -518,11 +534,20 @@ func (r *proxyRun) startProxies() error {
 }
 
 // streams runs n concurrent streams through p, Rounds times, and reports how many did not
-// complete and p's peak resident memory meanwhile.
-func (r *proxyRun) streams(p *Process, n int) (errors int, peak int64, err error) {
+// complete, p's resident memory as they began and its peak meanwhile.
+func (r *proxyRun) streams(p *Process, n int) (errors int, before, peak int64, err error) {
 	r.client.CloseIdleConnections()
+	// Each load starts from a settled process, so that neither side's peak carries what the
+	// collector kept from its previous load (the relay's loads ran first, the bare proxy's
+	// after, each process its own way back down).
+	if p.Settled != nil {
+		if _, _, err := p.Settled(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	before = procStatus(p.PID, "VmRSS")
 	if err := resetPeakRSS(p.PID); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var errs atomic.Int64
 	for range r.opt.Rounds {
@@ -551,7 +576,7 @@ func (r *proxyRun) streams(p *Process, n int) (errors int, peak int64, err error
 	}
 	// A client that went away: the proxies see their connections close.
 	r.client.CloseIdleConnections()
-	return int(errs.Load()), procStatus(p.PID, "VmHWM"), nil
+	return int(errs.Load()), before, procStatus(p.PID, "VmHWM"), nil
 }
 
 // soak reads the relay's memory and goroutines over many sequential requests.

@@ -76,7 +76,8 @@ func TestProxyBenchRuns(t *testing.T) {
 	for _, l := range []bench.LoadResult{r.Concurrent, r.ConcurrentLarge} {
 		// (The bare proxy's errors are its own: it does not retry a POST whose pooled
 		// connection the upstream closed. They are reported, not asserted.)
-		if !l.RelayProcess || l.Rounds != 2 || l.Errors != 0 || l.PeakRSSBytes <= 0 || l.BarePeakRSSBytes <= 0 || l.PeakToBare <= 0 {
+		if !l.RelayProcess || l.Rounds != 2 || l.Errors != 0 || l.PeakRSSBytes <= 0 || l.BarePeakRSSBytes <= 0 || l.PeakToBare <= 0 ||
+			l.RSSBeforeBytes <= 0 || l.BareRSSBeforeBytes <= 0 {
 			t.Fatalf("load %+v", l)
 		}
 	}
