@@ -259,10 +259,13 @@ func (p *sealedParts) input(all [][]byte, edits []itemEdit) []byte {
 // left out or replaced.
 func withEdits(all [][]byte, edits []itemEdit) [][]byte {
 	kept := make([][]byte, 0, len(all))
+	j := 0 // the next edit: both are walked once, in order
 	for i, it := range all {
-		j, found := slices.BinarySearchFunc(edits, i, func(e itemEdit, i int) int { return e.i - i })
+		for j < len(edits) && edits[j].i < i {
+			j++
+		}
 		switch {
-		case !found:
+		case j == len(edits) || edits[j].i != i:
 			kept = append(kept, it)
 		case edits[j].item != nil:
 			kept = append(kept, edits[j].item)
