@@ -48,7 +48,6 @@ type Pool struct {
 	changed func()           // raised when an account or the list changes
 	now     func() time.Time // the clock (a test's, or time.Now)
 	breaker Breaker          // when a failing account rests
-	renewed func(*Member)    // told of a renewed credential (nil: nobody)
 }
 
 type affinityEntry struct {
