@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"maps"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // CatalogOptions configure the model catalog (README: "The serialization cache and the catalog refresh").

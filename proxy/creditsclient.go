@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // The backend client of banked resets: the list read on the quota cadence, and the calls a

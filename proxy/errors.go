@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // apiError is an error answered to the client in the OpenAI error shape:

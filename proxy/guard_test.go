@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
-
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 	"github.com/codexrelay/codexrelay/proxy/payload"
 )
 

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // handleModels serves GET /v1/models: the OpenAI list and the Codex "models" array in one

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"math"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // The pool's usage, as Codex reads it for /status (and its desktop app before it starts a turn):

@@ -3,11 +3,12 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // QuotaInterval is how often ChatGPT accounts' usage is read in the background.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 

@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
-
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/codexrelay/codexrelay/proxy"
+	"github.com/codexrelay/codexrelay/proxy/internal/testkit"
 )
 
 const smallBody = `{"model":"gpt-5","input":"hi","stream":true}`

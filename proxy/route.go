@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/codexrelay/codexrelay/proxy/internal/stat"
 	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // Route: which model a request goes to (the catalog, refreshed as stale-while-revalidate

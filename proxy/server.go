@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // Options configure a Server. The zero value is usable: no local key, loopback only.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"io"
 	"net/http"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 

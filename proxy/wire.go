@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/pool"
 	"slices"
 
 	"github.com/codexrelay/codexrelay/proxy/bridge"
 	"github.com/codexrelay/codexrelay/proxy/payload"
+	"github.com/codexrelay/codexrelay/proxy/pool"
 	"github.com/codexrelay/codexrelay/proxy/sse"
 )
 
