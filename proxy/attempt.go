@@ -340,6 +340,7 @@ func (x *exchange) await(tr *accountTry, a *answer) (verdict, string, *pool.Said
 	a.held, a.first = held, first
 	if w, failed := x.streamFailure(tr, &a.first, "stream failed at once"); failed {
 		// A 200 stream may still fail in its first event (quota, rate limit, overload; limit.go).
+		w.Bucket = pool.ActiveLimit(a.resp.Header)
 		return served, w.Reason(), &w
 	}
 	return x.awaitRest(tr, a)
@@ -377,6 +378,7 @@ func (x *exchange) awaitRest(tr *accountTry, a *answer) (verdict, string, *pool.
 	}
 	a.final = final
 	if w, failed := x.streamFailure(tr, &a.final, "stream failed at once"); failed {
+		w.Bucket = pool.ActiveLimit(a.resp.Header)
 		return served, w.Reason(), &w // a limit or an overload anywhere in it moves it on
 	}
 	a.whole = true

@@ -1,8 +1,13 @@
 package proxy
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/pool"
 )
 
 // Snapshot is the live state served at /relay/stats and read by the dashboard.
@@ -69,15 +74,30 @@ type AccountStats struct {
 	API           API        `json:"api"`
 	State         string     `json:"state"`
 	CooldownUntil *time.Time `json:"cooldown_until"`
-	// CooldownReason says why it cools down: CooldownRateLimit or CooldownFailing ("" when ready).
+	// CooldownReason says why it cools down: CooldownRateLimit, CooldownFailing or
+	// CooldownReserve ("" when ready).
 	CooldownReason string `json:"cooldown_reason,omitempty"`
-	Requests       int64  `json:"requests"`
-	Failures       int64  `json:"failures"`
-	LastError      string `json:"last_error"`
+	// Reserve is the share of its binding window the relay keeps unspent (percent; 0: none).
+	Reserve int `json:"reserve,omitempty"`
+	// BucketRests are the buckets (metered features: a model family's own limit) resting on the
+	// account while it serves the other models, each until its window resets, soonest first.
+	BucketRests []BucketRest `json:"bucket_rests,omitempty"`
+	Requests    int64        `json:"requests"`
+	Failures    int64        `json:"failures"`
+	LastError   string       `json:"last_error"`
 	// Quota is the usage of a ChatGPT account's windows, when known.
 	Quota *Quota `json:"quota,omitempty"`
 	// ResetCredits are a ChatGPT account's banked resets, when read (never with the policy off).
 	ResetCredits *ResetCredits `json:"reset_credits,omitempty"`
+}
+
+// BucketRest is one bucket resting on an account: the metered feature (codex_bengalfox), its
+// limit's name as the account's reading gives it ("GPT-5.3-Codex-Spark"; "" when unread), and
+// until when.
+type BucketRest struct {
+	Bucket string    `json:"bucket"`
+	Name   string    `json:"name,omitempty"`
+	Until  time.Time `json:"until"`
 }
 
 // counters are the proxy's running totals.
@@ -107,8 +127,9 @@ func (s *Server) snapshot() Snapshot {
 	}
 	for _, m := range s.pool.List() {
 		ms := m.Snapshot(now, "")
-		st := AccountStats{Name: m.Name, Kind: m.Kind, API: m.API, State: ms.State,
-			Requests: ms.Requests, Failures: ms.Failures, LastError: ms.LastError, Quota: ms.Quota}
+		st := AccountStats{Name: m.Name, Kind: m.Kind, API: m.API, State: ms.State, Reserve: m.Reserve,
+			Requests: ms.Requests, Failures: ms.Failures, LastError: ms.LastError, Quota: ms.Quota,
+			BucketRests: bucketRests(ms)}
 		if st.State == StateCooldown {
 			t := ms.CooldownUntil
 			st.CooldownUntil, st.CooldownReason = &t, ms.CooldownReason
@@ -121,4 +142,25 @@ func (s *Server) snapshot() Snapshot {
 		snap.Accounts = []AccountStats{}
 	}
 	return snap
+}
+
+// bucketRests are a snapshot's resting buckets, named as its reading names them, soonest back
+// first.
+func bucketRests(ms pool.Snapshot) []BucketRest {
+	var out []BucketRest
+	for b, until := range ms.BucketRests {
+		r := BucketRest{Bucket: b, Until: until}
+		if ms.Quota != nil {
+			for _, a := range ms.Quota.Additional {
+				if a.Feature == b {
+					r.Name = a.Name
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b BucketRest) int {
+		return cmp.Or(a.Until.Compare(b.Until), strings.Compare(a.Bucket, b.Bucket))
+	})
+	return out
 }

@@ -38,7 +38,11 @@ type Account struct {
 	API     API    // APIResponses (default) or APIChat
 	// Priority groups accounts: lower values are tried first; accounts of equal priority are
 	// taken in list order ("priority" strategy) or in turn ("round-robin").
-	Priority    int
+	Priority int
+	// Reserve is the share of its binding window (percent, 0-99) the relay leaves unspent: an
+	// account shared with its owner or a colleague is not chosen once its window has less left
+	// (0: none kept).
+	Reserve     int
 	Disabled    bool
 	Credentials Credentials
 }

@@ -17,9 +17,10 @@
 //	judge.go      what an upstream said, judged once: class, scope, until when; Rest
 //	errorbody.go  an upstream's error object, in its several shapes, read leniently
 //	quota.go      usage readings (/wham/usage) and what the order and the judge read of them
+//	windows.go    what a reading has left: the binding window, the reserve, the buckets that meter models
 //	call.go       Call: credential, one renewal on a refusal, judgment, rest
 //
-// Where things go: a new strategy is a constant in pool.go and a case in order; a new scope of
-// rest is a Scope, a row or rule in judge.go and a case in Rest; a new side call is a Send
-// given to Call (model "").
+// Where things go: a new strategy is a constant in pool.go, its name in Strategies and its key
+// in order; a new scope of rest is a Scope, the rule in judge.go (judge, or Pool.Judge when it
+// needs the account) and its case in Rest; a new side call is a Send given to Call (model "").
 package pool

@@ -2,12 +2,13 @@ package pool
 
 import (
 	"fmt"
-	"github.com/codexrelay/codexrelay/proxy/internal/redact"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codexrelay/codexrelay/proxy/internal/redact"
 )
 
 // One judge of what an upstream said. However it came (an HTTP status and its error body, a
@@ -29,13 +30,17 @@ type Said struct {
 	ResetIn    float64 // or after how long (seconds; 0: it did not)
 	Where      string  // how it came, for the reason: "HTTP 429", "stream failed at once", ...
 	Location   string  // where a redirect points (its host), for the reason
+	// Bucket is the limit the answer says is active (x-codex-active-limit: a metered feature
+	// such as codex_bengalfox, or the account's own limit); "" when it names none.
+	Bucket string
 }
 
 // SaidHTTP is an upstream's error answer: its status, its Retry-After and its body (redacted).
 func SaidHTTP(resp *http.Response, body []byte) Said {
 	e := ParseErrorBody(body)
 	w := Said{Status: resp.StatusCode, Code: e.Code, Msg: e.Msg, ResetsAt: e.ResetsAt, ResetIn: e.ResetIn,
-		RetryAfter: resp.Header.Get("Retry-After"), Where: fmt.Sprintf("HTTP %d", resp.StatusCode)}
+		RetryAfter: resp.Header.Get("Retry-After"), Where: fmt.Sprintf("HTTP %d", resp.StatusCode),
+		Bucket: ActiveLimit(resp.Header)}
 	if u, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
 		w.Location = u.Host
 	}
@@ -96,6 +101,7 @@ const (
 	AccountScope   Scope = iota // the account
 	WorkspaceScope              // every account of its ChatGPT workspace (a Team plan's pooled limit)
 	ModelScope                  // the model, on the account
+	BucketScope                 // the bucket (a metered feature) that meters the model, on the account
 )
 
 // CodeClasses is the one table of upstream error codes.
@@ -151,6 +157,7 @@ type Judgment struct {
 	Until  time.Time // when what rests may serve again (limited, noModel)
 	Code   string
 	Reason string
+	Bucket string // the bucket that rests (BucketScope)
 }
 
 // judge judges what an upstream said of a request to an account whose spent usage window
@@ -183,7 +190,14 @@ func judge(now, windowReset time.Time, w Said) Judgment {
 // Judge judges what an upstream said of a request to m. It changes nothing: Rest applies it.
 func (p *Pool) Judge(m *Member, w Said) Judgment {
 	now := p.now()
-	return judge(now, m.QuotaReset(now), w)
+	j := judge(now, m.QuotaReset(now), w)
+	if j.Class == Limited && j.Scope == AccountScope && m.isBucket(w.Bucket) {
+		// A limit of one bucket: its models rest on the account, until that bucket's window
+		// resets, and the account serves the others.
+		j.Scope, j.Bucket = BucketScope, w.Bucket
+		j.Until = RestEnd(now, w.RetryAfter, w.ResetsAt, w.ResetIn, m.bucketReset(w.Bucket, now))
+	}
+	return j
 }
 
 // SealedRefusal reports whether an upstream error says that it could not read sealed content:
@@ -215,11 +229,14 @@ func (j Judgment) ClientStatus() int {
 }
 
 // Rest applies what j rests, m's credential cred having met it: the account until then (or
-// every account of its workspace), the model on the account, or, for a redirect, a rest by
+// every account of its workspace, or the bucket that meters model on it), the model on the account, or, for a redirect, a rest by
 // the breaker's rules. The one writer of what an upstream's word rests.
 func (p *Pool) Rest(m *Member, cred Credential, model string, j Judgment) {
-	switch j.Class {
-	case Limited:
+	switch {
+	case j.Class == Limited && j.Scope == BucketScope:
+		m.restBucket(j.Bucket, j.Until, j.Reason)
+		p.learnBucket(model, j.Bucket)
+	case j.Class == Limited:
 		m.coolDown(j.Until, j.Reason)
 		if j.Scope == WorkspaceScope && cred.AccountID != "" {
 			// Every other ChatGPT account whose credential names the same chatgpt-account-id,
@@ -231,9 +248,9 @@ func (p *Pool) Rest(m *Member, cred Credential, model string, j Judgment) {
 				}
 			}
 		}
-	case NoModel:
+	case j.Class == NoModel:
 		m.blockModel(model, j.Until, j.Reason)
-	case Redirected:
+	case j.Class == Redirected:
 		p.Fail(m, false, j.Reason)
 	}
 }

@@ -22,6 +22,9 @@ const (
 const (
 	CooldownRateLimit = "rate_limit" // the upstream said so: 429, quota, usage limit
 	CooldownFailing   = "failing"    // the breaker: it timed out or failed too often in a row
+	// CooldownReserve: its binding window has less left than the account's reserve; it is
+	// back when that window resets.
+	CooldownReserve = "reserve"
 )
 
 // Member is an account plus the runtime state the pool keeps for it. A Member is never changed
@@ -54,7 +57,10 @@ type health struct {
 	needsLogin     string // reason; "" when the credential works
 	lastError      string
 	modelBlocked   map[string]time.Time
+	bucketRests    map[string]time.Time // a bucket (metered feature) resting on the account, until
 	quota          *Quota
+
+	pool *Pool // the pool the account is of (the models' buckets)
 
 	// changed is raised when the state above changes (the embedder's change signal).
 	changed func()
@@ -74,10 +80,39 @@ func (m *Member) stateLocked(now time.Time) string {
 		return StateKeyRejected
 	case m.needsLogin != "":
 		return StateNeedsLogin
-	case now.Before(m.cooldownUntil):
+	case now.Before(m.cooldownUntil), !m.reservedLocked(now).IsZero():
 		return StateCooldown
 	}
 	return StateReady
+}
+
+// reservedLocked is when m's binding window resets while it has less left than m's reserve
+// (zero: it is not held back, or its reset is unknown and it is held back anyway: then the
+// far future).
+func (m *Member) reservedLocked(now time.Time) time.Time {
+	if m.Reserve <= 0 {
+		return time.Time{}
+	}
+	b, ok := m.quota.Binding(now)
+	if !ok || b.Left >= float64(m.Reserve) {
+		return time.Time{}
+	}
+	if b.Resets.IsZero() {
+		return now.Add(maxCooldownLength)
+	}
+	return b.Resets
+}
+
+// restLocked is when m, cooling down, is back, and why.
+func (m *Member) restLocked(now time.Time) (time.Time, string) {
+	until, why := m.cooldownUntil, m.cooldownReason
+	if !now.Before(until) {
+		until, why = time.Time{}, ""
+	}
+	if r := m.reservedLocked(now); r.After(until) {
+		until, why = r, CooldownReserve
+	}
+	return until, why
 }
 
 // State is m's state now (StateReady, StateCooldown, ...).
@@ -100,7 +135,21 @@ func (m *Member) Usable(model string, now time.Time) bool {
 		}
 		delete(m.modelBlocked, model)
 	}
-	return true
+	return m.bucketBackLocked(model, now).IsZero()
+}
+
+// bucketBackLocked is when the bucket that meters model on m is back, when it rests (the
+// upstream said so) or its reading says it is spent; zero when it serves.
+func (m *Member) bucketBackLocked(model string, now time.Time) time.Time {
+	b := m.bucketOf(model)
+	if b == "" {
+		return time.Time{}
+	}
+	until := m.quota.spentBucket(b, now)
+	if r := m.bucketRests[b]; now.Before(r) && r.After(until) {
+		until = r
+	}
+	return until
 }
 
 // RestsUntil is when m, cooling down, is back; zero when it does not rest (or does not come
@@ -111,7 +160,15 @@ func (m *Member) RestsUntil(now time.Time) time.Time {
 	if m.stateLocked(now) != StateCooldown {
 		return time.Time{}
 	}
-	return m.cooldownUntil
+	until, _ := m.restLocked(now)
+	return until
+}
+
+// BucketBack is when the bucket that meters model on m serves again (zero: it serves now).
+func (m *Member) BucketBack(model string, now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bucketBackLocked(model, now)
 }
 
 // Snapshot is what is known of an account at one moment, for stats and explanations.
@@ -126,6 +183,9 @@ type Snapshot struct {
 	Quota          *Quota // the last usage reading (shared: never changed once read)
 	// ModelBlockedUntil is when the model Snapshot was asked about is served again (zero: it is).
 	ModelBlockedUntil time.Time
+	// BucketRests are the buckets (metered features: codex_bengalfox) resting on the account,
+	// each until its window resets.
+	BucketRests map[string]time.Time
 }
 
 // Snapshot reads m's state now; model, when set, fills ModelBlockedUntil.
@@ -135,10 +195,21 @@ func (m *Member) Snapshot(now time.Time, model string) Snapshot {
 	s := Snapshot{State: m.stateLocked(now), NeedsLogin: m.needsLogin, LastError: m.lastError,
 		Requests: m.requests.Load(), Failures: m.failures.Load(), Quota: m.quota}
 	if s.State == StateCooldown {
-		s.CooldownUntil, s.CooldownReason = m.cooldownUntil, m.cooldownReason
+		s.CooldownUntil, s.CooldownReason = m.restLocked(now)
 	}
 	if until, ok := m.modelBlocked[model]; ok && model != "" && now.Before(until) {
 		s.ModelBlockedUntil = until
+	}
+	if until := m.bucketBackLocked(model, now); !until.IsZero() && until.After(s.ModelBlockedUntil) {
+		s.ModelBlockedUntil = until
+	}
+	for b, until := range m.bucketRests {
+		if now.Before(until) {
+			if s.BucketRests == nil {
+				s.BucketRests = map[string]time.Time{}
+			}
+			s.BucketRests[b] = until
+		}
 	}
 	return s
 }
@@ -232,6 +303,20 @@ func (m *Member) markNeedsLogin(reason string) {
 	m.raise()
 }
 
+// restBucket rests bucket on m until then.
+func (m *Member) restBucket(bucket string, until time.Time, reason string) {
+	m.mu.Lock()
+	if m.bucketRests == nil {
+		m.bucketRests = make(map[string]time.Time)
+	}
+	if until.After(m.bucketRests[bucket]) {
+		m.bucketRests[bucket] = until
+	}
+	m.lastError = reason
+	m.mu.Unlock()
+	m.raise()
+}
+
 func (m *Member) blockModel(model string, until time.Time, reason string) {
 	m.mu.Lock()
 	if m.modelBlocked == nil {
@@ -259,7 +344,7 @@ func (m *Member) endRest(signedIn bool) {
 		m.needsLogin = ""
 	}
 	m.lastError = ""
-	m.modelBlocked = nil
+	m.modelBlocked, m.bucketRests = nil, nil
 	m.mu.Unlock()
 	m.raise()
 }

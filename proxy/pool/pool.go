@@ -3,6 +3,7 @@ package pool
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -21,10 +22,14 @@ const (
 	// StrategyMostQuotaLeft puts the accounts with the most quota left first: untouched
 	// accounts (API keys among them), then the ChatGPT accounts whose windows are least used.
 	StrategyMostQuotaLeft = "most-quota-left"
+	// StrategyResetFirst spends first the quota that expires first: the account whose binding
+	// window (the one with the least left) resets soonest goes first while it has quota; the
+	// accounts whose reset is unknown (API keys, no reading yet) after them, in list order.
+	StrategyResetFirst = "reset-first"
 )
 
 // Strategies lists the routing strategies, the default first.
-var Strategies = []string{StrategyPriority, StrategyRoundRobin, StrategyMostQuotaLeft}
+var Strategies = []string{StrategyPriority, StrategyRoundRobin, StrategyMostQuotaLeft, StrategyResetFirst}
 
 const (
 	defaultCooldown   = 60 * time.Second
@@ -44,6 +49,9 @@ type Pool struct {
 
 	affMu    sync.Mutex
 	affinity map[string]affinityEntry
+
+	bmu     sync.RWMutex
+	buckets buckets // which bucket meters which model (windows.go)
 
 	changed func()           // raised when an account or the list changes
 	now     func() time.Time // the clock (a test's, or time.Now)
@@ -83,7 +91,7 @@ func (p *Pool) Set(accounts []Account) (added []*Member) {
 		if old := p.byKey[a.Key()]; old != nil && old.Kind == a.Kind && old.BaseURL == a.BaseURL {
 			m.health = old.health
 		} else {
-			m.health = &health{changed: p.changed}
+			m.health = &health{changed: p.changed, pool: p}
 			added = append(added, m)
 		}
 		next = append(next, m)
@@ -157,7 +165,7 @@ func (p *Pool) Candidates(model, session string, now time.Time, serves func(*Mem
 	if strategy == StrategyRoundRobin {
 		turn = p.rr.Add(1) - 1
 	}
-	order(out, strategy, turn)
+	order(out, strategy, turn, now)
 	if key := p.affine(session, now); key != "" {
 		for i, m := range out {
 			if m.Key() == key {
@@ -190,7 +198,7 @@ func (p *Pool) Next(now time.Time) *Member {
 			out = append(out, m)
 		}
 	}
-	order(out, strategy, p.rr.Load())
+	order(out, strategy, p.rr.Load(), now)
 	if len(out) == 0 {
 		return nil
 	}
@@ -199,15 +207,28 @@ func (p *Pool) Next(now time.Time) *Member {
 
 // order sorts usable accounts into the order a strategy tries them: by priority group, and
 // within a group in list order (priority), in turn (round-robin, turn being the request's
-// turn) or by quota left (most-quota-left).
-func order(out []*Member, strategy string, turn uint64) {
+// turn), by quota left (most-quota-left) or by the reset of their binding window
+// (reset-first).
+func order(out []*Member, strategy string, turn uint64, now time.Time) {
+	if len(out) < 2 {
+		return
+	}
+	keys := make(map[*Member]float64, len(out))
+	for _, m := range out {
+		switch strategy {
+		case StrategyMostQuotaLeft:
+			keys[m] = m.usedScore()
+		case StrategyResetFirst:
+			keys[m] = m.resetKey(now)
+		}
+	}
 	slices.SortStableFunc(out, func(a, b *Member) int {
-		if c := cmp.Compare(a.Priority, b.Priority); c != 0 || strategy != StrategyMostQuotaLeft {
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.usedScore(), b.usedScore())
+		return cmp.Compare(keys[a], keys[b]) // 0 for the strategies that keep list order
 	})
-	if strategy == StrategyRoundRobin && len(out) > 1 {
+	if strategy == StrategyRoundRobin {
 		for i := 0; i < len(out); {
 			j := i
 			for j < len(out) && out[j].Priority == out[i].Priority {
@@ -218,6 +239,18 @@ func order(out []*Member, strategy string, turn uint64) {
 			i = j
 		}
 	}
+}
+
+// resetKey orders accounts for reset-first: the seconds until its binding window resets, for
+// an account that has quota left; after every such account, the ones whose reset is unknown.
+func (m *Member) resetKey(now time.Time) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.quota.Binding(now)
+	if !ok || b.Resets.IsZero() || b.Left <= 0 {
+		return math.MaxFloat64
+	}
+	return b.Resets.Sub(now).Seconds()
 }
 
 func rotate(s []*Member, k int) {
@@ -328,6 +361,9 @@ func (p *Pool) Unavailable(model string, now time.Time, serves func(*Member) boo
 				d.Back = s.CooldownUntil
 			}
 			desc += " until " + s.CooldownUntil.UTC().Format(time.RFC3339)
+			if s.CooldownReason == CooldownReserve {
+				desc += fmt.Sprintf(" (its window has less left than the %d%% it keeps in reserve)", m.Reserve)
+			}
 		case StateNeedsLogin, StateKeyRejected:
 			desc += " (" + s.NeedsLogin + ")"
 		case StateReady:
