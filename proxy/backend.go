@@ -62,7 +62,7 @@ func documentBody(x *exchange, _ *accountTry) (builtBody, error) {
 // read and redacted whole where it entered (classifyStatus).
 func (x *exchange) relayDocument(a *answer) {
 	h := x.w.Header()
-	copyRelayHeaders(h, a.resp.Header)
+	x.relayHeaders(h, a.resp.Header)
 	h.Set("Content-Type", cmp.Or(a.resp.Header.Get("Content-Type"), "application/json"))
 	x.w.WriteHeader(a.resp.StatusCode)
 	x.t.Status = a.resp.StatusCode

@@ -33,6 +33,7 @@
 //	errors.go, redact.go                     beside: the OpenAI error shape and the one answer when no account can serve; upstream text
 //	stats.go, trace.go, metrics.go, models.go  beside: what is shown (stats, traces, Prometheus); GET /v1/models
 //	quota.go, poolusage.go, chatgptapi.go    beside: usage reads; the pool's windows for Codex's /status; Codex's own ChatGPT calls
+//	ratelimits.go                            beside: the pool's rate limits on every answer (headers, a socket's codex.rate_limits)
 //	credits.go, creditsclient.go, creditsredeem.go  beside: banked resets: the policy, the backend's calls, a redemption
 //	pause.go, sysinfo.go, doc.go             beside: pausing from another process; the system the user agent names; this index
 //

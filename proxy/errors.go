@@ -22,6 +22,8 @@ type apiError struct {
 	ResetsAt int64 `json:"resets_at,omitempty"`
 	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
 	RetryAfter int `json:"-"`
+	// Header holds more headers of the answer (the pool's rate limits on its 429: ratelimits.go).
+	Header http.Header `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -40,6 +42,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	h.Set("Content-Length", strconv.Itoa(len(b)+1))
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	for k, v := range e.Header {
+		h[k] = v
 	}
 	w.WriteHeader(e.Status)
 	w.Write(append(b, '\n'))
@@ -60,7 +65,8 @@ func (s *Server) unavailable(d pool.Dry, what string) *apiError {
 			Message: "Codex Relay has no upstream account yet: add one with `codexrelay accounts add --name NAME --kind openai --base-url URL` (the API key on stdin), sign in with `codexrelay accounts add --kind chatgpt`, or import the Codex CLI login with `codexrelay accounts import-codex`."}
 	case !d.Back.IsZero():
 		e := &apiError{Status: http.StatusTooManyRequests, Type: "usage_limit_reached", Code: "usage_limit_reached",
-			ResetsAt: d.Back.Unix(), Message: "no upstream account can take this request now; " + strings.Join(d.States, "; ")}
+			ResetsAt: d.Back.Unix(), Message: "no upstream account can take this request now; " + strings.Join(d.States, "; "),
+			Header: s.dryHeaders()}
 		e.RetryAfter = max(int(d.Back.Sub(now).Seconds()+0.999), 1)
 		if what != "" {
 			e.Message = what + " goes to a ChatGPT account, and every one is resting until " + d.Back.Local().Format("15:04")

@@ -32,7 +32,7 @@ func (n namedEvents) Next() (sse.Event, error) {
 // progress, its metadata (a turn state, a model reroute), and a reasoning item announced empty.
 func carriesNoOutput(ev sse.Event) bool {
 	switch ev.Name {
-	case "response.created", "response.in_progress", "response.metadata":
+	case "response.created", "response.in_progress", "response.metadata", rateLimitsEventName:
 		return true
 	case "response.output_item.added":
 		var v struct {

@@ -89,20 +89,39 @@ func (s *Server) poolUsage(ctx context.Context) (pw poolWindows, ok bool) {
 		wg.Wait()
 		cancel()
 	}
-	now := s.now()
+	return s.poolNow(s.now()), true
+}
+
+// poolNow is the pool's windows at now from the readings the accounts have (none is read
+// again); pw.counted is empty when no enabled ChatGPT account has a fresh reading. An account
+// whose reading says its binding window is spent cannot serve, though no limit was met yet.
+func (s *Server) poolNow(now time.Time) poolWindows {
 	var accts []poolAccount
+	var unread []string
 	for _, m := range s.pool.List() {
 		if m.Kind != KindChatGPT || m.Disabled {
 			continue
 		}
-		a := poolAccount{name: m.Name, serves: m.Usable("", now), back: m.RestsUntil(now), q: quotaCopy(m)}
+		q := quotaCopy(m)
+		a := poolAccount{name: m.Name, serves: m.Usable("", now) && !spent(q, now), back: m.RestsUntil(now), q: q}
 		if a.serves && (a.q == nil || now.Sub(a.q.FetchedAt) > usageFresh) {
-			pw.unread = append(pw.unread, m.Name)
+			unread = append(unread, m.Name)
 			continue
+		}
+		if !a.serves && a.back.IsZero() && q != nil {
+			if b, ok := q.Binding(now); ok && b.Left <= 0 {
+				a.back = b.Resets // spent by its reading: back when that window resets
+			}
 		}
 		accts = append(accts, a)
 	}
-	return pooled(accts, pw.unread, now), true
+	return pooled(accts, unread, now)
+}
+
+// spent reports whether reading q says its binding window has nothing left at now.
+func spent(q *Quota, now time.Time) bool {
+	b, ok := q.Binding(now)
+	return ok && b.Left <= 0
 }
 
 // pooled is the pool's windows made of the accounts' readings (see the file's comment).
@@ -275,8 +294,24 @@ func (pw poolWindows) overlay(own []byte) []byte {
 		}
 	}
 	body["additional_rate_limits"], _ = json.Marshal(out)
+	pw.overlayState(body)
 	b, _ := json.Marshal(body)
 	return b
+}
+
+// overlayState writes the pool's state over the user's own: the kind of limit that stops it
+// (rate_limit_reached_type, null while an account can serve) and its spend control (no spend
+// control of the user's stops the pool: reached is false when the answer has one).
+func (pw poolWindows) overlayState(body map[string]json.RawMessage) {
+	body["rate_limit_reached_type"] = json.RawMessage("null")
+	if !pw.serving {
+		body["rate_limit_reached_type"], _ = json.Marshal(map[string]string{"type": reachedRateLimit})
+	}
+	var sc map[string]json.RawMessage
+	if json.Unmarshal(body["spend_control"], &sc) == nil && sc != nil {
+		sc["reached"] = json.RawMessage("false")
+		body["spend_control"], _ = json.Marshal(sc)
+	}
 }
 
 // overlayLimit is the user's limit object with the pool's state and windows over it.

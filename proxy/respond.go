@@ -290,7 +290,7 @@ func (x *exchange) relayPlain(a *answer) {
 // and the upstream headers worth relaying.
 func (x *exchange) writeUpstreamBody(a *answer) error {
 	h := x.w.Header()
-	copyRelayHeaders(h, a.resp.Header)
+	x.relayHeaders(h, a.resp.Header)
 	if ct := a.resp.Header.Get("Content-Type"); ct != "" {
 		h.Set("Content-Type", ct)
 	}

@@ -29,7 +29,7 @@ type httpSink struct {
 func (s *httpSink) start(upHeader http.Header) error {
 	x := s.x
 	h := x.w.Header()
-	copyRelayHeaders(h, upHeader)
+	x.relayHeaders(h, upHeader)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
@@ -38,6 +38,9 @@ func (s *httpSink) start(upHeader http.Header) error {
 }
 
 func (s *httpSink) event(name string, data, raw []byte) error {
+	if name == rateLimitsEventName {
+		return nil // the serving account's figures: the client has the pool's (ratelimits.go)
+	}
 	if raw == nil {
 		raw = sse.AppendEvent(nil, name, data)
 	}

@@ -545,15 +545,27 @@ func (sc *socketConn) send(data []byte) bool {
 // sendError answers a frame with an error event in the shape of the WebSocket transport:
 // {"type":"error","status":400,"error":{"type","code","message","param"}}.
 func (sc *socketConn) sendError(e *apiError) {
-	sc.send(errorEvent(e.Status, e))
+	sc.send(errorEvent(e.Status, e, e.Header))
 }
 
-func errorEvent(status int, e any) []byte {
+// errorEvent is an error event of status; the rate-limit headers of h go with it, as a
+// socket's upstream sends them and Codex reads them on a 429 (ratelimits.go).
+func errorEvent(status int, e any, h http.Header) []byte {
+	var headers map[string]string
+	for k, v := range h {
+		if lk := strings.ToLower(k); rateLimitHeader(lk) && len(v) > 0 {
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			headers[lk] = v[0]
+		}
+	}
 	b, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Status int    `json:"status"`
-		Error  any    `json:"error"`
-	}{"error", status, e})
+		Type    string            `json:"type"`
+		Status  int               `json:"status"`
+		Error   any               `json:"error"`
+		Headers map[string]string `json:"headers,omitempty"`
+	}{"error", status, e, headers})
 	return b
 }
 
@@ -603,6 +615,10 @@ func (w *socketWriter) start(h http.Header) error {
 			w.err = errClientGone
 		}
 	}
+	// Codex reads a socket's rate limits from this event alone: the pool's (ratelimits.go).
+	if ev := w.sc.s.rateLimitsEvent(); ev != nil && w.err == nil && !w.sc.send(ev) {
+		w.err = errClientGone
+	}
 	return w.err
 }
 
@@ -619,6 +635,9 @@ func (w *socketWriter) event(name string, data, _ []byte) error {
 	}
 	if name == "" {
 		name = eventType(data)
+	}
+	if name == rateLimitsEventName {
+		return nil // the serving account's figures: the client has the pool's (start)
 	}
 	if w.turn.interrupted.Load() {
 		return errTurnInterrupted // nothing more of an interrupted turn reaches the client
@@ -660,7 +679,7 @@ func (w *socketWriter) finish(x *exchange) {
 		if json.Unmarshal(w.plain, &v) != nil || len(v.Error) == 0 {
 			v.Error, _ = json.Marshal(&apiError{Type: "upstream_error", Message: truncate(strings.TrimSpace(string(w.plain)), 500)})
 		}
-		w.sc.send(errorEvent(w.status, v.Error))
+		w.sc.send(errorEvent(w.status, v.Error, w.h))
 		w.turn.terminal = true
 	case !w.sse && len(w.plain) > 0:
 		w.event("response.completed", append(append([]byte(`{"type":"response.completed","response":`), w.plain...), '}'), nil)
