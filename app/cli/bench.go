@@ -64,6 +64,16 @@ var benchCommand = &command{
 			details: "Requests that each carry a distinct, long prompt_cache_key, to a model nobody serves and to one an account serves; the peak and idle resident memory, and the size of the recent traces.",
 			flags:   benchKeysFlags,
 		},
+		{
+			name:    "pool",
+			usage:   []string{"[--seed 1] [--accounts 6] [--days 7] [--load 1] [--spark 0.15] [--json]"},
+			summary: "a simulated week of Codex use through the pool, per routing strategy, against hindsight",
+			details: "The real pool on a virtual clock: conversations in working hours over accounts with five-hour and weekly windows " +
+				"and a Spark bucket, usage read every five minutes. Per strategy (" + strings.Join(proxy.Strategies, ", ") + ", and hindsight, " +
+				"the most any routing could serve knowing the whole week): the share of demand served, the share of the weekly windows " +
+				"that reset unused, the limits a client saw while an account had quota, and the turns that moved to another account.",
+			flags: benchPoolFlags,
+		},
 		benchProcessCommand("relay"),
 		benchProcessCommand("bare"),
 		benchProcessCommand("chat"),
@@ -253,6 +263,34 @@ func benchKeysFlags(fs *flag.FlagSet) runFunc {
 		opt.KeyBytes = *keyMB << 20
 		app.SetMemoryLimit(os.Getenv) // as the relay runs
 		r, err := bench.Keys(opt)
+		if err != nil {
+			return err
+		}
+		return c.printResult(r, *asJSON)
+	}
+}
+
+// benchPoolFlags declares the flags of `bench pool`.
+func benchPoolFlags(fs *flag.FlagSet) runFunc {
+	var opt bench.PoolOptions
+	fs.Uint64Var(&opt.Seed, "seed", 1, "the simulated week's seed (the same seed, the same week)")
+	fs.IntVar(&opt.Accounts, "accounts", 6, "accounts in the pool")
+	fs.IntVar(&opt.Days, "days", 7, "days simulated, from a Monday")
+	fs.Float64Var(&opt.Load, "load", 1, "the week's demand over the capacity its weekly windows hold")
+	spark := fs.Float64("spark", 0.15, "the share of conversations on the Spark model (its own bucket)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(c *CLI, _ []string) error {
+		if opt.Seed < 1 || opt.Accounts < 1 || opt.Accounts > 100 || opt.Days < 1 || opt.Days > 28 {
+			return usagef("--seed must be at least 1, --accounts from 1 to 100, --days from 1 to 28")
+		}
+		if !(opt.Load > 0 && opt.Load <= 10) || !(*spark >= 0 && *spark <= 1) {
+			return usagef("--load must be above 0 and at most 10, --spark from 0 to 1")
+		}
+		opt.Spark = *spark
+		if opt.Spark == 0 {
+			opt.Spark = -1 // none (0 takes the default)
+		}
+		r, err := bench.Pool(opt)
 		if err != nil {
 			return err
 		}

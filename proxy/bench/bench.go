@@ -4,8 +4,9 @@
 // memory under load, with what the ledger and the sealed-part tracking cost: ledger.go,
 // sealed.go), a growing conversation over HTTP and over WebSocket (conversation.go), what
 // hostile clients cost its memory (sockets.go, keys.go), and whether its memory budget bounds
-// what it builds and keeps for a conversation (budget.go). Relays and bare proxies that must not
-// share the benchmark's memory run as processes of their own (process.go). They use the proxy
+// what it builds and keeps for a conversation (budget.go); and how much of a week of demand each
+// routing strategy serves through the real pool on a virtual clock (pool.go). Relays and bare
+// proxies that must not share the benchmark's memory run as processes of their own (process.go). They use the proxy
 // as any embedder would, through its exported API; print.go writes the figures for people.
 package bench
 

@@ -177,3 +177,44 @@ func kb(b int64) string { return fmt.Sprintf("%.0f KB", float64(b)/1e3) }
 
 // mb formats bytes as megabytes.
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+
+// Print writes the result as the table `codexrelay bench pool` shows: the scenario, each
+// strategy's week, and the verdict on issue 52's aims.
+func (r PoolResult) Print(w io.Writer) {
+	sc := r.Scenario
+	fmt.Fprintf(w, "Pool of %d accounts over %d days (seed %d): weekly windows of %.0f units, five-hour windows of %.0f to %.0f, Spark bucket %.0f a week; "+
+		"%d conversations, %d turns (%d Spark); demand %.0f units against %.0f of capacity (%.0f %%)\n\n",
+		sc.Accounts, sc.Days, sc.Seed, sc.WeeklyUnits, sc.FiveHourMin, sc.FiveHourMax, sc.SparkUnits,
+		sc.Conversations, sc.Turns, sc.SparkTurns, sc.Demand, sc.Capacity, 100*sc.Demand/max(sc.Capacity, 1))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tserved\texpired unused\tclient limits\tmoves\tlimited turns\t")
+	for _, s := range r.Strategies {
+		limits, moves, limited := fmt.Sprint(s.ClientLimits), fmt.Sprint(s.Moves), fmt.Sprint(s.Limited)
+		if s.Name == StrategyHindsight {
+			limits, moves, limited = "-", "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f %%\t%.2f %%\t%s\t%s\t%s\t\n", s.Name, 100*s.ServedShare, 100*s.ExpiredUnusedShare, limits, moves, limited)
+	}
+	tw.Flush()
+	rf, h, pr := r.strategy("reset-first"), r.strategy(StrategyHindsight), r.strategy("priority")
+	within := "within 2 %"
+	if rf.ServedShare < 0.98*h.ServedShare {
+		within = "NOT within 2 %"
+	}
+	below := "not below it"
+	if rf.ServedShare < pr.ServedShare {
+		below = "BELOW it"
+	}
+	fmt.Fprintf(w, "\nreset-first serves %.2f %% of demand, hindsight %.2f %%: %.2f %% less [%s]; priority %.2f %%: reset-first %+.2f points [%s]\n",
+		100*rf.ServedShare, 100*h.ServedShare, 100*(1-rf.ServedShare/max(h.ServedShare, 1e-9)), within, 100*pr.ServedShare,
+		100*(rf.ServedShare-pr.ServedShare), below)
+	limits, bucket := 0, 0
+	for _, s := range r.Strategies {
+		limits, bucket = limits+s.ClientLimits, bucket+s.BucketLimits
+	}
+	fmt.Fprintf(w, "client limits while an account had quota: %d under all strategies [0]", limits)
+	if bucket > 0 {
+		fmt.Fprintf(w, "; %d of them Spark turns kept off accounts that rest for their own limit while their Spark bucket had quota (the pool rests the whole account)", bucket)
+	}
+	fmt.Fprintln(w)
+}
