@@ -126,7 +126,7 @@ func (m *Member) State(now time.Time) string {
 func (m *Member) Usable(model string, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stateLocked(now) != StateReady {
+	if st := m.stateLocked(now); st != StateReady && !m.bucketServesLocked(st, model, now) {
 		return false
 	}
 	if until, ok := m.modelBlocked[model]; ok {
@@ -136,6 +136,15 @@ func (m *Member) Usable(model string, now time.Time) bool {
 		delete(m.modelBlocked, model)
 	}
 	return m.bucketBackLocked(model, now).IsZero()
+}
+
+// bucketServesLocked reports whether model, metered by a bucket of its own on m, is served
+// while m rests for its own limit: a model's bucket is a limit apart (Spark's), which the
+// account's own limit does not spend. A rest of the breaker's, a sign-in to renew or the
+// reserve keeps every model off the account.
+func (m *Member) bucketServesLocked(st, model string, now time.Time) bool {
+	return st == StateCooldown && m.cooldownReason == CooldownRateLimit && now.Before(m.cooldownUntil) &&
+		m.reservedLocked(now).IsZero() && m.bucketOf(model) != ""
 }
 
 // bucketBackLocked is when the bucket that meters model on m is back, when it rests (the

@@ -50,6 +50,13 @@ func TestABucketsLimitRestsItsModelsAlone(t *testing.T) {
 	if out.Judgment.Scope != AccountScope || m.State(now) != StateCooldown {
 		t.Fatalf("the account's own limit: %+v, state %s", out.Judgment, m.State(now))
 	}
+	// Spark's bucket is a limit apart: once it is back, Spark is served while the account rests
+	// for its own limit, and the other models are not.
+	later := sparkBack.Add(time.Minute)
+	if !m.Usable(spark, later) || m.Usable("gpt-5-codex", later) {
+		t.Fatalf("while the account rests for its own limit: Spark usable %v, gpt-5-codex usable %v",
+			m.Usable(spark, later), m.Usable("gpt-5-codex", later))
+	}
 }
 
 // Routing reads the buckets: an account whose reading says the bucket of a request's model is
