@@ -35,10 +35,12 @@ const (
 
 	CooldownRateLimit = pool.CooldownRateLimit
 	CooldownFailing   = pool.CooldownFailing
+	CooldownReserve   = pool.CooldownReserve
 
 	StrategyPriority      = pool.StrategyPriority
 	StrategyRoundRobin    = pool.StrategyRoundRobin
 	StrategyMostQuotaLeft = pool.StrategyMostQuotaLeft
+	StrategyResetFirst    = pool.StrategyResetFirst
 )
 
 var (
