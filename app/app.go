@@ -231,6 +231,10 @@ func (a *App) update(change func(*Settings) error) error {
 	next.Accounts = slices.Clone(cur.Accounts)
 	if fresh {
 		a.freshInstallKey(&next) // this write creates the file: a new install
+		// A new install spends first the quota that expires first: over a simulated week it
+		// served more than priority (`codexrelay bench pool`, docs/performance.md). A folder
+		// made before keeps what it had (no strategy written: priority).
+		next.Strategy = proxy.StrategyResetFirst
 	}
 	switch err := change(&next); {
 	case errors.Is(err, errNoChange) && fresh:

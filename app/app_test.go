@@ -408,7 +408,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
 		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
-		{[]string{"settings", "set", "strategy", "random"}, 2, "strategy must be priority, round-robin or most-quota-left, not \"random\""},
+		{[]string{"settings", "set", "strategy", "random"}, 2, "strategy must be priority, round-robin, most-quota-left or reset-first, not \"random\""},
 		{[]string{"settings", "set", "ttl-ms", "-5"}, 2, "positive"},
 		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 2, "loopback"},
 		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},
@@ -593,5 +593,22 @@ func TestHoldSetting(t *testing.T) {
 	a.Reload()
 	if code, out, _ := runCLI(t, opt, "", "settings"); code != 0 || !strings.Contains(out, "\nhold-seconds ") || !strings.Contains(out, " -1\n") || a.Proxy.HoldBound() >= 0 {
 		t.Fatalf("settings: %s (bound %v)", out, a.Proxy.HoldBound())
+	}
+}
+
+// A new install starts with the reset-first strategy; a folder made before, which names none,
+// keeps priority, and `settings set strategy` still changes it.
+func TestANewInstallSpendsWhatExpiresFirst(t *testing.T) {
+	k := testKeychain(t)
+	opt := newInstallOptions(t, k)
+	if code, out, errs := runCLI(t, opt, "", "settings", "set", "hold-seconds", "10"); code != 0 {
+		t.Fatalf("settings set: %d %s %s", code, out, errs)
+	}
+	if code, out, _ := runCLI(t, opt, "", "settings"); code != 0 || !strings.Contains(out, "reset-first") {
+		t.Fatalf("a new install's settings: %d %s", code, out)
+	}
+	old := testOptions(t, k)
+	if code, out, _ := runCLI(t, old, "", "settings"); code != 0 || strings.Contains(out, "reset-first") || !strings.Contains(out, "priority") {
+		t.Fatalf("an existing install's settings: %d %s", code, out)
 	}
 }

@@ -78,7 +78,7 @@ func TestValuesTheCommandsRefuseAreUsageErrors(t *testing.T) {
 		{[]string{"accounts", "add", "--name", "x y", "--kind", "openai", "--base-url", "https://x.test"}, "--name: account name"},
 		{[]string{"accounts", "add", "--name", "x", "--kind", "azure"}, `unknown --kind "azure"`},
 		{[]string{"accounts", "move", "x", "--to", "-3"}, "--to -3: positions start at 1"},
-		{[]string{"settings", "set", "strategy", "fastest"}, `strategy must be priority, round-robin or most-quota-left, not "fastest"`},
+		{[]string{"settings", "set", "strategy", "fastest"}, `strategy must be priority, round-robin, most-quota-left or reset-first, not "fastest"`},
 		{[]string{"settings", "set", "strategy", "round-robn"}, `(did you mean "round-robin"?)`},
 		{[]string{"settings", "set", "ttl-ms", "-5"}, "ttl-ms must be a positive number of milliseconds"},
 		{[]string{"settings", "set", "hold-seconds", "4000"}, "hold-seconds must be a number of seconds from -1 (never) to 3600"},
