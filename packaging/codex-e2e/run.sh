@@ -129,6 +129,9 @@ relay_up() {
   # No ChatGPT call may leave the machine: the default base URL and the OAuth issuer are the fake's.
   export CODEXRELAY_CHATGPT_BASE_URL="http://127.0.0.1:$pa/backend-api/codex" CODEXRELAY_AUTH_ISSUER="http://127.0.0.1:$pa"
   "$bin" settings set listen "127.0.0.1:$pr" >/dev/null
+  # The paths rotate from A, listed first, to B: list order (a new install spends the quota that
+  # resets soonest first, which the fake's windows do not model).
+  "$bin" settings set strategy priority >/dev/null
   chatgpt_auth 00000000-0000-4000-8000-0000000000aa a@e2e.test >"$w/auth-a.json"
   chatgpt_auth 00000000-0000-4000-8000-0000000000bb b@e2e.test >"$w/auth-b.json"
   "$bin" accounts import-codex --path "$w/auth-a.json" >/dev/null
