@@ -408,7 +408,7 @@ func TestSettingsAndAliasesCommandsApplyLive(t *testing.T) {
 		{[]string{"settings", "set", "ttl-ms", "60000"}, 0, ""},
 		{[]string{"settings", "set", "stale-max-age-ms", "120000"}, 0, ""},
 		{[]string{"settings", "set", "strategy", "round-robin"}, 0, ""},
-		{[]string{"settings", "set", "strategy", "random"}, 2, "strategy must be priority, round-robin or most-quota-left, not \"random\""},
+		{[]string{"settings", "set", "strategy", "random"}, 2, "strategy must be priority, round-robin, most-quota-left or reset-first, not \"random\""},
 		{[]string{"settings", "set", "ttl-ms", "-5"}, 2, "positive"},
 		{[]string{"settings", "set", "listen", "0.0.0.0:80"}, 2, "loopback"},
 		{[]string{"settings", "set", "listen", "127.0.0.1:7999"}, 0, ""},

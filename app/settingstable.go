@@ -135,7 +135,7 @@ func relaySettings() []Setting {
 		},
 		{
 			Name: SettingStrategy, Label: "Routing", Section: SectionProxy, Kind: SettingChoice, Choices: proxy.Strategies,
-			Help: "priority (accounts in list order), round-robin (they take turns) or most-quota-left (the most headroom first)",
+			Help: "priority (accounts in list order), round-robin (they take turns), most-quota-left (the most headroom first) or reset-first (the quota that resets soonest first)",
 			set: func(a *App, v string) error {
 				return a.update(func(s *Settings) error { s.Strategy = v; return nil })
 			},

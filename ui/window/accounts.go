@@ -127,6 +127,9 @@ func orderNote(strategy string) string {
 	case proxy.StrategyMostQuotaLeft:
 		return "Routing: most quota left. Untouched accounts first, then the ones with the most room; " +
 			"this order breaks ties."
+	case app.StrategyResetFirst:
+		return "Routing: reset first. The account whose binding window resets soonest spends its quota first; " +
+			"accounts whose reset is unknown after them, in this order."
 	}
 	return "Routing: priority. The first healthy account takes every request; the next one only " +
 		"when it fails, reaches its limit or rests."

@@ -320,7 +320,7 @@ func (d *Dashboard) banners() string {
 }
 
 // accountsHeading is the accounts section's title, with the routing strategy that orders
-// them: "Accounts · priority order", "Accounts · round-robin", "Accounts · most quota left".
+// them: "Accounts · priority order", "Accounts · round-robin", "Accounts · most quota left", "Accounts · reset first".
 func accountsHeading(strategy string) string {
 	switch strategy {
 	case "":
@@ -329,6 +329,8 @@ func accountsHeading(strategy string) string {
 		return "Accounts · priority order"
 	case proxy.StrategyMostQuotaLeft:
 		return "Accounts · most quota left"
+	case app.StrategyResetFirst:
+		return "Accounts · reset first"
 	}
 	return "Accounts · " + strategy
 }
