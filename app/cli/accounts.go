@@ -382,11 +382,11 @@ func (c *CLI) listAccounts(asJSON bool) error {
 
 // accountRow is one account as `accounts list` shows it.
 type accountRow struct {
-	Name    string       `json:"name"`
-	Kind    string       `json:"kind"`
-	API     string       `json:"api"`
-	BaseURL string       `json:"base_url"`
-	State   string       `json:"state"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	API     string `json:"api"`
+	BaseURL string `json:"base_url"`
+	State   string `json:"state"`
 	// CooldownReason says why a cooling account rests (rate_limit, failing, reserve).
 	CooldownReason string `json:"cooldown_reason,omitempty"`
 	// Reserve is the share of its binding window the relay keeps unspent (percent; 0: none).
