@@ -301,6 +301,33 @@ func (a *App) SetAccountEnabled(name string, enabled bool) error {
 	})
 }
 
+// MaxReserve is the largest reserve an account may keep (percent of its binding window).
+const MaxReserve = 99
+
+// CheckReserve checks a reserve: 0 (none) to MaxReserve percent.
+func CheckReserve(percent int) error {
+	if percent < 0 || percent > MaxReserve {
+		return fieldError(FieldReserve, fmt.Sprintf("%d%% is out of range: use 1 to %d (percent of the account's binding window), or 0 for none", percent, MaxReserve))
+	}
+	return nil
+}
+
+// SetAccountReserve sets the share of an account's binding window (percent; 0: none) the relay
+// leaves unspent.
+func (a *App) SetAccountReserve(name string, percent int) error {
+	if err := CheckReserve(percent); err != nil {
+		return err
+	}
+	return a.update(func(s *Settings) error {
+		i := slices.IndexFunc(s.Accounts, func(m AccountMeta) bool { return m.Name == name })
+		if i < 0 {
+			return ErrNoAccount(name)
+		}
+		s.Accounts[i].Reserve = percent
+		return nil
+	})
+}
+
 // MoveAccount moves an account to position to (1-based) in the priority order and returns
 // how many accounts there are.
 func (a *App) MoveAccount(name string, to int) (int, error) {

@@ -375,7 +375,7 @@ func (a *App) setAccounts(metas []AccountMeta) (accounts []proxy.Account, renewe
 		}
 		accounts = append(accounts, proxy.Account{
 			ID: m.ID, Name: m.Name, Kind: proxy.Kind(m.Kind), BaseURL: a.BaseURL(m), API: proxy.API(m.API),
-			Disabled: m.Disabled, Credentials: c,
+			Disabled: m.Disabled, Reserve: min(max(m.Reserve, 0), MaxReserve), Credentials: c,
 		})
 	}
 	for id := range a.creds {

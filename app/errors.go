@@ -20,6 +20,7 @@ const (
 	FieldKey      = "API key"
 	FieldPosition = "position"
 	FieldAlias    = "alias"
+	FieldReserve  = "reserve"
 )
 
 func fieldError(field, msg string) error { return &FieldError{Field: field, Msg: msg} }

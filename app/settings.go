@@ -127,6 +127,10 @@ type AccountMeta struct {
 	API      string `json:"api,omitempty"`
 	Disabled bool   `json:"disabled,omitempty"`
 	Email    string `json:"email,omitempty"`
+	// Reserve is the share of its binding window (percent, 0-99; 0: none) the relay leaves
+	// unspent: it stops choosing the account once less is left, until that window resets
+	// (proxy.Account.Reserve).
+	Reserve int `json:"reserve,omitempty"`
 	// SecretRev changes each time the user replaces the account's secret (a new sign-in, a new
 	// key), so that every running relay reads it again from the keychain. Token refreshes
 	// do not change it: they are shared through the keychain under the token lock.

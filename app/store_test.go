@@ -2,6 +2,8 @@ package app
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,55 @@ func followers(a *App) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.followers)
+}
+
+// An account's reserve goes through its one setter, under the settings lock: it is kept in the
+// settings file (and left out of it at 0), read back by another store, and handed to the proxy;
+// a share out of range or an unknown account changes nothing.
+func TestAnAccountsReserveRoundTripsThroughItsSetter(t *testing.T) {
+	opt := testOptions(t, testKeychain(t))
+	a, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddAccount(NewAccount{Name: "work", Kind: "openai", BaseURL: "http://127.0.0.1:9/v1"}, Secret{APIKey: "sk-test-reserve"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetAccountReserve("work", 20); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(a.SettingsPath())
+	if err != nil || !strings.Contains(string(raw), `"reserve": 20`) {
+		t.Fatalf("the settings file does not keep the reserve (%v):\n%s", err, raw)
+	}
+	b, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Accounts(); len(got) != 1 || got[0].Reserve != 20 {
+		t.Fatalf("read back: %+v", got)
+	}
+	if accts, _ := b.setAccounts(b.Accounts()); len(accts) != 1 || accts[0].Reserve != 20 {
+		t.Fatalf("the proxy's accounts: %+v", accts)
+	}
+	for _, bad := range []int{-1, 100, 250} {
+		var fe *FieldError
+		if err := a.SetAccountReserve("work", bad); !errors.As(err, &fe) || fe.Field != FieldReserve {
+			t.Errorf("reserve %d: %v", bad, err)
+		}
+	}
+	var none ErrNoAccount
+	if err := a.SetAccountReserve("nobody", 10); !errors.As(err, &none) {
+		t.Errorf("an unknown account: %v", err)
+	}
+	if got := a.Accounts()[0].Reserve; got != 20 {
+		t.Errorf("a refused change changed the reserve to %d", got)
+	}
+	if err := a.SetAccountReserve("work", 0); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(a.SettingsPath())
+	if strings.Contains(string(raw), `"reserve"`) || a.Accounts()[0].Reserve != 0 {
+		t.Errorf("0 did not clear the reserve:\n%s", raw)
+	}
 }

@@ -88,6 +88,12 @@ var accountsCommand = &command{
 			flagOf: fieldFlags(map[string]string{app.FieldPosition: "--to"}),
 		},
 		{
+			name: "set-reserve", args: "NAME PERCENT", minArgs: 2, maxArgs: 2,
+			summary: "keep PERCENT of the account's binding window unspent (1-99; 0 clears it): the relay stops choosing it once less is left, until that window resets",
+			run:     (*CLI).setReserve,
+			flagOf:  fieldFlags(map[string]string{app.FieldReserve: "PERCENT"}),
+		},
+		{
 			name: "set-key", args: "NAME", minArgs: 1, maxArgs: 1,
 			summary: "replace the API key of an account; the new key is read from stdin",
 			tooMany: "accounts set-key takes only NAME: the API key is read from stdin, never from the command line",
@@ -296,6 +302,25 @@ func (c *CLI) moveAccount(name string, to int) error {
 	})
 }
 
+// setReserve is `accounts set-reserve NAME PERCENT`.
+func (c *CLI) setReserve(args []string) error {
+	name := args[0]
+	pct, err := strconv.Atoi(strings.TrimSuffix(args[1], "%"))
+	if err != nil {
+		return usagef("PERCENT %q is not a whole number: give 1 to %d (percent of the account's binding window), or 0 for none", args[1], app.MaxReserve)
+	}
+	if err := app.CheckReserve(pct); err != nil {
+		return usagef("PERCENT %d is out of range: give 1 to %d (percent of the account's binding window), or 0 for none", pct, app.MaxReserve)
+	}
+	return c.change(func(a *app.App) (string, error) {
+		if pct == 0 {
+			return fmt.Sprintf("Account %q keeps no reserve: the relay may spend all of its windows.", name), a.SetAccountReserve(name, 0)
+		}
+		return fmt.Sprintf("Account %q keeps %d%% in reserve: the relay stops choosing it once its binding window has less left, until that window resets.", name, pct),
+			a.SetAccountReserve(name, pct)
+	})
+}
+
 // setKey is `accounts set-key NAME`: it replaces the account's API key with the one on stdin.
 func (c *CLI) setKey(args []string) error {
 	key, err := c.readKey("accounts set-key " + args[0])
@@ -357,13 +382,19 @@ func (c *CLI) listAccounts(asJSON bool) error {
 
 // accountRow is one account as `accounts list` shows it.
 type accountRow struct {
-	Name    string       `json:"name"`
-	Kind    string       `json:"kind"`
-	API     string       `json:"api"`
-	BaseURL string       `json:"base_url"`
-	State   string       `json:"state"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	API     string `json:"api"`
+	BaseURL string `json:"base_url"`
+	State   string `json:"state"`
+	// CooldownReason says why a cooling account rests (rate_limit, failing, reserve).
+	CooldownReason string `json:"cooldown_reason,omitempty"`
+	// Reserve is the share of its binding window the relay keeps unspent (percent; 0: none).
+	Reserve int          `json:"reserve,omitempty"`
 	Email   string       `json:"email,omitempty"`
 	Quota   *proxy.Quota `json:"quota,omitempty"`
+	// BucketRests are the buckets (a model family's own limit) resting on the account.
+	BucketRests []proxy.BucketRest `json:"bucket_rests,omitempty"`
 	// ResetCredits are a ChatGPT account's banked resets (absent while unknown, or off).
 	ResetCredits *proxy.ResetCredits `json:"reset_credits,omitempty"`
 	Error        string              `json:"last_error,omitempty"`
@@ -395,7 +426,7 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 		return s
 	}
 	tw := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\t5H USED\tWEEK USED\tRESETS\tBASE URL")
+	fmt.Fprintln(tw, "#\tNAME\tKIND\tAPI\tSTATE\tRESERVE\t5H USED\tWEEK USED\tRESETS\tBASE URL")
 	for i, r := range rows {
 		h5, wk := "-", "-"
 		if q := r.Quota; q != nil {
@@ -406,13 +437,23 @@ func (c *CLI) printAccounts(a *app.App, asJSON bool) error {
 				wk = pct(q.SecondaryUsedPercent, q.SecondaryResetsAt)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, r.State, h5, wk, resets(r.ResetCredits), r.BaseURL)
+		state, reserve := r.State, "-"
+		if r.CooldownReason == reserveReason {
+			state = "cooldown (reserve)"
+		}
+		if r.Reserve > 0 {
+			reserve = strconv.Itoa(r.Reserve) + "%"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Name, r.Kind, r.API, state, reserve, h5, wk, resets(r.ResetCredits), r.BaseURL)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		if line := strings.Join(app.QuotaExtras(r.Quota, pct), "; "); line != "" {
+			fmt.Fprintf(c.Stdout, "%s: %s\n", r.Name, line)
+		}
+		if line := bucketRests(r.BucketRests); line != "" {
 			fmt.Fprintf(c.Stdout, "%s: %s\n", r.Name, line)
 		}
 	}
@@ -437,7 +478,9 @@ func accountRows(a *app.App, stats []proxy.AccountStats) []accountRow {
 				st.State = "disabled"
 			}
 		}
-		rows = append(rows, accountRow{m.Name, m.Kind, m.API, a.BaseURL(m), st.State, m.Email, st.Quota, st.ResetCredits, st.LastError})
+		rows = append(rows, accountRow{Name: m.Name, Kind: m.Kind, API: m.API, BaseURL: a.BaseURL(m), State: st.State,
+			CooldownReason: st.CooldownReason, Reserve: m.Reserve, Email: m.Email, Quota: st.Quota, BucketRests: st.BucketRests,
+			ResetCredits: st.ResetCredits, Error: st.LastError})
 	}
 	return rows
 }
@@ -660,4 +703,12 @@ func (c *CLI) importFile(path string) error {
 		c.applied(a)
 	}
 	return nil
+}
+
+// reserveReason is the cooldown reason of an account held back for its reserve.
+const reserveReason = app.CooldownReserve
+
+// bucketRests is an account's resting buckets in one line: "Spark resting until Jan 2 15:10".
+func bucketRests(rests []proxy.BucketRest) string {
+	return strings.Join(app.BucketRests(rests, func(t time.Time) string { return t.Local().Format("Jan 2 15:04") }), "; ")
 }

@@ -92,3 +92,43 @@ func TestRedeemNeedsAChatGPTAccount(t *testing.T) {
 		}
 	}
 }
+
+// `accounts set-reserve` keeps a share of the account's binding window unspent (the store's
+// one setter), `accounts list` shows it as a column and in its JSON, and 0 clears it.
+func TestSetReserveIsShownByTheList(t *testing.T) {
+	k := testKeychain(t)
+	opt := app.Options{ConfigDir: t.TempDir(), Keychain: k, Getenv: func(string) string { return "" }}
+	if code, _, errs := runCLI(t, opt, "sk-x\n", "accounts", "add", "--name", "work", "--kind", "openai", "--base-url", "https://x.test/v1"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := runCLI(t, opt, "", "accounts", "set-reserve", "work", "20")
+	if code != 0 || !strings.Contains(out, `Account "work" keeps 20% in reserve`) {
+		t.Fatalf("set-reserve: %d %q %q", code, out, errs)
+	}
+	_, list, _ := runCLI(t, opt, "", "accounts", "list")
+	if !strings.Contains(list, "RESERVE") || !strings.Contains(list, " 20% ") {
+		t.Fatalf("accounts list:\n%s", list)
+	}
+	_, js, _ := runCLI(t, opt, "", "accounts", "list", "--json")
+	if !strings.Contains(js, `"reserve": 20`) {
+		t.Fatalf("accounts list --json:\n%s", js)
+	}
+	if code, out, _ := runCLI(t, opt, "", "accounts", "set-reserve", "work", "0"); code != 0 || !strings.Contains(out, "keeps no reserve") {
+		t.Fatalf("set-reserve 0: %d %q", code, out)
+	}
+	if got := mustOpen(t, opt).Accounts()[0].Reserve; got != 0 {
+		t.Errorf("0 left the reserve at %d", got)
+	}
+	if code, _, errs := runCLI(t, opt, "", "accounts", "set-reserve", "ghost", "10"); code != 1 || !strings.Contains(errs, `no account named "ghost"`) {
+		t.Errorf("an unknown account: %d %q", code, errs)
+	}
+}
+
+func mustOpen(t *testing.T, opt app.Options) *app.App {
+	t.Helper()
+	a, err := app.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

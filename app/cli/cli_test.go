@@ -43,6 +43,7 @@ func TestHelpGoesToStdoutWithTheSynopsisAndTheFlags(t *testing.T) {
 		{[]string{"accounts", "add", "-h"}, []string{"codexrelay accounts add --kind chatgpt [--name N] [--device]", "--name NAME", "--kind KIND", "--base-url URL", "--api API", "--device", `(default "responses")`}},
 		{[]string{"accounts", "move", "x", "--to", "2", "--help"}, []string{"codexrelay accounts move NAME --to K", "--to K"}},
 		{[]string{"accounts", "set-key", "-h", "x"}, []string{"codexrelay accounts set-key NAME", "stdin"}},
+		{[]string{"accounts", "set-reserve", "-h"}, []string{"codexrelay accounts set-reserve NAME PERCENT", "binding window"}},
 		{[]string{"bench", "--help"}, []string{"codexrelay bench serialization", "codexrelay bench catalog", "codexrelay bench proxy"}},
 		{[]string{"bench", "proxy", "--help"}, []string{"codexrelay bench proxy [--in-process] [--idle-wait 60s] [--json]", "--in-process", "--idle-wait duration", "(default 1m0s)", "--json"}},
 		{[]string{"settings", "--help"}, []string{"codexrelay settings ", "codexrelay settings set KEY VALUE"}},

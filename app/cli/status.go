@@ -36,7 +36,30 @@ type relayStatus struct {
 	// Problem says why the running relay could not be asked ("" when it answered).
 	Problem  string         `json:"problem,omitempty"`
 	Accounts accountsStatus `json:"accounts"`
-	Codex    codexStatus    `json:"codex"`
+	// Held are the accounts with a reserve or a resting bucket, in priority order.
+	Held []accountHeld `json:"held,omitempty"`
+	// Pace is the pool's forecast, when the running relay's ledger gives one.
+	Pace  *paceStatus `json:"pace,omitempty"`
+	Codex codexStatus `json:"codex"`
+}
+
+// accountHeld is an account the relay holds back in part: its reserve (and until when it is
+// kept in reserve), the buckets resting on it.
+type accountHeld struct {
+	Name    string `json:"name"`
+	Reserve int    `json:"reserve,omitempty"`
+	// InReserveUntil is when its binding window resets, while the relay keeps it in reserve.
+	InReserveUntil *time.Time         `json:"in_reserve_until,omitempty"`
+	BucketRests    []proxy.BucketRest `json:"bucket_rests,omitempty"`
+}
+
+// paceStatus is what the pool's forecast says of its five-hour capacity (ledger.Forecast.Lasts).
+type paceStatus struct {
+	// LastsUntil is when it runs out at the last hour's pace.
+	LastsUntil time.Time `json:"lasts_until"`
+	// PastReset says a counted window resets first (NextReset), before it runs out.
+	PastReset bool       `json:"past_reset"`
+	NextReset *time.Time `json:"next_reset,omitempty"`
 }
 
 // accountsStatus counts the accounts by state (those of the running relay, else as stored).
@@ -48,6 +71,8 @@ type accountsStatus struct {
 	// KeyRejected counts the API keys the upstream refused (to be replaced).
 	KeyRejected int `json:"key_rejected"`
 	Disabled    int `json:"disabled"`
+	// InReserve counts the accounts the relay keeps in reserve (not counted as resting).
+	InReserve int `json:"in_reserve"`
 	// NextBack is when the first resting account serves again (nil: none rests).
 	NextBack *time.Time `json:"next_back,omitempty"`
 }
@@ -73,6 +98,7 @@ func (c *CLI) status(asJSON bool) error {
 			var snap proxy.Snapshot
 			if snap, err = rc.Stats(context.Background()); err == nil {
 				accounts = snap.Accounts
+				st.Pace = pace(rc, accounts)
 				if h, herr := rc.Health(context.Background()); herr == nil {
 					st.Paused, st.Listen = h.Paused, cmpOr(h.Listen, st.Listen)
 				}
@@ -84,7 +110,7 @@ func (c *CLI) status(asJSON bool) error {
 	}
 	if accounts == nil {
 		for _, m := range a.Accounts() {
-			s := proxy.AccountStats{Name: m.Name, State: "ready"}
+			s := proxy.AccountStats{Name: m.Name, State: "ready", Reserve: m.Reserve}
 			if m.Disabled {
 				s.State = "disabled"
 			}
@@ -92,6 +118,7 @@ func (c *CLI) status(asJSON bool) error {
 		}
 	}
 	st.Accounts = countStates(accounts)
+	st.Held = held(accounts)
 	setup := a.CodexConfigured()
 	st.Codex = codexStatus{Configured: setup.Configured, Path: setup.Path, Why: setup.Why}
 	if asJSON {
@@ -112,6 +139,10 @@ func countStates(accounts []proxy.AccountStats) accountsStatus {
 		case proxy.StateKeyRejected:
 			s.KeyRejected++
 		case "cooldown":
+			if app.InReserve(acc) {
+				s.InReserve++
+				continue
+			}
 			s.Resting++
 			if t := acc.CooldownUntil; t != nil && (s.NextBack == nil || t.Before(*s.NextBack)) {
 				s.NextBack = t
@@ -163,6 +194,7 @@ func (c *CLI) printStatus(st relayStatus) {
 		}
 		parts = append(parts, rest)
 	}
+	add(n.InReserve, "kept in reserve")
 	add(n.NeedsLogin, "to sign in again")
 	add(n.KeyRejected, "with a refused key to replace")
 	add(n.Disabled, "disabled")
@@ -171,6 +203,16 @@ func (c *CLI) printStatus(st relayStatus) {
 		fmt.Fprintln(w, "Accounts: none yet (`codexrelay accounts add`, or the dashboard)")
 	default:
 		fmt.Fprintf(w, "Accounts: %d: %s\n", n.Total, strings.Join(parts, ", "))
+	}
+	for _, h := range st.Held {
+		fmt.Fprintf(w, "          %s: %s\n", h.Name, heldLine(h))
+	}
+	if p := st.Pace; p != nil {
+		if p.PastReset {
+			fmt.Fprintf(w, "Pace:     the pool's 5-hour capacity lasts past the %s reset at this pace\n", p.NextReset.Local().Format("15:04"))
+		} else {
+			fmt.Fprintf(w, "Pace:     the pool's 5-hour capacity lasts until %s at this pace\n", p.LastsUntil.Local().Format("15:04"))
+		}
 	}
 	if st.Codex.Configured {
 		fmt.Fprintf(w, "Codex:    configured: %s sends its requests through the relay\n", st.Codex.Path)
@@ -192,4 +234,62 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// held lists the accounts with a reserve or a resting bucket.
+func held(accounts []proxy.AccountStats) []accountHeld {
+	var out []accountHeld
+	for _, a := range accounts {
+		h := accountHeld{Name: a.Name, Reserve: a.Reserve, BucketRests: a.BucketRests}
+		if app.InReserve(a) {
+			h.InReserveUntil = a.CooldownUntil
+		}
+		if h.Reserve > 0 || h.InReserveUntil != nil || len(h.BucketRests) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// heldLine says what holds an account back: "kept in reserve until 16:40 (20% in reserve);
+// GPT-5.3-Codex-Spark resting until 15:10".
+func heldLine(h accountHeld) string {
+	clock := func(t time.Time) string { return t.Local().Format("15:04") }
+	var parts []string
+	switch {
+	case h.InReserveUntil != nil:
+		parts = append(parts, fmt.Sprintf("kept in reserve until %s (it keeps %d%%)", clock(*h.InReserveUntil), h.Reserve))
+	case h.Reserve > 0:
+		parts = append(parts, fmt.Sprintf("keeps %d%% in reserve", h.Reserve))
+	}
+	parts = append(parts, app.BucketRests(h.BucketRests, clock)...)
+	return strings.Join(parts, "; ")
+}
+
+// pace asks the running relay for the pool's forecast over its ChatGPT accounts (nil when its
+// ledger gives none: switched off, too few readings, no pace).
+func pace(rc *app.RelayClient, accounts []proxy.AccountStats) *paceStatus {
+	var names []string
+	for _, a := range accounts {
+		if a.Kind == proxy.KindChatGPT {
+			names = append(names, a.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	now := time.Now()
+	f, err := rc.Forecast(context.Background(), names, now)
+	if err != nil {
+		return nil
+	}
+	until, past, ok := f.Lasts(now)
+	if !ok {
+		return nil
+	}
+	p := &paceStatus{LastsUntil: until, PastReset: past}
+	if !f.NextReset.IsZero() {
+		p.NextReset = &f.NextReset
+	}
+	return p
 }

@@ -131,6 +131,24 @@ func TestForecast(t *testing.T) {
 	if !slices.Equal(f.Known, []string{"a", "b"}) || !slices.Equal(f.Unknown, []string{"c"}) {
 		t.Errorf("known %v unknown %v", f.Known, f.Unknown)
 	}
+	// a's window reset before now (its next reset is not read yet); b's resets at N+2h, before
+	// the capacity runs out.
+	if !f.NextReset.Equal(burnNow.Add(2 * time.Hour)) {
+		t.Errorf("next reset %v, want %v", f.NextReset, burnNow.Add(2*time.Hour))
+	}
+	if until, past, ok := f.Lasts(burnNow); !ok || !past || !until.Equal(f.RunsOut) {
+		t.Errorf("Lasts: %v %v %v, want past the reset", until, past, ok)
+	}
+	early := f
+	early.NextReset = burnNow.Add(11 * time.Hour)
+	if _, past, ok := early.Lasts(burnNow.Add(30 * time.Minute)); !ok || past {
+		t.Errorf("Lasts before the reset: %v %v", past, ok)
+	}
+	for name, at := range map[string]time.Time{"an hour later": burnNow.Add(time.Hour), "once run out": burnNow.Add(10 * time.Hour)} {
+		if _, _, ok := f.Lasts(at); ok {
+			t.Errorf("%s the forecast still says something", name)
+		}
+	}
 
 	// No accounts named: those with readings (a and b). Pace 3000: 103000/3000 h.
 	f, err = l.Forecast(ctx, nil, burnNow)

@@ -475,9 +475,24 @@ type Forecast struct {
 	// RunsOut is Now + CapacityTokens / pace; zero when unknown (no pace, or no account with a
 	// known burn rate). Windows that reset meanwhile are not counted, so it errs early.
 	RunsOut time.Time
+	// NextReset is the soonest five-hour reset after Now of the Known accounts' last readings,
+	// when capacity comes back; zero when none is known.
+	NextReset time.Time
 	// Known are the accounts counted in CapacityTokens; Unknown those without a reading or a
 	// burn rate (their tokens still count in the pace).
 	Known, Unknown []string
+}
+
+// Lasts is what the forecast says at now of the pool's five-hour capacity: until when it lasts
+// at the pace, and whether that is past NextReset (capacity comes back before it runs out).
+// ok is false when it does not say: no pace or no burn rate, used up already, or read over an
+// hour before now (its pace is the hour before Now: a forecast kept since, with no request
+// to read it again, has none left).
+func (f Forecast) Lasts(now time.Time) (until time.Time, pastReset, ok bool) {
+	if f.TokensLastHour <= 0 || f.RunsOut.IsZero() || !f.RunsOut.After(now) || now.Sub(f.Now) >= time.Hour {
+		return time.Time{}, false, false
+	}
+	return f.RunsOut, !f.NextReset.IsZero() && !f.RunsOut.Before(f.NextReset), true
 }
 
 // Forecast estimates when the five-hour capacity of accounts (all accounts with quota readings
@@ -523,6 +538,9 @@ func (l *Ledger) Forecast(ctx context.Context, accounts []string, now time.Time)
 			used = 0 // the window has reset since the reading
 		}
 		f.CapacityTokens += max(100-used, 0) * b.PrimaryTokensPerPercent
+		if r := b.Latest.PrimaryResetsAt; r.After(now) && (f.NextReset.IsZero() || r.Before(f.NextReset)) {
+			f.NextReset = r
+		}
 		f.Known = append(f.Known, a)
 	}
 	args := []any{now.Add(-time.Hour).UnixMilli(), now.UnixMilli()}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codexrelay/codexrelay/app"
+	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 )
 
@@ -57,8 +59,9 @@ func Clock(t, now time.Time) string {
 
 // AccountState is an account's state as the tables and the tray say it, with the clock time
 // a rest ends, and its tone: "Ready", "At 5-hour limit" (ready, but a window is used up),
-// "Limit until 14:36" (the upstream's rate limit), "Resting until 14:36" (failing: the breaker
-// rests it), "Needs sign-in" or "Key rejected", "Disabled".
+// "Limit until 14:36" (the upstream's rate limit), "Kept in reserve until 14:36" (its binding
+// window is down to its reserve), "Resting until 14:36" (failing: the breaker rests it),
+// "Needs sign-in" or "Key rejected", "Disabled".
 func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
 	switch a.State {
 	case proxy.StateReady:
@@ -70,8 +73,11 @@ func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
 		return "Ready", Good
 	case proxy.StateCooldown:
 		what := "Resting"
-		if a.CooldownReason == proxy.CooldownRateLimit {
+		switch a.CooldownReason {
+		case proxy.CooldownRateLimit:
 			what = "Limit"
+		case app.CooldownReserve:
+			what = "Kept in reserve"
 		}
 		if a.CooldownUntil == nil {
 			return what, Warn
@@ -86,6 +92,36 @@ func AccountState(a proxy.AccountStats, now time.Time) (string, Tone) {
 		return "Disabled", Dim
 	}
 	return a.State, Normal
+}
+
+// BucketRests says which of an account's buckets (a model family's own limit) rest while it
+// serves the other models: "GPT-5.3-Codex-Spark resting until 15:10" ("" when none).
+func BucketRests(a proxy.AccountStats, now time.Time) string {
+	return strings.Join(app.BucketRests(a.BucketRests, func(t time.Time) string { return Clock(t, now) }), ", ")
+}
+
+// Pace is the pool's pace at a glance (the dashboard, the tray's tooltip), from its forecast
+// at now: "5-hour capacity lasts until 16:40 at this pace" when it runs out before a counted
+// window resets, "5-hour capacity lasts past the 15:10 reset at this pace" when a window
+// resets first (capacity comes back before it runs out); "" when the forecast says nothing
+// (no pace, too few readings, used up, or read over an hour ago: ledger.Forecast.Lasts).
+func Pace(f ledger.Forecast, now time.Time) string {
+	until, past, ok := f.Lasts(now)
+	switch {
+	case !ok:
+		return ""
+	case past:
+		return "5-hour capacity lasts past the " + Clock(f.NextReset, now) + " reset at this pace"
+	}
+	return "5-hour capacity lasts until " + Clock(until, now) + " at this pace"
+}
+
+// Reserve is an account's reserve: "20% in reserve" ("" when it keeps none).
+func Reserve(a proxy.AccountStats) string {
+	if a.Reserve <= 0 {
+		return ""
+	}
+	return strconv.Itoa(a.Reserve) + "% in reserve"
 }
 
 // usedUp names the usage window an account has used all of ("5-hour", "weekly"; "" when
@@ -189,6 +225,9 @@ func NextChange(snap proxy.Snapshot, now time.Time) time.Duration {
 	for _, a := range snap.Accounts {
 		if a.CooldownUntil != nil {
 			at(*a.CooldownUntil)
+		}
+		for _, r := range a.BucketRests {
+			at(r.Until)
 		}
 		if q := a.Quota; q != nil {
 			at(q.PrimaryResetsAt)

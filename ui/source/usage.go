@@ -5,11 +5,13 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/app/localapi"
 	"github.com/codexrelay/codexrelay/app/relay"
+	"github.com/codexrelay/codexrelay/proxy"
 )
 
 // UsageSource is the usage ledger as the Usage window and the tray read it: the local API's
@@ -182,3 +184,51 @@ const UsageEvery = 60 * time.Second
 
 // UsageReadTimeout bounds one read of the ledger.
 const UsageReadTimeout = 10 * time.Second
+
+// Pace is the pool's forecast (ledger.Forecast over its ChatGPT accounts) as the tray's tooltip
+// and the dashboard keep it. Like the tray's usage line it is read again only when it may have
+// changed: at once when the accounts change, and at most every UsageEvery after the relay served
+// requests (served, its request total, moved). An idle relay's is never read again: its pace
+// is the hour before it was read, and ledger.Forecast.Lasts says nothing of it an hour on.
+type Pace struct {
+	mu       sync.Mutex
+	f        ledger.Forecast
+	at       time.Time // when it was read (elapsed clock); zero: read at the next look
+	served   int64     // the relay's request total then
+	accounts string    // the accounts it was read for
+}
+
+// Read is the kept forecast at the elapsed-clock time t with served requests served so far;
+// when a read is due it reads src for the ChatGPT accounts of accts at now. It may block on
+// the ledger; a ledger that cannot be read gives no forecast.
+func (p *Pace) Read(served int64, t time.Time, src UsageSource, accts []proxy.AccountStats, now time.Time) ledger.Forecast {
+	var names []string
+	for _, a := range accts {
+		if a.Kind == proxy.KindChatGPT {
+			names = append(names, a.Name)
+		}
+	}
+	key := strings.Join(names, "\n")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && p.accounts == key && (p.served == served || t.Sub(p.at) < UsageEvery) {
+		return p.f
+	}
+	p.at, p.served, p.accounts, p.f = t, served, key, ledger.Forecast{}
+	if len(names) == 0 || src == nil {
+		return p.f
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), UsageReadTimeout)
+	defer cancel()
+	if f, err := src.Forecast(ctx, names, now); err == nil {
+		p.f = f
+	}
+	return p.f
+}
+
+// Forget drops the kept forecast: the next Read reads one (a new source).
+func (p *Pace) Forget() {
+	p.mu.Lock()
+	p.at = time.Time{}
+	p.mu.Unlock()
+}

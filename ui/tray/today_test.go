@@ -7,6 +7,7 @@ import (
 	testing "testing"
 	time "time"
 
+	"github.com/codexrelay/codexrelay/app"
 	"github.com/codexrelay/codexrelay/app/ledger"
 	"github.com/codexrelay/codexrelay/proxy"
 	"github.com/codexrelay/codexrelay/ui/look"
@@ -157,5 +158,54 @@ func TestUsageWindowOpens(t *testing.T) {
 	trayItem(t, tr, "Usage…").Action()
 	if !slices.Equal(*opened, []string{"usage"}) {
 		t.Fatalf("Usage… in the tray asked for %q", *opened)
+	}
+}
+
+// The tooltip says the pool's pace, read with the usage line (no read of its own while idle):
+// until when the 5-hour capacity lasts, or that it lasts past the next reset.
+func TestTrayTooltipSaysThePace(t *testing.T) {
+	fixed := uitest.SampleUsage()
+	tr, _, _, el := newUsageTray(t, fixed)
+	tr.refresh()
+	if want := "5-hour capacity lasts until 15:40 at this pace"; !strings.HasSuffix(tr.tray.tooltip, " · "+want) {
+		t.Fatalf("tooltip %q, want it to end with %q", tr.tray.tooltip, want)
+	}
+	// A reset before it runs out; read again once a request was served and a minute passed.
+	fixed.Pool.NextReset = uitest.Now.Add(28 * time.Minute)
+	tr.refresh()
+	if strings.Contains(tr.tray.tooltip, "past") {
+		t.Fatalf("read again at once, with nothing served: %q", tr.tray.tooltip)
+	}
+	tr.src.(*source.Fixed).Snapshot.Requests.Total++
+	*el = el.Add(time.Minute)
+	tr.refresh()
+	if want := "5-hour capacity lasts past the 15:00 reset at this pace"; !strings.HasSuffix(tr.tray.tooltip, want) {
+		t.Fatalf("tooltip %q, want %q", tr.tray.tooltip, want)
+	}
+	// No pace: nothing said.
+	fixed.Pool = ledger.Forecast{}
+	tr.src.(*source.Fixed).Snapshot.Requests.Total++
+	*el = el.Add(time.Minute)
+	tr.refresh()
+	if strings.Contains(tr.tray.tooltip, "pace") {
+		t.Errorf("tooltip without a forecast: %q", tr.tray.tooltip)
+	}
+}
+
+// An account kept in reserve says so, not "limit"; a resting bucket is named on its line.
+func TestTrayMenuSaysReserveAndRestingBuckets(t *testing.T) {
+	tr, _, _, _ := newTestTray(t, nil)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[1].CooldownReason = app.CooldownReserve
+	src.Snapshot.Accounts[0].BucketRests = []proxy.BucketRest{{Bucket: "codex_bengalfox", Name: "GPT-5.3-Codex-Spark", Until: uitest.Now.Add(38 * time.Minute)}}
+	st := uitest.Running()
+	tr.src, tr.fixed, tr.now = src, &st, func() time.Time { return uitest.Now }
+	tr.refresh()
+	items := tr.Menu()
+	if got := items[3].Label; got != "personal · 5 h 37% · week 62% · GPT-5.3-Codex-Spark resting until 15:10 · in use" {
+		t.Errorf("bucket line %q", got)
+	}
+	if got := items[4].Label; got != "team · kept in reserve until 14:36" {
+		t.Errorf("reserve line %q", got)
 	}
 }

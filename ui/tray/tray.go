@@ -62,6 +62,9 @@ func accountLine(a proxy.AccountStats, snap proxy.Snapshot, now time.Time) strin
 		state, _ := look.AccountState(a, now)
 		parts = append(parts, lowerFirst(state))
 	}
+	if b := look.BucketRests(a, now); b != "" {
+		parts = append(parts, b)
+	}
 	if c := creditsShort(a.ResetCredits, now); c != "" {
 		parts = append(parts, c)
 	}
@@ -89,6 +92,9 @@ func truncate(s string, n int) string {
 // trayTooltip is what the tray icon says on hover.
 func trayTooltip(v view) string {
 	_, word, detail := look.Header(v.snap, v.svc)
+	if v.pace != "" && v.svc.Running && !v.svc.Paused {
+		detail += " · " + v.pace
+	}
 	return "Codex Relay: " + word + " · " + detail
 }
 

@@ -33,6 +33,8 @@ type TrayApp struct {
 	elapsed func() time.Time
 	usage   source.UsageSource
 	today   today
+	// pace keeps the pool's forecast, read on the usage line's cadence (source.Pace).
+	pace source.Pace
 
 	tray     *Tray
 	notifier *notifier
@@ -107,6 +109,8 @@ type view struct {
 	notify app.NotificationSettings
 	// today is the tray's usage line ("" without a ledger to read).
 	today string
+	// pace is the pool's pace (look.Pace; "" when the forecast says nothing).
+	pace string
 	// newer is a newer release, when the update check is on and found one (update.go).
 	newer update.Release
 }
@@ -125,6 +129,7 @@ func (t *TrayApp) fetch() view {
 	st := t.relay.Settings()
 	v.notify = st.Notifications
 	v.today = t.today.line(st.Generation, v.snap.Requests.Total, t.elapsed(), t.usage, v.snap.Accounts, t.now(), t.log)
+	v.pace = look.Pace(t.pace.Read(v.snap.Requests.Total, t.elapsed(), t.usage, v.snap.Accounts, t.now()), t.now())
 	v.newer = t.updates.check(t.relay.App, t.now(), t.changed)
 	return v
 }

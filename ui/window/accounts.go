@@ -127,6 +127,9 @@ func orderNote(strategy string) string {
 	case proxy.StrategyMostQuotaLeft:
 		return "Routing: most quota left. Untouched accounts first, then the ones with the most room; " +
 			"this order breaks ties."
+	case app.StrategyResetFirst:
+		return "Routing: reset first. The account whose binding window resets soonest spends its quota first; " +
+			"accounts whose reset is unknown after them, in this order."
 	}
 	return "Routing: priority. The first healthy account takes every request; the next one only " +
 		"when it fails, reaches its limit or rests."
@@ -164,7 +167,8 @@ func (a *accountsWindow) rowMenu(id int) *fyne.Menu {
 	if look.CanRedeem(r.live) {
 		items = append(items, fyne.NewMenuItem("Redeem a banked reset", func() { a.redeem(name) }))
 	}
-	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }))
+	items = append(items, fyne.NewMenuItem("Rename…", func() { a.rename(name) }),
+		fyne.NewMenuItem("Reserve…", func() { a.setReserve(name, r.meta.Reserve) }))
 	if r.meta.Disabled {
 		items = append(items, fyne.NewMenuItem("Enable", func() { a.setEnabled(name, true) }))
 	} else {
@@ -248,6 +252,31 @@ func (a *accountsWindow) rename(name string) {
 	})
 }
 
+// setReserve asks for the share of the account's binding window the relay keeps unspent;
+// app's message about a share out of range shows under the field.
+func (a *accountsWindow) setReserve(name string, reserve int) {
+	a.ask = a.newValueDialog(valueSpec{
+		title: "Reserve of “" + name + "”", label: "Keep in reserve (%)", initial: strconv.Itoa(reserve), confirm: "Set",
+		hint: fmt.Sprintf("1 to %d: the relay stops choosing the account once its binding window (the one with the least left) "+
+			"has less left, until that window resets. 0 keeps no reserve.", app.MaxReserve),
+		apply: func(v string) error {
+			pct, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "%"))
+			if err != nil {
+				return &app.FieldError{Field: app.FieldReserve, Msg: fmt.Sprintf("must be a whole number from 0 to %d, not %q", app.MaxReserve, v)}
+			}
+			return a.u.store.SetAccountReserve(name, pct)
+		},
+		done: func(v string) {
+			pct, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "%"))
+			if pct == 0 {
+				a.done(fmt.Sprintf("“%s” keeps no reserve.", name))
+				return
+			}
+			a.done(fmt.Sprintf("“%s” keeps %d%% in reserve.", name, pct))
+		},
+	})
+}
+
 // replaceKey asks for a new API key and stores it in the keychain (the relay tries the
 // account again at once).
 func (a *accountsWindow) replaceKey(name string) {
@@ -322,6 +351,9 @@ func accountDetail(r accountRow, now time.Time) string {
 	}
 	if r.meta.Kind == string(proxy.KindOpenAI) && r.meta.API == string(proxy.APIChat) {
 		parts = append(parts, "Chat Completions")
+	}
+	if r.meta.Reserve > 0 {
+		parts = append(parts, strconv.Itoa(r.meta.Reserve)+"% in reserve")
 	}
 	if c := creditsDetail(r.live.ResetCredits, now); c != "" {
 		parts = append(parts, c)

@@ -147,10 +147,10 @@ func TestAccountsListActions(t *testing.T) {
 	a.add.d.Hide()
 
 	// The menu of an API-key account, first in the list.
-	if got := uitest.Labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Disable|Move up|Move down||Remove…" {
+	if got := uitest.Labels(a.rowMenu(0).Items); strings.Join(got, "|") != "Replace key…|Rename…|Reserve…|Disable|Move up|Move down||Remove…" {
 		t.Errorf("menu %q", got)
 	}
-	if !a.rowMenu(0).Items[3].Disabled || !a.rowMenu(1).Items[4].Disabled {
+	if !a.rowMenu(0).Items[4].Disabled || !a.rowMenu(1).Items[5].Disabled {
 		t.Error("Move up on the first row, or Move down on the last, is enabled")
 	}
 
@@ -201,6 +201,20 @@ func renameAndReplaceKey(t *testing.T, a *accountsWindow, relay *relay.Relay) {
 	if relay.Accounts()[1].Name != "backup" || a.status.Text != "Renamed “second” to “backup”." {
 		t.Fatalf("after rename: %+v, %q", relay.Accounts(), a.status.Text)
 	}
+
+	// Reserve: a share out of range is refused next to the field, a good one is kept and shown.
+	menuAction(t, a, 0, "Reserve…")
+	a.ask.entry.SetText("150")
+	test.Tap(a.ask.ok)
+	if !a.ask.err.Visible() || !strings.Contains(a.ask.err.Text, "150% is out of range") {
+		t.Errorf("reserve message %q", a.ask.err.Text)
+	}
+	a.ask.entry.SetText("20")
+	test.Tap(a.ask.ok)
+	if relay.Accounts()[0].Reserve != 20 || a.status.Text != "“first” keeps 20% in reserve." {
+		t.Fatalf("after reserve: %+v, %q", relay.Accounts(), a.status.Text)
+	}
+	mustContain(t, a.win.Content(), "20% in reserve")
 
 	// Replace the key: whitespace is refused next to the field, a clean key is stored.
 	menuAction(t, a, 0, "Replace key…")

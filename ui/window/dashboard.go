@@ -40,6 +40,9 @@ type DashboardOptions struct {
 	CodexLogin func() app.CodexLogin
 	// Strategy is the routing strategy, named in the accounts' heading; nil leaves it out.
 	Strategy func() string
+	// Usage is the usage ledger Refresh reads the pool's pace from (source.Pace); nil leaves
+	// it out. (The UI's poller reads it in its own fetch.)
+	Usage source.UsageSource
 	// UseCodexLogin is the first run's one action (import, configure, test request).
 	UseCodexLogin func(ctx context.Context) (app.FirstRun, error)
 	// PointCodex points Codex at the relay and sends the test request, once an account was
@@ -73,6 +76,7 @@ type DashboardOptions struct {
 type Dashboard struct {
 	src     source.Source
 	opt     DashboardOptions
+	pace    source.Pace // the pool's forecast, for Refresh
 	content fyne.CanvasObject
 	last    view
 
@@ -147,6 +151,10 @@ func (d *Dashboard) Refresh() {
 	}
 	if d.opt.Strategy != nil {
 		v.strategy = d.opt.Strategy()
+	}
+	if d.opt.Usage != nil {
+		now := d.opt.Now()
+		v.pace = look.Pace(d.pace.Read(snap.Requests.Total, time.Now(), d.opt.Usage, snap.Accounts, now), now)
 	}
 	d.show(v)
 }
@@ -282,7 +290,11 @@ func (d *Dashboard) show(v view) {
 		d.first.show(v.login)
 	} else {
 		setText(d.accountsTitle, accountsHeading(v.strategy))
-		setDim(d.accountsSummary, accountsSummary(snap.Accounts))
+		summary := accountsSummary(snap.Accounts)
+		if v.pace != "" {
+			summary += " · " + v.pace
+		}
+		setDim(d.accountsSummary, summary)
 		if d.accounts.show(snap, now) {
 			relayout = true
 		}
@@ -320,7 +332,7 @@ func (d *Dashboard) banners() string {
 }
 
 // accountsHeading is the accounts section's title, with the routing strategy that orders
-// them: "Accounts · priority order", "Accounts · round-robin", "Accounts · most quota left".
+// them: "Accounts · priority order", "Accounts · round-robin", "Accounts · most quota left", "Accounts · reset first".
 func accountsHeading(strategy string) string {
 	switch strategy {
 	case "":
@@ -329,6 +341,8 @@ func accountsHeading(strategy string) string {
 		return "Accounts · priority order"
 	case proxy.StrategyMostQuotaLeft:
 		return "Accounts · most quota left"
+	case app.StrategyResetFirst:
+		return "Accounts · reset first"
 	}
 	return "Accounts · " + strategy
 }

@@ -803,3 +803,40 @@ func TestDashboardHeaderSaysWhenADryPoolIsBack(t *testing.T) {
 	first := *src.Snapshot.Accounts[1].CooldownUntil // team's rest ends first
 	mustContain(t, u.dashWin.Content(), "Not serving", "no usable account · the first account is back at "+look.Clock(first, uitest.Now)+" (team)")
 }
+
+// An account kept in reserve says so, with its reserve in its column; a resting bucket shows in
+// the state of the account that still serves the other models; the accounts' line says the
+// pool's pace.
+func TestDashboardShowsReservesRestingBucketsAndThePace(t *testing.T) {
+	test.NewTempApp(t)
+	src := uitest.Sample()
+	src.Snapshot.Accounts[1].CooldownReason, src.Snapshot.Accounts[1].Reserve = app.CooldownReserve, 20
+	src.Snapshot.Accounts[0].BucketRests = []proxy.BucketRest{{Bucket: "codex_bengalfox", Name: "GPT-5.3-Codex-Spark", Until: uitest.Now.Add(38 * time.Minute)}}
+	src.Snapshot.Accounts[2].BucketRests = []proxy.BucketRest{{Bucket: "codex_other", Until: uitest.Now.Add(38 * time.Minute)}}
+	d := NewDashboard(src, DashboardOptions{Status: uitest.Running, Now: func() time.Time { return uitest.Now }, Usage: uitest.SampleUsage()})
+	w := test.NewTempWindow(t, d.Content())
+	w.Resize(DashboardSize)
+	d.Refresh()
+	rows := accountCells(t, w.Content())
+	if got := rows[0].state.text.shown; got != (textView{"Ready · GPT-5.3-Codex-Spark resting until 15:10", look.Warn}) {
+		t.Errorf("a resting bucket: %+v", got)
+	}
+	if got := rows[1].state.text.shown; got != (textView{"Kept in reserve until 14:36", look.Warn}) {
+		t.Errorf("kept in reserve: %+v", got)
+	}
+	if got := rows[2].state.text.shown.text; got != "Key rejected · codex_other resting until 15:10" {
+		t.Errorf("a bucket without a name: %q", got)
+	}
+	var reserves []string
+	visit(w.Content(), func(o fyne.CanvasObject) {
+		if r, ok := o.(*tableRow[dashAccount]); ok {
+			reserves = append(reserves, cellOfColumn(t, r, "Reserve").(*textCell).Text())
+		}
+	})
+	if strings.Join(reserves, " ") != "– 20% –" {
+		t.Errorf("the Reserve column: %q", reserves)
+	}
+	if got := d.accountsSummary.Text; got != "3 configured · 1 ready · 1 resting · 1 needs sign-in · 5-hour capacity lasts until 15:40 at this pace" {
+		t.Errorf("accounts summary %q", got)
+	}
+}

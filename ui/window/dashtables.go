@@ -40,6 +40,8 @@ var accountSpec = []tableColumn[dashAccount]{
 		cell: quotaOf(func(a dashAccount) quotaView { return quotaCellView(a.AccountStats, false, a.now) })},
 	{title: "Weekly usage", min: 165, weight: 1.3,
 		cell: quotaOf(func(a dashAccount) quotaView { return quotaCellView(a.AccountStats, true, a.now) })},
+	{title: "Reserve", min: 60, weight: 0.3, align: fyne.TextAlignTrailing, drop: 5,
+		cell: textOf(func(a dashAccount) textView { return reserveCell(a.AccountStats) })},
 	{title: "Banked resets", min: 90, weight: 0.5, drop: 2,
 		cell: textOf(func(a dashAccount) textView { return creditsCell(a.AccountStats, a.now) })},
 	{title: "Requests", min: 60, weight: 0.3, align: fyne.TextAlignTrailing, drop: 3,
@@ -51,6 +53,15 @@ var accountSpec = []tableColumn[dashAccount]{
 // lastErrorWidest is the most the Last error column widens to: "429 usage_limit_reached: the
 // 5-hour limit resets at 14:36" and its like show whole, a page of an upstream's prose is cut.
 const lastErrorWidest = 420
+
+// reserveCell is the share of its binding window an account keeps unspent ("20%"), or a dim
+// "–".
+func reserveCell(a proxy.AccountStats) textView {
+	if a.Reserve <= 0 {
+		return textView{"–", look.Dim}
+	}
+	return textView{text: strconv.Itoa(a.Reserve) + "%"}
+}
 
 // lastErrorView is an account's last error, or a dim "–".
 func lastErrorView(err string) textView {

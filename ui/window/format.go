@@ -111,6 +111,13 @@ func stateText(state string) string {
 // shows it.
 func accountState(a proxy.AccountStats, now time.Time) textView {
 	text, tone := look.AccountState(a, now)
+	if b := look.BucketRests(a, now); b != "" {
+		// It serves, but not every model: "Ready · GPT-5.3-Codex-Spark resting until 15:10".
+		text += " · " + b
+		if tone == look.Good {
+			tone = look.Warn
+		}
+	}
 	return textView{text, tone}
 }
 

@@ -69,6 +69,7 @@ var strategyNotes = map[string]string{
 	proxy.StrategyPriority:      "the first healthy account in the list takes every request; the next only when it fails, reaches its limit or rests.",
 	proxy.StrategyRoundRobin:    "the healthy accounts take turns, in list order.",
 	proxy.StrategyMostQuotaLeft: "untouched accounts first, then the ChatGPT accounts with the most of their windows left.",
+	app.StrategyResetFirst:      "the account whose binding window resets soonest first, while it has quota left (it would expire unused); accounts whose reset is unknown after them.",
 }
 
 // label is the window's label of a setting, from the settings table.

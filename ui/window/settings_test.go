@@ -125,8 +125,8 @@ func TestSettingsCatalogAndStrategy(t *testing.T) {
 		t.Error("a refused stale age was applied")
 	}
 
-	// The strategy select offers the three strategies, each explained in one line.
-	if !slices.Equal(s.choiceOf(app.SettingStrategy).Options, []string{proxy.StrategyPriority, proxy.StrategyRoundRobin, proxy.StrategyMostQuotaLeft}) {
+	// The strategy select offers the four strategies, each explained in one line.
+	if !slices.Equal(s.choiceOf(app.SettingStrategy).Options, []string{proxy.StrategyPriority, proxy.StrategyRoundRobin, proxy.StrategyMostQuotaLeft, app.StrategyResetFirst}) {
 		t.Errorf("strategies %q", s.choiceOf(app.SettingStrategy).Options)
 	}
 	for _, st := range proxy.Strategies {

@@ -75,6 +75,8 @@ type UI struct {
 	// API, or a fixed source: ShowFixedUsage).
 	usageMu sync.Mutex
 	usage   source.UsageSource
+	// pace keeps the pool's forecast for the dashboard, read on the usage line's cadence.
+	pace source.Pace
 	// elapsed is the clock that spaces the ledger's reads (time.Now; tests move it by hand).
 	elapsed func() time.Time
 	// codex caches what the Codex home's config.toml and auth.json say.
@@ -233,6 +235,7 @@ func (u *UI) fetch() view {
 	setup := u.codexConfigured()
 	v.codex = &setup
 	v.strategy = strategyOf(u.store.Settings())
+	v.pace = look.Pace(u.pace.Read(v.snap.Requests.Total, u.elapsed(), u.usageSource(), v.snap.Accounts, u.now()), u.now())
 	if len(v.snap.Accounts) == 0 {
 		// Only while there is no account (for the first-run card).
 		v.login = u.codexLogin()

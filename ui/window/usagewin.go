@@ -399,6 +399,7 @@ func (u *UI) ShowFixedUsage(src source.UsageSource) {
 	u.usageMu.Lock()
 	u.usage = src
 	u.usageMu.Unlock()
+	u.pace.Forget()
 	if u.usageWin != nil && u.usageWin.shown {
 		u.usageWin.reload()
 	}

@@ -22,4 +22,6 @@ type view struct {
 	login app.CodexLogin
 	// strategy is the routing strategy ("" when not known).
 	strategy string
+	// pace is the pool's pace (look.Pace; "" when the forecast says nothing).
+	pace string
 }
