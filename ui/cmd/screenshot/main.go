@@ -296,7 +296,8 @@ func dashboardFixture(now time.Time) source.Fixed {
 		Accounts: []proxy.AccountStats{
 			{
 				Name: "personal", Kind: proxy.KindChatGPT, API: proxy.APIResponses, State: proxy.StateReady,
-				Requests: 912, ResetCredits: &proxy.ResetCredits{},
+				Requests: 912, ResetCredits: &proxy.ResetCredits{}, Reserve: 20,
+				BucketRests: []proxy.BucketRest{{Bucket: "codex_bengalfox", Name: "GPT-5.3-Codex-Spark", Until: at(40 * time.Minute)}},
 				Quota: &proxy.Quota{
 					PrimaryUsedPercent: 37, PrimaryResetsAt: at(2*time.Hour + 48*time.Minute),
 					SecondaryUsedPercent: 62, SecondaryResetsAt: at(3*24*time.Hour + 5*time.Hour),
@@ -376,7 +377,7 @@ func accountsFixture(now time.Time) proxy.Snapshot {
 		Listen: "127.0.0.1:7455", LastServed: "dev@example.com", Next: "team",
 		Accounts: []proxy.AccountStats{
 			{Name: "dev@example.com", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(91, 64, 2*time.Hour, 70*time.Hour)},
-			{Name: "team", Kind: proxy.KindChatGPT, State: proxy.StateReady, Quota: quota(12, 33, 4*time.Hour, 100*time.Hour)},
+			{Name: "team", Kind: proxy.KindChatGPT, State: proxy.StateReady, Reserve: 20, Quota: quota(12, 33, 4*time.Hour, 100*time.Hour)},
 			{Name: "pro", Kind: proxy.KindChatGPT, State: proxy.StateCooldown, CooldownReason: proxy.CooldownRateLimit,
 				CooldownUntil: at(4 * time.Minute), LastError: "429 usage_limit_reached", Quota: quota(100, 71, 4*time.Minute, 30*time.Hour),
 				ResetCredits: &proxy.ResetCredits{Available: 1, NextExpiresAt: at(20 * time.Hour)}},
