@@ -461,6 +461,9 @@ func checkExport(f backupFile) error {
 			return fmt.Errorf("account %q: its %s is not valid", m.Name, what)
 		}
 		m.BaseURL, m.API = checked.BaseURL, checked.API
+		if CheckReserve(m.Reserve) != nil {
+			return fmt.Errorf("account %q: its reserve is not valid", m.Name)
+		}
 		// What the settings keep is bounded and clean (fields.go): a field past the settings
 		// file's limit would make every later change of the folder fail.
 		m.Email = cleanEmail(m.Email)

@@ -64,6 +64,9 @@ func backupPool(t *testing.T, a *Relay) {
 	if _, err := a.MoveAccount("chat", 1); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.SetAccountReserve("chat", 20); err != nil { // shared with its owner: travels with it
+		t.Fatal(err)
+	}
 }
 
 func noSecretIn(t *testing.T, what string, b []byte) {
@@ -133,7 +136,7 @@ func TestBackupRoundTripThroughTheKeychain(t *testing.T) {
 		if g.ID == w.ID || g.ID == "" {
 			t.Errorf("%s: ID %q (the exporting folder's was %q): an import takes IDs of its own", g.Name, g.ID, w.ID)
 		}
-		if g.Kind != w.Kind || g.BaseURL != w.BaseURL || g.API != w.API || g.Disabled != w.Disabled || g.Email != w.Email || !g.Added.Equal(w.Added) {
+		if g.Kind != w.Kind || g.BaseURL != w.BaseURL || g.API != w.API || g.Disabled != w.Disabled || g.Email != w.Email || !g.Added.Equal(w.Added) || g.Reserve != w.Reserve {
 			t.Errorf("%s: imported %+v, exported %+v", g.Name, g, w)
 		}
 		v, err := k.Get(accountUser(g.ID))
@@ -252,6 +255,8 @@ func TestBackupBadFilesImportNothing(t *testing.T) {
 		{"another age file", "the passphrase", encryptPlain(t, "the passphrase", `hello`), ErrDamagedExport},
 		{"an account without its key", "the passphrase", encryptPlain(t, "the passphrase",
 			`{"format":"codexrelay-accounts","version":1,"accounts":[{"position":1,"account":{"name":"x","kind":"openai","base_url":"https://a.example/v1"},"secret":{}}]}`), ErrDamagedExport},
+		{"a reserve out of range", "the passphrase", encryptPlain(t, "the passphrase",
+			`{"format":"codexrelay-accounts","version":1,"accounts":[{"position":1,"account":{"name":"x","kind":"openai","base_url":"https://a.example/v1","reserve":500},"secret":{"api_key":"sk-0123456789abcdef"}}]}`), ErrDamagedExport},
 	}
 	for _, c := range cases {
 		res, err := dst.ImportAccounts(bytes.NewReader(c.file), c.pass)
