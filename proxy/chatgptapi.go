@@ -161,16 +161,6 @@ func (x *exchange) writeRaw(status int, b []byte) {
 	}
 }
 
-// quotaCopy is m's last usage read (nil: none yet), copied.
-func quotaCopy(m *member) *Quota {
-	q := m.Snapshot(time.Time{}, "").Quota
-	if q == nil {
-		return nil
-	}
-	c := *q
-	return &c
-}
-
 // statusWriter records what a passed-through answer's status and size were.
 type statusWriter struct {
 	http.ResponseWriter

@@ -204,7 +204,7 @@ func (s *Server) settle(ctx context.Context, m *member, res *RedeemResult, answe
 	if _, err := s.fetchCredits(context.WithoutCancel(ctx), m); err == nil {
 		res.Remaining = s.resetCreditsOf(m)
 	}
-	res.Quota = m.Snapshot(s.now(), "").Quota
+	res.Quota = m.Quota()
 	c := s.creditsOf(m)
 	c.mu.Lock()
 	c.done++

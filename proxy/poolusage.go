@@ -72,7 +72,7 @@ func (s *Server) poolUsage(ctx context.Context) (pw poolWindows, ok bool) {
 			continue
 		}
 		ok = true
-		if q := quotaCopy(m); m.Usable("", s.now()) && (q == nil || s.now().Sub(q.FetchedAt) > usageFresh) {
+		if q := m.Quota(); m.Usable("", s.now()) && (q == nil || s.now().Sub(q.FetchedAt) > usageFresh) {
 			stale = append(stale, m)
 		}
 	}
@@ -102,26 +102,20 @@ func (s *Server) poolNow(now time.Time) poolWindows {
 		if m.Kind != KindChatGPT || m.Disabled {
 			continue
 		}
-		q := quotaCopy(m)
-		a := poolAccount{name: m.Name, serves: m.Usable("", now) && !spent(q, now), back: m.RestsUntil(now), q: q}
+		q := m.Quota()
+		b, read := q.Binding(now)
+		spent := read && b.Left <= 0
+		a := poolAccount{name: m.Name, serves: m.Usable("", now) && !spent, back: m.RestsUntil(now), q: q}
 		if a.serves && (a.q == nil || now.Sub(a.q.FetchedAt) > usageFresh) {
 			unread = append(unread, m.Name)
 			continue
 		}
-		if !a.serves && a.back.IsZero() && q != nil {
-			if b, ok := q.Binding(now); ok && b.Left <= 0 {
-				a.back = b.Resets // spent by its reading: back when that window resets
-			}
+		if spent && a.back.IsZero() {
+			a.back = b.Resets // spent by its reading: back when that window resets
 		}
 		accts = append(accts, a)
 	}
 	return pooled(accts, unread, now)
-}
-
-// spent reports whether reading q says its binding window has nothing left at now.
-func spent(q *Quota, now time.Time) bool {
-	b, ok := q.Binding(now)
-	return ok && b.Left <= 0
 }
 
 // pooled is the pool's windows made of the accounts' readings (see the file's comment).

@@ -66,11 +66,6 @@ func setPoolLimits(h http.Header, pw poolWindows) {
 // rate limits over the serving account's.
 func (x *exchange) relayHeaders(dst, src http.Header) {
 	copyRelayHeaders(dst, src)
-	for k := range dst {
-		if rateLimitHeader(strings.ToLower(k)) {
-			delete(dst, k)
-		}
-	}
 	if pw, ok := x.s.poolLimits(); ok {
 		setPoolLimits(dst, pw)
 	}

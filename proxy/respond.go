@@ -465,13 +465,14 @@ func isChatError(data []byte) bool {
 	return json.Unmarshal(data, &v) == nil && len(v.Error) > 0 && string(v.Error) != "null" && len(v.Choices) == 0
 }
 
-// relayHeaders are upstream headers worth passing on: request ids and the rate-limit headers
-// the Codex CLI reads to show the remaining quota.
+// copyRelayHeaders copies the upstream headers worth passing on: request ids, Codex's own
+// (its turn state), an API's x-ratelimit-*; never the serving account's Codex rate limits, which
+// the pool's replace (ratelimits.go).
 func copyRelayHeaders(dst, src http.Header) {
 	for k, v := range src {
 		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "x-codex-") || strings.HasPrefix(lk, "openai-") ||
-			strings.HasPrefix(lk, "x-ratelimit-") || lk == "x-request-id" {
+		if (strings.HasPrefix(lk, "x-codex-") || strings.HasPrefix(lk, "openai-") ||
+			strings.HasPrefix(lk, "x-ratelimit-") || lk == "x-request-id") && !rateLimitHeader(lk) {
 			dst[k] = v
 		}
 	}

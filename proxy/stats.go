@@ -150,12 +150,8 @@ func bucketRests(ms pool.Snapshot) []BucketRest {
 	var out []BucketRest
 	for b, until := range ms.BucketRests {
 		r := BucketRest{Bucket: b, Until: until}
-		if ms.Quota != nil {
-			for _, a := range ms.Quota.Additional {
-				if a.Feature == b {
-					r.Name = a.Name
-				}
-			}
+		if a := ms.Quota.Bucket(b); a != nil {
+			r.Name = a.Name
 		}
 		out = append(out, r)
 	}

@@ -19,6 +19,7 @@
 //	quota.go      usage readings (/wham/usage) and what the order and the judge read of them
 //	windows.go    what a reading has left: the binding window, the reserve, the buckets that meter models
 //	call.go       Call: credential, one renewal on a refusal, judgment, rest
+//	doc.go        this index (proxy/doc_test.go holds it to the folder)
 //
 // Where things go: a new strategy is a constant in pool.go, its name in Strategies and its key
 // in order; a new scope of rest is a Scope, the rule in judge.go (judge, or Pool.Judge when it

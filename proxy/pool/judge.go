@@ -190,12 +190,17 @@ func judge(now, windowReset time.Time, w Said) Judgment {
 // Judge judges what an upstream said of a request to m. It changes nothing: Rest applies it.
 func (p *Pool) Judge(m *Member, w Said) Judgment {
 	now := p.now()
-	j := judge(now, m.QuotaReset(now), w)
-	if j.Class == Limited && j.Scope == AccountScope && m.isBucket(w.Bucket) {
-		// A limit of one bucket: its models rest on the account, until that bucket's window
-		// resets, and the account serves the others.
+	bucket := m.isBucket(w.Bucket) && !workspaceLimit(w.Code) // a workspace's limit is the whole account's
+	var windowReset time.Time
+	if bucket {
+		windowReset = m.bucketReset(w.Bucket, now) // a limit of one bucket ends with its window
+	} else {
+		windowReset = m.QuotaReset(now)
+	}
+	j := judge(now, windowReset, w)
+	if bucket && j.Class == Limited {
+		// Its models rest on the account, and the account serves the others.
 		j.Scope, j.Bucket = BucketScope, w.Bucket
-		j.Until = RestEnd(now, w.RetryAfter, w.ResetsAt, w.ResetIn, m.bucketReset(w.Bucket, now))
 	}
 	return j
 }

@@ -223,6 +223,14 @@ func (m *Member) Snapshot(now time.Time, model string) Snapshot {
 	return s
 }
 
+// Quota is m's latest usage reading (nil: none yet). A reading is never changed once read: the
+// pool keeps the next one in its place.
+func (m *Member) Quota() *Quota {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.quota
+}
+
 // Workspace is the chatgpt-account-id of the credential m was last used with ("" before).
 func (m *Member) Workspace() string {
 	if p := m.workspaceID.Load(); p != nil {
@@ -312,26 +320,25 @@ func (m *Member) markNeedsLogin(reason string) {
 	m.raise()
 }
 
-// restBucket rests bucket on m until then.
+// restBucket rests bucket on m until then (or later, when it rests longer already).
 func (m *Member) restBucket(bucket string, until time.Time, reason string) {
-	m.mu.Lock()
-	if m.bucketRests == nil {
-		m.bucketRests = make(map[string]time.Time)
-	}
-	if until.After(m.bucketRests[bucket]) {
-		m.bucketRests[bucket] = until
-	}
-	m.lastError = reason
-	m.mu.Unlock()
-	m.raise()
+	m.restIn(&m.bucketRests, bucket, until, reason)
 }
 
+// blockModel keeps model off m until then.
 func (m *Member) blockModel(model string, until time.Time, reason string) {
+	m.restIn(&m.modelBlocked, model, until, reason)
+}
+
+// restIn rests key of rests (a bucket, a model) on m until then, the later rest winning.
+func (m *Member) restIn(rests *map[string]time.Time, key string, until time.Time, reason string) {
 	m.mu.Lock()
-	if m.modelBlocked == nil {
-		m.modelBlocked = make(map[string]time.Time)
+	if *rests == nil {
+		*rests = make(map[string]time.Time)
 	}
-	m.modelBlocked[model] = until
+	if until.After((*rests)[key]) {
+		(*rests)[key] = until
+	}
 	m.lastError = reason
 	m.mu.Unlock()
 	m.raise()

@@ -54,23 +54,32 @@ func resetAfter(t, now time.Time) time.Time {
 // spentBucket is when the bucket feature's spent window (of q) resets, when one is spent at
 // now; zero otherwise.
 func (q *Quota) spentBucket(feature string, now time.Time) time.Time {
-	if q == nil || feature == "" {
+	a := q.Bucket(feature)
+	if a == nil {
 		return time.Time{}
 	}
-	for _, a := range q.Additional {
-		if a.Feature != feature && bucketOfName(a.Name) != feature {
-			continue
-		}
-		var until time.Time
-		if left(a.PrimaryUsedPercent, a.PrimaryResetsAt, now) <= 0 {
-			until = a.PrimaryResetsAt
-		}
-		if left(a.SecondaryUsedPercent, a.SecondaryResetsAt, now) <= 0 && a.SecondaryResetsAt.After(until) {
-			until = a.SecondaryResetsAt
-		}
-		return until
+	var until time.Time
+	if left(a.PrimaryUsedPercent, a.PrimaryResetsAt, now) <= 0 {
+		until = a.PrimaryResetsAt
 	}
-	return time.Time{}
+	if left(a.SecondaryUsedPercent, a.SecondaryResetsAt, now) <= 0 && a.SecondaryResetsAt.After(until) {
+		until = a.SecondaryResetsAt
+	}
+	return until
+}
+
+// Bucket is the limit of q that bucket names (its metered feature, or its limit_name as a
+// model's name), nil when q lists none.
+func (q *Quota) Bucket(bucket string) *AdditionalQuota {
+	if q == nil || bucket == "" {
+		return nil
+	}
+	for i := range q.Additional {
+		if a := &q.Additional[i]; a.Feature == bucket || bucketOfName(a.Name) == bucket {
+			return a
+		}
+	}
+	return nil
 }
 
 // bucketOfName is the model a bucket's limit_name names, as the catalog spells models:
@@ -140,15 +149,8 @@ func (m *Member) isBucket(limit string) bool {
 	if limit == "" || strings.EqualFold(limit, mainLimit) {
 		return false
 	}
-	m.mu.Lock()
-	q := m.quota
-	m.mu.Unlock()
-	if q != nil {
-		for _, a := range q.Additional {
-			if a.Feature == limit || bucketOfName(a.Name) == limit {
-				return true
-			}
-		}
+	if m.Quota().Bucket(limit) != nil {
+		return true
 	}
 	if m.pool == nil {
 		return false
@@ -171,13 +173,8 @@ func (m *Member) bucketReset(bucket string, now time.Time) time.Time {
 	if t := m.quota.spentBucket(bucket, now); !t.IsZero() {
 		return t
 	}
-	if m.quota == nil {
-		return time.Time{}
-	}
-	for _, a := range m.quota.Additional {
-		if a.Feature == bucket || bucketOfName(a.Name) == bucket {
-			return minFuture(now, a.PrimaryResetsAt, a.SecondaryResetsAt)
-		}
+	if a := m.quota.Bucket(bucket); a != nil {
+		return minFuture(now, a.PrimaryResetsAt, a.SecondaryResetsAt)
 	}
 	return time.Time{}
 }
